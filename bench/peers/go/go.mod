@@ -1,0 +1,3 @@
+module karui/benchpeer
+
+go 1.21

@@ -1,0 +1,200 @@
+/*
+ * Boost.Fiber peers (Boost 1.74, default round_robin scheduler, one thread).
+ * A fiber switch goes through the scheduler's ready queue and Boost.Context's
+ * fcontext assembly; no system call.
+ *   yield        two fibers calling boost::this_fiber::yield() alternately;
+ *                one operation = one yield
+ *   create_join  boost::fibers::fiber + join, one at a time, with one
+ *                pooled_fixedsize_stack (64 KiB stacks) made outside the loop
+ *   create_batch a->n fibers, then join all
+ *   many         a->n fibers blocked on a fibers::condition_variable; create
+ *                time per fiber and RSS growth while all are alive
+ * create_batch and many size the pool to a->n stacks at once (otherwise it
+ * grows 32, 64, ... and overshoots); the pool writes a free-list link into
+ * every stack it carves, so each stack costs a page at its bottom as well as
+ * the pages its fiber touches at the top.  Every call makes a new pool, so
+ * its stacks are fresh memory (page faults included).
+ * Fibers are launched with launch::post: a new fiber first runs when the
+ * creating fiber blocks (in join or wait).
+ */
+#include <cerrno>
+#include <new>
+#include <system_error>
+#include <vector>
+
+#include <boost/fiber/all.hpp>
+
+#include "peers.h"
+
+namespace bf = boost::fibers;
+
+namespace {
+
+constexpr std::size_t fib_stack = 64 * 1024;
+volatile long fib_sink;
+
+void fib_empty()
+{
+	fib_sink = fib_sink + 1;
+}
+
+/* errno code for the exception being handled */
+int fib_error()
+{
+	try {
+		throw;
+	} catch (const std::bad_alloc &) {
+		return ENOMEM;
+	} catch (const std::system_error &e) {
+		return e.code().value() ? e.code().value() : EAGAIN;
+	} catch (...) {
+		return EAGAIN;
+	}
+}
+
+void join_all(std::vector<bf::fiber> &fs)
+{
+	for (bf::fiber &f : fs)
+		f.join();
+	fs.clear();
+}
+
+struct many_state {
+	bf::mutex mu;
+	bf::condition_variable started_cv; /* fibers -> main */
+	bf::condition_variable go_cv;      /* main -> fibers */
+	long n = 0;
+	long started = 0;
+	bool released = false;
+};
+
+void many_body(many_state *m)
+{
+	std::unique_lock<bf::mutex> lk(m->mu);
+	if (++m->started == m->n)
+		m->started_cv.notify_one();
+	m->go_cv.wait(lk, [m] { return m->released; });
+}
+
+void many_release(many_state &m, std::vector<bf::fiber> &fs)
+{
+	{
+		std::unique_lock<bf::mutex> lk(m.mu);
+		m.released = true;
+	}
+	m.go_cv.notify_all();
+	join_all(fs);
+}
+
+} // namespace
+
+extern "C" int kb_fiber_yield(const kb_args *a, kb_res *r)
+{
+	struct {
+		long iters, count;
+		double t0, t1;
+	} s = { a->iters, 0, 0, 0 };
+	auto body = [&s] {
+		while (s.count < s.iters) {
+			if (s.count == 0)
+				s.t0 = kb_now_ns();
+			s.count++;
+			boost::this_fiber::yield();
+		}
+		if (s.t1 == 0)
+			s.t1 = kb_now_ns();
+	};
+
+	if (a->iters < 1)
+		return EINVAL;
+	bf::fiber f1, f2;
+	try {
+		f1 = bf::fiber(body);
+		f2 = bf::fiber(body);
+	} catch (...) {
+		int e = fib_error();
+		if (f1.joinable())
+			f1.join(); /* it yields to itself until done */
+		return e;
+	}
+	f1.join();
+	f2.join();
+	r->ns_per_op = (s.t1 - s.t0) / double(a->iters);
+	return 0;
+}
+
+extern "C" int kb_fiber_create_join(const kb_args *a, kb_res *r)
+{
+	if (a->iters < 1)
+		return EINVAL;
+	try {
+		bf::pooled_fixedsize_stack salloc(fib_stack);
+		double t0 = kb_now_ns();
+		for (long i = 0; i < a->iters; i++) {
+			bf::fiber f(std::allocator_arg, salloc, fib_empty);
+			f.join();
+		}
+		r->ns_per_op = (kb_now_ns() - t0) / double(a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}
+
+extern "C" int kb_fiber_create_batch(const kb_args *a, kb_res *r)
+{
+	if (a->n < 1)
+		return EINVAL;
+	try {
+		bf::pooled_fixedsize_stack salloc(fib_stack, size_t(a->n));
+		std::vector<bf::fiber> fs;
+		fs.reserve(size_t(a->n));
+		double t0 = kb_now_ns();
+		try {
+			for (long i = 0; i < a->n; i++)
+				fs.emplace_back(std::allocator_arg, salloc, fib_empty);
+		} catch (...) {
+			join_all(fs);
+			throw;
+		}
+		join_all(fs);
+		r->ns_per_op = (kb_now_ns() - t0) / double(a->n);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}
+
+extern "C" int kb_fiber_many(const kb_args *a, kb_res *r)
+{
+	if (a->n < 1)
+		return EINVAL;
+	try {
+		bf::pooled_fixedsize_stack salloc(fib_stack, size_t(a->n));
+		std::vector<bf::fiber> fs;
+		many_state m;
+		m.n = a->n;
+		fs.reserve(size_t(a->n));
+		double rss0 = kb_rss_kib();
+		double t0 = kb_now_ns();
+		try {
+			for (long i = 0; i < a->n; i++)
+				fs.emplace_back(std::allocator_arg, salloc, many_body, &m);
+		} catch (...) {
+			many_release(m, fs);
+			throw;
+		}
+		double t1 = kb_now_ns();
+		{
+			std::unique_lock<bf::mutex> lk(m.mu);
+			m.started_cv.wait(lk, [&m] { return m.started == m.n; });
+		}
+		double rss1 = kb_rss_kib();
+		many_release(m, fs);
+		r->ns_per_op = (t1 - t0) / double(a->n);
+		r->rss_kib = rss1 - rss0;
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * The peers that karui-bench runs beside karui in the same run.
+ *
+ * Each peer function runs one experiment once, `a->iters` operations (or
+ * `a->n` live flows for "many"), and fills *r with the mean cost per
+ * operation in nanoseconds; karui-bench repeats calls and takes the median.
+ * A function returns 0, or an errno code when the experiment cannot run
+ * (r is then untouched); it prints nothing.
+ *
+ * Experiments (the same definitions as karui's own, in tools/karui-bench):
+ *   yield        two flows on one core yielding to each other alternately;
+ *                one operation = one yield (so a round trip is 2 operations)
+ *   switch       two flows handing the processor directly to each other;
+ *                one operation = one switch
+ *   create_join  create a flow that does nothing, join it, one at a time;
+ *                one operation = create + run + join
+ *   create_batch create a->n flows that do nothing, then join all;
+ *                one operation = one create + its join (total / n)
+ *   many         create a->n flows that each block until released, then
+ *                release and join all; ns_per_op = create time per flow,
+ *                rss_kib = growth of the process's resident set while all
+ *                a->n are alive
+ */
+#ifndef KARUI_BENCH_PEERS_H
+#define KARUI_BENCH_PEERS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kb_args {
+	long iters; /* operations to time */
+	long n;     /* flows for create_batch and many */
+} kb_args;
+
+typedef struct kb_res {
+	double ns_per_op;
+	double rss_kib; /* "many" only; otherwise left as the caller set it */
+} kb_res;
+
+typedef int (*kb_fn)(const kb_args *a, kb_res *r);
+
+/* monotonic nanoseconds and current RSS in KiB (bench/peers/clock.c) */
+double kb_now_ns(void);
+double kb_rss_kib(void);
+
+/* pthreads: sched_yield ping-pong pinned to one CPU; create+join */
+int kb_pthread_yield(const kb_args *a, kb_res *r);
+int kb_pthread_create_join(const kb_args *a, kb_res *r);
+int kb_pthread_create_batch(const kb_args *a, kb_res *r);
+int kb_pthread_many(const kb_args *a, kb_res *r);
+
+/* ucontext: swapcontext (makes a sigprocmask system call per switch) */
+int kb_ucontext_switch(const kb_args *a, kb_res *r);
+int kb_ucontext_create_join(const kb_args *a, kb_res *r);
+
+/* Boost.Context fcontext (boost::context::detail::jump_fcontext) */
+int kb_fcontext_switch(const kb_args *a, kb_res *r);
+int kb_fcontext_create_join(const kb_args *a, kb_res *r);
+
+/* Boost.Fiber: this_fiber::yield, fiber + join with a pooled stack allocator */
+int kb_fiber_yield(const kb_args *a, kb_res *r);
+int kb_fiber_create_join(const kb_args *a, kb_res *r);
+int kb_fiber_create_batch(const kb_args *a, kb_res *r);
+int kb_fiber_many(const kb_args *a, kb_res *r);
+
+/* bare: a hand-written callee-saved-only switch, the floor */
+int kb_bare_switch(const kb_args *a, kb_res *r);
+int kb_bare_create_join(const kb_args *a, kb_res *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,156 @@
+/*
+ * karui L2 — microprocesses (seed 000 §2.2 level 2).
+ *
+ * A microprocess (mp) is a user-level lightweight process: its own stack
+ * and saved context, scheduled by karui's user-level scheduler onto the
+ * process's virtual processors (L0).  Creating, joining, switching and
+ * sleep/wakeup never enter the kernel once stacks are cached.
+ *
+ * Start-up: kr_init() turns the calling thread into VP 0 and the calling
+ * code into the main microprocess, and starts cfg->vps - 1 more VPs.
+ * kr_fini(), called by the main microprocess once every other one has
+ * finished, stops the VPs and returns the thread to plain pthread life.
+ *
+ * Scheduling is non-preemptive: a microprocess runs until it blocks,
+ * yields or exits.  A microprocess can move between VPs between two
+ * scheduling points, so `thread_local` data it sees is its current VP's:
+ * use microprocess-local keys (kr_key_*) for per-microprocess data, and
+ * don't keep addresses of thread_local objects across kr_yield, kr_sleep,
+ * kr_mp_join or any call that can block.
+ *
+ * Sleep / wakeup: every microprocess has one wakeup permit.  kr_wakeup(t)
+ * makes a sleeping t runnable, or, if t is not sleeping, leaves the permit
+ * set so that t's next kr_sleep returns at once.  Wakeups never get lost,
+ * and may come from any thread, VP or not.
+ *
+ * Handles are like pthread_t: a joinable microprocess's handle stays valid
+ * until it is joined; after that (and after a detached one ends) its memory
+ * goes back to the stack cache and may be reused by a new microprocess.
+ * Until then a stale handle is recognised and refused (ESRCH / EINVAL).
+ *
+ * All calls return 0 or an errno code; on a thread that is no VP of an
+ * initialised karui every call but kr_wakeup returns EPERM.
+ */
+#ifndef KARUI_CORE_H
+#define KARUI_CORE_H
+
+#include <stddef.h>
+
+#include "karui/vp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kr_mp kr_mp;
+typedef void *(*kr_mp_fn)(void *arg);
+typedef struct kr_rq_ops kr_rq_ops;
+typedef struct kr_sched_ops kr_sched_ops;
+
+#define KR_STACK_MIN 4096u            /* smallest stack, mp record included */
+#define KR_STACK_DEFAULT (64u * 1024) /* when kr_attr.stack_size is 0 */
+#define KR_STACK_MAX (1ul << 30)
+
+#define KR_PRIO_MIN 0
+#define KR_PRIO_MAX 31
+#define KR_PRIO_DEFAULT 16
+
+enum kr_mp_flags {
+	KR_MP_DETACHED = 1u << 0, /* start detached: nobody joins it */
+	KR_MP_NOGUARD = 1u << 1,  /* no guard page below the stack (seed's red zone off) */
+	KR_MP_PRIO = 1u << 2,     /* use kr_attr.prio instead of the creator's priority */
+};
+
+typedef struct kr_attr {
+	size_t stack_size; /* bytes; 0: KR_STACK_DEFAULT; rounded up to pages */
+	unsigned flags;    /* enum kr_mp_flags */
+	int prio;          /* with KR_MP_PRIO: KR_PRIO_MIN..KR_PRIO_MAX */
+} kr_attr;
+
+typedef struct kr_config {
+	unsigned vps;                 /* VPs in all, the caller's included; 0: 1 */
+	const kr_rq_ops *rq;          /* ready-queue module; NULL: kr_rq_ws */
+	const kr_sched_ops *sched;    /* scheduler module; NULL: kr_sched_default */
+	size_t stack_cache;           /* stacks kept per VP; 0: 64 */
+} kr_config;
+
+/* Start karui on the calling thread.  EINVAL: vps > KR_VP_MAX, or an ops
+ * table without its mandatory functions; EBUSY: already started;
+ * EAGAIN / ENOMEM: no threads or memory. */
+int kr_init(const kr_config *cfg);
+
+/* Stop karui.  Only the main microprocess may call it (EPERM otherwise),
+ * and only when every other microprocess has ended (EBUSY otherwise). */
+int kr_fini(void);
+
+/* Create a microprocess running fn(arg).  EINVAL: fn or out NULL, stack
+ * size below KR_STACK_MIN or above KR_STACK_MAX, priority out of range,
+ * unknown flags; ENOMEM: no memory or mappings left (see docs/limits.md). */
+int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg);
+
+/* End the calling microprocess with `result` (returning from fn does the
+ * same).  On the main microprocess or off a VP this is a no-op error: it
+ * returns EPERM. */
+int kr_mp_exit(void *result);
+
+/* Wait for mp to end and collect its result (result may be NULL).
+ * EINVAL: NULL, detached, or already being joined; EDEADLK: mp is the
+ * caller; ESRCH: mp has been joined already (stale handle). */
+int kr_mp_join(kr_mp *mp, void **result);
+
+/* Nobody will join mp; its resources go when it ends.  EINVAL: NULL or
+ * detached already; ESRCH: ended and joined. */
+int kr_mp_detach(kr_mp *mp);
+
+kr_mp *kr_self(void);            /* NULL off a VP */
+unsigned long kr_mp_id(const kr_mp *mp);
+
+/* Let every other runnable microprocess of this VP's queue go first
+ * (as the ready-queue policy orders them). */
+int kr_yield(void);
+
+/* Block until kr_wakeup (or return at once, consuming a pending permit). */
+int kr_sleep(void);
+
+/* Make mp runnable if it sleeps, else set its permit.  From any thread.
+ * EINVAL: NULL; ESRCH: mp has ended. */
+int kr_wakeup(kr_mp *mp);
+
+/* Hand the processor straight to mp, which must be sleeping or ready; the
+ * caller stays runnable.  EINVAL: NULL or the caller itself; EBUSY: mp is
+ * running or being woken elsewhere; ESRCH: mp has ended. */
+int kr_switch_to(kr_mp *mp);
+
+/* The composite of seed 000 §3.1 level 2: the caller sleeps and mp is woken
+ * and run at once on this VP.  Errors as kr_switch_to; on error the caller
+ * has not slept. */
+int kr_sleep_and_wakeup(kr_mp *mp);
+
+/* Priorities (used by priority ready queues; others keep but ignore them).
+ * A change takes effect at once, also for a queued microprocess — the
+ * seed's dynamic priority.  EINVAL: NULL or out of range. */
+int kr_mp_setprio(kr_mp *mp, int prio);
+int kr_mp_getprio(const kr_mp *mp, int *prio);
+
+/* Microprocess-local storage, like pthread keys.  Destructors run at exit
+ * for non-NULL values.  EAGAIN: all KR_KEYS_MAX keys in use; EINVAL: bad
+ * or deleted key; ENOMEM. */
+#define KR_KEYS_MAX 128
+typedef unsigned kr_key;
+int kr_key_create(kr_key *key, void (*destructor)(void *));
+int kr_key_delete(kr_key key);
+int kr_setspecific(kr_key key, const void *value);
+void *kr_getspecific(kr_key key); /* NULL if unset, bad key, or off a VP */
+
+/* Counters of this process's scheduler, for tests and tools. */
+typedef struct kr_stats {
+	unsigned long mps_live;     /* created and not yet ended */
+	unsigned long stacks_mapped;/* stacks carved from reservations so far */
+	unsigned long stacks_cached;/* idle stacks in caches and the pool */
+} kr_stats;
+int kr_stats_get(kr_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,110 @@
+/*
+ * karui L2 — application-specific scheduling (seed 000 §3).
+ *
+ * Five levels, from least to most work for the application:
+ *
+ *   4  pick a built-in ready queue:      kr_config.rq = &kr_rq_prio, ...
+ *   3  write a ready-queue module:       a kr_rq_ops of your own
+ *   2  add primitives on sleep/wakeup:   kr_sleep, kr_wakeup, kr_switch_to,
+ *                                        kr_sleep_and_wakeup (core.h)
+ *   1  write a scheduler module:         a kr_sched_ops of your own
+ *   0  write a scheduler on L0 + L1 only: vp.h and ctx.h, no core at all
+ *
+ * examples/level0 .. level4 show each; tests run them.
+ *
+ * Ready-queue module (level 3).  An instance holds runnable microprocesses
+ * and answers "which next".  The default scheduler calls it with the
+ * instance's spin lock held, so a module is plain single-threaded code.  A
+ * module with KR_RQ_SHARED has one instance for the whole process (strict
+ * order across VPs, one lock); otherwise each VP has its own and idle VPs
+ * steal through `steal`.  A queued microprocess's links (kr_rq_link) belong
+ * to the module while it is queued.
+ *
+ * Scheduler module (level 1).  Decides where a microprocess that becomes
+ * runnable goes, which one a VP runs next, and what an idle VP does.  It is
+ * called from any VP, and `ready` from threads that are no VP too, so it
+ * does its own locking.  The core guarantees: a microprocess is handed to
+ * `ready` at most once until `next`/`take` returns it; the core never runs
+ * one microprocess on two VPs (it waits until the previous VP has left it).
+ */
+#ifndef KARUI_SCHED_H
+#define KARUI_SCHED_H
+
+#include <stddef.h>
+
+#include "karui/core.h"
+#include "karui/vp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kr_rq_link {
+	kr_mp *next, *prev;
+	int key;        /* the module's own word (e.g. the list it is in) */
+} kr_rq_link;
+
+/* The ready-queue links and the priority of a microprocess. */
+kr_rq_link *kr_mp_rqlink(kr_mp *mp);
+int kr_mp_prio(const kr_mp *mp);
+
+enum kr_rq_flags {
+	KR_RQ_SHARED = 1u << 0, /* one instance for all VPs */
+};
+
+struct kr_rq_ops {
+	const char *name;
+	size_t size;     /* bytes of one instance (the core allocates it) */
+	unsigned flags;  /* enum kr_rq_flags */
+	/* mandatory */
+	void (*init)(void *q);
+	void (*push)(void *q, kr_mp *mp);
+	kr_mp *(*pop)(void *q);          /* NULL when empty */
+	/* optional (NULL: not supported) */
+	kr_mp *(*steal)(void *q);        /* for an idle VP; per-VP queues only */
+	int (*remove)(void *q, kr_mp *mp);/* mp is queued here; returns 0 */
+	void (*reprio)(void *q, kr_mp *mp, int prio); /* mp is queued here */
+	void (*fini)(void *q);
+};
+
+/* Built-in ready queues (level 4). */
+extern const kr_rq_ops kr_rq_fifo; /* one shared FIFO: the seed's default */
+extern const kr_rq_ops kr_rq_lifo; /* one shared LIFO */
+extern const kr_rq_ops kr_rq_prio; /* one shared queue, highest priority first,
+                                      FIFO among equals; priorities change live */
+extern const kr_rq_ops kr_rq_ws;   /* per-VP FIFO, idle VPs steal: the default */
+
+typedef struct kr_sched kr_sched;
+
+struct kr_sched_ops {
+	const char *name;
+	/* mandatory */
+	int (*init)(kr_sched *s, const kr_rq_ops *rq, unsigned nvp);
+	void (*fini)(kr_sched *s);
+	int (*vp_init)(kr_sched *s, kr_vp *vp);   /* on the VP itself */
+	/* mp became runnable; `vp` is the caller's VP or NULL off a VP */
+	void (*ready)(kr_sched *s, kr_vp *vp, kr_mp *mp);
+	/* the next microprocess for vp; `prev`, if not NULL, is the caller
+	 * and stays runnable (requeue it first); NULL: nothing to run */
+	kr_mp *(*next)(kr_sched *s, kr_vp *vp, kr_mp *prev);
+	/* vp found nothing: wait until work may have come (or a wakeup
+	 * arrives), then return the next microprocess or NULL */
+	kr_mp *(*idle)(kr_sched *s, kr_vp *vp);
+	/* optional: take queued `mp` out for a direct switch and requeue
+	 * `prev` (not NULL): 0, or ESRCH if mp is not queued */
+	int (*take)(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev);
+	/* optional: a priority changed (mp may be queued) */
+	void (*reprio)(kr_sched *s, kr_mp *mp, int prio);
+};
+
+extern const kr_sched_ops kr_sched_default;
+
+/* For scheduler modules: the module's private word in kr_sched, and a
+ * per-VP private word. */
+void **kr_sched_data(kr_sched *s);
+void **kr_sched_vp_data(kr_vp *vp);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,97 @@
+/*
+ * karui L0 — virtual processors (seed 000 §2.3, Table 1).
+ *
+ * A virtual processor (VP) is a kernel thread of this process that runs
+ * user-level code: normally karui's scheduler, or, at scheduling level 0, a
+ * scheduler the application writes itself on these calls and L1.
+ *
+ *   kr_vp_allocate(n, fn, arg, out)  start n VPs, each running fn(vp, arg)
+ *   kr_vp_adopt(&vp)                  make the calling thread a VP (e.g. main)
+ *   kr_vp_sleep(usec)                 park the calling VP for at most usec
+ *   kr_vp_wakeup(n)                   resume up to n parked VPs
+ *   kr_vp_switch()                    give this VP's processor to another
+ *                                     thread of the system (see below)
+ *   kr_vp_area(vp)                    the VP's private area
+ *
+ * Sleep and wakeup have counting-semaphore semantics over the process: a
+ * wakeup posted while no VP sleeps is kept (up to one per live VP) and the
+ * next kr_vp_sleep returns at once.  So a VP that announces itself idle,
+ * looks for work once more and then sleeps can never miss the wakeup of a
+ * producer that saw it idle — the protocol L2 builds on.  A sleeping VP
+ * costs no CPU: it spins for at most KR_VP_SPIN_NS and then waits on a
+ * futex.
+ *
+ * Each VP has a status word that any thread may read: RUNNING, SLEEPING,
+ * BLOCKED (in a kernel call that may block), SUSPENDED (taken off its
+ * processor), EXITED.  VPs come and go at run time: one ends when its
+ * function returns and is reaped by kr_vp_join.
+ *
+ * kr_vp_switch: Linux offers no unprivileged directed yield to a chosen
+ * thread, so this is sched_yield(): the caller's processor goes to another
+ * runnable thread, which on a crowded CPU is often the preempted lock holder
+ * the seed had in mind.  Nothing more is promised.
+ *
+ * All calls return 0 or an errno code.
+ */
+#ifndef KARUI_VP_H
+#define KARUI_VP_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kr_vp kr_vp;
+typedef void (*kr_vp_main)(kr_vp *vp, void *arg);
+
+enum kr_vp_status {
+	KR_VP_RUNNING = 1,
+	KR_VP_SLEEPING,
+	KR_VP_BLOCKED,
+	KR_VP_SUSPENDED,
+	KR_VP_EXITED,
+};
+
+#define KR_VP_MAX 256           /* live VPs per process */
+#define KR_VP_AREA_SIZE 256     /* bytes of private area per VP */
+#define KR_VP_SPIN_NS 20000     /* bounded spin before a sleep parks */
+
+/* Start n VPs running fn(vp, arg); *out (n entries, may be NULL) receives
+ * their handles.  All start or none does.  EINVAL: n == 0 or fn NULL;
+ * EAGAIN: more than KR_VP_MAX live VPs, or the kernel refused a thread. */
+int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out);
+
+/* Make the calling thread a VP.  EEXIST if it is one already. */
+int kr_vp_adopt(kr_vp **out);
+
+/* The calling adopted thread stops being a VP.  EPERM: not a VP;
+ * EINVAL: the VP was started by kr_vp_allocate (return from fn instead). */
+int kr_vp_release(void);
+
+/* Wait for a VP started by kr_vp_allocate to return from fn, then free it.
+ * EINVAL: NULL or an adopted VP; EDEADLK: the caller itself. */
+int kr_vp_join(kr_vp *vp);
+
+kr_vp *kr_vp_self(void);               /* NULL on a thread that is no VP */
+unsigned kr_vp_id(const kr_vp *vp);    /* 0 .. KR_VP_MAX-1, reused */
+unsigned kr_vp_count(void);            /* live VPs */
+int kr_vp_status(const kr_vp *vp);     /* enum kr_vp_status */
+void *kr_vp_area(kr_vp *vp);           /* KR_VP_AREA_SIZE bytes, zeroed */
+
+/* Park the calling VP until a wakeup or until usec microseconds have passed
+ * (0: only consume a pending wakeup; UINT64_MAX: no limit).
+ * Returns 0 when woken, ETIMEDOUT, or EPERM on a thread that is no VP. */
+int kr_vp_sleep(uint64_t usec);
+
+/* Resume up to n sleeping VPs, keeping the rest as pending wakeups (at most
+ * one per live VP).  EINVAL: n == 0. */
+int kr_vp_wakeup(unsigned n);
+
+/* Give the processor away (sched_yield).  EPERM on a thread that is no VP. */
+int kr_vp_switch(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,99 @@
+/*
+ * karui L1 context switch, AArch64 (AAPCS64).
+ *
+ * Frame saved on the suspended flow's stack; kr_ctx.sp points at offset 0
+ * (the same numbers are in src/arch/frame.h):
+ *
+ *        +-------------------------------------------+
+ *    0   | d8  | d9                                  |
+ *   16   | d10 | d11                                 |  low halves of v8-v15
+ *   32   | d12 | d13                                 |  (callee-saved part)
+ *   48   | d14 | d15                                 |
+ *        +-------------------------------------------+
+ *   64   | x19 (entry fn of a fresh context) | x20   |
+ *   80   | x21 | x22                                 |
+ *   96   | x23 | x24                                 |  callee-saved
+ *  112   | x25 | x26                                 |  registers
+ *  128   | x27 | x28                                 |
+ *  144   | x29 (fp) | x30 (resume address)           |
+ *        +-------------------------------------------+
+ *  160   | fpcr | pad                                |  FP control state
+ *        +-------------------------------------------+
+ *  176     caller's frame
+ *
+ * Resumption branches to x30 with `br`, not `ret`, so the return-address
+ * predictor is not trained on a stack that is no longer current.  x0 carries
+ * the switch's arg to the resumed side.  Only unprivileged instructions; no
+ * system call.
+ */
+	.text
+
+/* void *kr_ctx_switch(kr_ctx *from [x0], kr_ctx *to [x1], void *arg [x2]) */
+	.globl	kr_ctx_switch
+	.type	kr_ctx_switch, %function
+	.p2align 4
+kr_ctx_switch:
+	.cfi_startproc
+	sub	sp, sp, #176
+	stp	d8, d9, [sp, #0]
+	stp	d10, d11, [sp, #16]
+	stp	d12, d13, [sp, #32]
+	stp	d14, d15, [sp, #48]
+	stp	x19, x20, [sp, #64]
+	stp	x21, x22, [sp, #80]
+	stp	x23, x24, [sp, #96]
+	stp	x25, x26, [sp, #112]
+	stp	x27, x28, [sp, #128]
+	stp	x29, x30, [sp, #144]
+	mrs	x3, fpcr
+	str	x3, [sp, #160]
+	mov	x4, sp
+	str	x4, [x0]
+.Lresume:			/* x1 = to, x2 = arg */
+	ldr	x4, [x1]
+	mov	sp, x4
+	ldr	x3, [sp, #160]
+	msr	fpcr, x3
+	ldp	d8, d9, [sp, #0]
+	ldp	d10, d11, [sp, #16]
+	ldp	d12, d13, [sp, #32]
+	ldp	d14, d15, [sp, #48]
+	ldp	x19, x20, [sp, #64]
+	ldp	x21, x22, [sp, #80]
+	ldp	x23, x24, [sp, #96]
+	ldp	x25, x26, [sp, #112]
+	ldp	x27, x28, [sp, #128]
+	ldp	x29, x30, [sp, #144]
+	add	sp, sp, #176
+	mov	x0, x2
+	br	x30
+	.cfi_endproc
+	.size	kr_ctx_switch, .-kr_ctx_switch
+
+/* void kr_ctx_jump(kr_ctx *to [x0], void *arg [x1]) — nothing is saved */
+	.globl	kr_ctx_jump
+	.type	kr_ctx_jump, %function
+	.p2align 4
+kr_ctx_jump:
+	.cfi_startproc
+	mov	x2, x1
+	mov	x1, x0
+	b	.Lresume
+	.cfi_endproc
+	.size	kr_ctx_jump, .-kr_ctx_jump
+
+/* First resumption of a fresh context: x19 = entry, x0 = arg. */
+	.globl	kr__ctx_trampoline
+	.hidden	kr__ctx_trampoline
+	.type	kr__ctx_trampoline, %function
+	.p2align 4
+kr__ctx_trampoline:
+	.cfi_startproc
+	.cfi_undefined x30	/* outermost frame: debuggers stop unwinding here */
+	mov	x29, #0
+	blr	x19
+	brk	#0
+	.cfi_endproc
+	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
+
+	.section .note.GNU-stack,"",%progbits

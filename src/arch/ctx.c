@@ -1,0 +1,69 @@
+/*
+ * karui L1 — making a fresh context and the slow path of the spin lock.
+ *
+ * kr_ctx_make writes, at the 16-byte-aligned top of a stack, the frame that
+ * kr_ctx_switch would have saved (src/arch/frame.h), with the resume address
+ * pointing at the architecture's trampoline and the entry function in the
+ * register the trampoline calls through.  The FP control state of a fresh
+ * context is the ABI's default, not the creator's: a microprocess must not
+ * inherit a rounding mode that its creator happened to set.
+ *
+ * The spin lock is test-and-test-and-set: waiters read (shared cache line,
+ * no bus traffic) and only try the exchange once the lock looks free, with
+ * an exponential pause back-off capped at KR_SPIN_PAUSE_MAX, and after
+ * KR_SPIN_YIELD_AFTER rounds give their processor away (sched_yield), since
+ * the holder may be a preempted kernel thread (seed 000's vp_switch case).
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "karui/ctx.h"
+#include "frame.h"
+
+void kr__ctx_trampoline(void);
+
+int kr_ctx_make(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
+{
+	if (!ctx || !stack_lo || !entry || size < KR_CTX_STACK_MIN)
+		return EINVAL;
+	uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
+	unsigned char *f = (unsigned char *)(top - KR_FRAME_SIZE);
+	memset(f, 0, KR_FRAME_SIZE);
+	void *e = (void *)entry, *r = (void *)kr__ctx_trampoline;
+	memcpy(f + KR_FRAME_ENTRY, &e, sizeof e);
+	memcpy(f + KR_FRAME_RESUME, &r, sizeof r);
+#if defined(__x86_64__)
+	uint32_t mxcsr = KR_FRAME_MXCSR_DEFAULT;
+	uint16_t cw = KR_FRAME_X87CW_DEFAULT;
+	memcpy(f + KR_FRAME_FPCTL, &mxcsr, sizeof mxcsr);
+	memcpy(f + KR_FRAME_FPCTL + 4, &cw, sizeof cw);
+#endif
+	/* aarch64: FPCR 0 is the ABI default (round to nearest, no traps). */
+	ctx->sp = f;
+	return 0;
+}
+
+enum { KR_SPIN_PAUSE_MAX = 64, KR_SPIN_YIELD_AFTER = 16 };
+
+void kr_spin_lock_slow(kr_spin *l)
+{
+	unsigned pause = 1, rounds = 0;
+	for (;;) {
+		while (__atomic_load_n(&l->v, __ATOMIC_RELAXED) != 0) {
+			if (rounds >= KR_SPIN_YIELD_AFTER) {
+				sched_yield();
+				continue;
+			}
+			for (unsigned i = 0; i < pause; i++)
+				kr_cpu_relax();
+			if (pause < KR_SPIN_PAUSE_MAX)
+				pause <<= 1;
+			else
+				rounds++;
+		}
+		if (__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) == 0)
+			return;
+	}
+}

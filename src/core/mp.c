@@ -1,0 +1,738 @@
+/*
+ * karui L2 — microprocess life cycle, sleep/wakeup and switching.
+ *
+ * Concepts.  A worker is L2's view of a VP: the microprocess it runs (cur)
+ * and an idle context that looks for work when no microprocess can run.
+ * The scheduler module (sched.h) decides which microprocess runs next; this
+ * file does everything else: create, exit, join, sleep, wakeup, the
+ * switches themselves and start-up/shut-down.
+ *
+ * The hard problem: a microprocess that stops running (yield, sleep, exit)
+ * must be findable by other VPs as early as possible, but must not be
+ * resumed anywhere before its own VP has finished saving its context.
+ * Two words settle it:
+ *
+ *   on_cpu   1 from the moment a VP decides to run the microprocess until
+ *            that VP has switched away from it; cleared (release) by the
+ *            *next* context on that VP, right after kr_ctx_switch returns
+ *            there (finish()).  Anyone about to run a microprocess first
+ *            waits (acquire) for on_cpu == 0: that is at most the tail of
+ *            one switch, and almost always already true.  So a yielding
+ *            microprocess can be queued before it switches, and one going
+ *            to sleep can be woken before it has left.
+ *   wstate   the wakeup permit: RUN, SLEEP or NOTIFIED.  kr_sleep moves
+ *            RUN -> SLEEP with one CAS *before* switching away (a NOTIFIED
+ *            permit makes the CAS fail and kr_sleep return).  kr_wakeup
+ *            moves SLEEP -> RUN (and only the winner of that CAS makes the
+ *            microprocess ready: never twice) or RUN -> NOTIFIED.
+ *
+ * An ending microprocess cannot free its own stack while running on it.
+ * It sets on_cpu = 2 before its last switch; finish() on the next context
+ * then returns the stack (detached case).  A joiner frees the stack itself
+ * after waiting for on_cpu == 0.
+ *
+ * Join: mp->join holds JS_NONE, JS_DETACHED, JS_DONE or the joiner's
+ * record.  The joiner CASes NONE -> itself and sleeps until DONE; the exit
+ * CASes NONE / joiner -> DONE and, if there was a joiner, switches straight
+ * to it (no ready queue: the seed's sleep_and_wakeup) when it can claim it.
+ *
+ * Thread pointer: after any switch the code may run on another kernel
+ * thread, so the worker is re-read (KR_TLS_GET) after every switch and
+ * never kept across one.
+ *
+ * Rejected: doing all state changes on the next context after the switch
+ * (Go's mcall to g0): it costs a second lock round trip on every yield; a
+ * mutex per microprocess: an atomic more on every sleep and wakeup.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "../arch/tls.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+__thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
+
+static struct {
+	int running;
+	uint32_t stopping;
+	struct kr_sched sched;
+	kr_mp *main;
+	kr_mp *handoff;         /* kr_fini: the main mp waiting for VP 0 */
+	struct kr_worker *w0;
+	kr_vp **vps;            /* VPs 1.. started by kr_init */
+	unsigned nvps;
+	pthread_mutex_t lock;   /* kr_init against a concurrent kr_init */
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* per-worker counters, owner-written, summed by readers */
+struct counters {
+	unsigned long created, ended, next_id;
+};
+static struct counters cnt[KR_VP_MAX];
+
+static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
+
+#define SCHED (&G.sched)
+#define OPS (G.sched.ops)
+
+/* ---------------- sanitizer annotations of the switch ---------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+static void ctx_bounds(struct kr_worker *w, kr_mp *mp, const void **lo, size_t *sz)
+{
+	if (mp) {
+		*lo = mp->stack_lo;
+		*sz = mp->stack_size;
+	} else {
+		*lo = w->idle_stack_lo;
+		*sz = w->idle_stack_size;
+	}
+}
+#define ASAN_START(w, save, to)                                                \
+	do {                                                                   \
+		const void *lo_;                                               \
+		size_t sz_;                                                    \
+		ctx_bounds(w, to, &lo_, &sz_);                                 \
+		__sanitizer_start_switch_fiber(save, lo_, sz_);                \
+	} while (0)
+#define ASAN_FINISH(save) __sanitizer_finish_switch_fiber(save, NULL, NULL)
+#else
+#define ASAN_START(w, save, to) ((void)0)
+#define ASAN_FINISH(save) ((void)0)
+#endif
+
+/* ---------------- switching ---------------- */
+
+/* On the context that was just resumed: complete the switch away from
+ * `from` (NULL when the switch came from an idle loop). */
+static inline void finish(void *from)
+{
+	kr_mp *p = from;
+	if (!p)
+		return;
+	if (__builtin_expect(p->on_cpu == 2, 0)) {
+		kr__stack_put(W()->stacks, p); /* a detached mp that ended */
+		return;
+	}
+	__atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+}
+
+static inline void claim_cpu(struct kr_worker *w, kr_mp *next)
+{
+	while (__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE))
+		kr_cpu_relax();
+	next->on_cpu = 1;
+	w->cur = next;
+}
+
+/* Leave `self` (already queued, sleeping or ended-and-joinable) for `next`,
+ * or for the idle loop when next is NULL.  Returns when self is resumed. */
+static void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+{
+	kr_ctx *to;
+	if (next) {
+		claim_cpu(w, next);
+		to = &next->ctx;
+	} else {
+		w->cur = NULL;
+		to = &w->idle_ctx;
+	}
+#if defined(__SANITIZE_ADDRESS__)
+	void *fake;
+	ASAN_START(w, &fake, next);
+	finish(kr_ctx_switch(&self->ctx, to, self));
+	ASAN_FINISH(fake);
+#else
+	finish(kr_ctx_switch(&self->ctx, to, self));
+#endif
+}
+
+/* Let the scheduler pick what runs instead of `self`, which does not stay
+ * runnable (it sleeps). */
+static void block(struct kr_worker *w, kr_mp *self)
+{
+	kr_mp *next = OPS->next(SCHED, w->vp, NULL);
+	if (next == self)
+		return; /* woken and popped again before we even left */
+	sw(w, self, next);
+}
+
+static void idle_loop(struct kr_worker *w);
+
+/* ---------------- sleep / wakeup ---------------- */
+
+static void sleep_self(struct kr_worker *w, kr_mp *self)
+{
+	uint32_t s = WS_RUN;
+	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&self->wstate, WS_RUN, __ATOMIC_RELAXED); /* permit used */
+		return;
+	}
+	block(w, self);
+}
+
+int kr_sleep(void)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	sleep_self(w, w->cur);
+	return 0;
+}
+
+/* Claim a sleeping mp (SLEEP -> RUN).  1: the caller now owns making it run. */
+static int claim_sleeper(kr_mp *mp)
+{
+	uint32_t s = WS_SLEEP;
+	return __atomic_compare_exchange_n(&mp->wstate, &s, WS_RUN, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_RELAXED);
+}
+
+/* Returns 1 if mp was sleeping and the caller must make it run. */
+static int wake_state(kr_mp *mp)
+{
+	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_ACQUIRE);
+	for (;;) {
+		if (s == WS_NOTIFIED)
+			return 0;
+		uint32_t to = s == WS_SLEEP ? WS_RUN : WS_NOTIFIED;
+		if (__atomic_compare_exchange_n(&mp->wstate, &s, to, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return to == WS_RUN;
+	}
+}
+
+static int live_handle(const kr_mp *mp)
+{
+	return __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE) == LIFE_LIVE;
+}
+
+int kr_wakeup(kr_mp *mp)
+{
+	if (!mp)
+		return EINVAL;
+	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
+		return EPERM;
+	if (!live_handle(mp))
+		return ESRCH;
+	if (wake_state(mp)) {
+		struct kr_worker *w = W();
+		OPS->ready(SCHED, w ? w->vp : NULL, mp);
+	}
+	return 0;
+}
+
+int kr_switch_to(kr_mp *mp)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	kr_mp *self = w->cur;
+	if (!mp || mp == self)
+		return EINVAL;
+	if (!live_handle(mp))
+		return ESRCH;
+	if (claim_sleeper(mp)) {
+		OPS->ready(SCHED, w->vp, self);
+	} else if (!OPS->take || OPS->take(SCHED, w->vp, mp, self) != 0) {
+		return EBUSY;
+	}
+	sw(w, self, mp);
+	return 0;
+}
+
+int kr_sleep_and_wakeup(kr_mp *mp)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	kr_mp *self = w->cur;
+	if (!mp || mp == self)
+		return EINVAL;
+	if (!live_handle(mp))
+		return ESRCH;
+	if (!claim_sleeper(mp) && (!OPS->take || OPS->take(SCHED, w->vp, mp, NULL) != 0))
+		return EBUSY;
+	uint32_t s = WS_RUN;
+	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		/* a pending permit: the caller's sleep ends at once, so it
+		 * stays runnable behind mp */
+		__atomic_store_n(&self->wstate, WS_RUN, __ATOMIC_RELAXED);
+		OPS->ready(SCHED, w->vp, self);
+	}
+	sw(w, self, mp);
+	return 0;
+}
+
+int kr_yield(void)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	kr_mp *self = w->cur;
+	kr_mp *next = OPS->next(SCHED, w->vp, self);
+	if (next != self)
+		sw(w, self, next);
+	return 0;
+}
+
+kr_mp *kr_self(void)
+{
+	struct kr_worker *w = W();
+	return w ? w->cur : NULL;
+}
+
+unsigned long kr_mp_id(const kr_mp *mp) { return mp ? mp->id : 0; }
+
+/* ---------------- create / exit / join / detach ---------------- */
+
+__attribute__((noreturn)) static void mp_end(kr_mp *self, void *result);
+
+static void mp_entry(void *from)
+{
+	finish(from);
+	ASAN_FINISH(NULL);
+	kr_mp *self = W()->cur;
+	mp_end(self, self->fn(self->arg));
+}
+
+int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	if (!out || !fn)
+		return EINVAL;
+	size_t size = KR_STACK_DEFAULT;
+	unsigned flags = 0;
+	int prio = w->cur->prio;
+	if (attr) {
+		flags = attr->flags;
+		if (flags & ~(unsigned)(KR_MP_DETACHED | KR_MP_NOGUARD | KR_MP_PRIO))
+			return EINVAL;
+		if (attr->stack_size) {
+			if (attr->stack_size < KR_STACK_MIN || attr->stack_size > KR_STACK_MAX)
+				return EINVAL;
+			size = (attr->stack_size + 4095) & ~(size_t)4095;
+		}
+		if (flags & KR_MP_PRIO) {
+			if (attr->prio < KR_PRIO_MIN || attr->prio > KR_PRIO_MAX)
+				return EINVAL;
+			prio = attr->prio;
+		}
+	}
+	kr_mp *mp = kr__stack_get(w->stacks, size, !(flags & KR_MP_NOGUARD));
+	if (!mp)
+		return ENOMEM;
+	mp->on_cpu = 0;
+	mp->wstate = WS_RUN;
+	mp->queued = NULL;
+	mp->prio = prio;
+	mp->join = (flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE;
+	mp->fn = fn;
+	mp->arg = arg;
+	mp->result = NULL;
+	mp->keys = NULL;
+	mp->is_main = 0;
+	struct counters *c = &cnt[w->vp->id];
+	mp->id = ++c->next_id * KR_VP_MAX + w->vp->id;
+	__atomic_store_n(&c->created, c->created + 1, __ATOMIC_RELAXED);
+	kr_ctx_make(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
+	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
+	*out = mp;
+	OPS->ready(SCHED, w->vp, mp);
+	return 0;
+}
+
+__attribute__((noreturn)) static void mp_end(kr_mp *self, void *result)
+{
+	if (self->keys)
+		kr__keys_run_destructors(self); /* may block: w is read after */
+	struct kr_worker *w = W();
+	self->result = result;
+	struct counters *c = &cnt[w->vp->id];
+	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELAXED);
+	kr_mp *next = NULL;
+	uintptr_t j = __atomic_load_n(&self->join, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&self->life, LIFE_ENDED, __ATOMIC_RELEASE);
+	for (;;) {
+		if (j == JS_DETACHED) {
+			self->on_cpu = 2; /* finish() on the next context frees us */
+			break;
+		}
+		if (__atomic_compare_exchange_n(&self->join, &j, JS_DONE, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+			if (j != JS_NONE) {
+				kr_mp *joiner = (kr_mp *)j;
+				if (claim_sleeper(joiner))
+					next = joiner; /* straight to the joiner */
+				else if (wake_state(joiner))
+					OPS->ready(SCHED, w->vp, joiner);
+			}
+			break;
+		}
+	}
+	if (!next)
+		next = OPS->next(SCHED, w->vp, NULL);
+	kr_ctx *to;
+	if (next) {
+		claim_cpu(w, next);
+		to = &next->ctx;
+	} else {
+		w->cur = NULL;
+		to = &w->idle_ctx;
+	}
+	ASAN_START(w, NULL, next);
+	kr_ctx_jump(to, self);
+}
+
+int kr_mp_exit(void *result)
+{
+	struct kr_worker *w = W();
+	if (!w || w->cur->is_main)
+		return EPERM;
+	mp_end(w->cur, result);
+}
+
+int kr_mp_join(kr_mp *mp, void **result)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	if (!mp)
+		return EINVAL;
+	kr_mp *self = w->cur;
+	if (mp == self)
+		return EDEADLK;
+	uint32_t life = __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE);
+	if (life != LIFE_LIVE && life != LIFE_ENDED)
+		return ESRCH;
+	uintptr_t j = JS_NONE;
+	if (__atomic_compare_exchange_n(&mp->join, &j, (uintptr_t)self, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&mp->join, __ATOMIC_ACQUIRE) != JS_DONE) {
+			w = W();
+			sleep_self(w, self);
+		}
+	} else if (j != JS_DONE) {
+		return EINVAL; /* detached, or someone else joins it */
+	}
+	while (__atomic_load_n(&mp->on_cpu, __ATOMIC_ACQUIRE))
+		kr_cpu_relax();
+	if (result)
+		*result = mp->result;
+	kr__stack_put(W()->stacks, mp);
+	return 0;
+}
+
+int kr_mp_detach(kr_mp *mp)
+{
+	if (!W())
+		return EPERM;
+	if (!mp)
+		return EINVAL;
+	uint32_t life = __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE);
+	if (life != LIFE_LIVE && life != LIFE_ENDED)
+		return ESRCH;
+	uintptr_t j = JS_NONE;
+	if (__atomic_compare_exchange_n(&mp->join, &j, JS_DETACHED, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 0;
+	if (j != JS_DONE)
+		return EINVAL;
+	/* ended, never joined: free it now */
+	while (__atomic_load_n(&mp->on_cpu, __ATOMIC_ACQUIRE))
+		kr_cpu_relax();
+	kr__stack_put(W()->stacks, mp);
+	return 0;
+}
+
+/* ---------------- priorities ---------------- */
+
+int kr_mp_setprio(kr_mp *mp, int prio)
+{
+	if (!mp || prio < KR_PRIO_MIN || prio > KR_PRIO_MAX)
+		return EINVAL;
+	if (!W())
+		return EPERM;
+	if (!mp->is_main && !live_handle(mp))
+		return ESRCH;
+	if (OPS->reprio)
+		OPS->reprio(SCHED, mp, prio);
+	else
+		__atomic_store_n(&mp->prio, prio, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int kr_mp_getprio(const kr_mp *mp, int *prio)
+{
+	if (!mp || !prio)
+		return EINVAL;
+	*prio = __atomic_load_n(&mp->prio, __ATOMIC_RELAXED);
+	return 0;
+}
+
+kr_rq_link *kr_mp_rqlink(kr_mp *mp) { return &mp->link; }
+int kr_mp_prio(const kr_mp *mp) { return __atomic_load_n(&mp->prio, __ATOMIC_RELAXED); }
+
+void **kr_sched_data(kr_sched *s) { return &s->data; }
+
+void **kr_sched_vp_data(kr_vp *vp)
+{
+	return &((struct kr_worker *)vp->upper)->sched_vp;
+}
+
+/* ---------------- VPs and the idle loop ---------------- */
+
+static void idle_loop(struct kr_worker *w)
+{
+	for (;;) {
+		kr_mp *mp = OPS->next(SCHED, w->vp, NULL);
+		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
+			if (w != G.w0)
+				return;
+			kr_mp *h = __atomic_load_n(&G.handoff, __ATOMIC_ACQUIRE);
+			if (h && claim_sleeper(h))
+				mp = h;
+		}
+		if (!mp)
+			mp = OPS->idle(SCHED, w->vp);
+		if (!mp)
+			continue;
+		claim_cpu(w, mp);
+#if defined(__SANITIZE_ADDRESS__)
+		void *fake;
+		ASAN_START(w, &fake, mp);
+		void *from = kr_ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+		ASAN_FINISH(fake);
+#else
+		void *from = kr_ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+#endif
+		w->cur = NULL;
+		finish(from);
+	}
+}
+
+/* VP 0's idle loop runs on a stack of its own, first entered when the main
+ * microprocess blocks. */
+static void idle_entry(void *from)
+{
+	finish(from);
+	ASAN_FINISH(NULL);
+	idle_loop(W());
+	__builtin_unreachable();
+}
+
+static struct kr_worker *worker_new(kr_vp *vp)
+{
+	struct kr_worker *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->vp = vp;
+	w->stacks = kr__stack_cache_new();
+	if (!w->stacks) {
+		free(w);
+		return NULL;
+	}
+	vp->upper = w;
+	int err = OPS->vp_init(SCHED, vp);
+	if (err) {
+		kr__stack_cache_free(w->stacks);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+static void thread_stack(const void **lo, size_t *size)
+{
+	pthread_attr_t a;
+	void *addr = NULL;
+	*size = 0;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		pthread_attr_getstack(&a, &addr, size);
+		pthread_attr_destroy(&a);
+	}
+	*lo = addr;
+}
+
+static void vp_main(kr_vp *vp, void *arg)
+{
+	(void)arg;
+	struct kr_worker *w = worker_new(vp);
+	if (!w)
+		return; /* counted by kr_init's handshake below */
+	const void *lo;
+	thread_stack(&lo, &w->idle_stack_size);
+	w->idle_stack_lo = (unsigned char *)lo;
+	kr__w = w;
+	idle_loop(w);
+	kr__w = NULL;
+	kr__stack_cache_free(w->stacks);
+	free(w);
+}
+
+static int ops_valid(const kr_config *cfg)
+{
+	const kr_rq_ops *r = cfg->rq;
+	const kr_sched_ops *s = cfg->sched;
+	if (r && (!r->init || !r->push || !r->pop || (r->flags & ~(unsigned)KR_RQ_SHARED)))
+		return 0;
+	if (s && (!s->init || !s->fini || !s->vp_init || !s->ready || !s->next || !s->idle))
+		return 0;
+	return 1;
+}
+
+static void teardown(void);
+
+int kr_init(const kr_config *cfg)
+{
+	kr_config def = {0};
+	if (!cfg)
+		cfg = &def;
+	unsigned nvp = cfg->vps ? cfg->vps : 1;
+	if (nvp > KR_VP_MAX || !ops_valid(cfg))
+		return EINVAL;
+	pthread_mutex_lock(&G.lock);
+	if (G.running || kr_vp_self()) {
+		pthread_mutex_unlock(&G.lock);
+		return EBUSY;
+	}
+	int err = kr__stacks_init(cfg->stack_cache ? cfg->stack_cache : 64);
+	memset(cnt, 0, sizeof cnt);
+	G.sched.ops = cfg->sched ? cfg->sched : &kr_sched_default;
+	G.sched.rq = cfg->rq ? cfg->rq : &kr_rq_ws;
+	G.sched.nvp = nvp;
+	G.sched.data = NULL;
+	G.stopping = 0;
+	G.handoff = NULL;
+	if (!err)
+		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
+	pthread_mutex_unlock(&G.lock);
+	if (err)
+		return err;
+
+	kr_vp *vp0;
+	kr_mp *main = calloc(1, sizeof *main);
+	if (!main || (err = kr_vp_adopt(&vp0)) != 0) {
+		free(main);
+		G.sched.ops->fini(SCHED);
+		kr__stacks_fini();
+		return err ? err : ENOMEM;
+	}
+	struct kr_worker *w = worker_new(vp0);
+	kr_mp *idle = w ? kr__stack_get(w->stacks, KR_STACK_DEFAULT, 1) : NULL;
+	if (!idle) {
+		if (w) {
+			kr__stack_cache_free(w->stacks);
+			free(w);
+		}
+		kr_vp_release();
+		free(main);
+		G.sched.ops->fini(SCHED);
+		kr__stacks_fini();
+		return ENOMEM;
+	}
+	w->idle_stack_lo = idle->stack_lo;
+	w->idle_stack_size = idle->stack_size;
+	kr_ctx_make(&w->idle_ctx, idle->stack_lo, idle->stack_size, idle_entry);
+	const void *lo;
+	thread_stack(&lo, &main->stack_size);
+	main->stack_lo = (unsigned char *)lo;
+	main->is_main = 1;
+	main->on_cpu = 1;
+	main->prio = KR_PRIO_DEFAULT;
+	main->life = LIFE_LIVE;
+	main->join = JS_DETACHED;
+	main->id = vp0->id;
+	w->cur = main;
+	G.main = main;
+	G.w0 = w;
+	kr__w = w;
+	__atomic_store_n(&G.running, 1, __ATOMIC_RELEASE);
+
+	if (nvp > 1) {
+		G.vps = calloc(nvp - 1, sizeof *G.vps);
+		err = G.vps ? kr_vp_allocate(nvp - 1, vp_main, NULL, G.vps) : ENOMEM;
+		G.nvps = err ? 0 : nvp - 1;
+		if (err) {
+			/* kr_vp_allocate starts all or none */
+			teardown();
+			return err;
+		}
+	}
+	return 0;
+}
+
+static unsigned long live_count(void)
+{
+	unsigned long c = 0, e = 0;
+	for (unsigned i = 0; i < KR_VP_MAX; i++) {
+		c += __atomic_load_n(&cnt[i].created, __ATOMIC_RELAXED);
+		e += __atomic_load_n(&cnt[i].ended, __ATOMIC_RELAXED);
+	}
+	return c - e;
+}
+
+static void teardown(void)
+{
+	struct kr_worker *w = G.w0;
+	__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
+	if (G.nvps) {
+		kr_vp_wakeup(G.nvps);
+		for (unsigned i = 0; i < G.nvps; i++)
+			kr_vp_join(G.vps[i]);
+	}
+	free(G.vps);
+	G.vps = NULL;
+	G.nvps = 0;
+	__atomic_store_n(&G.running, 0, __ATOMIC_RELEASE);
+	G.sched.ops->fini(SCHED);
+	kr__w = NULL;
+	kr__stack_cache_free(w->stacks);
+	free(w);
+	free(G.main);
+	G.main = NULL;
+	G.w0 = NULL;
+	kr_vp_release();
+	kr__stacks_fini();
+}
+
+int kr_fini(void)
+{
+	struct kr_worker *w = W();
+	if (!w || !w->cur->is_main)
+		return EPERM;
+	if (live_count() != 0)
+		return EBUSY;
+	kr_mp *self = w->cur;
+	if (w != G.w0) {
+		/* Get back onto the thread kr_init was called on: sleep, and
+		 * let VP 0's idle loop resume us. */
+		__atomic_store_n(&self->wstate, WS_SLEEP, __ATOMIC_RELEASE);
+		__atomic_store_n(&G.handoff, self, __ATOMIC_RELEASE);
+		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
+		kr_vp_wakeup(G.nvps + 1);
+		block(w, self);
+	}
+	teardown();
+	return 0;
+}
+
+int kr_stats_get(kr_stats *st)
+{
+	if (!st)
+		return EINVAL;
+	st->mps_live = live_count();
+	kr__stack_stats(&st->stacks_mapped, &st->stacks_cached);
+	return 0;
+}

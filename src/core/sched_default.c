@@ -1,0 +1,273 @@
+/*
+ * karui L2 — the default scheduler module (scheduling level 1's built-in).
+ *
+ * Queues.  A ready-queue module (sched.h) is instantiated once for the
+ * process (KR_RQ_SHARED) or once per VP.  Each instance sits next to a spin
+ * lock in its own cache line; every call into the module is made with that
+ * lock held, so modules are sequential code.  mp->queued names the instance
+ * a microprocess is in (written under that instance's lock), which lets
+ * take/reprio find it.
+ *
+ *   ready(mp)    push onto the caller's VP's instance (a thread that is no
+ *                VP: onto VP instances in turn); then, if some VP is idle,
+ *                kr_vp_wakeup(1).
+ *   next(prev)   push prev (if any) and pop, under one lock acquisition;
+ *                when the own instance is empty, steal from the others
+ *                (per-VP modules with a steal function).
+ *   idle()       announce idleness, look once more, sleep on L0.
+ *
+ * Lost wakeups.  An idle VP increments `nidle` (seq_cst) *before* it looks
+ * at the queues for the last time, each look under the instance's lock; a
+ * producer reads `nidle` *inside* the critical section of its push.  If the
+ * idle VP's look at instance Q came first, its increment happened before
+ * its unlock of Q, which happened before the producer's lock of Q: the
+ * producer sees nidle > 0 and posts a wakeup.  Otherwise the look comes
+ * after the push and finds the work.  L0's wakeups are counting, so a
+ * wakeup posted before the VP actually sleeps is not lost either.
+ *
+ * Rejected: a lock-free deque per VP (Chase–Lev): its owner pop needs a
+ * store-load fence, which costs what the uncontended spin lock costs, and it
+ * cannot hold the priority and removal operations the level-3 interface
+ * promises.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct inst {
+	_Alignas(64) kr_spin lock;
+	_Alignas(16) unsigned char q[];
+};
+
+struct dsched {
+	const kr_rq_ops *rq;
+	int shared;
+	unsigned nvp;
+	struct inst *one;               /* KR_RQ_SHARED */
+	struct inst *per[KR_VP_MAX];    /* by VP id */
+	uint32_t nidle;
+	uint32_t rr;                    /* foreign wakeups: next VP to use */
+};
+
+static struct dsched *D(kr_sched *s) { return *kr_sched_data(s); }
+
+static struct inst *inst_new(const kr_rq_ops *rq)
+{
+	size_t sz = (sizeof(struct inst) + rq->size + 63) & ~(size_t)63;
+	struct inst *i = aligned_alloc(64, sz);
+	if (!i)
+		return NULL;
+	memset(i, 0, sz);
+	rq->init(i->q);
+	return i;
+}
+
+static void inst_free(const kr_rq_ops *rq, struct inst *i)
+{
+	if (!i)
+		return;
+	if (rq->fini)
+		rq->fini(i->q);
+	free(i);
+}
+
+static int d_init(kr_sched *s, const kr_rq_ops *rq, unsigned nvp)
+{
+	struct dsched *d = calloc(1, sizeof *d);
+	if (!d)
+		return ENOMEM;
+	d->rq = rq;
+	d->nvp = nvp;
+	d->shared = !!(rq->flags & KR_RQ_SHARED);
+	if (d->shared && !(d->one = inst_new(rq))) {
+		free(d);
+		return ENOMEM;
+	}
+	*kr_sched_data(s) = d;
+	return 0;
+}
+
+static void d_fini(kr_sched *s)
+{
+	struct dsched *d = D(s);
+	inst_free(d->rq, d->one);
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		inst_free(d->rq, d->per[i]);
+	free(d);
+	*kr_sched_data(s) = NULL;
+}
+
+static int d_vp_init(kr_sched *s, kr_vp *vp)
+{
+	struct dsched *d = D(s);
+	if (d->shared)
+		return 0;
+	struct inst *i = inst_new(d->rq);
+	if (!i)
+		return ENOMEM;
+	__atomic_store_n(&d->per[kr_vp_id(vp)], i, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static struct inst *own(struct dsched *d, kr_vp *vp)
+{
+	return d->shared ? d->one : d->per[kr_vp_id(vp)];
+}
+
+/* Off a VP: the next VP instance in turn. */
+static struct inst *foreign(struct dsched *d)
+{
+	if (d->shared)
+		return d->one;
+	for (;;) {
+		unsigned k = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % KR_VP_MAX;
+		struct inst *i = __atomic_load_n(&d->per[k], __ATOMIC_ACQUIRE);
+		if (i)
+			return i;
+	}
+}
+
+static void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
+{
+	d->rq->push(i->q, mp);
+	mp->queued = i;
+}
+
+static kr_mp *pop_locked(struct dsched *d, struct inst *i)
+{
+	kr_mp *mp = d->rq->pop(i->q);
+	if (mp)
+		mp->queued = NULL;
+	return mp;
+}
+
+static void d_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
+{
+	struct dsched *d = D(s);
+	struct inst *i = vp ? own(d, vp) : foreign(d);
+	kr_spin_lock(&i->lock);
+	push_locked(d, i, mp);
+	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
+	kr_spin_unlock(&i->lock);
+	if (idle)
+		kr_vp_wakeup(1);
+}
+
+static kr_mp *steal(struct dsched *d, kr_vp *vp)
+{
+	if (d->shared || !d->rq->steal)
+		return NULL;
+	unsigned me = kr_vp_id(vp);
+	for (unsigned k = 1; k < KR_VP_MAX; k++) {
+		struct inst *i = __atomic_load_n(&d->per[(me + k) % KR_VP_MAX], __ATOMIC_ACQUIRE);
+		if (!i || !kr_spin_trylock(&i->lock))
+			continue;
+		kr_mp *mp = d->rq->steal(i->q);
+		if (mp)
+			mp->queued = NULL;
+		kr_spin_unlock(&i->lock);
+		if (mp)
+			return mp;
+	}
+	return NULL;
+}
+
+static kr_mp *d_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
+{
+	struct dsched *d = D(s);
+	struct inst *i = own(d, vp);
+	kr_spin_lock(&i->lock);
+	if (prev)
+		push_locked(d, i, prev);
+	kr_mp *mp = pop_locked(d, i);
+	kr_spin_unlock(&i->lock);
+	return mp ? mp : steal(d, vp);
+}
+
+static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
+{
+	struct dsched *d = D(s);
+	__atomic_fetch_add(&d->nidle, 1, __ATOMIC_SEQ_CST);
+	/* The last look must not skip a busy lock, as stealing does. */
+	kr_mp *mp = d_next(s, vp, NULL);
+	for (unsigned k = 0; !mp && !d->shared && k < KR_VP_MAX; k++) {
+		struct inst *i = __atomic_load_n(&d->per[k], __ATOMIC_ACQUIRE);
+		if (!i)
+			continue;
+		kr_spin_lock(&i->lock);
+		mp = pop_locked(d, i);
+		kr_spin_unlock(&i->lock);
+	}
+	if (!mp) {
+		kr_vp_sleep(UINT64_MAX);
+		mp = d_next(s, vp, NULL);
+	}
+	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_RELAXED);
+	return mp;
+}
+
+static int d_take(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev)
+{
+	struct dsched *d = D(s);
+	if (!d->rq->remove)
+		return ESRCH;
+	for (;;) {
+		struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
+		if (!i)
+			return ESRCH;
+		kr_spin_lock(&i->lock);
+		if (mp->queued != i) {
+			kr_spin_unlock(&i->lock);
+			continue;
+		}
+		d->rq->remove(i->q, mp);
+		mp->queued = NULL;
+		struct inst *pi = prev ? own(d, vp) : NULL;
+		if (pi == i)
+			push_locked(d, i, prev);
+		kr_spin_unlock(&i->lock);
+		if (pi && pi != i) {
+			kr_spin_lock(&pi->lock);
+			push_locked(d, pi, prev);
+			kr_spin_unlock(&pi->lock);
+		}
+		return 0;
+	}
+}
+
+static void d_reprio(kr_sched *s, kr_mp *mp, int prio)
+{
+	struct dsched *d = D(s);
+	for (;;) {
+		struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
+		if (!i || !d->rq->reprio) {
+			__atomic_store_n(&mp->prio, prio, __ATOMIC_RELAXED);
+			/* it may have been queued meanwhile: look again */
+			if (__atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE) == i)
+				return;
+			continue;
+		}
+		kr_spin_lock(&i->lock);
+		if (mp->queued == i) {
+			d->rq->reprio(i->q, mp, prio);
+			kr_spin_unlock(&i->lock);
+			return;
+		}
+		kr_spin_unlock(&i->lock);
+	}
+}
+
+const kr_sched_ops kr_sched_default = {
+	.name = "default",
+	.init = d_init,
+	.fini = d_fini,
+	.vp_init = d_vp_init,
+	.ready = d_ready,
+	.next = d_next,
+	.idle = d_idle,
+	.take = d_take,
+	.reprio = d_reprio,
+};

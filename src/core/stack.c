@@ -1,0 +1,287 @@
+/*
+ * karui L2 — stacks.
+ *
+ * A microprocess lives in one region: its stack, with its record (struct
+ * kr_mp) at the top, and, unless turned off, a guard page below it that
+ * turns an overflow into a SIGSEGV instead of silent corruption (seed 000's
+ * red zone).  Regions of one size class are carved one after another from
+ * large reservations (mmap'ed MAP_NORESERVE, so untouched pages cost
+ * nothing), never one mmap per stack.
+ *
+ * Three tiers, fastest first:
+ *   per-VP cache   a free list per size class, touched only by its VP: the
+ *                  create/join fast path, no lock, no system call.  Bounded
+ *                  (kr_config.stack_cache); the surplus goes down a tier.
+ *   global pool    per class, under a mutex.  A stack that enters it is
+ *                  madvise(MADV_DONTNEED)'d whole: its memory goes back to
+ *                  the kernel, the address range stays for reuse, and its
+ *                  record reads as zero (LIFE_FREE), so a stale handle is
+ *                  still recognised.
+ *   reservation    fresh regions; a guard page costs one mprotect here.
+ *
+ * Limits: every guard page splits a mapping, and Linux caps the mappings of
+ * a process (vm.max_map_count, 65530 by default), so guarded stacks stop at
+ * about max_map_count / 2 (~32,000); unguarded ones are limited by address
+ * space and memory only (docs/limits.md).  Reservations are unmapped only
+ * by kr_fini.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define KR_HAVE_VALGRIND 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
+enum { CLASSES_MAX = 16, CHUNK_MIN = 4u << 20 };
+
+struct kr_stack_class {
+	size_t size;    /* region bytes without the guard page: stack + record */
+	int guard;
+	pthread_mutex_t lock;
+	unsigned char **pool;   /* region bases (lowest stack byte) */
+	size_t npool, cappool;
+	unsigned char *cur, *end;       /* the reservation being carved */
+};
+
+struct chunk {
+	struct chunk *next;
+	void *base;
+	size_t len;
+};
+
+struct kr_stack_cache {
+	struct {
+		const struct kr_stack_class *cls;
+		kr_mp *head;
+		size_t n;
+	} slot[CLASSES_MAX];
+};
+
+static struct {
+	pthread_mutex_t lock;   /* classes[] growth and chunk list */
+	struct kr_stack_class cls[CLASSES_MAX];
+	unsigned ncls;
+	struct chunk *chunks;
+	size_t page, cache_max;
+	unsigned long mapped, cached; /* __atomic */
+} S = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static kr_mp *record_of(const struct kr_stack_class *c, unsigned char *base)
+{
+	uintptr_t top = (uintptr_t)base + c->size - sizeof(kr_mp);
+	return (kr_mp *)(top & ~(uintptr_t)63);
+}
+
+int kr__stacks_init(size_t per_vp_cache)
+{
+	S.page = (size_t)sysconf(_SC_PAGESIZE);
+	S.cache_max = per_vp_cache;
+	return 0;
+}
+
+void kr__stacks_fini(void)
+{
+	pthread_mutex_lock(&S.lock);
+	for (struct chunk *c = S.chunks, *n; c; c = n) {
+		n = c->next;
+		munmap(c->base, c->len);
+		free(c);
+	}
+	S.chunks = NULL;
+	for (unsigned i = 0; i < S.ncls; i++) {
+		free(S.cls[i].pool);
+		pthread_mutex_destroy(&S.cls[i].lock);
+	}
+	memset(S.cls, 0, sizeof S.cls);
+	S.ncls = 0;
+	S.mapped = S.cached = 0;
+	pthread_mutex_unlock(&S.lock);
+}
+
+static struct kr_stack_class *class_find(size_t size, int guard)
+{
+	unsigned n = __atomic_load_n(&S.ncls, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++)
+		if (S.cls[i].size == size && S.cls[i].guard == guard)
+			return &S.cls[i];
+	pthread_mutex_lock(&S.lock);
+	struct kr_stack_class *c = NULL;
+	for (unsigned i = 0; i < S.ncls && !c; i++)
+		if (S.cls[i].size == size && S.cls[i].guard == guard)
+			c = &S.cls[i];
+	if (!c && S.ncls < CLASSES_MAX) {
+		c = &S.cls[S.ncls];
+		memset(c, 0, sizeof *c);
+		c->size = size;
+		c->guard = guard;
+		pthread_mutex_init(&c->lock, NULL);
+		__atomic_store_n(&S.ncls, S.ncls + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&S.lock);
+	return c;
+}
+
+/* Called with c->lock held. */
+static unsigned char *carve(struct kr_stack_class *c)
+{
+	size_t stride = c->size + (c->guard ? S.page : 0);
+	if (c->cur == NULL || (size_t)(c->end - c->cur) < stride) {
+		size_t len = stride * 16 > CHUNK_MIN ? stride * 16 : CHUNK_MIN / stride * stride;
+		struct chunk *ch = malloc(sizeof *ch);
+		if (!ch)
+			return NULL;
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED) {
+			free(ch);
+			return NULL;
+		}
+		/* 4 KiB stacks in a 2 MiB huge page would each cost 2 MiB. */
+		madvise(p, len, MADV_NOHUGEPAGE);
+		ch->base = p;
+		ch->len = len;
+		pthread_mutex_lock(&S.lock);
+		ch->next = S.chunks;
+		S.chunks = ch;
+		pthread_mutex_unlock(&S.lock);
+		c->cur = p;
+		c->end = (unsigned char *)p + len;
+	}
+	unsigned char *g = c->cur;
+	if (c->guard && mprotect(g, S.page, PROT_NONE) != 0)
+		return NULL; /* ENOMEM: out of mappings (vm.max_map_count) */
+	c->cur += stride;
+	unsigned char *base = g + (c->guard ? S.page : 0);
+#ifdef KR_HAVE_VALGRIND
+	VALGRIND_STACK_REGISTER(base, base + c->size);
+#endif
+	__atomic_fetch_add(&S.mapped, 1, __ATOMIC_RELAXED);
+	return base;
+}
+
+static kr_mp *fresh(const struct kr_stack_class *c, unsigned char *base)
+{
+	kr_mp *mp = record_of(c, base);
+	memset(mp, 0, sizeof *mp);
+	mp->stack_lo = base;
+	mp->stack_size = (size_t)((unsigned char *)mp - base);
+	mp->cls = c;
+	return mp;
+}
+
+kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
+{
+	for (unsigned i = 0; i < CLASSES_MAX && k->slot[i].cls; i++) {
+		const struct kr_stack_class *c = k->slot[i].cls;
+		if (c->size != size || c->guard != guard)
+			continue;
+		kr_mp *mp = k->slot[i].head;
+		if (!mp)
+			break;
+		k->slot[i].head = mp->free_next;
+		k->slot[i].n--;
+		__atomic_fetch_sub(&S.cached, 1, __ATOMIC_RELAXED);
+#if defined(__SANITIZE_ADDRESS__)
+		ASAN_UNPOISON_MEMORY_REGION(mp->stack_lo, mp->stack_size);
+#endif
+		mp->free_next = NULL;
+		return mp;
+	}
+	struct kr_stack_class *c = class_find(size, guard);
+	if (!c)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	unsigned char *base;
+	if (c->npool) {
+		base = c->pool[--c->npool];
+		__atomic_fetch_sub(&S.cached, 1, __ATOMIC_RELAXED);
+	} else {
+		base = carve(c);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!base)
+		return NULL;
+#if defined(__SANITIZE_ADDRESS__)
+	ASAN_UNPOISON_MEMORY_REGION(base, c->size);
+#endif
+	return fresh(c, base);
+}
+
+static void pool_put(struct kr_stack_class *c, unsigned char *base)
+{
+	madvise(base, c->size, MADV_DONTNEED);
+	pthread_mutex_lock(&c->lock);
+	if (c->npool == c->cappool) {
+		size_t cap = c->cappool ? c->cappool * 2 : 64;
+		unsigned char **p = realloc(c->pool, cap * sizeof *p);
+		if (!p) {
+			/* Keep the range mapped but unlisted: its memory is
+			 * already returned, only address space is lost. */
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+		c->pool = p;
+		c->cappool = cap;
+	}
+	c->pool[c->npool++] = base;
+	__atomic_fetch_add(&S.cached, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void kr__stack_put(struct kr_stack_cache *k, kr_mp *mp)
+{
+	const struct kr_stack_class *c = mp->cls;
+	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < CLASSES_MAX; i++) {
+		if (!k->slot[i].cls)
+			k->slot[i].cls = c;
+		if (k->slot[i].cls != c)
+			continue;
+		if (k->slot[i].n < S.cache_max) {
+			mp->free_next = k->slot[i].head;
+			k->slot[i].head = mp;
+			k->slot[i].n++;
+			__atomic_fetch_add(&S.cached, 1, __ATOMIC_RELAXED);
+			return;
+		}
+		break;
+	}
+	pool_put((struct kr_stack_class *)c, mp->stack_lo);
+}
+
+struct kr_stack_cache *kr__stack_cache_new(void)
+{
+	return calloc(1, sizeof(struct kr_stack_cache));
+}
+
+void kr__stack_cache_free(struct kr_stack_cache *k)
+{
+	if (!k)
+		return;
+	for (unsigned i = 0; i < CLASSES_MAX && k->slot[i].cls; i++)
+		for (kr_mp *mp = k->slot[i].head, *n; mp; mp = n) {
+			n = mp->free_next;
+			__atomic_fetch_sub(&S.cached, 1, __ATOMIC_RELAXED);
+			pool_put((struct kr_stack_class *)k->slot[i].cls, mp->stack_lo);
+		}
+	free(k);
+}
+
+void kr__stack_stats(unsigned long *mapped, unsigned long *cached)
+{
+	*mapped = __atomic_load_n(&S.mapped, __ATOMIC_RELAXED);
+	*cached = __atomic_load_n(&S.cached, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,303 @@
+/*
+ * karui L0 — virtual processors.  See include/karui/vp.h for the contract.
+ *
+ * Registry.  Live VPs sit in a fixed table of KR_VP_MAX slots under one
+ * mutex; only allocate / adopt / release / join touch it, never a fast path.
+ * A slot index is the VP's id and is reused once the VP is gone.
+ *
+ * Sleep / wakeup.  One process-wide futex counting semaphore:
+ *   tokens   pending wakeups (never more than the live VPs: excess is
+ *            dropped, since each VP needs at most one reason to look again)
+ *   waiters  VPs inside the futex wait
+ * kr_vp_sleep first spins for KR_VP_SPIN_NS trying to take a token (a
+ * producer usually follows quickly), then registers as a waiter and waits on
+ * the futex while tokens is 0.  kr_vp_wakeup adds tokens with a CAS loop and
+ * issues FUTEX_WAKE only when someone is waiting.  Ordering: the waiter's
+ * increment of `waiters` and the poster's increment of `tokens` are both
+ * seq_cst RMWs, so at least one of them sees the other (Dekker): either the
+ * poster sees the waiter and wakes it, or the waiter's futex_wait sees
+ * tokens != 0 and returns at once.
+ *
+ * Rejected: a futex word per VP with a list of sleepers (the wakeup of a VP
+ * that is between "announce idle" and "sleep" needs extra states; the
+ * semaphore gives that for free); condition variables (a mutex on every
+ * wakeup).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "karui/ctx.h"
+#include "vp_internal.h"
+
+__thread kr_vp *kr__vp_self __attribute__((tls_model("initial-exec")));
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static kr_vp *reg[KR_VP_MAX];
+static unsigned reg_live;
+
+static struct {
+	_Alignas(64) uint32_t tokens;
+	uint32_t waiters;
+} sem;
+
+static int slot_get(kr_vp *vp)
+{
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		if (!reg[i]) {
+			reg[i] = vp;
+			vp->id = i;
+			reg_live++;
+			return 0;
+		}
+	return EAGAIN;
+}
+
+static void slot_put(kr_vp *vp)
+{
+	reg[vp->id] = NULL;
+	reg_live--;
+}
+
+static kr_vp *vp_new(void)
+{
+	kr_vp *vp = aligned_alloc(64, sizeof *vp);
+	if (vp)
+		memset(vp, 0, sizeof *vp);
+	return vp;
+}
+
+static void *vp_thread(void *p)
+{
+	kr_vp *vp = p;
+	kr__vp_self = vp;
+	kr__vp_set_status(vp, KR_VP_RUNNING);
+	vp->fn(vp, vp->arg);
+	kr__vp_set_status(vp, KR_VP_EXITED);
+	kr__vp_self = NULL;
+	return NULL;
+}
+
+int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
+{
+	if (n == 0 || !fn)
+		return EINVAL;
+	if (n > KR_VP_MAX)
+		return EAGAIN;
+	kr_vp **vps = calloc(n, sizeof *vps);
+	if (!vps)
+		return ENOMEM;
+	int err = 0;
+	unsigned made = 0;
+	pthread_mutex_lock(&reg_lock);
+	if (reg_live + n > KR_VP_MAX)
+		err = EAGAIN;
+	for (; !err && made < n; made++) {
+		kr_vp *vp = vp_new();
+		if (!vp) {
+			err = ENOMEM;
+			break;
+		}
+		vp->fn = fn;
+		vp->arg = arg;
+		slot_get(vp);
+		vps[made] = vp;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	/* Threads start only once every slot is taken, so a failure can undo
+	 * everything before any fn has run. */
+	unsigned started = 0;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	sigset_t all, old;
+	sigfillset(&all);
+	for (; !err && started < made; started++) {
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		err = pthread_create(&vps[started]->thread, &at, vp_thread, vps[started]);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (err)
+			break;
+	}
+	pthread_attr_destroy(&at);
+	if (err && started) {
+		/* Some threads run already: they are real VPs now; report
+		 * them as such and fail only for the rest. */
+		err = EAGAIN;
+	}
+	pthread_mutex_lock(&reg_lock);
+	for (unsigned i = started; i < made; i++) {
+		slot_put(vps[i]);
+		free(vps[i]);
+		vps[i] = NULL;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (out)
+		for (unsigned i = 0; i < n; i++)
+			out[i] = vps[i];
+	free(vps);
+	return err;
+}
+
+int kr_vp_adopt(kr_vp **out)
+{
+	if (kr__vp_self)
+		return EEXIST;
+	kr_vp *vp = vp_new();
+	if (!vp)
+		return ENOMEM;
+	pthread_mutex_lock(&reg_lock);
+	int err = slot_get(vp);
+	pthread_mutex_unlock(&reg_lock);
+	if (err) {
+		free(vp);
+		return err;
+	}
+	vp->adopted = 1;
+	vp->thread = pthread_self();
+	kr__vp_self = vp;
+	kr__vp_set_status(vp, KR_VP_RUNNING);
+	if (out)
+		*out = vp;
+	return 0;
+}
+
+int kr_vp_release(void)
+{
+	kr_vp *vp = kr__vp_self;
+	if (!vp)
+		return EPERM;
+	if (!vp->adopted)
+		return EINVAL;
+	kr__vp_self = NULL;
+	pthread_mutex_lock(&reg_lock);
+	slot_put(vp);
+	pthread_mutex_unlock(&reg_lock);
+	free(vp);
+	return 0;
+}
+
+int kr_vp_join(kr_vp *vp)
+{
+	if (!vp || vp->adopted)
+		return EINVAL;
+	if (vp == kr__vp_self)
+		return EDEADLK;
+	int err = pthread_join(vp->thread, NULL);
+	if (err)
+		return err;
+	pthread_mutex_lock(&reg_lock);
+	slot_put(vp);
+	pthread_mutex_unlock(&reg_lock);
+	free(vp);
+	return 0;
+}
+
+kr_vp *kr_vp_self(void) { return kr__vp_self; }
+unsigned kr_vp_id(const kr_vp *vp) { return vp ? vp->id : UINT_MAX; }
+void *kr_vp_area(kr_vp *vp) { return vp ? vp->area : NULL; }
+
+unsigned kr_vp_count(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	unsigned n = reg_live;
+	pthread_mutex_unlock(&reg_lock);
+	return n;
+}
+
+int kr_vp_status(const kr_vp *vp)
+{
+	return vp ? (int)__atomic_load_n(&vp->status, __ATOMIC_ACQUIRE) : 0;
+}
+
+static int take_token(void)
+{
+	uint32_t t = __atomic_load_n(&sem.tokens, __ATOMIC_RELAXED);
+	while (t)
+		if (__atomic_compare_exchange_n(&sem.tokens, &t, t - 1, 1,
+						__ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return 1;
+	return 0;
+}
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+int kr_vp_sleep(uint64_t usec)
+{
+	kr_vp *vp = kr__vp_self;
+	if (!vp)
+		return EPERM;
+	if (take_token())
+		return 0;
+	if (usec == 0)
+		return ETIMEDOUT;
+	double start = now_ns(), deadline = usec == UINT64_MAX ? -1 : start + usec * 1e3;
+	for (unsigned i = 0; now_ns() - start < KR_VP_SPIN_NS; i++) {
+		if (take_token())
+			return 0;
+		for (unsigned j = 0; j < 64; j++)
+			kr_cpu_relax();
+	}
+	kr__vp_set_status(vp, KR_VP_SLEEPING);
+	int ret = ETIMEDOUT;
+	__atomic_fetch_add(&sem.waiters, 1, __ATOMIC_SEQ_CST);
+	for (;;) {
+		if (take_token()) {
+			ret = 0;
+			break;
+		}
+		struct timespec rel, *prel = NULL;
+		if (deadline >= 0) {
+			double left = deadline - now_ns();
+			if (left <= 0)
+				break;
+			rel.tv_sec = (time_t)(left / 1e9);
+			rel.tv_nsec = (long)(left - rel.tv_sec * 1e9);
+			prel = &rel;
+		}
+		syscall(SYS_futex, &sem.tokens, FUTEX_WAIT_PRIVATE, 0, prel, NULL, 0);
+	}
+	__atomic_fetch_sub(&sem.waiters, 1, __ATOMIC_RELAXED);
+	kr__vp_set_status(vp, KR_VP_RUNNING);
+	return ret;
+}
+
+int kr_vp_wakeup(unsigned n)
+{
+	if (n == 0)
+		return EINVAL;
+	uint32_t cap = __atomic_load_n(&reg_live, __ATOMIC_RELAXED);
+	uint32_t t = __atomic_load_n(&sem.tokens, __ATOMIC_RELAXED), nt;
+	do {
+		nt = t + n > cap ? (t > cap ? t : cap) : t + n;
+		if (nt == t)
+			break;
+	} while (!__atomic_compare_exchange_n(&sem.tokens, &t, nt, 1,
+					      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&sem.waiters, __ATOMIC_SEQ_CST))
+		syscall(SYS_futex, &sem.tokens, FUTEX_WAKE_PRIVATE, n > INT_MAX ? INT_MAX : (int)n,
+			NULL, NULL, 0);
+	return 0;
+}
+
+int kr_vp_switch(void)
+{
+	if (!kr__vp_self)
+		return EPERM;
+	sched_yield();
+	return 0;
+}

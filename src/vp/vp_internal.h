@@ -1,0 +1,29 @@
+/* L0 internals shared with the layers above (they may read, not write). */
+#ifndef KARUI_VP_INTERNAL_H
+#define KARUI_VP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "karui/vp.h"
+
+struct kr_vp {
+	_Alignas(64) unsigned char area[KR_VP_AREA_SIZE];
+	uint32_t status;        /* enum kr_vp_status; __atomic access */
+	unsigned id;
+	int adopted;
+	pthread_t thread;
+	kr_vp_main fn;
+	void *arg;
+	void *upper;            /* owned by the layer above (L2: its per-VP state) */
+};
+
+/* The calling thread's VP (initial-exec TLS). */
+extern __thread kr_vp *kr__vp_self __attribute__((tls_model("initial-exec")));
+
+static inline void kr__vp_set_status(kr_vp *vp, int s)
+{
+	__atomic_store_n(&vp->status, (uint32_t)s, __ATOMIC_RELEASE);
+}
+
+#endif

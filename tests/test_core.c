@@ -1,0 +1,566 @@
+/* L2: microprocess life cycle, sleep/wakeup, switching, keys, bad input. */
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "karui.h"
+#include "kt.h"
+
+static void init(unsigned vps)
+{
+	kr_config c = {.vps = vps};
+	KT_EQ(kr_init(&c), 0);
+}
+
+static void *ret_arg(void *a) { return a; }
+
+static void create_join_returns_result(void)
+{
+	init(1);
+	kr_mp *m;
+	void *r = NULL;
+	KT_EQ(kr_mp_create(&m, NULL, ret_arg, (void *)42), 0);
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((uintptr_t)r, 42);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *exit_early(void *a)
+{
+	kr_mp_exit((void *)7);
+	return a; /* not reached */
+}
+
+static void exit_ends_the_microprocess_with_its_result(void)
+{
+	init(1);
+	kr_mp *m;
+	void *r = NULL;
+	KT_EQ(kr_mp_create(&m, NULL, exit_early, (void *)1), 0);
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((uintptr_t)r, 7);
+	KT_EQ(kr_mp_exit(NULL), EPERM); /* the main microprocess cannot */
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *add_one(void *a)
+{
+	kr_yield();
+	return (void *)((uintptr_t)a + 1);
+}
+
+static void many_create_join_on_two_vps(void)
+{
+	init(2);
+	enum { N = 2000 };
+	static kr_mp *m[N];
+	for (int round = 0; round < 20; round++) {
+		for (uintptr_t i = 0; i < N; i++)
+			KT_EQ(kr_mp_create(&m[i], NULL, add_one, (void *)i), 0);
+		for (uintptr_t i = 0; i < N; i++) {
+			void *r;
+			KT_EQ(kr_mp_join(m[i], &r), 0);
+			KT_EQ((uintptr_t)r, i + 1);
+		}
+	}
+	kr_stats st;
+	KT_EQ(kr_stats_get(&st), 0);
+	KT_EQ(st.mps_live, 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *sleeper(void *a)
+{
+	kr_sleep();
+	return a;
+}
+
+static void join_of_detached_returns_einval(void)
+{
+	init(1);
+	kr_mp *m;
+	kr_attr at = {.flags = KR_MP_DETACHED};
+	KT_EQ(kr_mp_create(&m, &at, sleeper, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), EINVAL);
+	KT_EQ(kr_mp_detach(m), EINVAL);
+	KT_EQ(kr_wakeup(m), 0);
+	kr_yield(); /* it runs to its end and is freed */
+	KT_EQ(kr_mp_join(m, NULL), ESRCH);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void join_of_joined_returns_esrch(void)
+{
+	init(1);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, ret_arg, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), ESRCH);
+	KT_EQ(kr_mp_detach(m), ESRCH);
+	KT_EQ(kr_wakeup(m), ESRCH);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void join_of_self_returns_edeadlk(void)
+{
+	init(1);
+	KT_EQ(kr_mp_join(kr_self(), NULL), EDEADLK);
+	KT_EQ(kr_mp_join(NULL, NULL), EINVAL);
+	KT_EQ(kr_fini(), 0);
+}
+
+static kr_mp *target;
+static void *second_joiner(void *a)
+{
+	return (void *)(intptr_t)kr_mp_join(target, NULL);
+}
+
+static void second_joiner_returns_einval(void)
+{
+	init(1);
+	kr_mp *j;
+	void *r;
+	KT_EQ(kr_mp_create(&target, NULL, sleeper, NULL), 0);
+	kr_yield(); /* target sleeps */
+	KT_EQ(kr_mp_create(&j, NULL, second_joiner, NULL), 0);
+	/* main joins first: j's join must be refused */
+	KT_EQ(kr_wakeup(target), 0);
+	KT_EQ(kr_mp_join(target, NULL), 0);
+	KT_EQ(kr_mp_join(j, &r), 0);
+	KT_CHECK((intptr_t)r == EINVAL || (intptr_t)r == ESRCH);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void detach_of_ended_frees_it(void)
+{
+	init(1);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, ret_arg, NULL), 0);
+	kr_yield();
+	kr_stats st;
+	kr_stats_get(&st);
+	KT_EQ(st.mps_live, 0);
+	KT_EQ(kr_mp_detach(m), 0);
+	KT_EQ(kr_mp_join(m, NULL), ESRCH);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *nop(void *a) { return a; }
+
+static void create_rejects_bad_input(void)
+{
+	init(1);
+	kr_mp *m;
+	kr_attr small = {.stack_size = KR_STACK_MIN - 1};
+	kr_attr huge = {.stack_size = KR_STACK_MAX + 1};
+	kr_attr prio_lo = {.flags = KR_MP_PRIO, .prio = KR_PRIO_MIN - 1};
+	kr_attr prio_hi = {.flags = KR_MP_PRIO, .prio = KR_PRIO_MAX + 1};
+	kr_attr flags = {.flags = 1u << 20};
+	KT_EQ(kr_mp_create(&m, NULL, NULL, NULL), EINVAL);
+	KT_EQ(kr_mp_create(NULL, NULL, nop, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &small, nop, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &huge, nop, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &prio_lo, nop, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &prio_hi, nop, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &flags, nop, NULL), EINVAL);
+	kr_attr min = {.stack_size = KR_STACK_MIN, .flags = KR_MP_NOGUARD};
+	KT_EQ(kr_mp_create(&m, &min, nop, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_mp_setprio(NULL, 1), EINVAL);
+	KT_EQ(kr_mp_setprio(kr_self(), KR_PRIO_MAX + 1), EINVAL);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void init_rejects_bad_input(void)
+{
+	kr_config c = {.vps = KR_VP_MAX + 1};
+	KT_EQ(kr_init(&c), EINVAL);
+	kr_rq_ops bad = {.name = "bad"}; /* no push/pop */
+	kr_config c2 = {.rq = &bad};
+	KT_EQ(kr_init(&c2), EINVAL);
+	KT_EQ(kr_init(NULL), 0);
+	KT_EQ(kr_init(NULL), EBUSY);
+	KT_EQ(kr_fini(), 0);
+	KT_EQ(kr_fini(), EPERM);
+	KT_EQ(kr_init(NULL), 0); /* and again after a clean stop */
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *off_vp(void *a)
+{
+	kr_mp *m;
+	int *e = a;
+	e[0] = kr_mp_create(&m, NULL, nop, NULL);
+	e[1] = kr_yield();
+	e[2] = kr_sleep();
+	e[3] = kr_mp_join(kr_self(), NULL);
+	e[4] = kr_self() == NULL ? 0 : 1;
+	e[5] = kr_fini();
+	e[6] = kr_setspecific(0, NULL);
+	return NULL;
+}
+
+static void calls_off_a_vp_return_eperm(void)
+{
+	init(1);
+	int e[7];
+	pthread_t t;
+	pthread_create(&t, NULL, off_vp, e);
+	pthread_join(t, NULL);
+	KT_EQ(e[0], EPERM); KT_EQ(e[1], EPERM); KT_EQ(e[2], EPERM);
+	KT_EQ(e[3], EPERM); KT_EQ(e[4], 0); KT_EQ(e[5], EPERM);
+	KT_EQ(e[6], EPERM);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *child_fini(void *a) { return (void *)(intptr_t)kr_fini(); }
+
+static void fini_refuses_while_others_live_and_off_main(void)
+{
+	init(1);
+	kr_mp *m, *f;
+	void *r;
+	KT_EQ(kr_mp_create(&m, NULL, sleeper, NULL), 0);
+	kr_yield();
+	KT_EQ(kr_fini(), EBUSY);
+	KT_EQ(kr_mp_create(&f, NULL, child_fini, NULL), 0);
+	KT_EQ(kr_mp_join(f, &r), 0);
+	KT_EQ((intptr_t)r, EPERM);
+	KT_EQ(kr_wakeup(m), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void wakeup_of_ended_returns_esrch(void)
+{
+	init(1);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, nop, NULL), 0);
+	kr_yield();
+	KT_EQ(kr_wakeup(m), ESRCH);
+	KT_EQ(kr_wakeup(NULL), EINVAL);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void wakeup_before_sleep_is_kept(void)
+{
+	init(1);
+	KT_EQ(kr_wakeup(kr_self()), 0);
+	KT_EQ(kr_wakeup(kr_self()), 0); /* one permit, not two */
+	KT_EQ(kr_sleep(), 0);           /* returns at once */
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, sleeper, NULL), 0);
+	kr_yield();
+	KT_EQ(kr_wakeup(m), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Strict alternation through sleep/wakeup across two VPs: a lost wakeup
+ * leaves both asleep and the test times out. */
+static kr_mp *pp[2];
+static int turn;
+static long pp_count[2];
+enum { ROUNDS = 100000 };
+static void *ponger(void *a)
+{
+	int me = (int)(intptr_t)a;
+	while (!__atomic_load_n(&pp[!me], __ATOMIC_ACQUIRE))
+		kr_yield();
+	for (int i = 0; i < ROUNDS; i++) {
+		while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != me)
+			kr_sleep();
+		pp_count[me]++;
+		__atomic_store_n(&turn, !me, __ATOMIC_RELEASE);
+		kr_wakeup(pp[!me]);
+	}
+	return NULL;
+}
+
+static void sleep_wakeup_across_vps_loses_nothing(void)
+{
+	init(2);
+	kr_mp *a, *b;
+	KT_EQ(kr_mp_create(&a, NULL, ponger, (void *)0), 0);
+	__atomic_store_n(&pp[0], a, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_create(&b, NULL, ponger, (void *)1), 0);
+	__atomic_store_n(&pp[1], b, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_join(a, NULL), 0);
+	KT_EQ(kr_mp_join(b, NULL), 0);
+	KT_EQ(pp_count[0], ROUNDS);
+	KT_EQ(pp_count[1], ROUNDS);
+	KT_EQ(kr_fini(), 0);
+}
+
+static int flag;
+static void *flag_sleeper(void *a)
+{
+	while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE))
+		kr_sleep();
+	return a;
+}
+
+static void *foreign_waker(void *a)
+{
+	usleep(20000);
+	__atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+	return (void *)(intptr_t)kr_wakeup(a);
+}
+
+static void wakeup_from_a_thread_that_is_no_vp(void)
+{
+	init(1);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, flag_sleeper, (void *)5), 0);
+	pthread_t t;
+	pthread_create(&t, NULL, foreign_waker, m);
+	void *r, *e;
+	KT_EQ(kr_mp_join(m, &r), 0); /* VP 0 parks until the wakeup */
+	KT_EQ((uintptr_t)r, 5);
+	pthread_join(t, &e);
+	KT_EQ((intptr_t)e, 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static char trace[64];
+static int tlen;
+static void *tracer(void *a)
+{
+	for (int i = 0; i < 3; i++) {
+		trace[tlen++] = *(char *)a;
+		kr_yield();
+	}
+	return NULL;
+}
+
+static void yield_runs_others_in_fifo_order(void)
+{
+	kr_config c = {.rq = &kr_rq_fifo};
+	KT_EQ(kr_init(&c), 0);
+	kr_mp *a, *b;
+	KT_EQ(kr_mp_create(&a, NULL, tracer, "a"), 0);
+	KT_EQ(kr_mp_create(&b, NULL, tracer, "b"), 0);
+	KT_EQ(kr_mp_join(a, NULL), 0);
+	KT_EQ(kr_mp_join(b, NULL), 0);
+	trace[tlen] = 0;
+	KT_CHECK(strcmp(trace, "ababab") == 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static kr_mp *main_mp;
+static void *mark(void *a)
+{
+	trace[tlen++] = *(char *)a;
+	return NULL;
+}
+
+static void switch_to_runs_the_target_first(void)
+{
+	init(1);
+	kr_mp *a, *b;
+	tlen = 0;
+	KT_EQ(kr_mp_create(&a, NULL, mark, "a"), 0);
+	KT_EQ(kr_mp_create(&b, NULL, mark, "b"), 0);
+	KT_EQ(kr_switch_to(b), 0); /* b was queued behind a */
+	trace[tlen++] = 'm';
+	KT_EQ(kr_mp_join(a, NULL), 0);
+	KT_EQ(kr_mp_join(b, NULL), 0);
+	trace[tlen] = 0;
+	KT_CHECK(trace[0] == 'b');
+	KT_EQ(kr_switch_to(kr_self()), EINVAL);
+	KT_EQ(kr_switch_to(NULL), EINVAL);
+	KT_EQ(kr_switch_to(a), ESRCH);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *wake_main_then_mark(void *a)
+{
+	trace[tlen++] = *(char *)a;
+	kr_wakeup(main_mp);
+	return NULL;
+}
+
+static void sleep_and_wakeup_hands_over_and_sleeps(void)
+{
+	init(1);
+	main_mp = kr_self();
+	kr_mp *a, *b;
+	tlen = 0;
+	KT_EQ(kr_mp_create(&a, NULL, sleeper, NULL), 0);
+	KT_EQ(kr_mp_create(&b, NULL, wake_main_then_mark, "b"), 0);
+	kr_switch_to(a); /* a now sleeps, b is queued */
+	/* main sleeps, a runs at once and ends, then b wakes main */
+	KT_EQ(kr_sleep_and_wakeup(a), 0);
+	trace[tlen++] = 'm';
+	trace[tlen] = 0;
+	KT_CHECK(strcmp(trace, "bm") == 0);
+	KT_EQ(kr_mp_join(a, NULL), 0);
+	KT_EQ(kr_mp_join(b, NULL), 0);
+	KT_EQ(kr_sleep_and_wakeup(a), ESRCH);
+	KT_EQ(kr_fini(), 0);
+}
+
+static kr_key key;
+static int dtor_calls;
+static void dtor(void *v)
+{
+	KT_EQ((uintptr_t)v, 99);
+	dtor_calls++;
+}
+
+static void *keyed(void *a)
+{
+	if (kr_getspecific(key) != NULL)
+		return (void *)1;
+	kr_setspecific(key, a);
+	kr_yield();
+	return kr_getspecific(key) == a ? NULL : (void *)2;
+}
+
+static void keys_are_per_microprocess_with_destructors(void)
+{
+	init(1);
+	KT_EQ(kr_key_create(&key, dtor), 0);
+	kr_mp *a, *b;
+	void *ra, *rb;
+	KT_EQ(kr_mp_create(&a, NULL, keyed, (void *)99), 0);
+	KT_EQ(kr_mp_create(&b, NULL, keyed, (void *)99), 0);
+	KT_EQ(kr_mp_join(a, &ra), 0);
+	KT_EQ(kr_mp_join(b, &rb), 0);
+	KT_CHECK(ra == NULL && rb == NULL);
+	KT_EQ(dtor_calls, 2);
+	KT_EQ(kr_setspecific(key, (void *)3), 0);
+	KT_EQ((uintptr_t)kr_getspecific(key), 3);
+	KT_EQ(kr_key_delete(key), 0);
+	KT_CHECK(kr_getspecific(key) == NULL);
+	KT_EQ(kr_key_delete(key), EINVAL);
+	KT_EQ(kr_setspecific(key, NULL), EINVAL);
+	kr_key k2;
+	KT_EQ(kr_key_create(&k2, NULL), 0); /* reuses the slot, not the value */
+	KT_CHECK(kr_getspecific(k2) == NULL);
+	KT_EQ(kr_key_create(NULL, NULL), EINVAL);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void keys_run_out_with_eagain(void)
+{
+	init(1);
+	kr_key k;
+	int n = 0;
+	while (kr_key_create(&k, NULL) == 0)
+		n++;
+	KT_EQ(n, KR_KEYS_MAX);
+	KT_EQ(kr_key_create(&k, NULL), EAGAIN);
+	KT_EQ(kr_fini(), 0);
+}
+
+static int deep(int n)
+{
+	volatile char buf[1024];
+	buf[0] = (char)n;
+	return n ? deep(n - 1) + buf[0] : 0;
+}
+
+static void *overflow(void *a) { return (void *)(intptr_t)deep(1 << 20); }
+
+static void guard_page_turns_overflow_into_sigsegv(void)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		init(1);
+		kr_mp *m;
+		kr_mp_create(&m, NULL, overflow, NULL);
+		kr_mp_join(m, NULL);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	KT_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+}
+
+static int order[8], nord;
+static void *record_prio(void *a)
+{
+	order[nord++] = (int)(intptr_t)a;
+	return NULL;
+}
+
+static void priority_queue_runs_highest_first_and_changes_live(void)
+{
+	kr_config c = {.rq = &kr_rq_prio};
+	KT_EQ(kr_init(&c), 0);
+	KT_EQ(kr_mp_setprio(kr_self(), KR_PRIO_MIN), 0);
+	kr_mp *m[4];
+	int prios[4] = {3, 9, 5, 9};
+	for (int i = 0; i < 4; i++) {
+		kr_attr at = {.flags = KR_MP_PRIO, .prio = prios[i]};
+		KT_EQ(kr_mp_create(&m[i], &at, record_prio, (void *)(intptr_t)i), 0);
+	}
+	KT_EQ(kr_mp_setprio(m[0], 20), 0); /* queued: moves to the front */
+	int p;
+	KT_EQ(kr_mp_getprio(m[0], &p), 0);
+	KT_EQ(p, 20);
+	kr_yield();
+	for (int i = 0; i < 4; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	KT_EQ(nord, 4);
+	KT_EQ(order[0], 0); KT_EQ(order[1], 1); KT_EQ(order[2], 3); KT_EQ(order[3], 2);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *spin_vp(void *a)
+{
+	long *seen = a;
+	for (int i = 0; i < 200; i++) {
+		seen[kr_vp_id(kr_vp_self())]++;
+		kr_yield();
+	}
+	return NULL;
+}
+
+static void work_spreads_to_idle_vps(void)
+{
+	init(2);
+	static long seen[KR_VP_MAX];
+	kr_mp *m[16];
+	for (int i = 0; i < 16; i++)
+		KT_EQ(kr_mp_create(&m[i], NULL, spin_vp, seen), 0);
+	for (int i = 0; i < 16; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	int used = 0;
+	for (int i = 0; i < KR_VP_MAX; i++)
+		used += seen[i] > 0;
+	KT_EQ(used, 2);
+	KT_EQ(kr_fini(), 0);
+}
+
+int main(int argc, char **argv)
+{
+	kt_args(argc, argv);
+	KT_RUN(create_join_returns_result);
+	KT_RUN(exit_ends_the_microprocess_with_its_result);
+	KT_RUN(many_create_join_on_two_vps);
+	KT_RUN(join_of_detached_returns_einval);
+	KT_RUN(join_of_joined_returns_esrch);
+	KT_RUN(join_of_self_returns_edeadlk);
+	KT_RUN(second_joiner_returns_einval);
+	KT_RUN(detach_of_ended_frees_it);
+	KT_RUN(create_rejects_bad_input);
+	KT_RUN(init_rejects_bad_input);
+	KT_RUN(calls_off_a_vp_return_eperm);
+	KT_RUN(fini_refuses_while_others_live_and_off_main);
+	KT_RUN(wakeup_of_ended_returns_esrch);
+	KT_RUN(wakeup_before_sleep_is_kept);
+	KT_RUN(sleep_wakeup_across_vps_loses_nothing);
+	KT_RUN(wakeup_from_a_thread_that_is_no_vp);
+	KT_RUN(yield_runs_others_in_fifo_order);
+	KT_RUN(switch_to_runs_the_target_first);
+	KT_RUN(sleep_and_wakeup_hands_over_and_sleeps);
+	KT_RUN(keys_are_per_microprocess_with_destructors);
+	KT_RUN(keys_run_out_with_eagain);
+	KT_RUN(guard_page_turns_overflow_into_sigsegv);
+	KT_RUN(priority_queue_runs_highest_first_and_changes_live);
+	KT_RUN(work_spreads_to_idle_vps);
+	return kt_finish();
+}

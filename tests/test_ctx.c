@@ -1,0 +1,166 @@
+/* L1: the context switch and the spin lock. */
+#include <fenv.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "karui/ctx.h"
+#include "../src/arch/frame.h"
+#include "kt.h"
+
+void kr__ctx_trampoline(void);
+
+static kr_ctx main_ctx, co_ctx;
+static _Alignas(16) unsigned char stack[64 * 1024];
+
+static void never(void *arg) { (void)arg; }
+
+static void frame_offsets_match_header(void)
+{
+	kr_ctx c;
+	KT_EQ(kr_ctx_make(&c, stack, sizeof stack, never), 0);
+	uintptr_t top = ((uintptr_t)stack + sizeof stack) & ~(uintptr_t)15;
+	KT_EQ((uintptr_t)c.sp, top - KR_FRAME_SIZE);
+	void *entry, *resume;
+	memcpy(&entry, (char *)c.sp + KR_FRAME_ENTRY, sizeof entry);
+	memcpy(&resume, (char *)c.sp + KR_FRAME_RESUME, sizeof resume);
+	KT_CHECK(entry == (void *)never);
+	KT_CHECK(resume == (void *)kr__ctx_trampoline);
+	KT_EQ(KR_FRAME_SIZE % 16, 0);
+}
+
+/* What the switch saves must land at the header's offsets: a context
+ * suspended in kr_ctx_switch has its resume address at KR_FRAME_RESUME,
+ * pointing into the function that called the switch. */
+static void *seen_sp;
+static void peek(void *arg)
+{
+	seen_sp = main_ctx.sp;
+	kr_ctx_switch(&co_ctx, &main_ctx, arg);
+}
+
+static __attribute__((noinline)) void call_switch(void)
+{
+	kr_ctx_switch(&main_ctx, &co_ctx, NULL);
+	__asm__ volatile("" ::: "memory"); /* no tail call */
+}
+
+static void saved_frame_has_resume_address_at_header_offset(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, peek), 0);
+	call_switch();
+	void *resume;
+	memcpy(&resume, (char *)seen_sp + KR_FRAME_RESUME, sizeof resume);
+	/* the resume address lies inside call_switch */
+	KT_CHECK((uintptr_t)resume > (uintptr_t)call_switch);
+	KT_CHECK((uintptr_t)resume < (uintptr_t)call_switch + 64);
+}
+
+static void echo(void *arg)
+{
+	for (;;)
+		arg = kr_ctx_switch(&co_ctx, &main_ctx, (void *)((uintptr_t)arg + 1));
+}
+
+static void switch_passes_values_both_ways(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, echo), 0);
+	uintptr_t v = 10;
+	for (int i = 0; i < 1000; i++) {
+		uintptr_t r = (uintptr_t)kr_ctx_switch(&main_ctx, &co_ctx, (void *)v);
+		KT_EQ(r, v + 1);
+		v = r * 3;
+	}
+}
+
+/* Many values live across switches: the compiler keeps them in
+ * callee-saved registers, which only the switch preserves. */
+static volatile uint64_t sink;
+static void churn(void *arg)
+{
+	uint64_t a = 3, b = 5, c = 7, d = 11, e = 13, f = 17, g = 19;
+	for (;;) {
+		a *= 31; b ^= a; c += b; d -= c; e *= d | 1; f += e; g ^= f;
+		kr_ctx_switch(&co_ctx, &main_ctx, (void *)(uintptr_t)(a + b + c + d + e + f + g));
+	}
+}
+
+static void switch_preserves_callee_saved_registers(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, churn), 0);
+	uint64_t a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7;
+	uint64_t a0 = a, b0 = b, c0 = c, d0 = d, e0 = e, f0 = f, g0 = g;
+	for (int i = 0; i < 10000; i++) {
+		a += 1; b += 2; c += 3; d += 4; e += 5; f += 6; g += 7;
+		sink = (uint64_t)kr_ctx_switch(&main_ctx, &co_ctx, NULL);
+	}
+	KT_EQ(a, a0 + 10000); KT_EQ(b, b0 + 20000); KT_EQ(c, c0 + 30000);
+	KT_EQ(d, d0 + 40000); KT_EQ(e, e0 + 50000); KT_EQ(f, f0 + 60000);
+	KT_EQ(g, g0 + 70000);
+}
+
+static int co_round;
+static void rounder(void *arg)
+{
+	for (;;) {
+		co_round = fegetround();
+		kr_ctx_switch(&co_ctx, &main_ctx, NULL);
+	}
+}
+
+static void fp_control_state_belongs_to_each_context(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, rounder), 0);
+	KT_EQ(fesetround(FE_UPWARD), 0);
+	kr_ctx_switch(&main_ctx, &co_ctx, NULL);
+	KT_EQ(co_round, FE_TONEAREST); /* a fresh context has the ABI default */
+	KT_EQ(fegetround(), FE_UPWARD);
+	fesetround(FE_TONEAREST);
+}
+
+static void ctx_make_rejects_bad_input(void)
+{
+	kr_ctx c;
+	KT_EQ(kr_ctx_make(NULL, stack, sizeof stack, never), EINVAL);
+	KT_EQ(kr_ctx_make(&c, NULL, sizeof stack, never), EINVAL);
+	KT_EQ(kr_ctx_make(&c, stack, sizeof stack, NULL), EINVAL);
+	KT_EQ(kr_ctx_make(&c, stack, KR_CTX_STACK_MIN - 1, never), EINVAL);
+	KT_EQ(kr_ctx_make(&c, stack, KR_CTX_STACK_MIN, never), 0);
+}
+
+static kr_spin lock = KR_SPIN_INIT;
+static long counter;
+static void *adder(void *arg)
+{
+	for (int i = 0; i < 200000; i++) {
+		kr_spin_lock(&lock);
+		counter++;
+		kr_spin_unlock(&lock);
+	}
+	return arg;
+}
+
+static void spin_lock_excludes_across_threads(void)
+{
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, adder, NULL);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	KT_EQ(counter, 800000);
+	KT_CHECK(kr_spin_trylock(&lock));
+	KT_CHECK(!kr_spin_trylock(&lock));
+	kr_spin_unlock(&lock);
+}
+
+int main(int argc, char **argv)
+{
+	kt_args(argc, argv);
+	KT_RUN(frame_offsets_match_header);
+	KT_RUN(saved_frame_has_resume_address_at_header_offset);
+	KT_RUN(switch_passes_values_both_ways);
+	KT_RUN(switch_preserves_callee_saved_registers);
+	KT_RUN(fp_control_state_belongs_to_each_context);
+	KT_RUN(ctx_make_rejects_bad_input);
+	KT_RUN(spin_lock_excludes_across_threads);
+	return kt_finish();
+}
