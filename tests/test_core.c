@@ -509,11 +509,14 @@ static void priority_queue_runs_highest_first_and_changes_live(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+static volatile unsigned long burn;
 static void *spin_vp(void *a)
 {
 	long *seen = a;
-	for (int i = 0; i < 200; i++) {
-		seen[kr_vp_id(kr_vp_self())]++;
+	for (int i = 0; i < 50; i++) {
+		for (int j = 0; j < 20000; j++) /* ~10 us of work per step */
+			burn += (unsigned long)j * j;
+		__atomic_fetch_add(&seen[kr_vp_id(kr_vp_self())], 1, __ATOMIC_RELAXED);
 		kr_yield();
 	}
 	return NULL;

@@ -51,6 +51,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "sched_default.h"
 #include "../arch/tls.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -81,6 +82,14 @@ static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
 
 #define SCHED (&G.sched)
 #define OPS (G.sched.ops)
+/* The default scheduler is called directly, any other through its ops. */
+#define NEXT(vp, prev)                                                         \
+	(OPS == &kr_sched_default ? kr__d_next(SCHED, vp, prev) : OPS->next(SCHED, vp, prev))
+#define TAKE(vp, mp, prev)                                                     \
+	(OPS == &kr_sched_default ? kr__d_take(SCHED, vp, mp, prev)                 \
+	 : OPS->take ? OPS->take(SCHED, vp, mp, prev) : ESRCH)
+#define READY(vp, mp)                                                          \
+	(OPS == &kr_sched_default ? kr__d_ready(SCHED, vp, mp) : OPS->ready(SCHED, vp, mp))
 
 /* ---------------- sanitizer annotations of the switch ---------------- */
 
@@ -112,7 +121,7 @@ static void ctx_bounds(struct kr_worker *w, kr_mp *mp, const void **lo, size_t *
 
 /* On the context that was just resumed: complete the switch away from
  * `from` (NULL when the switch came from an idle loop). */
-static inline void finish(void *from)
+static inline __attribute__((always_inline)) void finish(void *from)
 {
 	kr_mp *p = from;
 	if (!p)
@@ -124,7 +133,7 @@ static inline void finish(void *from)
 	__atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
 }
 
-static inline void claim_cpu(struct kr_worker *w, kr_mp *next)
+static inline __attribute__((always_inline)) void claim_cpu(struct kr_worker *w, kr_mp *next)
 {
 	while (__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE))
 		kr_cpu_relax();
@@ -134,7 +143,7 @@ static inline void claim_cpu(struct kr_worker *w, kr_mp *next)
 
 /* Leave `self` (already queued, sleeping or ended-and-joinable) for `next`,
  * or for the idle loop when next is NULL.  Returns when self is resumed. */
-static void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
 {
 	kr_ctx *to;
 	if (next) {
@@ -158,7 +167,7 @@ static void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
  * runnable (it sleeps). */
 static void block(struct kr_worker *w, kr_mp *self)
 {
-	kr_mp *next = OPS->next(SCHED, w->vp, NULL);
+	kr_mp *next = NEXT(w->vp, NULL);
 	if (next == self)
 		return; /* woken and popped again before we even left */
 	sw(w, self, next);
@@ -225,7 +234,7 @@ int kr_wakeup(kr_mp *mp)
 		return ESRCH;
 	if (wake_state(mp)) {
 		struct kr_worker *w = W();
-		OPS->ready(SCHED, w ? w->vp : NULL, mp);
+		READY(w ? w->vp : NULL, mp);
 	}
 	return 0;
 }
@@ -241,8 +250,8 @@ int kr_switch_to(kr_mp *mp)
 	if (!live_handle(mp))
 		return ESRCH;
 	if (claim_sleeper(mp)) {
-		OPS->ready(SCHED, w->vp, self);
-	} else if (!OPS->take || OPS->take(SCHED, w->vp, mp, self) != 0) {
+		READY(w->vp, self);
+	} else if (TAKE(w->vp, mp, self) != 0) {
 		return EBUSY;
 	}
 	sw(w, self, mp);
@@ -259,7 +268,7 @@ int kr_sleep_and_wakeup(kr_mp *mp)
 		return EINVAL;
 	if (!live_handle(mp))
 		return ESRCH;
-	if (!claim_sleeper(mp) && (!OPS->take || OPS->take(SCHED, w->vp, mp, NULL) != 0))
+	if (!claim_sleeper(mp) && TAKE(w->vp, mp, NULL) != 0)
 		return EBUSY;
 	uint32_t s = WS_RUN;
 	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
@@ -267,7 +276,7 @@ int kr_sleep_and_wakeup(kr_mp *mp)
 		/* a pending permit: the caller's sleep ends at once, so it
 		 * stays runnable behind mp */
 		__atomic_store_n(&self->wstate, WS_RUN, __ATOMIC_RELAXED);
-		OPS->ready(SCHED, w->vp, self);
+		READY(w->vp, self);
 	}
 	sw(w, self, mp);
 	return 0;
@@ -279,7 +288,7 @@ int kr_yield(void)
 	if (!w)
 		return EPERM;
 	kr_mp *self = w->cur;
-	kr_mp *next = OPS->next(SCHED, w->vp, self);
+	kr_mp *next = NEXT(w->vp, self);
 	if (next != self)
 		sw(w, self, next);
 	return 0;
@@ -349,7 +358,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	kr_ctx_make(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
 	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
 	*out = mp;
-	OPS->ready(SCHED, w->vp, mp);
+	READY(w->vp, mp);
 	return 0;
 }
 
@@ -376,13 +385,13 @@ __attribute__((noreturn)) static void mp_end(kr_mp *self, void *result)
 				if (claim_sleeper(joiner))
 					next = joiner; /* straight to the joiner */
 				else if (wake_state(joiner))
-					OPS->ready(SCHED, w->vp, joiner);
+					READY(w->vp, joiner);
 			}
 			break;
 		}
 	}
 	if (!next)
-		next = OPS->next(SCHED, w->vp, NULL);
+		next = NEXT(w->vp, NULL);
 	kr_ctx *to;
 	if (next) {
 		claim_cpu(w, next);
@@ -496,7 +505,7 @@ void **kr_sched_vp_data(kr_vp *vp)
 static void idle_loop(struct kr_worker *w)
 {
 	for (;;) {
-		kr_mp *mp = OPS->next(SCHED, w->vp, NULL);
+		kr_mp *mp = NEXT(w->vp, NULL);
 		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
 			if (w != G.w0)
 				return;

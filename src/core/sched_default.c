@@ -36,23 +36,7 @@
 #include <string.h>
 
 #include "internal.h"
-
-struct inst {
-	_Alignas(64) kr_spin lock;
-	_Alignas(16) unsigned char q[];
-};
-
-struct dsched {
-	const kr_rq_ops *rq;
-	int shared;
-	unsigned nvp;
-	struct inst *one;               /* KR_RQ_SHARED */
-	struct inst *per[KR_VP_MAX];    /* by VP id */
-	uint32_t nidle;
-	uint32_t rr;                    /* foreign wakeups: next VP to use */
-};
-
-static struct dsched *D(kr_sched *s) { return *kr_sched_data(s); }
+#include "sched_default.h"
 
 static struct inst *inst_new(const kr_rq_ops *rq)
 {
@@ -86,7 +70,9 @@ static int d_init(kr_sched *s, const kr_rq_ops *rq, unsigned nvp)
 		free(d);
 		return ENOMEM;
 	}
-	*kr_sched_data(s) = d;
+	d->kind = rq == &kr_rq_fifo || rq == &kr_rq_ws ? RQ_LIST_TAIL
+		: rq == &kr_rq_lifo ? RQ_LIST_HEAD : RQ_OTHER;
+	s->data = d;
 	return 0;
 }
 
@@ -97,7 +83,7 @@ static void d_fini(kr_sched *s)
 	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		inst_free(d->rq, d->per[i]);
 	free(d);
-	*kr_sched_data(s) = NULL;
+	s->data = NULL;
 }
 
 static int d_vp_init(kr_sched *s, kr_vp *vp)
@@ -108,17 +94,13 @@ static int d_vp_init(kr_sched *s, kr_vp *vp)
 	struct inst *i = inst_new(d->rq);
 	if (!i)
 		return ENOMEM;
-	__atomic_store_n(&d->per[kr_vp_id(vp)], i, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->per[vp->id], i, __ATOMIC_RELEASE);
 	return 0;
 }
 
-static struct inst *own(struct dsched *d, kr_vp *vp)
-{
-	return d->shared ? d->one : d->per[kr_vp_id(vp)];
-}
 
 /* Off a VP: the next VP instance in turn. */
-static struct inst *foreign(struct dsched *d)
+struct inst *kr__d_foreign(struct dsched *d)
 {
 	if (d->shared)
 		return d->one;
@@ -130,37 +112,14 @@ static struct inst *foreign(struct dsched *d)
 	}
 }
 
-static void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
-{
-	d->rq->push(i->q, mp);
-	mp->queued = i;
-}
 
-static kr_mp *pop_locked(struct dsched *d, struct inst *i)
-{
-	kr_mp *mp = d->rq->pop(i->q);
-	if (mp)
-		mp->queued = NULL;
-	return mp;
-}
 
-static void d_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
-{
-	struct dsched *d = D(s);
-	struct inst *i = vp ? own(d, vp) : foreign(d);
-	kr_spin_lock(&i->lock);
-	push_locked(d, i, mp);
-	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
-	kr_spin_unlock(&i->lock);
-	if (idle)
-		kr_vp_wakeup(1);
-}
 
-static kr_mp *steal(struct dsched *d, kr_vp *vp)
+kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 {
 	if (d->shared || !d->rq->steal)
 		return NULL;
-	unsigned me = kr_vp_id(vp);
+	unsigned me = vp->id;
 	for (unsigned k = 1; k < KR_VP_MAX; k++) {
 		struct inst *i = __atomic_load_n(&d->per[(me + k) % KR_VP_MAX], __ATOMIC_ACQUIRE);
 		if (!i || !kr_spin_trylock(&i->lock))
@@ -175,24 +134,13 @@ static kr_mp *steal(struct dsched *d, kr_vp *vp)
 	return NULL;
 }
 
-static kr_mp *d_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
-{
-	struct dsched *d = D(s);
-	struct inst *i = own(d, vp);
-	kr_spin_lock(&i->lock);
-	if (prev)
-		push_locked(d, i, prev);
-	kr_mp *mp = pop_locked(d, i);
-	kr_spin_unlock(&i->lock);
-	return mp ? mp : steal(d, vp);
-}
 
 static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 {
 	struct dsched *d = D(s);
 	__atomic_fetch_add(&d->nidle, 1, __ATOMIC_SEQ_CST);
 	/* The last look must not skip a busy lock, as stealing does. */
-	kr_mp *mp = d_next(s, vp, NULL);
+	kr_mp *mp = kr__d_next(s, vp, NULL);
 	for (unsigned k = 0; !mp && !d->shared && k < KR_VP_MAX; k++) {
 		struct inst *i = __atomic_load_n(&d->per[k], __ATOMIC_ACQUIRE);
 		if (!i)
@@ -203,40 +151,12 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 	}
 	if (!mp) {
 		kr_vp_sleep(UINT64_MAX);
-		mp = d_next(s, vp, NULL);
+		mp = kr__d_next(s, vp, NULL);
 	}
 	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_RELAXED);
 	return mp;
 }
 
-static int d_take(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev)
-{
-	struct dsched *d = D(s);
-	if (!d->rq->remove)
-		return ESRCH;
-	for (;;) {
-		struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
-		if (!i)
-			return ESRCH;
-		kr_spin_lock(&i->lock);
-		if (mp->queued != i) {
-			kr_spin_unlock(&i->lock);
-			continue;
-		}
-		d->rq->remove(i->q, mp);
-		mp->queued = NULL;
-		struct inst *pi = prev ? own(d, vp) : NULL;
-		if (pi == i)
-			push_locked(d, i, prev);
-		kr_spin_unlock(&i->lock);
-		if (pi && pi != i) {
-			kr_spin_lock(&pi->lock);
-			push_locked(d, pi, prev);
-			kr_spin_unlock(&pi->lock);
-		}
-		return 0;
-	}
-}
 
 static void d_reprio(kr_sched *s, kr_mp *mp, int prio)
 {
@@ -265,9 +185,9 @@ const kr_sched_ops kr_sched_default = {
 	.init = d_init,
 	.fini = d_fini,
 	.vp_init = d_vp_init,
-	.ready = d_ready,
-	.next = d_next,
+	.ready = kr__d_ready,
+	.next = kr__d_next,
 	.idle = d_idle,
-	.take = d_take,
+	.take = kr__d_take,
 	.reprio = d_reprio,
 };

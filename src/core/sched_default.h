@@ -1,0 +1,119 @@
+/*
+ * The default scheduler's state and its hot paths, inline, so that the core
+ * (mp.c) calls them directly when the default scheduler is in use instead
+ * of through kr_sched_ops (see sched_default.c for the design).  With a
+ * built-in list queue (fifo, lifo, ws) the queue operations are inlined
+ * too; any other ready-queue module is called through its kr_rq_ops.
+ */
+#ifndef KARUI_CORE_SCHED_DEFAULT_H
+#define KARUI_CORE_SCHED_DEFAULT_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "list.h"
+
+struct inst {
+	_Alignas(64) kr_spin lock;
+	_Alignas(16) unsigned char q[];
+};
+
+enum { RQ_OTHER, RQ_LIST_TAIL, RQ_LIST_HEAD }; /* how push works, for lists */
+
+struct dsched {
+	const kr_rq_ops *rq;
+	int shared;
+	int kind;                       /* RQ_*: inline list operations */
+	unsigned nvp;
+	struct inst *one;               /* KR_RQ_SHARED */
+	struct inst *per[KR_VP_MAX];    /* by VP id */
+	uint32_t nidle;
+	uint32_t rr;                    /* foreign wakeups: next VP to use */
+};
+
+static inline struct dsched *D(kr_sched *s) { return s->data; }
+
+static inline struct inst *own(struct dsched *d, kr_vp *vp)
+{
+	return d->shared ? d->one : d->per[vp->id];
+}
+
+static inline void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
+{
+	if (d->kind == RQ_LIST_TAIL)
+		mpl_push_tail((struct mplist *)i->q, mp);
+	else if (d->kind == RQ_LIST_HEAD)
+		mpl_push_head((struct mplist *)i->q, mp);
+	else
+		d->rq->push(i->q, mp);
+	mp->queued = i;
+}
+
+static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
+{
+	kr_mp *mp = d->kind != RQ_OTHER ? mpl_pop_head((struct mplist *)i->q) : d->rq->pop(i->q);
+	if (mp)
+		mp->queued = NULL;
+	return mp;
+}
+
+kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
+struct inst *kr__d_foreign(struct dsched *d);
+
+static inline __attribute__((always_inline)) void kr__d_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
+{
+	struct dsched *d = D(s);
+	struct inst *i = vp ? own(d, vp) : kr__d_foreign(d);
+	kr_spin_lock(&i->lock);
+	push_locked(d, i, mp);
+	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
+	kr_spin_unlock(&i->lock);
+	if (idle)
+		kr_vp_wakeup(1);
+}
+
+static inline __attribute__((always_inline)) kr_mp *kr__d_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
+{
+	struct dsched *d = D(s);
+	struct inst *i = own(d, vp);
+	kr_spin_lock(&i->lock);
+	if (prev)
+		push_locked(d, i, prev);
+	kr_mp *mp = pop_locked(d, i);
+	kr_spin_unlock(&i->lock);
+	return mp ? mp : kr__d_steal(d, vp);
+}
+
+static inline __attribute__((always_inline)) int kr__d_take(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev)
+{
+	struct dsched *d = D(s);
+	if (d->kind == RQ_OTHER && !d->rq->remove)
+		return ESRCH;
+	for (;;) {
+		struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
+		if (!i)
+			return ESRCH;
+		kr_spin_lock(&i->lock);
+		if (mp->queued != i) {
+			kr_spin_unlock(&i->lock);
+			continue;
+		}
+		if (d->kind != RQ_OTHER)
+			mpl_remove((struct mplist *)i->q, mp);
+		else
+			d->rq->remove(i->q, mp);
+		mp->queued = NULL;
+		struct inst *pi = prev ? own(d, vp) : NULL;
+		if (pi == i)
+			push_locked(d, i, prev);
+		kr_spin_unlock(&i->lock);
+		if (pi && pi != i) {
+			kr_spin_lock(&pi->lock);
+			push_locked(d, pi, prev);
+			kr_spin_unlock(&pi->lock);
+		}
+		return 0;
+	}
+}
+
+#endif

@@ -1,0 +1,157 @@
+/*
+ * karui's side of the karui-bench experiments (definitions in
+ * bench/peers/peers.h, which the peers implement too).  Each function
+ * starts karui on the calling thread, times only the operations, and stops
+ * karui again, so runs are independent.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "karui.h"
+#include "exp.h"
+
+static int start(void)
+{
+	kr_config c = {.vps = 1};
+	return kr_init(&c);
+}
+
+static long per_mp;
+static void *yielder(void *a)
+{
+	for (long i = 0; i < per_mp; i++)
+		kr_yield();
+	return a;
+}
+
+int kb_karui_yield(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	kr_mp *m[2];
+	per_mp = a->iters / 2;
+	kr_mp_create(&m[0], NULL, yielder, NULL);
+	kr_mp_create(&m[1], NULL, yielder, NULL);
+	double t0 = kb_now_ns();
+	kr_mp_join(m[0], NULL); /* main sleeps; the two alternate */
+	kr_mp_join(m[1], NULL);
+	r->ns_per_op = (kb_now_ns() - t0) / (per_mp * 2);
+	return kr_fini();
+}
+
+static kr_mp *peer[2];
+static void *switcher(void *a)
+{
+	int me = (int)(intptr_t)a;
+	while (!__atomic_load_n(&peer[!me], __ATOMIC_ACQUIRE))
+		kr_yield();
+	for (long i = 0; i < per_mp; i++)
+		kr_switch_to(peer[!me]);
+	return NULL;
+}
+
+int kb_karui_switch(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	per_mp = a->iters / 2;
+	peer[0] = peer[1] = NULL;
+	kr_mp *m0, *m1;
+	kr_mp_create(&m0, NULL, switcher, (void *)0);
+	kr_mp_create(&m1, NULL, switcher, (void *)1);
+	__atomic_store_n(&peer[0], m0, __ATOMIC_RELEASE);
+	__atomic_store_n(&peer[1], m1, __ATOMIC_RELEASE);
+	double t0 = kb_now_ns();
+	kr_mp_join(m0, NULL);
+	kr_mp_join(m1, NULL);
+	r->ns_per_op = (kb_now_ns() - t0) / (per_mp * 2);
+	return kr_fini();
+}
+
+static void *nop(void *a) { return a; }
+
+int kb_karui_create_join(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	kr_mp *m;
+	for (int i = 0; i < 64; i++) { /* warm the stack cache */
+		kr_mp_create(&m, NULL, nop, NULL);
+		kr_mp_join(m, NULL);
+	}
+	double t0 = kb_now_ns();
+	for (long i = 0; i < a->iters; i++) {
+		if ((err = kr_mp_create(&m, NULL, nop, NULL)) != 0)
+			break;
+		kr_mp_join(m, NULL);
+	}
+	r->ns_per_op = (kb_now_ns() - t0) / a->iters;
+	kr_fini();
+	return err;
+}
+
+int kb_karui_create_batch(const kb_args *a, kb_res *r)
+{
+	kr_config c = {.vps = 1, .stack_cache = (size_t)a->n};
+	int err = kr_init(&c);
+	if (err)
+		return err;
+	kr_mp **m = malloc(a->n * sizeof *m);
+	if (!m) {
+		kr_fini();
+		return ENOMEM;
+	}
+	for (int warm = 0; warm < 2; warm++) { /* second round: cached stacks */
+		double t0 = kb_now_ns();
+		long made = 0;
+		for (; made < a->n; made++)
+			if ((err = kr_mp_create(&m[made], NULL, nop, NULL)) != 0)
+				break;
+		for (long i = 0; i < made; i++)
+			kr_mp_join(m[i], NULL);
+		r->ns_per_op = (kb_now_ns() - t0) / a->n;
+		if (err)
+			break;
+	}
+	free(m);
+	kr_fini();
+	return err;
+}
+
+static void *sleeper(void *a)
+{
+	kr_sleep();
+	return a;
+}
+
+int kb_karui_many(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	kr_mp **m = malloc(a->n * sizeof *m);
+	if (!m) {
+		kr_fini();
+		return ENOMEM;
+	}
+	kr_attr at = {.stack_size = KR_STACK_MIN, .flags = KR_MP_NOGUARD};
+	double rss0 = kb_rss_kib(), t0 = kb_now_ns();
+	long made = 0;
+	for (; made < a->n; made++)
+		if ((err = kr_mp_create(&m[made], &at, sleeper, NULL)) != 0)
+			break;
+	kr_yield(); /* every one runs and goes to sleep */
+	r->ns_per_op = (kb_now_ns() - t0) / (made ? made : 1);
+	r->rss_kib = kb_rss_kib() - rss0;
+	for (long i = 0; i < made; i++)
+		kr_wakeup(m[i]);
+	for (long i = 0; i < made; i++)
+		kr_mp_join(m[i], NULL);
+	free(m);
+	kr_fini();
+	return err;
+}

@@ -1,0 +1,380 @@
+/*
+ * karui-bench — the experiments of the seeds, karui against its peers in
+ * the same run.
+ *
+ *   karui-bench list
+ *   karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]
+ *   karui-bench count SYSTEM EXPERIMENT N     (one run, for callgrind)
+ *
+ * Each (experiment, system) pair is run `repeats` times; the median is
+ * reported with min and max, and every peer's ratio to karui's median
+ * (peer / karui: above 1, karui is faster or smaller).  Progress goes to
+ * stderr; results to stdout, as a table or as one JSON object per line.
+ *
+ * The `instructions` experiment runs `karui-bench count` under
+ * valgrind --tool=callgrind twice, with N and 2N operations, and reports
+ * (Ir(2N) - Ir(N)) / N: the instructions of one operation, set-up and
+ * tear-down cancelled out.  Counts repeat exactly from run to run.
+ *
+ * Go goroutines run in a separate program (bench/peers/go, installed as
+ * karui-bench-go next to this binary) that prints one JSON line per repeat.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exp.h"
+
+#define MAXSYS 8
+
+struct sys {
+	const char *name;
+	kb_fn fn;          /* NULL: the Go program */
+	const char *go;    /* Go program's experiment name */
+	long div;          /* iterations divided by this (slow peers) */
+	long ncap;         /* cap on n (0: none) */
+};
+
+struct exp {
+	const char *name, *what, *metric, *unit;
+	long iters, n;     /* full run; --quick divides iters by 10 */
+	struct sys sys[MAXSYS];
+};
+
+static const struct exp EXPS[] = {
+	{"yield", "two flows on one core yielding to each other", "yield", "ns",
+	 2000000, 0,
+	 {{"karui", kb_karui_yield},
+	  {"bare-switch", kb_bare_switch},
+	  {"boost-fiber", kb_fiber_yield},
+	  {"go", NULL, "yield"},
+	  {"pthread", kb_pthread_yield, NULL, 20}}},
+	{"switch_to", "direct hand-off between two flows", "switch", "ns",
+	 2000000, 0,
+	 {{"karui", kb_karui_switch},
+	  {"bare-switch", kb_bare_switch},
+	  {"boost-fcontext", kb_fcontext_switch},
+	  {"ucontext", kb_ucontext_switch, NULL, 10}}},
+	{"create_join", "create a flow that does nothing and join it, one at a time",
+	 "create+join", "ns", 1000000, 0,
+	 {{"karui", kb_karui_create_join},
+	  {"bare-switch", kb_bare_create_join},
+	  {"boost-fcontext", kb_fcontext_create_join},
+	  {"ucontext", kb_ucontext_create_join, NULL, 10},
+	  {"boost-fiber", kb_fiber_create_join},
+	  {"go", NULL, "create_join"},
+	  {"pthread", kb_pthread_create_join, NULL, 200}}},
+	{"create_batch", "create n flows, then join them all (per flow)",
+	 "create+join", "ns", 1, 10000,
+	 {{"karui", kb_karui_create_batch},
+	  {"boost-fiber", kb_fiber_create_batch},
+	  {"go", NULL, "create_batch"},
+	  {"pthread", kb_pthread_create_batch, NULL, 1, 2000}}},
+	{"many", "n flows alive at once, each blocked: create time and memory per flow",
+	 "create", "ns", 1, 100000,
+	 {{"karui", kb_karui_many},
+	  {"boost-fiber", kb_fiber_many},
+	  {"go", NULL, "many"},
+	  {"pthread", kb_pthread_many, NULL, 1, 5000}}},
+};
+#define NEXPS (sizeof EXPS / sizeof EXPS[0])
+
+/* systems and operations counted by the `instructions` experiment */
+static const struct {
+	const char *sys, *exp;
+	kb_fn fn;
+} COUNTS[] = {
+	{"karui", "yield", kb_karui_yield},
+	{"karui", "switch_to", kb_karui_switch},
+	{"karui", "create_join", kb_karui_create_join},
+	{"bare-switch", "switch_to", kb_bare_switch},
+	{"bare-switch", "create_join", kb_bare_create_join},
+	{"boost-fcontext", "switch_to", kb_fcontext_switch},
+	{"boost-fiber", "yield", kb_fiber_yield},
+	{"boost-fiber", "create_join", kb_fiber_create_join},
+};
+#define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
+
+static int json, quick;
+static const char *only;
+static long n_override;
+static char self_dir[PATH_MAX];
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+struct stat3 {
+	double med, min, max;
+	int runs;
+};
+
+static struct stat3 stats(double *v, int n)
+{
+	qsort(v, n, sizeof *v, cmp_d);
+	return (struct stat3){n ? v[n / 2] : 0, n ? v[0] : 0, n ? v[n - 1] : 0, n};
+}
+
+static void emit(const char *exp, const char *sys, const char *metric, const char *unit,
+		 struct stat3 s, double karui, long n)
+{
+	double ratio = karui > 0 ? s.med / karui : 0;
+	if (json) {
+		printf("{\"experiment\":\"%s\",\"system\":\"%s\",\"metric\":\"%s\",\"value\":%.4g,"
+		       "\"unit\":\"%s\",\"min\":%.4g,\"max\":%.4g,\"runs\":%d",
+		       exp, sys, metric, s.med, unit, s.min, s.max, s.runs);
+		if (n)
+			printf(",\"n\":%ld", n);
+		if (karui > 0)
+			printf(",\"ratio_to_karui\":%.4g", ratio);
+		printf("}\n");
+	} else {
+		printf("%-13s %-15s %-12s %10.4g %-7s [%.4g .. %.4g]", exp, sys, metric, s.med,
+		       unit, s.min, s.max);
+		if (n)
+			printf(" n=%ld", n);
+		if (karui > 0 && strcmp(sys, "karui") != 0)
+			printf("  %6.2fx karui", ratio);
+		printf("\n");
+	}
+	fflush(stdout);
+}
+
+static void emit_skip(const char *exp, const char *sys, const char *why)
+{
+	if (json)
+		printf("{\"experiment\":\"%s\",\"system\":\"%s\",\"skipped\":\"%s\"}\n", exp, sys,
+		       why);
+	else
+		printf("%-13s %-15s skipped: %s\n", exp, sys, why);
+	fflush(stdout);
+}
+
+/* Run the Go program; fills ns[] and rss[] with one value per repeat. */
+static int run_go(const char *exp, long iters, long n, int reps, double *ns, double *rss)
+{
+	char cmd[PATH_MAX + 128];
+	snprintf(cmd, sizeof cmd, "%s/karui-bench-go", self_dir);
+	if (access(cmd, X_OK) != 0)
+		return -1;
+	snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " %s %ld %ld %d", exp, iters, n,
+		 reps);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	int got = 0;
+	char line[256];
+	while (got < reps && fgets(line, sizeof line, p))
+		if (sscanf(line, "{\"ns_per_op\": %lf, \"rss_kib\": %lf}", &ns[got], &rss[got]) == 2)
+			got++;
+	pclose(p);
+	return got;
+}
+
+static void run_exp(const struct exp *e)
+{
+	int reps = quick ? 5 : 11;
+	long n = n_override ? n_override : e->n;
+	double karui = 0, karui_mem = 0;
+	for (int i = 0; i < MAXSYS && e->sys[i].name; i++) {
+		const struct sys *s = &e->sys[i];
+		if (only && strcmp(only, s->name) != 0 && strcmp(s->name, "karui") != 0)
+			continue;
+		long iters = e->iters / (quick && e->iters > 1 ? 10 : 1) / (s->div ? s->div : 1);
+		long sn = s->ncap && n > s->ncap ? s->ncap : n;
+		kb_args a = {.iters = iters < 1 ? 1 : iters, .n = sn};
+		double ns[16], rss[16];
+		int got = 0, err = 0;
+		fprintf(stderr, "karui-bench: %s / %s ...\n", e->name, s->name);
+		if (s->fn) {
+			for (int r = 0; r < reps; r++) {
+				kb_res res = {0, -1};
+				if ((err = s->fn(&a, &res)) != 0)
+					break;
+				ns[got] = res.ns_per_op;
+				rss[got++] = res.rss_kib;
+			}
+		} else {
+			got = run_go(s->go, a.iters, a.n, reps, ns, rss);
+			if (got < 0) {
+				emit_skip(e->name, s->name, "karui-bench-go not built (no Go toolchain)");
+				continue;
+			}
+		}
+		if (got < reps) {
+			char why[96];
+			snprintf(why, sizeof why, "failed: %s", err ? strerror(err) : "no result");
+			emit_skip(e->name, s->name, why);
+			continue;
+		}
+		struct stat3 st = stats(ns, got);
+		if (!strcmp(s->name, "karui"))
+			karui = st.med;
+		emit(e->name, s->name, e->metric, e->unit, st, karui, n ? sn : 0);
+		if (rss[0] >= 0 && sn) {
+			for (int r = 0; r < got; r++)
+				rss[r] = rss[r] * 1024.0 / sn;
+			struct stat3 m = stats(rss, got);
+			if (!strcmp(s->name, "karui"))
+				karui_mem = m.med;
+			emit(e->name, s->name, "memory", "B/flow", m, karui_mem, sn);
+		}
+	}
+}
+
+/* Ir of one `count` run under callgrind, or -1. */
+static double callgrind_ir(const char *sys, const char *exp, long n)
+{
+	char cmd[PATH_MAX * 2];
+	snprintf(cmd, sizeof cmd,
+		 "valgrind --tool=callgrind --callgrind-out-file=/dev/null %s/karui-bench count "
+		 "%s %s %ld 2>&1",
+		 self_dir, sys, exp, n);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	char line[512];
+	double ir = -1;
+	while (fgets(line, sizeof line, p)) {
+		char *c = strstr(line, "Collected :");
+		if (c)
+			ir = strtod(c + 11, NULL);
+	}
+	pclose(p);
+	return ir;
+}
+
+static void run_instructions(void)
+{
+	if (system("valgrind --version >/dev/null 2>&1") != 0) {
+		emit_skip("instructions", "all", "valgrind not installed");
+		return;
+	}
+	long n = quick ? 20000 : 100000;
+	double karui[NCOUNTS] = {0};
+	for (size_t i = 0; i < NCOUNTS; i++) {
+		if (only && strcmp(only, COUNTS[i].sys) && strcmp("karui", COUNTS[i].sys))
+			continue;
+		fprintf(stderr, "karui-bench: instructions / %s %s ...\n", COUNTS[i].sys,
+			COUNTS[i].exp);
+		double a = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, n);
+		double b = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, 2 * n);
+		if (a < 0 || b < 0) {
+			emit_skip("instructions", COUNTS[i].sys, "callgrind run failed");
+			continue;
+		}
+		double per = (b - a) / n;
+		/* the karui figure for the same operation, for the ratio */
+		double k = 0;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(COUNTS[j].sys, "karui") && !strcmp(COUNTS[j].exp, COUNTS[i].exp))
+				k = karui[j];
+		karui[i] = per;
+		char metric[32];
+		snprintf(metric, sizeof metric, "%s", COUNTS[i].exp);
+		struct stat3 st = {per, per, per, 1};
+		emit("instructions", COUNTS[i].sys, metric, "instr", st,
+		     strcmp(COUNTS[i].sys, "karui") ? k : 0, 0);
+	}
+}
+
+static int count(const char *sys, const char *exp, long n)
+{
+	for (size_t i = 0; i < NCOUNTS; i++)
+		if (!strcmp(COUNTS[i].sys, sys) && !strcmp(COUNTS[i].exp, exp)) {
+			kb_args a = {.iters = n, .n = n};
+			kb_res r;
+			return COUNTS[i].fn(&a, &r);
+		}
+	fprintf(stderr, "karui-bench: no count for %s %s\n", sys, exp);
+	return EINVAL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: karui-bench list\n"
+		   "       karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]\n"
+		   "       karui-bench count SYSTEM EXPERIMENT N\n");
+}
+
+static void list(void)
+{
+	for (size_t i = 0; i < NEXPS; i++) {
+		printf("%-13s %s; systems:", EXPS[i].name, EXPS[i].what);
+		for (int j = 0; j < MAXSYS && EXPS[i].sys[j].name; j++)
+			printf(" %s", EXPS[i].sys[j].name);
+		printf("\n");
+	}
+	printf("%-13s instructions per operation under callgrind (yield, switch_to, "
+	       "create_join)\n", "instructions");
+}
+
+int main(int argc, char **argv)
+{
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len > 0) {
+		exe[len] = 0;
+		snprintf(self_dir, sizeof self_dir, "%s", dirname(exe));
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "list")) {
+		list();
+		return 0;
+	}
+	if (!strcmp(argv[1], "count")) {
+		if (argc != 5 || atol(argv[4]) <= 0) {
+			usage(stderr);
+			return 2;
+		}
+		return count(argv[2], argv[3], atol(argv[4])) ? 1 : 0;
+	}
+	if (strcmp(argv[1], "run") || argc < 3) {
+		usage(stderr);
+		return 2;
+	}
+	const char *name = argv[2];
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "--quick"))
+			quick = 1;
+		else if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+			only = argv[++i];
+		else if (!strcmp(argv[i], "--n") && i + 1 < argc && atol(argv[i + 1]) > 0)
+			n_override = atol(argv[++i]);
+		else {
+			fprintf(stderr, "karui-bench: bad option '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	int found = 0;
+	if (!json)
+		printf("%-13s %-15s %-12s %10s %-7s %s\n", "experiment", "system", "metric",
+		       "median", "unit", "[min .. max]  peer/karui");
+	for (size_t i = 0; i < NEXPS; i++)
+		if (!strcmp(name, "all") || !strcmp(name, EXPS[i].name)) {
+			run_exp(&EXPS[i]);
+			found = 1;
+		}
+	if (!strcmp(name, "all") || !strcmp(name, "instructions")) {
+		run_instructions();
+		found = 1;
+	}
+	if (!found) {
+		fprintf(stderr, "karui-bench: no experiment '%s' (see karui-bench list)\n", name);
+		return 2;
+	}
+	return 0;
+}
