@@ -19,7 +19,7 @@
 
 #include "peers.h"
 
-#define MANY_STACK (64 * 1024)
+#define MANY_STACK ((size_t)64 * 1024)
 
 static void *empty_fn(void *p)
 {
@@ -50,7 +50,7 @@ static void *yield_body(void *p)
 	int e;
 
 	CPU_ZERO(&set);
-	CPU_SET(s->cpu, &set);
+	CPU_SET((size_t)s->cpu, &set);
 	e = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 	if (e)
 		atomic_store(&s->err, e);
@@ -194,33 +194,17 @@ static void many_release(struct mshare *m, pthread_t *th, long made)
 	pthread_mutex_destroy(&m->mu);
 }
 
-int kb_pthread_many(const kb_args *a, kb_res *r)
+/* create a->n threads with attr, wait until all are blocked, measure */
+static int many_run(const kb_args *a, kb_res *r, pthread_attr_t *attr, pthread_t *th)
 {
 	struct mshare m = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
 			    PTHREAD_COND_INITIALIZER, 0, 0 };
-	size_t stack = MANY_STACK < PTHREAD_STACK_MIN ? PTHREAD_STACK_MIN : MANY_STACK;
-	pthread_attr_t attr;
-	pthread_t *th;
-	double rss0, t0, t1;
+	double rss0 = kb_rss_kib(), t0 = kb_now_ns(), t1;
 	long made = 0;
-	int e;
+	int e = 0;
 
-	if (a->n < 1)
-		return EINVAL;
-	th = malloc((size_t)a->n * sizeof *th);
-	if (!th)
-		return ENOMEM;
-	e = pthread_attr_init(&attr);
-	if (!e)
-		e = pthread_attr_setstacksize(&attr, stack);
-	if (e) {
-		free(th);
-		return e;
-	}
-	rss0 = kb_rss_kib();
-	t0 = kb_now_ns();
 	for (; made < a->n; made++) {
-		e = pthread_create(&th[made], &attr, many_body, &m);
+		e = pthread_create(&th[made], attr, many_body, &m);
 		if (e)
 			break;
 	}
@@ -234,7 +218,30 @@ int kb_pthread_many(const kb_args *a, kb_res *r)
 		r->ns_per_op = (t1 - t0) / (double)a->n;
 	}
 	many_release(&m, th, made);
-	pthread_attr_destroy(&attr);
+	return e;
+}
+
+int kb_pthread_many(const kb_args *a, kb_res *r)
+{
+	size_t stack = MANY_STACK;
+	pthread_attr_t attr;
+	pthread_t *th;
+	int e;
+
+	if (a->n < 1)
+		return EINVAL;
+	if (stack < (size_t)PTHREAD_STACK_MIN)
+		stack = (size_t)PTHREAD_STACK_MIN;
+	th = malloc((size_t)a->n * sizeof *th);
+	if (!th)
+		return ENOMEM;
+	e = pthread_attr_init(&attr);
+	if (!e) {
+		e = pthread_attr_setstacksize(&attr, stack);
+		if (!e)
+			e = many_run(a, r, &attr, th);
+		pthread_attr_destroy(&attr);
+	}
 	free(th);
 	return e;
 }

@@ -1,0 +1,124 @@
+/*
+ * Scheduling level 1: a scheduler module of one's own (kr_sched_ops).
+ * This one keeps a single global LIFO stack under one spin lock (newest
+ * work first, as a depth-first fork/join wants) and parks idle VPs with the
+ * L0 calls, announcing idleness before the last look so that no wakeup is
+ * lost.  It does its own locking because the core calls it from every VP,
+ * and `ready` also from threads that are no VP.  Runs a recursive fork/join
+ * Fibonacci on 2 VPs.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "karui.h"
+
+struct lifo {
+	kr_spin lock;
+	kr_mp *top;
+	uint32_t idle;
+};
+
+static struct lifo *L(kr_sched *s) { return *kr_sched_data(s); }
+
+static int l_init(kr_sched *s, const kr_rq_ops *rq, unsigned nvp)
+{
+	struct lifo *l = calloc(1, sizeof *l);
+	if (!l)
+		return 12; /* ENOMEM */
+	*kr_sched_data(s) = l;
+	return 0;
+}
+
+static void l_fini(kr_sched *s) { free(L(s)); }
+static int l_vp_init(kr_sched *s, kr_vp *vp) { return 0; }
+
+static void push(struct lifo *l, kr_mp *mp)
+{
+	kr_mp_rqlink(mp)->next = l->top;
+	l->top = mp;
+}
+
+static kr_mp *pop(struct lifo *l)
+{
+	kr_mp *mp = l->top;
+	if (mp)
+		l->top = kr_mp_rqlink(mp)->next;
+	return mp;
+}
+
+static void l_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
+{
+	struct lifo *l = L(s);
+	kr_spin_lock(&l->lock);
+	push(l, mp);
+	uint32_t idle = l->idle;
+	kr_spin_unlock(&l->lock);
+	if (idle)
+		kr_vp_wakeup(1);
+}
+
+static kr_mp *l_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
+{
+	struct lifo *l = L(s);
+	kr_spin_lock(&l->lock);
+	kr_mp *mp;
+	if (prev && l->top == NULL)
+		mp = prev; /* nothing else: keep running */
+	else {
+		mp = pop(l);
+		if (prev)
+			push(l, prev);
+	}
+	kr_spin_unlock(&l->lock);
+	return mp;
+}
+
+static kr_mp *l_idle(kr_sched *s, kr_vp *vp)
+{
+	struct lifo *l = L(s);
+	kr_spin_lock(&l->lock);
+	l->idle++;
+	kr_mp *mp = pop(l);
+	kr_spin_unlock(&l->lock);
+	if (!mp) {
+		kr_vp_sleep(UINT64_MAX);
+		kr_spin_lock(&l->lock);
+		mp = pop(l);
+		kr_spin_unlock(&l->lock);
+	}
+	kr_spin_lock(&l->lock);
+	l->idle--;
+	kr_spin_unlock(&l->lock);
+	return mp;
+}
+
+static const kr_sched_ops lifo_sched = {
+	.name = "global-lifo",
+	.init = l_init, .fini = l_fini, .vp_init = l_vp_init,
+	.ready = l_ready, .next = l_next, .idle = l_idle,
+};
+
+static void *fib(void *a)
+{
+	intptr_t n = (intptr_t)a;
+	if (n < 2)
+		return a;
+	kr_mp *x;
+	void *r1, *r2;
+	kr_attr at = {.stack_size = 16384};
+	kr_mp_create(&x, &at, fib, (void *)(n - 1));
+	r2 = fib((void *)(n - 2));
+	kr_mp_join(x, &r1);
+	return (void *)((intptr_t)r1 + (intptr_t)r2);
+}
+
+int main(void)
+{
+	kr_config cfg = {.vps = 2, .sched = &lifo_sched};
+	int err = kr_init(&cfg);
+	if (err)
+		return fprintf(stderr, "kr_init: %d\n", err), 1;
+	printf("fib(20) = %ld\n", (long)(intptr_t)fib((void *)20));
+	return kr_fini();
+}

@@ -1,0 +1,145 @@
+/* L0: virtual processors. */
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "karui/vp.h"
+#include "kt.h"
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void noop_vp(kr_vp *vp, void *arg) { (void)vp; (void)arg; }
+
+static void allocate_rejects_bad_counts(void)
+{
+	kr_vp *v[2];
+	KT_EQ(kr_vp_allocate(0, noop_vp, NULL, v), EINVAL);
+	KT_EQ(kr_vp_allocate(1, NULL, NULL, v), EINVAL);
+	KT_EQ(kr_vp_allocate(KR_VP_MAX + 1, noop_vp, NULL, NULL), EAGAIN);
+	KT_EQ(kr_vp_allocate((unsigned)-1, noop_vp, NULL, NULL), EAGAIN);
+	KT_EQ(kr_vp_wakeup(0), EINVAL);
+}
+
+static int ran[8];
+static void mark_vp(kr_vp *vp, void *arg)
+{
+	KT_CHECK(kr_vp_self() == vp);
+	KT_EQ(kr_vp_status(vp), KR_VP_RUNNING);
+	unsigned char *area = kr_vp_area(vp);
+	for (int i = 0; i < KR_VP_AREA_SIZE; i++)
+		KT_EQ(area[i], 0);
+	__atomic_fetch_add(&ran[kr_vp_id(vp) % 8], 1, __ATOMIC_RELAXED);
+	(void)arg;
+}
+
+static void vps_run_their_function_and_are_joined(void)
+{
+	kr_vp *v[4];
+	KT_EQ(kr_vp_allocate(4, mark_vp, NULL, v), 0);
+	KT_EQ(kr_vp_count(), 4);
+	for (int i = 0; i < 4; i++)
+		KT_EQ(kr_vp_join(v[i]), 0);
+	KT_EQ(kr_vp_count(), 0);
+	int total = 0;
+	for (int i = 0; i < 8; i++)
+		total += ran[i];
+	KT_EQ(total, 4);
+	KT_EQ(kr_vp_join(NULL), EINVAL);
+}
+
+static void adopt_and_release_the_calling_thread(void)
+{
+	kr_vp *me;
+	KT_CHECK(kr_vp_self() == NULL);
+	KT_EQ(kr_vp_sleep(0), EPERM);
+	KT_EQ(kr_vp_switch(), EPERM);
+	KT_EQ(kr_vp_release(), EPERM);
+	KT_EQ(kr_vp_adopt(&me), 0);
+	KT_CHECK(kr_vp_self() == me);
+	KT_EQ(kr_vp_adopt(&me), EEXIST);
+	KT_EQ(kr_vp_join(me), EINVAL); /* adopted: release, not join */
+	KT_EQ(kr_vp_switch(), 0);
+	KT_EQ(kr_vp_release(), 0);
+	KT_CHECK(kr_vp_self() == NULL);
+}
+
+static void wakeup_before_sleep_is_kept(void)
+{
+	kr_vp *me;
+	KT_EQ(kr_vp_adopt(&me), 0);
+	KT_EQ(kr_vp_sleep(0), ETIMEDOUT); /* nothing pending */
+	KT_EQ(kr_vp_wakeup(1), 0);
+	double t0 = now_ms();
+	KT_EQ(kr_vp_sleep(5 * 1000 * 1000), 0); /* returns at once */
+	KT_CHECK(now_ms() - t0 < 1000);
+	/* pending wakeups are capped at one per live VP */
+	KT_EQ(kr_vp_wakeup(100), 0);
+	KT_EQ(kr_vp_sleep(0), 0);
+	KT_EQ(kr_vp_sleep(0), ETIMEDOUT);
+	KT_EQ(kr_vp_release(), 0);
+}
+
+static void sleep_times_out(void)
+{
+	kr_vp *me;
+	KT_EQ(kr_vp_adopt(&me), 0);
+	double t0 = now_ms();
+	KT_EQ(kr_vp_sleep(30000), ETIMEDOUT);
+	KT_CHECK(now_ms() - t0 >= 29);
+	KT_EQ(kr_vp_release(), 0);
+}
+
+static uint32_t woke;
+static void sleep_long(kr_vp *vp, void *arg)
+{
+	int r = kr_vp_sleep(UINT64_MAX);
+	__atomic_store_n(&woke, r == 0 ? 1 : 2, __ATOMIC_RELEASE);
+}
+
+/* A sleeping VP shows SLEEPING, uses no CPU, and a wakeup from a thread
+ * that is no VP resumes it. */
+static void sleeping_vp_uses_no_cpu_and_wakes(void)
+{
+	kr_vp *v;
+	KT_EQ(kr_vp_allocate(1, sleep_long, NULL, &v), 0);
+	while (kr_vp_status(v) != KR_VP_SLEEPING)
+		usleep(1000);
+	struct timespec p0, p1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p0);
+	usleep(300000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &p1);
+	double cpu_ms = (p1.tv_sec - p0.tv_sec) * 1e3 + (p1.tv_nsec - p0.tv_nsec) / 1e6;
+	KT_CHECK(cpu_ms < 30); /* a busy-waiting VP would burn ~300 ms */
+	KT_EQ(__atomic_load_n(&woke, __ATOMIC_ACQUIRE), 0);
+	KT_EQ(kr_vp_wakeup(1), 0);
+	KT_EQ(kr_vp_join(v), 0);
+	KT_EQ(woke, 1);
+}
+
+static kr_vp *selfvp;
+static int self_join;
+static void join_me(kr_vp *vp, void *arg) { self_join = kr_vp_join(vp); }
+static void join_of_self_returns_edeadlk(void)
+{
+	KT_EQ(kr_vp_allocate(1, join_me, NULL, &selfvp), 0);
+	KT_EQ(kr_vp_join(selfvp), 0);
+	KT_EQ(self_join, EDEADLK);
+}
+
+int main(int argc, char **argv)
+{
+	kt_args(argc, argv);
+	KT_RUN(allocate_rejects_bad_counts);
+	KT_RUN(vps_run_their_function_and_are_joined);
+	KT_RUN(adopt_and_release_the_calling_thread);
+	KT_RUN(wakeup_before_sleep_is_kept);
+	KT_RUN(sleep_times_out);
+	KT_RUN(sleeping_vp_uses_no_cpu_and_wakes);
+	KT_RUN(join_of_self_returns_edeadlk);
+	return kt_finish();
+}
