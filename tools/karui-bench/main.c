@@ -189,7 +189,7 @@ static void run_exp(const struct exp *e)
 			continue;
 		long iters = e->iters / (quick && e->iters > 1 ? 10 : 1) / (s->div ? s->div : 1);
 		long sn = s->ncap && n > s->ncap ? s->ncap : n;
-		kb_args a = {.iters = iters < 1 ? 1 : iters, .n = sn};
+		kb_args a = {.iters = iters < 1 ? 1 : iters, .n = sn > 0 ? sn : 1};
 		double ns[16], rss[16];
 		int got = 0, err = 0;
 		fprintf(stderr, "karui-bench: %s / %s ...\n", e->name, s->name);

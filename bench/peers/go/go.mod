@@ -1,3 +1,3 @@
 module karui/benchpeer
 
-go 1.21
+go 1.19

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the Debian packages karui's build, tests and benchmarks need, and
+# only those that are missing (apt-get update runs once, and only then).
+set -euo pipefail
+
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+want() { have_pkg "$1" || need+=("$1"); }
+
+have_cmd cmake || want cmake
+have_cmd ninja || want ninja-build
+have_cmd gcc || want gcc
+have_cmd g++ || want g++
+have_cmd python3 || want python3
+have_cmd valgrind || want valgrind
+have_cmd qemu-aarch64 || want qemu-user
+have_cmd aarch64-linux-gnu-gcc || want gcc-aarch64-linux-gnu
+[ -e /usr/aarch64-linux-gnu/include/stdio.h ] || want libc6-dev-arm64-cross
+[ -e /usr/include/boost/context/detail/fcontext.hpp ] || want libboost-context-dev
+[ -e /usr/include/boost/fiber/all.hpp ] || want libboost-fiber-dev
+# Go is a benchmark peer only; a toolchain already on the machine will do.
+have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
+if [ "${1:-}" = "--demo" ]; then
+	python3 -c 'import matplotlib' 2>/dev/null || want python3-matplotlib
+fi
+
+[ ${#need[@]} -eq 0 ] && exit 0
+echo "karui: installing ${need[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq "${need[@]}" >/dev/null
