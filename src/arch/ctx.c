@@ -20,28 +20,15 @@
 #include <string.h>
 
 #include "karui/ctx.h"
-#include "frame.h"
-
-void kr__ctx_trampoline(void);
+#include "ctx_init.h"
 
 int kr_ctx_make(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
 {
 	if (!ctx || !stack_lo || !entry || size < KR_CTX_STACK_MIN)
 		return EINVAL;
 	uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
-	unsigned char *f = (unsigned char *)(top - KR_FRAME_SIZE);
-	memset(f, 0, KR_FRAME_SIZE);
-	void *e = (void *)entry, *r = (void *)kr__ctx_trampoline;
-	memcpy(f + KR_FRAME_ENTRY, &e, sizeof e);
-	memcpy(f + KR_FRAME_RESUME, &r, sizeof r);
-#if defined(__x86_64__)
-	uint32_t mxcsr = KR_FRAME_MXCSR_DEFAULT;
-	uint16_t cw = KR_FRAME_X87CW_DEFAULT;
-	memcpy(f + KR_FRAME_FPCTL, &mxcsr, sizeof mxcsr);
-	memcpy(f + KR_FRAME_FPCTL + 4, &cw, sizeof cw);
-#endif
-	/* aarch64: FPCR 0 is the ABI default (round to nearest, no traps). */
-	ctx->sp = f;
+	memset((void *)(top - KR_FRAME_SIZE), 0, KR_FRAME_SIZE);
+	kr__ctx_init(ctx, stack_lo, size, entry);
 	return 0;
 }
 

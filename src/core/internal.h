@@ -49,6 +49,7 @@ struct kr_worker {
 	kr_ctx idle_ctx;
 	kr_vp *vp;
 	void *sched_vp;         /* kr_sched_vp_data */
+	struct counters *cnt;   /* this VP's counters (mp.c) */
 	struct kr_stack_cache *stacks;
 	unsigned char *idle_stack_lo;   /* VP 0 only: its idle loop's stack */
 	size_t idle_stack_size;

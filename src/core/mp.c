@@ -52,6 +52,7 @@
 
 #include "internal.h"
 #include "sched_default.h"
+#include "../arch/ctx_init.h"
 #include "../arch/tls.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -197,11 +198,14 @@ int kr_sleep(void)
 	return 0;
 }
 
-/* Claim a sleeping mp (SLEEP -> RUN).  1: the caller now owns making it run. */
-static int claim_sleeper(kr_mp *mp)
+/* Claim a sleeping mp (SLEEP -> RUN).  1: the caller now owns making it run.
+ * The plain load first keeps a failing CAS (an atomic) off the common path
+ * of switching to a runnable microprocess. */
+static inline int claim_sleeper(kr_mp *mp)
 {
 	uint32_t s = WS_SLEEP;
-	return __atomic_compare_exchange_n(&mp->wstate, &s, WS_RUN, 0, __ATOMIC_ACQ_REL,
+	return __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED) == WS_SLEEP &&
+	       __atomic_compare_exchange_n(&mp->wstate, &s, WS_RUN, 0, __ATOMIC_ACQ_REL,
 					   __ATOMIC_RELAXED);
 }
 
@@ -352,10 +356,10 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	mp->result = NULL;
 	mp->keys = NULL;
 	mp->is_main = 0;
-	struct counters *c = &cnt[w->vp->id];
+	struct counters *c = w->cnt;
 	mp->id = ++c->next_id * KR_VP_MAX + w->vp->id;
 	__atomic_store_n(&c->created, c->created + 1, __ATOMIC_RELAXED);
-	kr_ctx_make(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
+	kr__ctx_init(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
 	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
 	*out = mp;
 	READY(w->vp, mp);
@@ -368,7 +372,7 @@ __attribute__((noreturn)) static void mp_end(kr_mp *self, void *result)
 		kr__keys_run_destructors(self); /* may block: w is read after */
 	struct kr_worker *w = W();
 	self->result = result;
-	struct counters *c = &cnt[w->vp->id];
+	struct counters *c = w->cnt;
 	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELAXED);
 	kr_mp *next = NULL;
 	uintptr_t j = __atomic_load_n(&self->join, __ATOMIC_ACQUIRE);
@@ -547,6 +551,7 @@ static struct kr_worker *worker_new(kr_vp *vp)
 	if (!w)
 		return NULL;
 	w->vp = vp;
+	w->cnt = &cnt[vp->id];
 	w->stacks = kr__stack_cache_new();
 	if (!w->stacks) {
 		free(w);

@@ -89,12 +89,13 @@ static void d_fini(kr_sched *s)
 static int d_vp_init(kr_sched *s, kr_vp *vp)
 {
 	struct dsched *d = D(s);
-	if (d->shared)
-		return 0;
-	struct inst *i = inst_new(d->rq);
-	if (!i)
-		return ENOMEM;
-	__atomic_store_n(&d->per[vp->id], i, __ATOMIC_RELEASE);
+	struct inst *i = d->one;
+	if (!d->shared) {
+		if (!(i = inst_new(d->rq)))
+			return ENOMEM;
+		__atomic_store_n(&d->per[vp->id], i, __ATOMIC_RELEASE);
+	}
+	*kr_sched_vp_data(vp) = i;
 	return 0;
 }
 

@@ -1,0 +1,37 @@
+/*
+ * L1 for the layers above: lay out a fresh context without the checks and
+ * the zeroing of kr_ctx_make.  Only the words the first resumption reads
+ * matter: the entry, the resume address and the FP control state; the
+ * other callee-saved slots may hold anything, since the trampoline does not
+ * read them and the entry function starts from nothing.
+ */
+#ifndef KARUI_ARCH_CTX_INIT_H
+#define KARUI_ARCH_CTX_INIT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "karui/ctx.h"
+#include "frame.h"
+
+void kr__ctx_trampoline(void);
+
+static inline void kr__ctx_init(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
+{
+	uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
+	unsigned char *f = (unsigned char *)(top - KR_FRAME_SIZE);
+	void *e = (void *)entry, *r = (void *)kr__ctx_trampoline;
+	memcpy(f + KR_FRAME_ENTRY, &e, sizeof e);
+	memcpy(f + KR_FRAME_RESUME, &r, sizeof r);
+#if defined(__x86_64__)
+	uint64_t fp = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
+	memcpy(f + KR_FRAME_FPCTL, &fp, sizeof fp);
+#elif defined(__aarch64__)
+	uint64_t fpcr = 0, fp = 0;
+	memcpy(f + KR_FRAME_FPCTL, &fpcr, sizeof fpcr);
+	memcpy(f + KR_FRAME_RESUME - 8, &fp, sizeof fp); /* x29 = 0 ends backtraces */
+#endif
+	ctx->sp = f;
+}
+
+#endif
