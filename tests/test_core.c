@@ -180,6 +180,8 @@ static void init_rejects_bad_input(void)
 {
 	kr_config c = {.vps = KR_VP_MAX + 1};
 	KT_EQ(kr_init(&c), EINVAL);
+	c.vps = (unsigned)-1; /* a negative count, as an unsigned */
+	KT_EQ(kr_init(&c), EINVAL);
 	kr_rq_ops bad = {.name = "bad"}; /* no push/pop */
 	kr_config c2 = {.rq = &bad};
 	KT_EQ(kr_init(&c2), EINVAL);

@@ -32,9 +32,11 @@
  * after waiting for on_cpu == 0.
  *
  * Join: mp->join holds JS_NONE, JS_DETACHED, JS_DONE or the joiner's
- * record.  The joiner CASes NONE -> itself and sleeps until DONE; the exit
- * CASes NONE / joiner -> DONE and, if there was a joiner, switches straight
- * to it (no ready queue: the seed's sleep_and_wakeup) when it can claim it.
+ * record.  The joiner CASes NONE -> itself and blocks without going through
+ * kr_sleep: it is in no queue and its permit is untouched (a kr_wakeup meant
+ * for it stays pending), so only mp's exit can resume it.  The exit CASes
+ * NONE / joiner -> DONE and, if there was a joiner, switches straight to it
+ * (no ready queue, no claim: the seed's sleep_and_wakeup).
  *
  * Thread pointer: after any switch the code may run on another kernel
  * thread, so the worker is re-read (KR_TLS_GET) after every switch and
@@ -384,13 +386,8 @@ __attribute__((noreturn)) static void mp_end(kr_mp *self, void *result)
 		}
 		if (__atomic_compare_exchange_n(&self->join, &j, JS_DONE, 0, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE)) {
-			if (j != JS_NONE) {
-				kr_mp *joiner = (kr_mp *)j;
-				if (claim_sleeper(joiner))
-					next = joiner; /* straight to the joiner */
-				else if (wake_state(joiner))
-					READY(w->vp, joiner);
-			}
+			if (j != JS_NONE)
+				next = (kr_mp *)j; /* the joiner waits for us alone */
 			break;
 		}
 	}
@@ -432,10 +429,9 @@ int kr_mp_join(kr_mp *mp, void **result)
 	uintptr_t j = JS_NONE;
 	if (__atomic_compare_exchange_n(&mp->join, &j, (uintptr_t)self, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
-		while (__atomic_load_n(&mp->join, __ATOMIC_ACQUIRE) != JS_DONE) {
-			w = W();
-			sleep_self(w, self);
-		}
+		/* Not a kr_sleep: the joiner is in no queue and its permit is
+		 * untouched, so nothing but mp's exit resumes it. */
+		block(w, self);
 	} else if (j != JS_DONE) {
 		return EINVAL; /* detached, or someone else joins it */
 	}
