@@ -28,7 +28,7 @@ struct task {
 static struct task tasks[NTASK];
 static kr_spin bag = KR_SPIN_INIT;
 
-static void task_main(void *arg)
+static kr_ctx_transfer task_main(void *arg)
 {
 	struct task *t = arg;
 	for (int i = 1; i <= STEPS; i++) {
@@ -36,7 +36,7 @@ static void task_main(void *arg)
 		kr_ctx_switch(&t->ctx, t->sched, NULL); /* one step, then yield */
 	}
 	t->done = 1;
-	kr_ctx_switch(&t->ctx, t->sched, NULL);
+	return (kr_ctx_transfer){t->sched, NULL}; /* the task ends */
 }
 
 static struct task *take(void)

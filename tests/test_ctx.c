@@ -12,7 +12,7 @@ void kr__ctx_trampoline(void);
 static kr_ctx main_ctx, co_ctx;
 static _Alignas(16) unsigned char stack[64 * 1024];
 
-static void never(void *arg) { (void)arg; }
+static kr_ctx_transfer never(void *arg) { return (kr_ctx_transfer){NULL, arg}; }
 
 static void frame_offsets_match_header(void)
 {
@@ -32,10 +32,10 @@ static void frame_offsets_match_header(void)
  * suspended in kr_ctx_switch has its resume address at KR_FRAME_RESUME,
  * pointing into the function that called the switch. */
 static void *seen_sp;
-static void peek(void *arg)
+static kr_ctx_transfer peek(void *arg)
 {
 	seen_sp = main_ctx.sp;
-	kr_ctx_switch(&co_ctx, &main_ctx, arg);
+	return (kr_ctx_transfer){&main_ctx, arg};
 }
 
 static __attribute__((noinline)) void call_switch(void)
@@ -55,10 +55,11 @@ static void saved_frame_has_resume_address_at_header_offset(void)
 	KT_CHECK((uintptr_t)resume < (uintptr_t)call_switch + 64);
 }
 
-static void echo(void *arg)
+static kr_ctx_transfer echo(void *arg)
 {
 	for (;;)
 		arg = kr_ctx_switch(&co_ctx, &main_ctx, (void *)((uintptr_t)arg + 1));
+	__builtin_unreachable();
 }
 
 static void switch_passes_values_both_ways(void)
@@ -75,13 +76,14 @@ static void switch_passes_values_both_ways(void)
 /* Many values live across switches: the compiler keeps them in
  * callee-saved registers, which only the switch preserves. */
 static volatile uint64_t sink;
-static void churn(void *arg)
+static kr_ctx_transfer churn(void *arg)
 {
 	uint64_t a = 3, b = 5, c = 7, d = 11, e = 13, f = 17, g = 19;
 	for (;;) {
 		a *= 31; b ^= a; c += b; d -= c; e *= d | 1; f += e; g ^= f;
 		kr_ctx_switch(&co_ctx, &main_ctx, (void *)(uintptr_t)(a + b + c + d + e + f + g));
 	}
+	__builtin_unreachable();
 }
 
 static void switch_preserves_callee_saved_registers(void)
@@ -99,12 +101,13 @@ static void switch_preserves_callee_saved_registers(void)
 }
 
 static int co_round;
-static void rounder(void *arg)
+static kr_ctx_transfer rounder(void *arg)
 {
 	for (;;) {
 		co_round = fegetround();
 		kr_ctx_switch(&co_ctx, &main_ctx, NULL);
 	}
+	__builtin_unreachable();
 }
 
 static void fp_control_state_belongs_to_each_context(void)
@@ -115,6 +118,28 @@ static void fp_control_state_belongs_to_each_context(void)
 	KT_EQ(co_round, FE_TONEAREST); /* a fresh context has the ABI default */
 	KT_EQ(fegetround(), FE_UPWARD);
 	fesetround(FE_TONEAREST);
+}
+
+/* An entry that returns ends its context and resumes the one it names,
+ * with the arg it gives; a context can end on another's stack chain. */
+static kr_ctx third_ctx;
+static _Alignas(16) unsigned char stack3[16 * 1024];
+static kr_ctx_transfer hand_on(void *arg)
+{
+	return (kr_ctx_transfer){&third_ctx, (void *)((uintptr_t)arg * 2)};
+}
+
+static kr_ctx_transfer third(void *arg)
+{
+	return (kr_ctx_transfer){&main_ctx, (void *)((uintptr_t)arg + 1)};
+}
+
+static void entry_return_resumes_the_named_context(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, hand_on), 0);
+	KT_EQ(kr_ctx_make(&third_ctx, stack3, sizeof stack3, third), 0);
+	uintptr_t r = (uintptr_t)kr_ctx_switch(&main_ctx, &co_ctx, (void *)20);
+	KT_EQ(r, 41); /* 20 * 2 by hand_on, then + 1 by third */
 }
 
 static void ctx_make_rejects_bad_input(void)
@@ -160,6 +185,7 @@ int main(int argc, char **argv)
 	KT_RUN(switch_passes_values_both_ways);
 	KT_RUN(switch_preserves_callee_saved_registers);
 	KT_RUN(fp_control_state_belongs_to_each_context);
+	KT_RUN(entry_return_resumes_the_named_context);
 	KT_RUN(ctx_make_rejects_bad_input);
 	KT_RUN(spin_lock_excludes_across_threads);
 	return kt_finish();

@@ -17,8 +17,10 @@
  * kr_ctx_make and never ran, its entry function is called with `arg`.  A value
  * travelling with the switch lets the resumed side finish work the suspended
  * side could not do on its own stack (free that stack, publish that it is
- * now off-CPU).  An entry function must never return: it leaves by
- * switching away for good.
+ * now off-CPU).  A context ends when its entry function returns
+ * {to, arg}: `to` is resumed with `arg`, as by kr_ctx_jump.  Ending that
+ * way (rather than calling kr_ctx_jump from deep inside) keeps the CPU's
+ * return predictions balanced, which the switch relies on for speed.
  */
 #ifndef KARUI_CTX_H
 #define KARUI_CTX_H
@@ -34,11 +36,17 @@ typedef struct kr_ctx {
 	void *sp; /* saved stack pointer; the frame lies at sp */
 } kr_ctx;
 
-typedef void (*kr_ctx_entry)(void *arg);
+/* What an entry function returns: the context to resume and its arg. */
+typedef struct kr_ctx_transfer {
+	kr_ctx *to;
+	void *arg;
+} kr_ctx_transfer;
 
-/* Lay out a fresh context at the top of [stack_lo, stack_hi) that, on its
- * first resumption, calls entry(arg).  Returns 0, or EINVAL for a NULL
- * argument or a stack smaller than KR_CTX_STACK_MIN. */
+typedef kr_ctx_transfer (*kr_ctx_entry)(void *arg);
+
+/* Lay out a fresh context at the top of [stack_lo, stack_lo + size) that,
+ * on its first resumption, calls entry(arg).  Returns 0, or EINVAL for a
+ * NULL argument or a stack smaller than KR_CTX_STACK_MIN. */
 int kr_ctx_make(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry);
 
 /* Smallest stack kr_ctx_make accepts: the frame and an ABI red zone. */

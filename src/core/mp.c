@@ -310,14 +310,17 @@ unsigned long kr_mp_id(const kr_mp *mp) { return mp ? mp->id : 0; }
 
 /* ---------------- create / exit / join / detach ---------------- */
 
-__attribute__((noreturn)) static void mp_end(kr_mp *self, void *result);
+static kr_ctx_transfer mp_end(kr_mp *self, void *result);
 
-static void mp_entry(void *from)
+/* A microprocess's first frame.  It returns where to go once the
+ * microprocess is over, so that the switch away happens from the
+ * trampoline with every call matched by its return (see switch.S). */
+static kr_ctx_transfer mp_entry(void *from)
 {
 	finish(from);
 	ASAN_FINISH(NULL);
 	kr_mp *self = W()->cur;
-	mp_end(self, self->fn(self->arg));
+	return mp_end(self, self->fn(self->arg));
 }
 
 int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
@@ -368,7 +371,9 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	return 0;
 }
 
-__attribute__((noreturn)) static void mp_end(kr_mp *self, void *result)
+/* The microprocess ends: publish its result and pick the context to resume.
+ * The caller makes the switch (trampoline return or kr_ctx_jump). */
+static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 {
 	if (self->keys)
 		kr__keys_run_destructors(self); /* may block: w is read after */
@@ -402,7 +407,7 @@ __attribute__((noreturn)) static void mp_end(kr_mp *self, void *result)
 		to = &w->idle_ctx;
 	}
 	ASAN_START(w, NULL, next);
-	kr_ctx_jump(to, self);
+	return (kr_ctx_transfer){to, self};
 }
 
 int kr_mp_exit(void *result)
@@ -410,7 +415,8 @@ int kr_mp_exit(void *result)
 	struct kr_worker *w = W();
 	if (!w || w->cur->is_main)
 		return EPERM;
-	mp_end(w->cur, result);
+	kr_ctx_transfer t = mp_end(w->cur, result);
+	kr_ctx_jump(t.to, t.arg);
 }
 
 int kr_mp_join(kr_mp *mp, void **result)
@@ -533,12 +539,12 @@ static void idle_loop(struct kr_worker *w)
 
 /* VP 0's idle loop runs on a stack of its own, first entered when the main
  * microprocess blocks. */
-static void idle_entry(void *from)
+static kr_ctx_transfer idle_entry(void *from)
 {
 	finish(from);
 	ASAN_FINISH(NULL);
 	idle_loop(W());
-	__builtin_unreachable();
+	__builtin_unreachable(); /* VP 0's idle loop ends only with the process */
 }
 
 static struct kr_worker *worker_new(kr_vp *vp)

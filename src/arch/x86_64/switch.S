@@ -18,10 +18,20 @@
  *        +--------------------------------------+
  *   64     caller's frame
  *
- * Resumption pops the resume address and jumps to it: a `ret` after a stack
- * change would always miss the return-stack predictor.  rax carries the
- * switch's arg to the resumed side.  Only unprivileged instructions; no
- * system call.
+ * Resumption, and the return-stack predictor.  Every switch is entered by
+ * a `call`, which pushes a prediction.  A context suspended here is resumed
+ * with `ret`, which consumes exactly that prediction; it is right whenever
+ * both sides were suspended at the same call site (kr_yield against
+ * kr_yield: the common case), and the predictor stays balanced either way.
+ * A context that has never run (its resume address is the trampoline) is
+ * entered with `jmp`, leaving the creator's prediction in place for the
+ * `ret` that will resume the creator when the new context ends through the
+ * trampoline.  Resuming everything with `jmp` was measured: it leaves one
+ * stale prediction per switch, so later returns mispredict (yield 18.5 ns
+ * against 11.5 ns with this scheme, on the development machine).
+ *
+ * rax carries the switch's arg to the resumed side.  Only unprivileged
+ * instructions; no system call.
  */
 	.text
 
@@ -52,8 +62,13 @@ kr_ctx_switch:
 	popq	%r15
 	popq	%rbx
 	popq	%rbp
-	popq	%rcx
 	movq	%rdx, %rax
+	leaq	kr__ctx_trampoline(%rip), %rcx
+	cmpq	%rcx, (%rsp)
+	je	.Lfresh
+	ret
+.Lfresh:
+	addq	$8, %rsp
 	jmp	*%rcx
 	.cfi_endproc
 	.size	kr_ctx_switch, .-kr_ctx_switch
@@ -72,7 +87,8 @@ kr_ctx_jump:
 
 /* First resumption of a fresh context: r12 = entry, rax = arg; the stack
  * pointer is 16-byte aligned here, so the call gives entry the ABI's
- * alignment.  The entry never returns. */
+ * alignment.  When the entry returns {to [rax], arg [rdx]} the context is
+ * over: resume `to`, with the call/return predictions balanced. */
 	.globl	kr__ctx_trampoline
 	.hidden	kr__ctx_trampoline
 	.type	kr__ctx_trampoline, @function
@@ -82,7 +98,8 @@ kr__ctx_trampoline:
 	.cfi_undefined rip	/* outermost frame: debuggers stop unwinding here */
 	movq	%rax, %rdi
 	call	*%r12
-	ud2
+	movq	%rax, %rsi
+	jmp	.Lresume
 	.cfi_endproc
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
 
