@@ -5,6 +5,7 @@
 #ifndef KARUI_CORE_INTERNAL_H
 #define KARUI_CORE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "karui/core.h"
@@ -20,7 +21,11 @@ enum { JS_NONE = 0, JS_DETACHED = 1, JS_WAITING = 2, JS_DONE = 3 };
  * recycled) record reads as. */
 enum { LIFE_FREE = 0, LIFE_LIVE = 0x6b72756du /* "kr mu" */, LIFE_ENDED = 0x656e6464u };
 
-struct kr_stack_class;
+#if defined(__SANITIZE_ADDRESS__)
+#define KR_SANITIZED 1 /* reused stacks are unpoisoned in stack.c */
+#else
+#define KR_SANITIZED 0
+#endif
 
 struct kr_mp {
 	kr_ctx ctx;             /* must stay first: the switch saves into it */
@@ -66,15 +71,67 @@ struct kr_sched {
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
 
-/* stack.c */
+/* stack.c: a VP's cache of free stacks, a list per size class (slot 0 is
+ * the one the fast paths below look at first) */
+#define KR_STACK_SLOTS 8
+struct kr_stack_cache {
+	struct {
+		const struct kr_stack_class *cls;
+		kr_mp *head;
+		size_t n;       /* owner-written; read by statistics */
+	} slot[KR_STACK_SLOTS];
+	size_t max;
+	struct kr_stack_cache *next;    /* the registry, for statistics */
+};
+
 int kr__stacks_init(size_t per_vp_cache);
 void kr__stacks_fini(void);
 struct kr_stack_cache *kr__stack_cache_new(void);
 void kr__stack_cache_free(struct kr_stack_cache *c);
-/* a fresh record at the top of a stack of `size` bytes (mp included) */
+/* a record at the top of a stack of `size` bytes (mp included); its fields
+ * other than the stack's are for the caller to set */
 kr_mp *kr__stack_get(struct kr_stack_cache *c, size_t size, int guard);
-void kr__stack_put(struct kr_stack_cache *c, kr_mp *mp);
+void kr__stack_put_slow(struct kr_stack_cache *c, kr_mp *mp);
 void kr__stack_stats(unsigned long *mapped, unsigned long *cached);
+
+/* A size class of stacks: its pool and the reservation being carved. */
+struct kr_stack_class {
+	size_t size;    /* region bytes without the guard page: stack + record */
+	int guard;
+	pthread_mutex_t lock;   /* pool and carving */
+	unsigned char **pool;   /* region bases (lowest stack byte) */
+	size_t npool, cappool;
+	unsigned char *cur, *end;       /* the reservation being carved */
+};
+
+/* The first class of the VP's own cache, inline; anything else (another
+ * class, an empty or full list) goes to stack.c. */
+static inline kr_mp *kr__stack_get_fast(struct kr_stack_cache *k, size_t size, int guard)
+{
+	const struct kr_stack_class *c = k->slot[0].cls;
+	kr_mp *mp = k->slot[0].head;
+	if (__builtin_expect(!mp || c->size != size || c->guard != guard, 0) ||
+	    KR_SANITIZED)
+		return kr__stack_get(k, size, guard);
+	k->slot[0].head = mp->free_next;
+	k->slot[0].n--;
+	if (mp->free_next) /* the next create's record; never prefetch NULL */
+		__builtin_prefetch(mp->free_next, 1);
+	return mp;
+}
+
+static inline void kr__stack_put(struct kr_stack_cache *k, kr_mp *mp)
+{
+	if (__builtin_expect(mp->cls != k->slot[0].cls ||
+			     k->slot[0].n >= k->max, 0)) {
+		kr__stack_put_slow(k, mp);
+		return;
+	}
+	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
+	mp->free_next = k->slot[0].head;
+	k->slot[0].head = mp;
+	k->slot[0].n++;
+}
 
 /* key.c */
 void kr__keys_run_destructors(kr_mp *mp);

@@ -348,7 +348,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 			prio = attr->prio;
 		}
 	}
-	kr_mp *mp = kr__stack_get(w->stacks, size, !(flags & KR_MP_NOGUARD));
+	kr_mp *mp = kr__stack_get_fast(w->stacks, size, !(flags & KR_MP_NOGUARD));
 	if (!mp)
 		return ENOMEM;
 	mp->on_cpu = 0;

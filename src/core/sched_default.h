@@ -53,7 +53,19 @@ static inline void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
 
 static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
 {
-	kr_mp *mp = d->kind != RQ_OTHER ? mpl_pop_head((struct mplist *)i->q) : d->rq->pop(i->q);
+	kr_mp *mp;
+	if (d->kind != RQ_OTHER) {
+		struct mplist *l = (struct mplist *)i->q;
+		mp = mpl_pop_head(l);
+		/* the next one to run: its record and the frame just below it
+		 * (never a prefetch of NULL: that costs a page walk) */
+		if (l->head) {
+			__builtin_prefetch(l->head, 1);
+			__builtin_prefetch((char *)l->head - 64);
+		}
+	} else {
+		mp = d->rq->pop(i->q);
+	}
 	if (mp)
 		mp->queued = NULL;
 	return mp;

@@ -46,15 +46,8 @@
 #endif
 
 enum { CLASSES_MAX = 16, CHUNK_MIN = 4u << 20 };
+_Static_assert(KR_STACK_SLOTS <= CLASSES_MAX, "a slot per class at most");
 
-struct kr_stack_class {
-	size_t size;    /* region bytes without the guard page: stack + record */
-	int guard;
-	pthread_mutex_t lock;
-	unsigned char **pool;   /* region bases (lowest stack byte) */
-	size_t npool, cappool;
-	unsigned char *cur, *end;       /* the reservation being carved */
-};
 
 struct chunk {
 	struct chunk *next;
@@ -62,21 +55,14 @@ struct chunk {
 	size_t len;
 };
 
-struct kr_stack_cache {
-	struct {
-		const struct kr_stack_class *cls;
-		kr_mp *head;
-		size_t n;
-	} slot[CLASSES_MAX];
-};
-
 static struct {
 	pthread_mutex_t lock;   /* classes[] growth and chunk list */
 	struct kr_stack_class cls[CLASSES_MAX];
 	unsigned ncls;
 	struct chunk *chunks;
+	struct kr_stack_cache *caches;  /* every VP's, for statistics */
 	size_t page, cache_max;
-	unsigned long mapped, cached; /* __atomic */
+	unsigned long mapped;           /* __atomic */
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static kr_mp *record_of(const struct kr_stack_class *c, unsigned char *base)
@@ -107,7 +93,7 @@ void kr__stacks_fini(void)
 	}
 	memset(S.cls, 0, sizeof S.cls);
 	S.ncls = 0;
-	S.mapped = S.cached = 0;
+	S.mapped = 0;
 	pthread_mutex_unlock(&S.lock);
 }
 
@@ -184,7 +170,7 @@ static kr_mp *fresh(const struct kr_stack_class *c, unsigned char *base)
 
 kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 {
-	for (unsigned i = 0; i < CLASSES_MAX && k->slot[i].cls; i++) {
+	for (unsigned i = 0; i < KR_STACK_SLOTS && k->slot[i].cls; i++) {
 		const struct kr_stack_class *c = k->slot[i].cls;
 		if (c->size != size || c->guard != guard)
 			continue;
@@ -193,7 +179,6 @@ kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 			break;
 		k->slot[i].head = mp->free_next;
 		k->slot[i].n--;
-		__atomic_fetch_sub(&S.cached, 1, __ATOMIC_RELAXED);
 #if defined(__SANITIZE_ADDRESS__)
 		ASAN_UNPOISON_MEMORY_REGION(mp->stack_lo, mp->stack_size);
 #endif
@@ -207,7 +192,6 @@ kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 	unsigned char *base;
 	if (c->npool) {
 		base = c->pool[--c->npool];
-		__atomic_fetch_sub(&S.cached, 1, __ATOMIC_RELAXED);
 	} else {
 		base = carve(c);
 	}
@@ -237,24 +221,22 @@ static void pool_put(struct kr_stack_class *c, unsigned char *base)
 		c->cappool = cap;
 	}
 	c->pool[c->npool++] = base;
-	__atomic_fetch_add(&S.cached, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->lock);
 }
 
-void kr__stack_put(struct kr_stack_cache *k, kr_mp *mp)
+void kr__stack_put_slow(struct kr_stack_cache *k, kr_mp *mp)
 {
 	const struct kr_stack_class *c = mp->cls;
 	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < CLASSES_MAX; i++) {
+	for (unsigned i = 0; i < KR_STACK_SLOTS; i++) {
 		if (!k->slot[i].cls)
 			k->slot[i].cls = c;
 		if (k->slot[i].cls != c)
 			continue;
-		if (k->slot[i].n < S.cache_max) {
+		if (k->slot[i].n < k->max) {
 			mp->free_next = k->slot[i].head;
 			k->slot[i].head = mp;
 			k->slot[i].n++;
-			__atomic_fetch_add(&S.cached, 1, __ATOMIC_RELAXED);
 			return;
 		}
 		break;
@@ -264,24 +246,51 @@ void kr__stack_put(struct kr_stack_cache *k, kr_mp *mp)
 
 struct kr_stack_cache *kr__stack_cache_new(void)
 {
-	return calloc(1, sizeof(struct kr_stack_cache));
+	struct kr_stack_cache *k = calloc(1, sizeof *k);
+	if (!k)
+		return NULL;
+	k->max = S.cache_max;
+	pthread_mutex_lock(&S.lock);
+	k->next = S.caches;
+	S.caches = k;
+	pthread_mutex_unlock(&S.lock);
+	return k;
 }
 
 void kr__stack_cache_free(struct kr_stack_cache *k)
 {
 	if (!k)
 		return;
-	for (unsigned i = 0; i < CLASSES_MAX && k->slot[i].cls; i++)
+	pthread_mutex_lock(&S.lock);
+	for (struct kr_stack_cache **p = &S.caches; *p; p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
+	pthread_mutex_unlock(&S.lock);
+	for (unsigned i = 0; i < KR_STACK_SLOTS && k->slot[i].cls; i++)
 		for (kr_mp *mp = k->slot[i].head, *n; mp; mp = n) {
 			n = mp->free_next;
-			__atomic_fetch_sub(&S.cached, 1, __ATOMIC_RELAXED);
 			pool_put((struct kr_stack_class *)k->slot[i].cls, mp->stack_lo);
 		}
 	free(k);
 }
 
+/* Statistics read the per-VP counts without their owners' cooperation: a
+ * snapshot that may be a moment old, never a torn number. */
 void kr__stack_stats(unsigned long *mapped, unsigned long *cached)
 {
+	unsigned long n = 0;
+	pthread_mutex_lock(&S.lock);
+	for (struct kr_stack_cache *k = S.caches; k; k = k->next)
+		for (unsigned i = 0; i < KR_STACK_SLOTS; i++)
+			n += __atomic_load_n(&k->slot[i].n, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < S.ncls; i++) {
+		pthread_mutex_lock(&S.cls[i].lock);
+		n += S.cls[i].npool;
+		pthread_mutex_unlock(&S.cls[i].lock);
+	}
+	pthread_mutex_unlock(&S.lock);
 	*mapped = __atomic_load_n(&S.mapped, __ATOMIC_RELAXED);
-	*cached = __atomic_load_n(&S.cached, __ATOMIC_RELAXED);
+	*cached = n;
 }
