@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "karui.h"
 #include "kt.h"
@@ -545,6 +546,135 @@ static void work_spreads_to_idle_vps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* Mixed operations across 4 VPs on this 2-CPU machine, so VPs are
+ * preempted while holding locks: yields, nested create/join, detached
+ * children, sleep/wakeup hand-offs in pairs, direct switches that may be
+ * refused, priority changes.  Everything must finish, and every count must
+ * add up. */
+enum { SM = 400, SROUNDS = 300 };
+static kr_mp *sm[SM];
+static int sm_turn[SM / 2];
+static long sm_detached_done, sm_child_sum;
+
+static void *sm_child(void *a)
+{
+	kr_yield();
+	return (void *)((intptr_t)a * 2);
+}
+
+static void *sm_detached(void *a)
+{
+	kr_yield();
+	__atomic_fetch_add(&sm_detached_done, 1, __ATOMIC_RELAXED);
+	return a;
+}
+
+static void *sm_worker(void *a)
+{
+	int me = (int)(intptr_t)a, pair = me / 2, side = me % 2;
+	kr_mp *partner = NULL;
+	while (!(partner = __atomic_load_n(&sm[me ^ 1], __ATOMIC_ACQUIRE)))
+		kr_yield();
+	unsigned r = (unsigned)me * 2654435761u;
+	for (int i = 0; i < SROUNDS; i++) {
+		r = r * 1103515245u + 12345u;
+		switch ((r >> 16) % 5) {
+		case 0:
+			kr_yield();
+			break;
+		case 1: {
+			kr_mp *c;
+			void *res;
+			KT_EQ(kr_mp_create(&c, NULL, sm_child, (void *)(intptr_t)i), 0);
+			KT_EQ(kr_mp_join(c, &res), 0);
+			KT_EQ((intptr_t)res, 2 * i);
+			__atomic_fetch_add(&sm_child_sum, 1, __ATOMIC_RELAXED);
+			break;
+		}
+		case 2: {
+			kr_mp *c;
+			kr_attr at = {.flags = KR_MP_DETACHED | KR_MP_NOGUARD, .stack_size = 16384};
+			KT_EQ(kr_mp_create(&c, &at, sm_detached, NULL), 0);
+			break;
+		}
+		case 3: {
+			int e = kr_switch_to(sm[(r >> 8) % SM]);
+			KT_CHECK(e == 0 || e == EBUSY || e == ESRCH || e == EINVAL);
+			break;
+		}
+		default:
+			KT_EQ(kr_mp_setprio(kr_self(), (int)((r >> 4) % (KR_PRIO_MAX + 1))), 0);
+		}
+		/* a strict hand-off with the partner every round */
+		while (__atomic_load_n(&sm_turn[pair], __ATOMIC_ACQUIRE) != side)
+			kr_sleep();
+		__atomic_store_n(&sm_turn[pair], !side, __ATOMIC_RELEASE);
+		kr_wakeup(partner);
+	}
+	return NULL;
+}
+
+static void mixed_operations_on_four_vps_add_up(void)
+{
+	init(4);
+	kr_mp *m[SM];
+	for (int i = 0; i < SM; i++) {
+		KT_EQ(kr_mp_create(&m[i], NULL, sm_worker, (void *)(intptr_t)i), 0);
+		__atomic_store_n(&sm[i], m[i], __ATOMIC_RELEASE);
+	}
+	for (int i = 0; i < SM; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	long detached = 0;
+	kr_stats st;
+	do { /* detached children may still be finishing on other VPs */
+		kr_yield();
+		KT_EQ(kr_stats_get(&st), 0);
+	} while (st.mps_live != 0);
+	detached = __atomic_load_n(&sm_detached_done, __ATOMIC_RELAXED);
+	KT_CHECK(detached > 0 && sm_child_sum > 0);
+	/* every round did one of five things; children and detached ones were
+	 * created and ended in full */
+	KT_CHECK(detached + sm_child_sum <= (long)SM * SROUNDS);
+	KT_EQ(kr_fini(), 0);
+}
+
+static volatile int busy_stop;
+static void *busy(void *a)
+{
+	while (!busy_stop) /* holds VP 0 without yielding */
+		;
+	return a;
+}
+
+/* kr_fini called by the main microprocess while it runs on another VP
+ * goes back to the thread that called kr_init. */
+static pid_t tid(void) { return (pid_t)syscall(SYS_gettid); }
+
+static void fini_from_another_vp_returns_to_the_first_thread(void)
+{
+	/* (not pthread_self: glibc declares it const, so a compiler may reuse
+	 * its value across the migration) */
+	pid_t me = tid();
+	init(2);
+	kr_mp *b;
+	KT_EQ(kr_mp_create(&b, NULL, busy, NULL), 0);
+	/* yield until VP 1 has stolen the main microprocess */
+	for (int i = 0; i < 100000 && kr_vp_id(kr_vp_self()) == 0; i++) {
+		kr_yield();
+		if (kr_vp_id(kr_vp_self()) == 0)
+			usleep(100);
+	}
+	int moved = kr_vp_id(kr_vp_self()) != 0;
+	KT_CHECK((tid() != me) == moved);
+	busy_stop = 1;
+	KT_EQ(kr_mp_join(b, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+	KT_EQ(tid(), me);
+	KT_CHECK(kr_vp_self() == NULL);
+	if (!moved)
+		KT_SKIP("the main microprocess never moved off VP 0");
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -572,5 +702,7 @@ int main(int argc, char **argv)
 	KT_RUN(guard_page_turns_overflow_into_sigsegv);
 	KT_RUN(priority_queue_runs_highest_first_and_changes_live);
 	KT_RUN(work_spreads_to_idle_vps);
+	KT_RUN(mixed_operations_on_four_vps_add_up);
+	KT_RUN(fini_from_another_vp_returns_to_the_first_thread);
 	return kt_finish();
 }

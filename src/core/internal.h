@@ -51,6 +51,7 @@ struct kr_mp {
 
 struct kr_worker {
 	kr_mp *cur;             /* running microprocess, NULL in the idle loop */
+	kr_mp *pending;         /* for the idle loop to run first (route()) */
 	kr_ctx idle_ctx;
 	kr_vp *vp;
 	void *sched_vp;         /* kr_sched_vp_data */

@@ -16,15 +16,22 @@
  *            that VP has switched away from it; cleared (release) by the
  *            *next* context on that VP, right after kr_ctx_switch returns
  *            there (finish()).  Anyone about to run a microprocess first
- *            waits (acquire) for on_cpu == 0: that is at most the tail of
- *            one switch, and almost always already true.  So a yielding
- *            microprocess can be queued before it switches, and one going
- *            to sleep can be woken before it has left.
+ *            checks (acquire) that on_cpu == 0, almost always already
+ *            true.  So a yielding microprocess can be queued before it
+ *            switches, and one going to sleep can be woken before it has
+ *            left.  Only a context that holds nothing half switched out
+ *            (an idle loop, a running microprocess) may *wait* for on_cpu:
+ *            a VP that is leaving X must not wait for Y while the VP that
+ *            is leaving Y waits for X.  route() sends such a switch through
+ *            the idle context, which finishes leaving X first.
  *   wstate   the wakeup permit: RUN, SLEEP or NOTIFIED.  kr_sleep moves
  *            RUN -> SLEEP with one CAS *before* switching away (a NOTIFIED
- *            permit makes the CAS fail and kr_sleep return).  kr_wakeup
- *            moves SLEEP -> RUN (and only the winner of that CAS makes the
- *            microprocess ready: never twice) or RUN -> NOTIFIED.
+ *            permit makes the CAS fail; kr_sleep consumes it with an
+ *            acquire RMW and returns).  kr_wakeup moves SLEEP -> RUN (only
+ *            the winner of that CAS makes the microprocess ready: never
+ *            twice), or RUN / NOTIFIED -> NOTIFIED, always with a release
+ *            RMW, so whoever consumes the permit sees what every waker
+ *            wrote before waking it.
  *
  * An ending microprocess cannot free its own stack while running on it.
  * It sets on_cpu = 2 before its last switch; finish() on the next context
@@ -144,18 +151,33 @@ static inline __attribute__((always_inline)) void claim_cpu(struct kr_worker *w,
 	w->cur = next;
 }
 
+/* The context to switch to in order to run `next` (NULL: nothing to run).
+ * Waiting for next->on_cpu here, while the caller is itself half switched
+ * out, could deadlock: two VPs, each waiting for the microprocess the other
+ * is leaving.  So if next has not been released yet (rare), go through the
+ * idle context: it completes the caller's switch first, then waits for next
+ * holding nothing (w->pending). */
+static inline __attribute__((always_inline)) kr_mp *route(struct kr_worker *w, kr_mp *next,
+							   kr_ctx **to)
+{
+	if (next && __atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE) == 0) {
+		next->on_cpu = 1;
+		w->cur = next;
+		*to = &next->ctx;
+		return next;
+	}
+	w->pending = next;
+	w->cur = NULL;
+	*to = &w->idle_ctx;
+	return NULL;
+}
+
 /* Leave `self` (already queued, sleeping or ended-and-joinable) for `next`,
  * or for the idle loop when next is NULL.  Returns when self is resumed. */
 static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
 {
 	kr_ctx *to;
-	if (next) {
-		claim_cpu(w, next);
-		to = &next->ctx;
-	} else {
-		w->cur = NULL;
-		to = &w->idle_ctx;
-	}
+	next = route(w, next, &to);
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake;
 	ASAN_START(w, &fake, next);
@@ -180,12 +202,21 @@ static void idle_loop(struct kr_worker *w);
 
 /* ---------------- sleep / wakeup ---------------- */
 
+/* Use up a pending permit.  An acquire RMW, so that the sleeper sees what
+ * every waker did before its (release RMW) wakeup: a plain store here lost
+ * wakeups, the waker's data store and the sleeper's re-check passing each
+ * other in the store buffers (tests/test_core.c's mixed stress found it). */
+static inline void consume_permit(kr_mp *self)
+{
+	__atomic_exchange_n(&self->wstate, WS_RUN, __ATOMIC_ACQ_REL);
+}
+
 static void sleep_self(struct kr_worker *w, kr_mp *self)
 {
 	uint32_t s = WS_RUN;
 	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		__atomic_store_n(&self->wstate, WS_RUN, __ATOMIC_RELAXED); /* permit used */
+		consume_permit(self);
 		return;
 	}
 	block(w, self);
@@ -211,16 +242,16 @@ static inline int claim_sleeper(kr_mp *mp)
 					   __ATOMIC_RELAXED);
 }
 
-/* Returns 1 if mp was sleeping and the caller must make it run. */
+/* Returns 1 if mp was sleeping and the caller must make it run.  Always an
+ * RMW, even on a permit that is already set (NOTIFIED -> NOTIFIED): the
+ * release of every wakeup must reach the sleeper that consumes the permit. */
 static int wake_state(kr_mp *mp)
 {
-	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_ACQUIRE);
+	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED);
 	for (;;) {
-		if (s == WS_NOTIFIED)
-			return 0;
 		uint32_t to = s == WS_SLEEP ? WS_RUN : WS_NOTIFIED;
 		if (__atomic_compare_exchange_n(&mp->wstate, &s, to, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
+						__ATOMIC_RELAXED))
 			return to == WS_RUN;
 	}
 }
@@ -281,7 +312,7 @@ int kr_sleep_and_wakeup(kr_mp *mp)
 					 __ATOMIC_ACQUIRE)) {
 		/* a pending permit: the caller's sleep ends at once, so it
 		 * stays runnable behind mp */
-		__atomic_store_n(&self->wstate, WS_RUN, __ATOMIC_RELAXED);
+		consume_permit(self);
 		READY(w->vp, self);
 	}
 	sw(w, self, mp);
@@ -399,13 +430,7 @@ static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 	if (!next)
 		next = NEXT(w->vp, NULL);
 	kr_ctx *to;
-	if (next) {
-		claim_cpu(w, next);
-		to = &next->ctx;
-	} else {
-		w->cur = NULL;
-		to = &w->idle_ctx;
-	}
+	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
 	return (kr_ctx_transfer){to, self};
 }
@@ -511,7 +536,10 @@ void **kr_sched_vp_data(kr_vp *vp)
 static void idle_loop(struct kr_worker *w)
 {
 	for (;;) {
-		kr_mp *mp = NEXT(w->vp, NULL);
+		kr_mp *mp = w->pending; /* handed over by route() */
+		w->pending = NULL;
+		if (!mp)
+			mp = NEXT(w->vp, NULL);
 		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
 			if (w != G.w0)
 				return;
