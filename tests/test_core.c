@@ -598,7 +598,8 @@ static void *sm_worker(void *a)
 			break;
 		}
 		case 3: {
-			int e = kr_switch_to(sm[(r >> 8) % SM]);
+			kr_mp *t = sm[(r >> 8) % SM];
+			int e = (r >> 12) & 1 ? kr_switch_to(t) : kr_sleep_and_wakeup(t);
 			KT_CHECK(e == 0 || e == EBUSY || e == ESRCH || e == EINVAL);
 			break;
 		}
@@ -614,9 +615,29 @@ static void *sm_worker(void *a)
 	return NULL;
 }
 
-static void mixed_operations_on_four_vps_add_up(void)
+/* a thread that is no VP pokes random workers with spurious wakeups */
+static int sm_stop;
+static void *sm_poker(void *a)
 {
-	init(4);
+	unsigned r = 7;
+	while (!__atomic_load_n(&sm_stop, __ATOMIC_ACQUIRE)) {
+		r = r * 1103515245u + 12345u;
+		kr_mp *t = __atomic_load_n(&sm[(r >> 8) % SM], __ATOMIC_ACQUIRE);
+		if (t) {
+			int e = kr_wakeup(t);
+			KT_CHECK(e == 0 || e == ESRCH);
+		}
+		usleep(50);
+	}
+	return a;
+}
+
+static void mixed_run(const kr_rq_ops *rq)
+{
+	kr_config c = {.vps = 4, .rq = rq};
+	KT_EQ(kr_init(&c), 0);
+	pthread_t poker;
+	pthread_create(&poker, NULL, sm_poker, NULL);
 	kr_mp *m[SM];
 	for (int i = 0; i < SM; i++) {
 		KT_EQ(kr_mp_create(&m[i], NULL, sm_worker, (void *)(intptr_t)i), 0);
@@ -635,8 +656,17 @@ static void mixed_operations_on_four_vps_add_up(void)
 	/* every round did one of five things; children and detached ones were
 	 * created and ended in full */
 	KT_CHECK(detached + sm_child_sum <= (long)SM * SROUNDS);
+	__atomic_store_n(&sm_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(poker, NULL);
 	KT_EQ(kr_fini(), 0);
 }
+
+/* A wakeup that finds the worker gone must see ESRCH, not a reused record:
+ * the poker only runs while every worker is alive or joined-and-cached. */
+static void mixed_operations_on_four_vps_add_up(void) { mixed_run(&kr_rq_ws); }
+static void mixed_operations_with_shared_fifo(void) { mixed_run(&kr_rq_fifo); }
+static void mixed_operations_with_shared_lifo(void) { mixed_run(&kr_rq_lifo); }
+static void mixed_operations_with_priorities(void) { mixed_run(&kr_rq_prio); }
 
 static volatile int busy_stop;
 static void *busy(void *a)
@@ -703,6 +733,9 @@ int main(int argc, char **argv)
 	KT_RUN(priority_queue_runs_highest_first_and_changes_live);
 	KT_RUN(work_spreads_to_idle_vps);
 	KT_RUN(mixed_operations_on_four_vps_add_up);
+	KT_RUN(mixed_operations_with_shared_fifo);
+	KT_RUN(mixed_operations_with_shared_lifo);
+	KT_RUN(mixed_operations_with_priorities);
 	KT_RUN(fini_from_another_vp_returns_to_the_first_thread);
 	return kt_finish();
 }
