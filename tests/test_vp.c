@@ -1,6 +1,7 @@
 /* L0: virtual processors. */
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "karui/vp.h"
@@ -131,6 +132,35 @@ static void join_of_self_returns_edeadlk(void)
 	KT_EQ(self_join, EDEADLK);
 }
 
+static int ran_fn;
+static void count_vp(kr_vp *vp, void *arg) { __atomic_fetch_add(&ran_fn, 1, __ATOMIC_RELAXED); }
+
+/* When the kernel refuses a thread part-way, no VP's function has run and
+ * no VP is left behind.  The address space is capped so that only a few
+ * 8 MiB thread stacks fit. */
+static void allocate_is_all_or_none(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	KT_SKIP("the sanitizer runtime needs an uncapped address space");
+#endif
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0;
+	KT_CHECK(f && fscanf(f, "%ld", &pages) == 1);
+	fclose(f);
+	struct rlimit rl = {.rlim_cur = (rlim_t)pages * 4096 + (20u << 20),
+			    .rlim_max = RLIM_INFINITY};
+	KT_EQ(setrlimit(RLIMIT_AS, &rl), 0);
+	kr_vp *v[8];
+	int err = kr_vp_allocate(8, count_vp, NULL, v);
+	if (err == 0)
+		KT_SKIP("the address-space cap did not stop thread creation here");
+	KT_EQ(err, EAGAIN);
+	KT_EQ(__atomic_load_n(&ran_fn, __ATOMIC_RELAXED), 0);
+	KT_EQ(kr_vp_count(), 0);
+	for (int i = 0; i < 8; i++)
+		KT_CHECK(v[i] == NULL);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -141,5 +171,6 @@ int main(int argc, char **argv)
 	KT_RUN(sleep_times_out);
 	KT_RUN(sleeping_vp_uses_no_cpu_and_wakes);
 	KT_RUN(join_of_self_returns_edeadlk);
+	KT_RUN(allocate_is_all_or_none);
 	return kt_finish();
 }

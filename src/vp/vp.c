@@ -76,9 +76,46 @@ static kr_vp *vp_new(void)
 	return vp;
 }
 
+/* kr_vp_allocate's start gate: threads wait until every one of them has
+ * been created, and run fn only if all were (all start or none does). */
+struct gate {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int state;        /* 0 closed, 1 go, -1 abort */
+	unsigned passed;  /* threads that have left the gate */
+};
+
+static int gate_wait(struct gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	while (g->state == 0)
+		pthread_cond_wait(&g->c, &g->m);
+	int go = g->state > 0;
+	g->passed++;
+	pthread_cond_broadcast(&g->c);
+	pthread_mutex_unlock(&g->m);
+	return go;
+}
+
+/* Open the gate and wait until all `started` threads are through it: the
+ * gate lives on kr_vp_allocate's stack. */
+static void gate_open(struct gate *g, int state, unsigned started)
+{
+	pthread_mutex_lock(&g->m);
+	g->state = state;
+	pthread_cond_broadcast(&g->c);
+	while (g->passed < started)
+		pthread_cond_wait(&g->c, &g->m);
+	pthread_mutex_unlock(&g->m);
+}
+
 static void *vp_thread(void *p)
 {
 	kr_vp *vp = p;
+	struct gate *g = vp->upper; /* the gate, until fn runs */
+	if (!gate_wait(g))
+		return NULL;
+	vp->upper = NULL;
 	kr__vp_self = vp;
 	kr__vp_set_status(vp, KR_VP_RUNNING);
 	vp->fn(vp, vp->arg);
@@ -101,6 +138,7 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 	pthread_mutex_lock(&reg_lock);
 	if (reg_live + n > KR_VP_MAX)
 		err = EAGAIN;
+	/* slots taken now, threads created below: a failure undoes both */
 	for (; !err && made < n; made++) {
 		kr_vp *vp = vp_new();
 		if (!vp) {
@@ -113,33 +151,33 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 		vps[made] = vp;
 	}
 	pthread_mutex_unlock(&reg_lock);
-	/* Threads start only once every slot is taken, so a failure can undo
-	 * everything before any fn has run. */
+	/* Every thread waits at the gate; fn runs only if all were created.
+	 * Threads start with all signals blocked and inherit nothing else. */
+	struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
 	unsigned started = 0;
-	pthread_attr_t at;
-	pthread_attr_init(&at);
 	sigset_t all, old;
 	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (; !err && started < made; started++) {
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		err = pthread_create(&vps[started]->thread, &at, vp_thread, vps[started]);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (err)
+		vps[started]->upper = &g;
+		if ((err = pthread_create(&vps[started]->thread, NULL, vp_thread, vps[started])))
 			break;
 	}
-	pthread_attr_destroy(&at);
-	if (err && started) {
-		/* Some threads run already: they are real VPs now; report
-		 * them as such and fail only for the rest. */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (err)
 		err = EAGAIN;
+	gate_open(&g, err ? -1 : 1, started);
+	for (unsigned i = 0; err && i < started; i++)
+		pthread_join(vps[i]->thread, NULL);
+	if (err) {
+		pthread_mutex_lock(&reg_lock);
+		for (unsigned i = 0; i < made; i++) {
+			slot_put(vps[i]);
+			free(vps[i]);
+			vps[i] = NULL;
+		}
+		pthread_mutex_unlock(&reg_lock);
 	}
-	pthread_mutex_lock(&reg_lock);
-	for (unsigned i = started; i < made; i++) {
-		slot_put(vps[i]);
-		free(vps[i]);
-		vps[i] = NULL;
-	}
-	pthread_mutex_unlock(&reg_lock);
 	if (out)
 		for (unsigned i = 0; i < n; i++)
 			out[i] = vps[i];

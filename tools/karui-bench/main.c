@@ -147,13 +147,15 @@ static void emit(const char *exp, const char *sys, const char *metric, const cha
 	fflush(stdout);
 }
 
-static void emit_skip(const char *exp, const char *sys, const char *why)
+/* kind: "skipped" (the system is not available here) or "failed" (it ran
+ * and reported an error) */
+static void emit_none(const char *exp, const char *sys, const char *kind, const char *why)
 {
 	if (json)
-		printf("{\"experiment\":\"%s\",\"system\":\"%s\",\"skipped\":\"%s\"}\n", exp, sys,
-		       why);
+		printf("{\"experiment\":\"%s\",\"system\":\"%s\",\"%s\":\"%s\"}\n", exp, sys,
+		       kind, why);
 	else
-		printf("%-13s %-15s skipped: %s\n", exp, sys, why);
+		printf("%-13s %-15s %s: %s\n", exp, sys, kind, why);
 	fflush(stdout);
 }
 
@@ -204,14 +206,13 @@ static void run_exp(const struct exp *e)
 		} else {
 			got = run_go(s->go, a.iters, a.n, reps, ns, rss);
 			if (got < 0) {
-				emit_skip(e->name, s->name, "karui-bench-go not built (no Go toolchain)");
+				emit_none(e->name, s->name, "skipped",
+					  "karui-bench-go not built (no Go toolchain)");
 				continue;
 			}
 		}
 		if (got < reps) {
-			char why[96];
-			snprintf(why, sizeof why, "failed: %s", err ? strerror(err) : "no result");
-			emit_skip(e->name, s->name, why);
+			emit_none(e->name, s->name, "failed", err ? strerror(err) : "no result");
 			continue;
 		}
 		struct stat3 st = stats(ns, got);
@@ -254,7 +255,7 @@ static double callgrind_ir(const char *sys, const char *exp, long n)
 static void run_instructions(void)
 {
 	if (system("valgrind --version >/dev/null 2>&1") != 0) {
-		emit_skip("instructions", "all", "valgrind not installed");
+		emit_none("instructions", "all", "skipped", "valgrind not installed");
 		return;
 	}
 	long n = quick ? 20000 : 100000;
@@ -267,7 +268,7 @@ static void run_instructions(void)
 		double a = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, n);
 		double b = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, 2 * n);
 		if (a < 0 || b < 0) {
-			emit_skip("instructions", COUNTS[i].sys, "callgrind run failed");
+			emit_none("instructions", COUNTS[i].sys, "failed", "callgrind run failed");
 			continue;
 		}
 		double per = (b - a) / n;
@@ -359,22 +360,20 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	int found = 0;
-	if (!json)
-		printf("%-13s %-15s %-12s %10s %-7s %s\n", "experiment", "system", "metric",
-		       "median", "unit", "[min .. max]  peer/karui");
+	int all = !strcmp(name, "all"), found = all || !strcmp(name, "instructions");
 	for (size_t i = 0; i < NEXPS; i++)
-		if (!strcmp(name, "all") || !strcmp(name, EXPS[i].name)) {
-			run_exp(&EXPS[i]);
-			found = 1;
-		}
-	if (!strcmp(name, "all") || !strcmp(name, "instructions")) {
-		run_instructions();
-		found = 1;
-	}
+		found |= !strcmp(name, EXPS[i].name);
 	if (!found) {
 		fprintf(stderr, "karui-bench: no experiment '%s' (see karui-bench list)\n", name);
 		return 2;
 	}
+	if (!json)
+		printf("%-13s %-15s %-12s %10s %-7s %s\n", "experiment", "system", "metric",
+		       "median", "unit", "[min .. max]  peer/karui");
+	for (size_t i = 0; i < NEXPS; i++)
+		if (all || !strcmp(name, EXPS[i].name))
+			run_exp(&EXPS[i]);
+	if (all || !strcmp(name, "instructions"))
+		run_instructions();
 	return 0;
 }
