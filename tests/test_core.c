@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "karui.h"
 #include "kt.h"
@@ -328,6 +329,34 @@ static void wakeup_from_a_thread_that_is_no_vp(void)
 	KT_EQ((uintptr_t)r, 5);
 	pthread_join(t, &e);
 	KT_EQ((intptr_t)e, 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *late_waker(void *a)
+{
+	usleep(300000);
+	__atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+	kr_wakeup(a);
+	return NULL;
+}
+
+/* Every microprocess asleep, on 2 VPs: the process burns no CPU (VPs spin
+ * for at most KR_VP_SPIN_NS, then park). */
+static void idle_process_uses_no_cpu(void)
+{
+	init(2);
+	flag = 0;
+	pthread_t t;
+	pthread_create(&t, NULL, late_waker, kr_self());
+	struct timespec c0, c1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+	while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE))
+		kr_sleep();
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+	pthread_join(t, NULL);
+	double ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
+	fprintf(stderr, "  %.1f ms of CPU over 300 ms idle\n", ms);
+	KT_CHECK(ms < 30); /* a spinning VP would burn ~300 ms per VP */
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -724,6 +753,7 @@ int main(int argc, char **argv)
 	KT_RUN(wakeup_before_sleep_is_kept);
 	KT_RUN(sleep_wakeup_across_vps_loses_nothing);
 	KT_RUN(wakeup_from_a_thread_that_is_no_vp);
+	KT_RUN(idle_process_uses_no_cpu);
 	KT_RUN(yield_runs_others_in_fifo_order);
 	KT_RUN(switch_to_runs_the_target_first);
 	KT_RUN(sleep_and_wakeup_hands_over_and_sleeps);
