@@ -93,13 +93,17 @@ static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
 #define SCHED (&G.sched)
 #define OPS (G.sched.ops)
 /* The default scheduler is called directly, any other through its ops. */
-#define NEXT(vp, prev)                                                         \
-	(OPS == &kr_sched_default ? kr__d_next(SCHED, vp, prev) : OPS->next(SCHED, vp, prev))
-#define TAKE(vp, mp, prev)                                                     \
-	(OPS == &kr_sched_default ? kr__d_take(SCHED, vp, mp, prev)                 \
-	 : OPS->take ? OPS->take(SCHED, vp, mp, prev) : ESRCH)
-#define READY(vp, mp)                                                          \
-	(OPS == &kr_sched_default ? kr__d_ready(SCHED, vp, mp) : OPS->ready(SCHED, vp, mp))
+#define IS_DEFAULT (OPS == &kr_sched_default)
+#define NEXT(w, prev)                                                          \
+	(IS_DEFAULT ? kr__d_next_in(SCHED, (w)->vp, (w)->sched_vp, prev)            \
+		    : OPS->next(SCHED, (w)->vp, prev))
+#define TAKE(w, mp, prev)                                                      \
+	(IS_DEFAULT ? kr__d_take_in(SCHED, (w)->sched_vp, mp, prev)                 \
+	 : OPS->take ? OPS->take(SCHED, (w)->vp, mp, prev) : ESRCH)
+/* w may be NULL: a thread that is no VP */
+#define READY(w, mp)                                                           \
+	(IS_DEFAULT ? kr__d_ready_in(SCHED, (w) ? (w)->sched_vp : NULL, mp)          \
+		    : OPS->ready(SCHED, (w) ? (w)->vp : NULL, mp))
 
 /* ---------------- sanitizer annotations of the switch ---------------- */
 
@@ -192,7 +196,7 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
  * runnable (it sleeps). */
 static void block(struct kr_worker *w, kr_mp *self)
 {
-	kr_mp *next = NEXT(w->vp, NULL);
+	kr_mp *next = NEXT(w, NULL);
 	if (next == self)
 		return; /* woken and popped again before we even left */
 	sw(w, self, next);
@@ -271,24 +275,31 @@ int kr_wakeup(kr_mp *mp)
 		return ESRCH;
 	if (wake_state(mp)) {
 		struct kr_worker *w = W();
-		READY(w ? w->vp : NULL, mp);
+		READY(w, mp);
 	}
 	return 0;
+}
+
+/* The checks of a direct switch from the caller to mp. */
+static inline int direct_target_ok(struct kr_worker *w, kr_mp *mp)
+{
+	if (!w)
+		return EPERM;
+	if (!mp || mp == w->cur)
+		return EINVAL;
+	return live_handle(mp) ? 0 : ESRCH;
 }
 
 int kr_switch_to(kr_mp *mp)
 {
 	struct kr_worker *w = W();
-	if (!w)
-		return EPERM;
+	int err = direct_target_ok(w, mp);
+	if (err)
+		return err;
 	kr_mp *self = w->cur;
-	if (!mp || mp == self)
-		return EINVAL;
-	if (!live_handle(mp))
-		return ESRCH;
 	if (claim_sleeper(mp)) {
-		READY(w->vp, self);
-	} else if (TAKE(w->vp, mp, self) != 0) {
+		READY(w, self);
+	} else if (TAKE(w, mp, self) != 0) {
 		return EBUSY;
 	}
 	sw(w, self, mp);
@@ -298,14 +309,11 @@ int kr_switch_to(kr_mp *mp)
 int kr_sleep_and_wakeup(kr_mp *mp)
 {
 	struct kr_worker *w = W();
-	if (!w)
-		return EPERM;
+	int err = direct_target_ok(w, mp);
+	if (err)
+		return err;
 	kr_mp *self = w->cur;
-	if (!mp || mp == self)
-		return EINVAL;
-	if (!live_handle(mp))
-		return ESRCH;
-	if (!claim_sleeper(mp) && TAKE(w->vp, mp, NULL) != 0)
+	if (!claim_sleeper(mp) && TAKE(w, mp, NULL) != 0)
 		return EBUSY;
 	uint32_t s = WS_RUN;
 	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
@@ -313,7 +321,7 @@ int kr_sleep_and_wakeup(kr_mp *mp)
 		/* a pending permit: the caller's sleep ends at once, so it
 		 * stays runnable behind mp */
 		consume_permit(self);
-		READY(w->vp, self);
+		READY(w, self);
 	}
 	sw(w, self, mp);
 	return 0;
@@ -325,7 +333,7 @@ int kr_yield(void)
 	if (!w)
 		return EPERM;
 	kr_mp *self = w->cur;
-	kr_mp *next = NEXT(w->vp, self);
+	kr_mp *next = NEXT(w, self);
 	if (next != self)
 		sw(w, self, next);
 	return 0;
@@ -398,7 +406,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	kr__ctx_init(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
 	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
 	*out = mp;
-	READY(w->vp, mp);
+	READY(w, mp);
 	return 0;
 }
 
@@ -428,7 +436,7 @@ static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 		}
 	}
 	if (!next)
-		next = NEXT(w->vp, NULL);
+		next = NEXT(w, NULL);
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
@@ -539,7 +547,7 @@ static void idle_loop(struct kr_worker *w)
 		kr_mp *mp = w->pending; /* handed over by route() */
 		w->pending = NULL;
 		if (!mp)
-			mp = NEXT(w->vp, NULL);
+			mp = NEXT(w, NULL);
 		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
 			if (w != G.w0)
 				return;

@@ -74,10 +74,14 @@ static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
 struct inst *kr__d_foreign(struct dsched *d);
 
-static inline __attribute__((always_inline)) void kr__d_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
+/* The fast paths take `mine`, the caller's VP's instance (the core has it
+ * at hand in its worker), or NULL off a VP; the ops-table entries below
+ * look it up. */
+static inline __attribute__((always_inline)) void kr__d_ready_in(kr_sched *s, struct inst *mine,
+								 kr_mp *mp)
 {
 	struct dsched *d = D(s);
-	struct inst *i = vp ? own(d, vp) : kr__d_foreign(d);
+	struct inst *i = mine ? mine : kr__d_foreign(d);
 	kr_spin_lock(&i->lock);
 	push_locked(d, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
@@ -86,10 +90,10 @@ static inline __attribute__((always_inline)) void kr__d_ready(kr_sched *s, kr_vp
 		kr_vp_wakeup(1);
 }
 
-static inline __attribute__((always_inline)) kr_mp *kr__d_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
+static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, kr_vp *vp,
+								  struct inst *i, kr_mp *prev)
 {
 	struct dsched *d = D(s);
-	struct inst *i = own(d, vp);
 	kr_spin_lock(&i->lock);
 	if (prev)
 		push_locked(d, i, prev);
@@ -98,7 +102,8 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next(kr_sched *s, kr_v
 	return mp ? mp : kr__d_steal(d, vp);
 }
 
-static inline __attribute__((always_inline)) int kr__d_take(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev)
+static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, struct inst *mine,
+								kr_mp *mp, kr_mp *prev)
 {
 	struct dsched *d = D(s);
 	if (d->kind == RQ_OTHER && !d->rq->remove)
@@ -117,7 +122,7 @@ static inline __attribute__((always_inline)) int kr__d_take(kr_sched *s, kr_vp *
 		else
 			d->rq->remove(i->q, mp);
 		mp->queued = NULL;
-		struct inst *pi = prev ? own(d, vp) : NULL;
+		struct inst *pi = prev ? mine : NULL;
 		if (pi == i)
 			push_locked(d, i, prev);
 		kr_spin_unlock(&i->lock);
@@ -128,6 +133,21 @@ static inline __attribute__((always_inline)) int kr__d_take(kr_sched *s, kr_vp *
 		}
 		return 0;
 	}
+}
+
+static inline void kr__d_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
+{
+	kr__d_ready_in(s, vp ? own(D(s), vp) : NULL, mp);
+}
+
+static inline kr_mp *kr__d_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
+{
+	return kr__d_next_in(s, vp, own(D(s), vp), prev);
+}
+
+static inline int kr__d_take(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev)
+{
+	return kr__d_take_in(s, own(D(s), vp), mp, prev);
 }
 
 #endif
