@@ -17,6 +17,21 @@ static int start(void)
 	return kr_init(&c);
 }
 
+/* Start karui keeping `cache` stacks per VP (0: the default) and allocate
+ * room for a->n handles. */
+static int start_n(const kb_args *a, size_t cache, kr_mp ***m)
+{
+	kr_config c = {.vps = 1, .stack_cache = cache};
+	int err = kr_init(&c);
+	if (err)
+		return err;
+	if (!(*m = malloc(a->n * sizeof **m))) {
+		kr_fini();
+		return ENOMEM;
+	}
+	return 0;
+}
+
 static long per_mp;
 static void *yielder(void *a)
 {
@@ -96,15 +111,10 @@ int kb_karui_create_join(const kb_args *a, kb_res *r)
 
 int kb_karui_create_batch(const kb_args *a, kb_res *r)
 {
-	kr_config c = {.vps = 1, .stack_cache = (size_t)a->n};
-	int err = kr_init(&c);
+	kr_mp **m;
+	int err = start_n(a, (size_t)a->n, &m);
 	if (err)
 		return err;
-	kr_mp **m = malloc(a->n * sizeof *m);
-	if (!m) {
-		kr_fini();
-		return ENOMEM;
-	}
 	for (int warm = 0; warm < 2; warm++) { /* second round: cached stacks */
 		double t0 = kb_now_ns();
 		long made = 0;
@@ -130,14 +140,10 @@ static void *sleeper(void *a)
 
 int kb_karui_many(const kb_args *a, kb_res *r)
 {
-	int err = start();
+	kr_mp **m;
+	int err = start_n(a, 0, &m);
 	if (err)
 		return err;
-	kr_mp **m = malloc(a->n * sizeof *m);
-	if (!m) {
-		kr_fini();
-		return ENOMEM;
-	}
 	kr_attr at = {.stack_size = KR_STACK_MIN, .flags = KR_MP_NOGUARD};
 	double rss0 = kb_rss_kib(), t0 = kb_now_ns();
 	long made = 0;
