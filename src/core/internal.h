@@ -6,6 +6,7 @@
 #define KARUI_CORE_INTERNAL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "karui/core.h"
@@ -27,27 +28,41 @@ enum { LIFE_FREE = 0, LIFE_LIVE = 0x6b72756du /* "kr mu" */, LIFE_ENDED = 0x656e
 #define KR_SANITIZED 0
 #endif
 
+/* The record sits at the top of the microprocess's stack, 64-byte aligned,
+ * with the first frame in the line just below it.  Line 0 holds everything
+ * that create, the queues, the switch, the permit, join and exit touch;
+ * line 1 what start and exit need; line 2 is cold.  A cached record keeps
+ * keys == NULL and is_main == 0, so create does not write them. */
 struct kr_mp {
+	/* line 0 */
 	kr_ctx ctx;             /* must stay first: the switch saves into it */
 	uint32_t on_cpu;        /* 1 while a VP has not yet left this context */
 	uint32_t wstate;        /* WS_*: atomic */
 	kr_rq_link link;        /* ready-queue links (owned by the queue) */
 	void *queued;           /* default scheduler: instance it is queued in */
-	int prio;
 	uintptr_t join;         /* JS_* or the joiner's record: atomic */
 	uint32_t life;          /* LIFE_*: atomic */
-	uint32_t is_main;
-	kr_mp_fn fn;
+	int prio;
+	/* line 1 */
+	union {
+		kr_mp_fn fn;    /* until it starts */
+		void *result;   /* once it has ended */
+	};
 	void *arg;
-	void *result;
 	struct kr_keyvals *keys;/* lazily allocated */
-	/* the stack region: [lo, lo + size) usable, this record at its top */
+	/* the stack region: [stack_lo, stack_lo + stack_size) usable, this
+	 * record at its top */
 	unsigned char *stack_lo;
 	size_t stack_size;
 	const struct kr_stack_class *cls;
 	kr_mp *free_next;       /* stack cache links while LIFE_FREE */
 	unsigned long id;
+	/* line 2 */
+	uint32_t is_main;
 };
+_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, id) < 128,
+	       "the hot fields of a record fit its first two cache lines");
+
 
 struct kr_worker {
 	kr_mp *cur;             /* running microprocess, NULL in the idle loop */

@@ -395,11 +395,8 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	mp->queued = NULL;
 	mp->prio = prio;
 	mp->join = (flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE;
-	mp->fn = fn;
+	mp->fn = fn; /* result shares its slot: written when it ends */
 	mp->arg = arg;
-	mp->result = NULL;
-	mp->keys = NULL;
-	mp->is_main = 0;
 	struct counters *c = w->cnt;
 	mp->id = ++c->next_id * KR_VP_MAX + w->vp->id;
 	__atomic_store_n(&c->created, c->created + 1, __ATOMIC_RELAXED);
