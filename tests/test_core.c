@@ -734,6 +734,102 @@ static void fini_from_another_vp_returns_to_the_first_thread(void)
 		KT_SKIP("the main microprocess never moved off VP 0");
 }
 
+
+/* ---------------- time ---------------- */
+
+static void sleep_timed_ends_at_the_deadline_or_at_a_wakeup(void)
+{
+	init(1);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_sleep_timed(t0 + 3000000), ETIMEDOUT);
+	KT_CHECK(kr_now() >= t0 + 3000000);
+	KT_EQ(kr_sleep_timed(t0), ETIMEDOUT);         /* passed already */
+	KT_EQ(kr_wakeup(kr_self()), 0);
+	KT_EQ(kr_sleep_timed(kr_now() + 1000000000), 0); /* a pending permit */
+	KT_EQ(kr_fini(), 0);
+	KT_EQ(kr_sleep_timed(0), EPERM);
+}
+
+static void *wake_later(void *a)
+{
+	kr_sleep_for(2000000);
+	kr_wakeup(a);
+	return NULL;
+}
+
+/* A timed sleep ended by a wakeup leaves nothing behind: its timer cannot
+ * end the next sleep. */
+static void woken_timed_sleep_leaves_no_late_timer(void)
+{
+	init(2);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, wake_later, kr_self()), 0);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_sleep_timed(t0 + 200000000), 0);
+	KT_CHECK(kr_now() < t0 + 200000000);
+	uint64_t t1 = kr_now();
+	KT_EQ(kr_sleep_timed(t1 + 300000000), ETIMEDOUT);
+	KT_CHECK(kr_now() >= t1 + 300000000);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *poke(void *a)
+{
+	kr_wakeup(a);
+	return NULL;
+}
+
+/* kr_sleep_for lets its time pass whatever wakes it, and keeps the wakeup. */
+static void sleep_for_passes_its_time_and_keeps_wakeups(void)
+{
+	init(1);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, poke, kr_self()), 0);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_sleep_for(5000000), 0);
+	KT_CHECK(kr_now() >= t0 + 5000000);
+	KT_EQ(kr_sleep(), 0); /* the poke's permit: returns at once */
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static uint32_t late;
+static void *timed_sleeper(void *a)
+{
+	uint64_t d = kr_now() + (uintptr_t)a * 1000;
+	if (kr_sleep_timed(d) != ETIMEDOUT || kr_now() < d)
+		__atomic_fetch_add(&late, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void *busy_yielder(void *a)
+{
+	uint64_t end = kr_now() + 50000000;
+	while (kr_now() < end)
+		kr_yield();
+	return a;
+}
+
+/* Thousands of deadlines on 2 VPs, some while every VP is idle, some while
+ * microprocesses keep yielding: each sleep ends by its deadline, after it. */
+static void many_deadlines_fire_on_busy_and_idle_vps(void)
+{
+	init(2);
+	enum { N = 3000 };
+	static kr_mp *m[N + 2];
+	late = 0;
+	kr_attr a = {.stack_size = 16384};
+	for (unsigned i = 0; i < N; i++)
+		KT_EQ(kr_mp_create(&m[i], &a, timed_sleeper, (void *)(uintptr_t)(i * 37 % 20000)), 0);
+	KT_EQ(kr_mp_create(&m[N], &a, busy_yielder, NULL), 0);
+	KT_EQ(kr_mp_create(&m[N + 1], &a, busy_yielder, NULL), 0);
+	for (unsigned i = 0; i < N + 2; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	KT_EQ(late, 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -767,5 +863,9 @@ int main(int argc, char **argv)
 	KT_RUN(mixed_operations_with_shared_lifo);
 	KT_RUN(mixed_operations_with_priorities);
 	KT_RUN(fini_from_another_vp_returns_to_the_first_thread);
+	KT_RUN(sleep_timed_ends_at_the_deadline_or_at_a_wakeup);
+	KT_RUN(woken_timed_sleep_leaves_no_late_timer);
+	KT_RUN(sleep_for_passes_its_time_and_keeps_wakeups);
+	KT_RUN(many_deadlines_fire_on_busy_and_idle_vps);
 	return kt_finish();
 }

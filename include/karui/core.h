@@ -35,6 +35,7 @@
 #define KARUI_CORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "karui/vp.h"
 
@@ -111,6 +112,23 @@ int kr_yield(void);
 
 /* Block until kr_wakeup (or return at once, consuming a pending permit). */
 int kr_sleep(void);
+
+/* Time: kr_now() is CLOCK_MONOTONIC in nanoseconds; deadlines below are
+ * on that clock, UINT64_MAX meaning none.  Deadlines live in the timer heap
+ * of the VP the sleeper went to sleep on, checked at its scheduling points
+ * and by idle VPs (an idle VP sleeps no longer than the earliest deadline
+ * of any VP).  Scheduling is non-preemptive, so a deadline can pass late by
+ * as long as the microprocesses running at that moment keep their VPs. */
+uint64_t kr_now(void);
+
+/* kr_sleep with a deadline: 0 when woken (or a permit was pending),
+ * ETIMEDOUT when the deadline passed first; ENOMEM: no room for the timer. */
+int kr_sleep_timed(uint64_t deadline);
+
+/* Let time pass: until `deadline`, or for `ns` nanoseconds.  Wakeups that
+ * come meanwhile do not end it; they stay pending for the next kr_sleep. */
+int kr_sleep_until(uint64_t deadline);
+int kr_sleep_for(uint64_t ns);
 
 /* Make mp runnable if it sleeps, else set its permit.  From any thread.
  * EINVAL: NULL; ESRCH: mp has ended. */

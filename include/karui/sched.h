@@ -99,6 +99,11 @@ struct kr_sched_ops {
 
 extern const kr_sched_ops kr_sched_default;
 
+/* For an idle callback: how long a VP may sleep before some VP's timer is
+ * due, in microseconds for kr_vp_sleep (0: one is due; UINT64_MAX: none).
+ * The core expires due timers each time round the idle loop. */
+uint64_t kr_sched_idle_usec(void);
+
 /* For scheduler modules: the module's private word in kr_sched, and a
  * per-VP private word. */
 void **kr_sched_data(kr_sched *s);

@@ -64,6 +64,31 @@ _Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, id) <
 	       "the hot fields of a record fit its first two cache lines");
 
 
+/* timer.c: a VP's timer heap and its nodes (see timer.c) */
+enum { KR_TIMER_ARMED = 1, KR_TIMER_FIRING, KR_TIMER_FIRED };
+struct kr_timer {
+	uint64_t when;          /* kr_now() deadline */
+	kr_mp *mp;              /* the sleeper */
+	struct kr_timers *heap; /* where it was armed */
+	uint32_t idx;           /* position in the heap while ARMED */
+	uint32_t state;         /* KR_TIMER_*: written under the heap's lock,
+	                           FIRED by the fire callback (release) */
+	int won;                /* the timer, not a wakeup, ended the sleep */
+};
+struct kr_timers {
+	kr_spin lock;
+	uint64_t next;          /* earliest deadline, UINT64_MAX: none (atomic) */
+	struct kr_timer **v;
+	uint32_t n, cap;
+};
+void kr__timers_init(struct kr_timers *h);
+void kr__timers_fini(struct kr_timers *h);
+int kr__timer_arm(struct kr_timers *h, struct kr_timer *t);  /* 0 or ENOMEM */
+/* 1: taken out before it fired; 0: it fired (and that is over) */
+int kr__timer_cancel(struct kr_timer *t);
+/* fire every node due at `now`; fire() must end by marking the node FIRED */
+void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr_timer *));
+
 struct kr_worker {
 	kr_mp *cur;             /* running microprocess, NULL in the idle loop */
 	kr_mp *pending;         /* for the idle loop to run first (route()) */
@@ -74,7 +99,8 @@ struct kr_worker {
 	struct kr_stack_cache *stacks;
 	unsigned char *idle_stack_lo;   /* VP 0 only: its idle loop's stack */
 	size_t idle_stack_size;
-	void *asan_fake;        /* AddressSanitizer fake-stack handle of the switch */
+	unsigned ticks;         /* scheduling points, for polling the timers */
+	struct kr_timers timers;
 };
 
 struct kr_sched {

@@ -87,6 +87,8 @@ struct counters {
 	unsigned long created, ended, next_id;
 };
 static struct counters cnt[KR_VP_MAX];
+/* every worker by VP id, for idle VPs to expire the timers of busy ones */
+static struct kr_worker *workers[KR_VP_MAX];
 
 static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
 
@@ -192,10 +194,73 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
 #endif
 }
 
+/* ---------------- timers ---------------- */
+
+static int claim_sleeper(kr_mp *mp);
+static int wake_state(kr_mp *mp);
+
+/* A deadline passed: end the sleep unless a wakeup ended it first. */
+static void timer_fire(struct kr_timer *t)
+{
+	kr_mp *mp = t->mp;
+	int won = claim_sleeper(mp);
+	t->won = won;
+	__atomic_store_n(&t->state, KR_TIMER_FIRED, __ATOMIC_RELEASE);
+	if (won) /* mp cannot run before this: the claim made us its waker */
+		READY(W(), mp);
+}
+
+/* At a scheduling point: while this VP has timers, look at the clock (31 ns
+ * here, three yields' worth) at every 8th point.  Idle VPs look at every
+ * VP's timers each time round their loop, so a timer is late by at most
+ * 8 scheduling points of its VP or one idle VP's wake-up. */
+static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
+{
+	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
+	if (__builtin_expect(next == UINT64_MAX, 1) || (++w->ticks & 7))
+		return;
+	uint64_t now = kr_now();
+	if (now >= next)
+		kr__timers_expire(&w->timers, now, timer_fire);
+}
+
+static void timers_run_all(void)
+{
+	uint64_t now = 0;
+	for (unsigned i = 0; i < KR_VP_MAX; i++) {
+		struct kr_worker *o = __atomic_load_n(&workers[i], __ATOMIC_ACQUIRE);
+		if (!o)
+			continue;
+		uint64_t next = __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE);
+		if (next == UINT64_MAX)
+			continue;
+		if (!now)
+			now = kr_now();
+		if (now >= next)
+			kr__timers_expire(&o->timers, now, timer_fire);
+	}
+}
+
+uint64_t kr_sched_idle_usec(void)
+{
+	uint64_t first = UINT64_MAX;
+	for (unsigned i = 0; i < KR_VP_MAX; i++) {
+		struct kr_worker *o = __atomic_load_n(&workers[i], __ATOMIC_ACQUIRE);
+		uint64_t next = o ? __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE) : UINT64_MAX;
+		if (next < first)
+			first = next;
+	}
+	if (first == UINT64_MAX)
+		return UINT64_MAX;
+	uint64_t now = kr_now();
+	return first <= now ? 0 : (first - now + 999) / 1000;
+}
+
 /* Let the scheduler pick what runs instead of `self`, which does not stay
  * runnable (it sleeps). */
 static void block(struct kr_worker *w, kr_mp *self)
 {
+	timers_poll(w);
 	kr_mp *next = NEXT(w, NULL);
 	if (next == self)
 		return; /* woken and popped again before we even left */
@@ -233,6 +298,68 @@ int kr_sleep(void)
 		return EPERM;
 	sleep_self(w, w->cur);
 	return 0;
+}
+
+/* Back out of a sleep that has been announced (SLEEP) but not started.
+ * 1: done; 0: a wakeup came in between and made us ready, so we block
+ * (returning at once or soon) to keep the ready queue consistent. */
+static int unsleep(struct kr_worker *w, kr_mp *self)
+{
+	uint32_t s = WS_SLEEP;
+	if (__atomic_compare_exchange_n(&self->wstate, &s, WS_RUN, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 1;
+	block(w, self);
+	return 0;
+}
+
+/* The timer is armed after the announcement RUN -> SLEEP, so that it can
+ * only end this sleep; a fire before the switch away is a wakeup racing
+ * with block(), which the on_cpu protocol already handles. */
+int kr_sleep_timed(uint64_t deadline)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	kr_mp *self = w->cur;
+	if (deadline == UINT64_MAX) {
+		sleep_self(w, self);
+		return 0;
+	}
+	uint32_t s = WS_RUN;
+	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		consume_permit(self);
+		return 0;
+	}
+	if (kr_now() >= deadline)
+		return unsleep(w, self) ? ETIMEDOUT : 0;
+	struct kr_timer t = {.when = deadline, .mp = self};
+	int err = kr__timer_arm(&w->timers, &t);
+	if (err)
+		return unsleep(w, self) ? err : 0;
+	block(w, self);
+	if (kr__timer_cancel(&t))
+		return 0;
+	return t.won ? ETIMEDOUT : 0;
+}
+
+int kr_sleep_until(uint64_t deadline)
+{
+	if (!W())
+		return EPERM;
+	int woken = 0, err;
+	while ((err = kr_sleep_timed(deadline)) == 0)
+		woken = 1;
+	if (woken) /* keep the wakeups that came meanwhile for the next kr_sleep */
+		wake_state(W()->cur);
+	return err == ETIMEDOUT ? 0 : err;
+}
+
+int kr_sleep_for(uint64_t ns)
+{
+	uint64_t now = kr_now();
+	return kr_sleep_until(ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ns);
 }
 
 /* Claim a sleeping mp (SLEEP -> RUN).  1: the caller now owns making it run.
@@ -333,6 +460,7 @@ int kr_yield(void)
 	if (!w)
 		return EPERM;
 	kr_mp *self = w->cur;
+	timers_poll(w);
 	kr_mp *next = NEXT(w, self);
 	if (next != self)
 		sw(w, self, next);
@@ -432,8 +560,10 @@ static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 			break;
 		}
 	}
-	if (!next)
+	if (!next) {
+		timers_poll(w);
 		next = NEXT(w, NULL);
+	}
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
@@ -543,6 +673,7 @@ static void idle_loop(struct kr_worker *w)
 	for (;;) {
 		kr_mp *mp = w->pending; /* handed over by route() */
 		w->pending = NULL;
+		timers_run_all();
 		if (!mp)
 			mp = NEXT(w, NULL);
 		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
@@ -599,7 +730,17 @@ static struct kr_worker *worker_new(kr_vp *vp)
 		free(w);
 		return NULL;
 	}
+	kr__timers_init(&w->timers);
+	__atomic_store_n(&workers[vp->id], w, __ATOMIC_RELEASE);
 	return w;
+}
+
+static void worker_free(struct kr_worker *w)
+{
+	__atomic_store_n(&workers[w->vp->id], NULL, __ATOMIC_RELEASE);
+	kr__timers_fini(&w->timers);
+	kr__stack_cache_free(w->stacks);
+	free(w);
 }
 
 static void thread_stack(const void **lo, size_t *size)
@@ -626,8 +767,7 @@ static void vp_main(kr_vp *vp, void *arg)
 	kr__w = w;
 	idle_loop(w);
 	kr__w = NULL;
-	kr__stack_cache_free(w->stacks);
-	free(w);
+	worker_free(w);
 }
 
 static int ops_valid(const kr_config *cfg)
@@ -681,10 +821,8 @@ int kr_init(const kr_config *cfg)
 	struct kr_worker *w = worker_new(vp0);
 	kr_mp *idle = w ? kr__stack_get(w->stacks, KR_STACK_DEFAULT, 1) : NULL;
 	if (!idle) {
-		if (w) {
-			kr__stack_cache_free(w->stacks);
-			free(w);
-		}
+		if (w)
+			worker_free(w);
 		kr_vp_release();
 		free(main);
 		G.sched.ops->fini(SCHED);
@@ -747,8 +885,7 @@ static void teardown(void)
 	__atomic_store_n(&G.running, 0, __ATOMIC_RELEASE);
 	G.sched.ops->fini(SCHED);
 	kr__w = NULL;
-	kr__stack_cache_free(w->stacks);
-	free(w);
+	worker_free(w);
 	free(G.main);
 	G.main = NULL;
 	G.w0 = NULL;

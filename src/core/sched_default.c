@@ -14,7 +14,8 @@
  *   next(prev)   push prev (if any) and pop, under one lock acquisition;
  *                when the own instance is empty, steal from the others
  *                (per-VP modules with a steal function).
- *   idle()       announce idleness, look once more, sleep on L0.
+ *   idle()       announce idleness, look once more, sleep on L0 until a
+ *                wakeup or the earliest timer of any VP.
  *
  * Lost wakeups.  An idle VP increments `nidle` (seq_cst) *before* it looks
  * at the queues for the last time, each look under the instance's lock; a
@@ -151,7 +152,7 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 		kr_spin_unlock(&i->lock);
 	}
 	if (!mp) {
-		kr_vp_sleep(UINT64_MAX);
+		kr_vp_sleep(kr_sched_idle_usec());
 		mp = kr__d_next(s, vp, NULL);
 	}
 	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_RELAXED);

@@ -1,0 +1,56 @@
+/*
+ * karui L3 — barriers.
+ *
+ * The last of `count` arrivals takes the whole queue out under the lock,
+ * resets the round and wakes them all after unlocking; it returns
+ * KR_BARRIER_SERIAL, the others 0.  A new round can start while the last
+ * one's waiters are still waking: each waiter waits on its own node.
+ */
+#include "wait.h"
+
+int kr_barrier_init(kr_barrier *b, unsigned count)
+{
+	if (!b || count == 0)
+		return EINVAL;
+	*b = (kr_barrier){.count = count};
+	return 0;
+}
+
+int kr_barrier_destroy(kr_barrier *b)
+{
+	if (!b)
+		return EINVAL;
+	kr_spin_lock(&b->lock);
+	int err = b->dead || !b->count ? EINVAL : b->arrived ? EBUSY : 0;
+	if (!err)
+		b->dead = 1;
+	kr_spin_unlock(&b->lock);
+	return err;
+}
+
+int kr_barrier_wait(kr_barrier *b)
+{
+	kr_mp *self = kr_self();
+	if (!b)
+		return EINVAL;
+	if (!self)
+		return EPERM;
+	kr_spin_lock(&b->lock);
+	if (b->dead || !b->count) {
+		kr_spin_unlock(&b->lock);
+		return EINVAL;
+	}
+	if (++b->arrived == b->count) {
+		kr_waitq all = b->q;
+		b->q = (kr_waitq){0};
+		b->arrived = 0;
+		kr_spin_unlock(&b->lock);
+		for (struct kr_waiter *w; (w = wq_pop(&all));)
+			wq_wake(w, 0);
+		return KR_BARRIER_SERIAL;
+	}
+	struct kr_waiter w = {.mp = self};
+	wq_push(&b->q, &w);
+	kr_spin_unlock(&b->lock);
+	return wq_wait(&w, &b->lock, UINT64_MAX);
+}

@@ -1,0 +1,178 @@
+/*
+ * karui L3 — channels: typed (fixed-size) messages, unbuffered or bounded.
+ *
+ * One spin lock guards the ring and both queues.  An element is copied
+ * once on its way whenever someone waits for it: a send with a waiting
+ * receiver copies into the receiver's variable; a receive that empties a
+ * ring slot refills it from the first waiting sender; on an unbuffered
+ * channel the receiver copies straight from the blocked sender.  A
+ * receiver waits only when the ring is empty and no sender waits, and a
+ * sender only when the ring is full and no receiver waits.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wait.h"
+
+#define RING_MAX ((size_t)1 << 30) /* bytes */
+
+int kr_chan_init(kr_chan *ch, size_t esize, size_t capacity)
+{
+	if (!ch || esize == 0 || esize > KR_CHAN_ESIZE_MAX || capacity > RING_MAX / esize)
+		return EINVAL;
+	unsigned char *buf = NULL;
+	if (capacity && !(buf = malloc(esize * capacity)))
+		return ENOMEM;
+	*ch = (kr_chan){.esize = esize, .cap = capacity, .buf = buf};
+	return 0;
+}
+
+int kr_chan_destroy(kr_chan *ch)
+{
+	if (!ch)
+		return EINVAL;
+	kr_spin_lock(&ch->lock);
+	int err = ch->dead || !ch->esize ? EINVAL
+		  : ch->senders.head || ch->receivers.head ? EBUSY : 0;
+	if (!err) {
+		ch->dead = 1;
+		free(ch->buf);
+		ch->buf = NULL;
+	}
+	kr_spin_unlock(&ch->lock);
+	return err;
+}
+
+static inline unsigned char *slot(kr_chan *ch, size_t i)
+{
+	return ch->buf + ((ch->head + i) % ch->cap) * ch->esize;
+}
+
+/* Lock ch; EINVAL (unlocked) if it is not a live channel. */
+static int enter(kr_chan *ch)
+{
+	if (!ch)
+		return EINVAL;
+	kr_spin_lock(&ch->lock);
+	if (ch->dead || !ch->esize) {
+		kr_spin_unlock(&ch->lock);
+		return EINVAL;
+	}
+	return 0;
+}
+
+static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
+{
+	kr_mp *self = kr_self();
+	if (!elem && ch)
+		return EINVAL;
+	if (!self && !try)
+		return EPERM;
+	int err = enter(ch);
+	if (err)
+		return err;
+	if (ch->closed) {
+		kr_spin_unlock(&ch->lock);
+		return EPIPE;
+	}
+	struct kr_waiter *r = wq_pop(&ch->receivers);
+	if (r) {
+		memcpy(r->buf, elem, ch->esize);
+		kr_spin_unlock(&ch->lock);
+		wq_wake(r, 0);
+		return 0;
+	}
+	if (ch->count < ch->cap) {
+		memcpy(slot(ch, ch->count++), elem, ch->esize);
+		kr_spin_unlock(&ch->lock);
+		return 0;
+	}
+	if (try) {
+		kr_spin_unlock(&ch->lock);
+		return EAGAIN;
+	}
+	struct kr_waiter w = {.mp = self, .buf = (void *)elem};
+	wq_push(&ch->senders, &w);
+	kr_spin_unlock(&ch->lock);
+	err = wq_wait(&w, &ch->lock, deadline);
+	if (err && w.state == W_WAITING) {
+		wq_remove(&ch->senders, &w);
+		kr_spin_unlock(&ch->lock);
+	}
+	return err;
+}
+
+int kr_chan_send(kr_chan *ch, const void *elem) { return send(ch, elem, UINT64_MAX, 0); }
+int kr_chan_timedsend(kr_chan *ch, const void *elem, uint64_t deadline)
+{
+	return send(ch, elem, deadline, 0);
+}
+int kr_chan_trysend(kr_chan *ch, const void *elem) { return send(ch, elem, 0, 1); }
+
+static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
+{
+	kr_mp *self = kr_self();
+	if (!elem && ch)
+		return EINVAL;
+	if (!self && !try)
+		return EPERM;
+	int err = enter(ch);
+	if (err)
+		return err;
+	struct kr_waiter *s = NULL;
+	if (ch->count) {
+		memcpy(elem, slot(ch, 0), ch->esize);
+		ch->head = (ch->head + 1) % ch->cap;
+		ch->count--;
+		if ((s = wq_pop(&ch->senders)))
+			memcpy(slot(ch, ch->count++), s->buf, ch->esize);
+	} else if ((s = wq_pop(&ch->senders))) {
+		memcpy(elem, s->buf, ch->esize);
+	} else if (ch->closed || try) {
+		kr_spin_unlock(&ch->lock);
+		return ch->closed ? EPIPE : EAGAIN;
+	} else {
+		struct kr_waiter w = {.mp = self, .buf = elem};
+		wq_push(&ch->receivers, &w);
+		kr_spin_unlock(&ch->lock);
+		err = wq_wait(&w, &ch->lock, deadline);
+		if (err && w.state == W_WAITING) {
+			wq_remove(&ch->receivers, &w);
+			kr_spin_unlock(&ch->lock);
+		}
+		return err;
+	}
+	kr_spin_unlock(&ch->lock);
+	if (s)
+		wq_wake(s, 0);
+	return 0;
+}
+
+int kr_chan_recv(kr_chan *ch, void *elem) { return recv(ch, elem, UINT64_MAX, 0); }
+int kr_chan_timedrecv(kr_chan *ch, void *elem, uint64_t deadline)
+{
+	return recv(ch, elem, deadline, 0);
+}
+int kr_chan_tryrecv(kr_chan *ch, void *elem) { return recv(ch, elem, 0, 1); }
+
+int kr_chan_close(kr_chan *ch)
+{
+	int err = enter(ch);
+	if (err)
+		return err;
+	if (ch->closed) {
+		kr_spin_unlock(&ch->lock);
+		return EPIPE;
+	}
+	ch->closed = 1;
+	/* receivers wait only on an empty ring, senders only on a full one:
+	 * both get EPIPE now */
+	kr_waitq r = ch->receivers, s = ch->senders;
+	ch->receivers = ch->senders = (kr_waitq){0};
+	kr_spin_unlock(&ch->lock);
+	for (struct kr_waiter *w; (w = wq_pop(&r));)
+		wq_wake(w, EPIPE);
+	for (struct kr_waiter *w; (w = wq_pop(&s));)
+		wq_wake(w, EPIPE);
+	return 0;
+}

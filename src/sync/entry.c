@@ -1,0 +1,121 @@
+/*
+ * karui L3 — Ada-style rendezvous: entries, calls, accept and reply.
+ *
+ * A caller queues its waiter (with its message) on the entry, or, if an
+ * acceptor waits, hands the waiter to it directly.  The accepted waiter is
+ * MOVED: out of every queue, owned by the acceptor, which works on the
+ * message in place and ends the rendezvous with kr_entry_reply (the
+ * waiter's DONE and wakeup).  A timed call can give up only while it is
+ * still queued; once accepted it waits for the reply.
+ */
+#include "wait.h"
+
+int kr_entry_init(kr_entry *e)
+{
+	if (!e)
+		return EINVAL;
+	*e = (kr_entry){0};
+	return 0;
+}
+
+static int enter(kr_entry *e)
+{
+	if (!e)
+		return EINVAL;
+	kr_spin_lock(&e->lock);
+	if (e->dead) {
+		kr_spin_unlock(&e->lock);
+		return EINVAL;
+	}
+	return 0;
+}
+
+int kr_entry_destroy(kr_entry *e)
+{
+	int err = enter(e);
+	if (err)
+		return err;
+	err = e->callers.head || e->acceptors.head ? EBUSY : 0;
+	if (!err)
+		e->dead = 1;
+	kr_spin_unlock(&e->lock);
+	return err;
+}
+
+/* Leave the queue after a deadline (e->lock held by wq_wait). */
+static int give_up(kr_entry *e, kr_waitq *q, struct kr_waiter *w, int err)
+{
+	wq_remove(q, w);
+	kr_spin_unlock(&e->lock);
+	return err;
+}
+
+int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
+{
+	kr_mp *self = kr_self();
+	if (!self)
+		return e ? EPERM : EINVAL;
+	int err = enter(e);
+	if (err)
+		return err;
+	struct kr_waiter w = {.mp = self, .buf = msg};
+	struct kr_waiter *a = wq_pop(&e->acceptors);
+	if (a) {
+		w.state = W_MOVED;
+		a->aux = &w;
+		kr_spin_unlock(&e->lock);
+		wq_wake(a, 0);
+	} else {
+		wq_push(&e->callers, &w);
+		kr_spin_unlock(&e->lock);
+	}
+	err = wq_wait(&w, &e->lock, deadline);
+	if (err && w.state == W_WAITING)
+		return give_up(e, &e->callers, &w, err);
+	return err;
+}
+
+int kr_entry_call(kr_entry *e, void *msg) { return kr_entry_timedcall(e, msg, UINT64_MAX); }
+
+int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
+{
+	kr_mp *self = kr_self();
+	if (!call)
+		return EINVAL;
+	if (!self)
+		return e ? EPERM : EINVAL;
+	int err = enter(e);
+	if (err)
+		return err;
+	struct kr_waiter *c = wq_pop(&e->callers);
+	if (c) {
+		__atomic_store_n(&c->state, W_MOVED, __ATOMIC_RELAXED);
+		kr_spin_unlock(&e->lock);
+		*call = c;
+		return 0;
+	}
+	struct kr_waiter w = {.mp = self};
+	wq_push(&e->acceptors, &w);
+	kr_spin_unlock(&e->lock);
+	err = wq_wait(&w, &e->lock, deadline);
+	if (err && w.state == W_WAITING)
+		return give_up(e, &e->acceptors, &w, err);
+	if (!err)
+		*call = w.aux;
+	return err;
+}
+
+int kr_entry_accept(kr_entry *e, kr_call **call)
+{
+	return kr_entry_timedaccept(e, call, UINT64_MAX);
+}
+
+void *kr_call_msg(kr_call *call) { return call ? call->buf : NULL; }
+
+int kr_entry_reply(kr_call *call, int status)
+{
+	if (!call)
+		return EINVAL;
+	wq_wake(call, status);
+	return 0;
+}

@@ -1,0 +1,253 @@
+/*
+ * karui L3 — monitors: mutexes and condition variables.
+ *
+ * Mutex.  m->state is 0 when free, else the owner's token with bit 0 set
+ * while someone waits.  Uncontended lock and unlock are one CAS each.
+ * Both slow paths take m->lock; with bit 0 set the owner's fast unlock
+ * fails, so under m->lock a state with bit 0 set cannot change: the
+ * unlocker hands the mutex to the first waiter (state = its token) and
+ * wakes it owning the mutex — no barging, no thundering herd.  A token is
+ * the microprocess's record (64-byte aligned), or, on a thread that is no
+ * VP (trylock/unlock only), the address of a thread-local word.
+ *
+ * Condition variables.  A waiter queues on c (under c->lock), then
+ * releases the mutex.  Signal moves the first waiter onto the mutex
+ * (wait morphing): it is given the mutex at once if free, else queued on
+ * it, so it wakes once, owning the mutex.  A contended release inside a
+ * wait switches straight to the new owner (wait.h's direct hand-off): one
+ * round trip of seed 000's Table 4 is two such switches.
+ *
+ * Rejected: spinning before blocking.  Microprocesses are not preempted,
+ * so on one VP the owner cannot run while a locker spins; across VPs the
+ * hand-off keeps the order fair.
+ */
+#include "wait.h"
+
+#define M_WAITERS ((uintptr_t)1)
+#define M_DEAD ((uintptr_t)2) /* destroyed: no token looks like this */
+
+static __thread _Alignas(8) char foreign_token;
+
+/* The caller's token: its microprocess, or its thread's word off a VP. */
+static inline uintptr_t token(void)
+{
+	kr_mp *self = kr_self();
+	return self ? (uintptr_t)self : (uintptr_t)&foreign_token;
+}
+
+int kr_mutex_init(kr_mutex *m)
+{
+	if (!m)
+		return EINVAL;
+	*m = (kr_mutex){0};
+	return 0;
+}
+
+int kr_mutex_destroy(kr_mutex *m)
+{
+	if (!m)
+		return EINVAL;
+	uintptr_t s = 0;
+	if (__atomic_compare_exchange_n(&m->state, &s, M_DEAD, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 0;
+	return s == M_DEAD ? EINVAL : EBUSY;
+}
+
+/* Queue w on m, or give m to w's microprocess at once if it is free.
+ * 1: w got it (the caller wakes it or returns). */
+static int enqueue_or_take(kr_mutex *m, struct kr_waiter *w)
+{
+	kr_spin_lock(&m->lock);
+	uintptr_t s = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+	for (;;) {
+		if (s == 0) {
+			if (__atomic_compare_exchange_n(&m->state, &s, (uintptr_t)w->mp, 0,
+							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+				kr_spin_unlock(&m->lock);
+				return 1;
+			}
+		} else if ((s & M_WAITERS) ||
+			   __atomic_compare_exchange_n(&m->state, &s, s | M_WAITERS, 0,
+						       __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			break;
+		}
+	}
+	wq_push(&m->q, w);
+	kr_spin_unlock(&m->lock);
+	return 0;
+}
+
+static int lock_slow(kr_mutex *m, kr_mp *self, uintptr_t s, uint64_t deadline)
+{
+	if (s == M_DEAD)
+		return EINVAL;
+	if ((s & ~M_WAITERS) == (uintptr_t)self)
+		return EDEADLK;
+	struct kr_waiter w = {.mp = self};
+	if (enqueue_or_take(m, &w))
+		return 0;
+	int err = wq_wait(&w, &m->lock, deadline);
+	if (err && w.state == W_WAITING) {
+		wq_remove(&m->q, &w);
+		if (!m->q.head) /* stable: bit 0 is set and we hold m->lock */
+			__atomic_store_n(&m->state, m->state & ~M_WAITERS, __ATOMIC_RELAXED);
+		kr_spin_unlock(&m->lock);
+	}
+	return err;
+}
+
+static inline int lock(kr_mutex *m, uint64_t deadline)
+{
+	kr_mp *self = kr_self();
+	if (!m)
+		return EINVAL;
+	if (!self)
+		return EPERM;
+	uintptr_t s = 0;
+	if (__builtin_expect(__atomic_compare_exchange_n(&m->state, &s, (uintptr_t)self, 0,
+							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
+		return 0;
+	return lock_slow(m, self, s, deadline);
+}
+
+int kr_mutex_lock(kr_mutex *m) { return lock(m, UINT64_MAX); }
+int kr_mutex_timedlock(kr_mutex *m, uint64_t deadline) { return lock(m, deadline); }
+
+int kr_mutex_trylock(kr_mutex *m)
+{
+	if (!m)
+		return EINVAL;
+	uintptr_t s = 0;
+	if (__atomic_compare_exchange_n(&m->state, &s, token(), 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED))
+		return 0;
+	return s == M_DEAD ? EINVAL : EBUSY;
+}
+
+/* Release m held by `me` with waiters: the first one owns it now; the
+ * caller wakes it. */
+static struct kr_waiter *hand_over(kr_mutex *m)
+{
+	kr_spin_lock(&m->lock);
+	struct kr_waiter *w = wq_pop(&m->q);
+	__atomic_store_n(&m->state, (uintptr_t)w->mp | (m->q.head ? M_WAITERS : 0),
+			 __ATOMIC_RELEASE);
+	kr_spin_unlock(&m->lock);
+	return w;
+}
+
+/* 0 and *next = the waiter to wake (or NULL), or an error. */
+static inline int release(kr_mutex *m, struct kr_waiter **next)
+{
+	uintptr_t me = token();
+	uintptr_t s = me;
+	*next = NULL;
+	if (__builtin_expect(__atomic_compare_exchange_n(&m->state, &s, 0, 0, __ATOMIC_RELEASE,
+							 __ATOMIC_RELAXED), 1))
+		return 0;
+	if (s == M_DEAD)
+		return EINVAL;
+	if ((s & ~M_WAITERS) != me)
+		return EPERM;
+	*next = hand_over(m);
+	return 0;
+}
+
+int kr_mutex_unlock(kr_mutex *m)
+{
+	if (!m)
+		return EINVAL;
+	struct kr_waiter *w;
+	int err = release(m, &w);
+	if (w)
+		wq_wake(w, 0);
+	return err;
+}
+
+/* ---------------- condition variables ---------------- */
+
+int kr_cond_init(kr_cond *c)
+{
+	if (!c)
+		return EINVAL;
+	*c = (kr_cond){0};
+	return 0;
+}
+
+int kr_cond_destroy(kr_cond *c)
+{
+	if (!c)
+		return EINVAL;
+	kr_spin_lock(&c->lock);
+	int err = c->dead ? EINVAL : c->q.head ? EBUSY : 0;
+	if (!err)
+		c->dead = 1;
+	kr_spin_unlock(&c->lock);
+	return err;
+}
+
+static int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
+{
+	kr_mp *self = kr_self();
+	if (!c || !m)
+		return EINVAL;
+	if (!self)
+		return EPERM;
+	uintptr_t s = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+	if (s == M_DEAD)
+		return EINVAL;
+	if ((s & ~M_WAITERS) != (uintptr_t)self)
+		return EPERM;
+	struct kr_waiter w = {.mp = self, .aux = m};
+	kr_spin_lock(&c->lock);
+	if (c->dead) {
+		kr_spin_unlock(&c->lock);
+		return EINVAL;
+	}
+	wq_push(&c->q, &w);
+	kr_spin_unlock(&c->lock);
+	struct kr_waiter *next;
+	release(m, &next);
+	if (next && deadline == UINT64_MAX)
+		wq_wake_and_block(next, 0);
+	else if (next)
+		wq_wake(next, 0);
+	int err = wq_wait(&w, &c->lock, deadline);
+	if (err && w.state == W_WAITING) {
+		/* not signalled: leave c, then take m back as a plain locker */
+		wq_remove(&c->q, &w);
+		kr_spin_unlock(&c->lock);
+		lock(m, UINT64_MAX);
+	}
+	return err;
+}
+
+int kr_cond_wait(kr_cond *c, kr_mutex *m) { return cond_wait(c, m, UINT64_MAX); }
+
+int kr_cond_timedwait(kr_cond *c, kr_mutex *m, uint64_t deadline)
+{
+	return cond_wait(c, m, deadline);
+}
+
+/* Up to `max` waiters of c move onto their mutexes. */
+static int cond_wake(kr_cond *c, unsigned long max)
+{
+	if (!c)
+		return EINVAL;
+	kr_waitq moved = {0};
+	kr_spin_lock(&c->lock);
+	int err = c->dead ? EINVAL : 0;
+	for (struct kr_waiter *w; !err && max-- && (w = wq_pop(&c->q));) {
+		__atomic_store_n(&w->state, W_MOVED, __ATOMIC_RELAXED);
+		wq_push(&moved, w);
+	}
+	kr_spin_unlock(&c->lock);
+	for (struct kr_waiter *w; (w = wq_pop(&moved));)
+		if (enqueue_or_take(w->aux, w))
+			wq_wake(w, 0);
+	return err;
+}
+
+int kr_cond_signal(kr_cond *c) { return cond_wake(c, 1); }
+int kr_cond_broadcast(kr_cond *c) { return cond_wake(c, (unsigned long)-1); }

@@ -1,0 +1,94 @@
+/*
+ * karui L3 — counting semaphores.
+ *
+ * One spin lock guards the count and the queue.  A post with waiters hands
+ * its unit straight to the first one (the count stays 0), so a woken
+ * microprocess never finds its unit taken by a newcomer.
+ */
+#include "wait.h"
+
+int kr_sem_init(kr_sem *s, long value)
+{
+	if (!s || value < 0 || value > KR_SEM_MAX)
+		return EINVAL;
+	*s = (kr_sem){.count = value};
+	return 0;
+}
+
+int kr_sem_destroy(kr_sem *s)
+{
+	if (!s)
+		return EINVAL;
+	kr_spin_lock(&s->lock);
+	int err = s->dead ? EINVAL : s->q.head ? EBUSY : 0;
+	if (!err)
+		s->dead = 1;
+	kr_spin_unlock(&s->lock);
+	return err;
+}
+
+static int sem_wait(kr_sem *s, uint64_t deadline, int try)
+{
+	kr_mp *self = kr_self();
+	if (!s)
+		return EINVAL;
+	if (!self && !try)
+		return EPERM;
+	kr_spin_lock(&s->lock);
+	if (s->dead || s->count > 0 || try) {
+		int err = s->dead ? EINVAL : s->count > 0 ? 0 : EAGAIN;
+		if (!err)
+			s->count--;
+		kr_spin_unlock(&s->lock);
+		return err;
+	}
+	struct kr_waiter w = {.mp = self};
+	wq_push(&s->q, &w);
+	kr_spin_unlock(&s->lock);
+	int err = wq_wait(&w, &s->lock, deadline);
+	if (err && w.state == W_WAITING) {
+		wq_remove(&s->q, &w);
+		kr_spin_unlock(&s->lock);
+	}
+	return err;
+}
+
+int kr_sem_wait(kr_sem *s) { return sem_wait(s, UINT64_MAX, 0); }
+int kr_sem_timedwait(kr_sem *s, uint64_t deadline) { return sem_wait(s, deadline, 0); }
+int kr_sem_trywait(kr_sem *s) { return sem_wait(s, 0, 1); }
+
+int kr_sem_post_n(kr_sem *s, long n)
+{
+	if (!s || n < 1 || n > KR_SEM_MAX)
+		return EINVAL;
+	kr_waitq wake = {0};
+	kr_spin_lock(&s->lock);
+	int err = s->dead ? EINVAL : 0;
+	/* While anyone waits the count is 0, so only a post with no waiters
+	 * can overflow it. */
+	if (!err && !s->q.head && n > KR_SEM_MAX - s->count)
+		err = EOVERFLOW;
+	if (!err) {
+		long left = n;
+		for (struct kr_waiter *w; left > 0 && (w = wq_pop(&s->q)); left--)
+			wq_push(&wake, w); /* a unit each, handed over */
+		s->count += left;
+	}
+	kr_spin_unlock(&s->lock);
+	for (struct kr_waiter *w; (w = wq_pop(&wake));)
+		wq_wake(w, 0);
+	return err;
+}
+
+int kr_sem_post(kr_sem *s) { return kr_sem_post_n(s, 1); }
+
+int kr_sem_getvalue(kr_sem *s, long *value)
+{
+	if (!s || !value)
+		return EINVAL;
+	kr_spin_lock(&s->lock);
+	int err = s->dead ? EINVAL : 0;
+	*value = s->count;
+	kr_spin_unlock(&s->lock);
+	return err;
+}

@@ -1,0 +1,250 @@
+/*
+ * karui L3 — byte streams: UNIX pipes between microprocesses (seed 000
+ * level 3; seed 003 §4.4.1's one-copy pipe).
+ *
+ * A bounded ring plus two queues.  Bytes are copied once whenever the
+ * other side waits: a writer that finds a reader waiting copies straight
+ * into the reader's buffer; a reader that finds the ring empty and a writer
+ * waiting copies straight out of the writer's buffer.  Only when nobody
+ * waits do bytes go through the ring.  Invariants (under the lock): readers
+ * wait only while the ring is empty, writers only while it is full.
+ *
+ * A read returns as soon as it has at least one byte, like read(2) on a
+ * pipe; a write returns when all its bytes are in (the ring or a reader).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "wait.h"
+
+#define CAP_MAX ((size_t)1 << 30)
+
+int kr_stream_init(kr_stream *s, size_t capacity)
+{
+	if (!s || capacity == 0 || capacity > CAP_MAX)
+		return EINVAL;
+	unsigned char *buf = malloc(capacity);
+	if (!buf)
+		return ENOMEM;
+	*s = (kr_stream){.cap = capacity, .buf = buf};
+	return 0;
+}
+
+static int enter(kr_stream *s)
+{
+	if (!s)
+		return EINVAL;
+	kr_spin_lock(&s->lock);
+	if (s->dead || !s->cap) {
+		kr_spin_unlock(&s->lock);
+		return EINVAL;
+	}
+	return 0;
+}
+
+int kr_stream_destroy(kr_stream *s)
+{
+	int err = enter(s);
+	if (err)
+		return err;
+	if (s->readers.head || s->writers.head) {
+		kr_spin_unlock(&s->lock);
+		return EBUSY;
+	}
+	s->dead = 1;
+	free(s->buf);
+	s->buf = NULL;
+	kr_spin_unlock(&s->lock);
+	return 0;
+}
+
+/* Copy up to n bytes into the ring's free space; returns the count. */
+static size_t ring_put(kr_stream *s, const unsigned char *p, size_t n)
+{
+	size_t room = s->cap - s->count;
+	if (n > room)
+		n = room;
+	size_t tail = (s->head + s->count) % s->cap;
+	size_t first = n < s->cap - tail ? n : s->cap - tail;
+	memcpy(s->buf + tail, p, first);
+	memcpy(s->buf, p + first, n - first);
+	s->count += n;
+	return n;
+}
+
+static size_t ring_get(kr_stream *s, unsigned char *p, size_t n)
+{
+	if (n > s->count)
+		n = s->count;
+	size_t first = n < s->cap - s->head ? n : s->cap - s->head;
+	memcpy(p, s->buf + s->head, first);
+	memcpy(p + first, s->buf, n - first);
+	s->head = (s->head + n) % s->cap;
+	s->count -= n;
+	return n;
+}
+
+/* Move bytes of waiting writers into the ring; writers whose bytes are all
+ * in leave the queue onto `done`. */
+static void refill(kr_stream *s, kr_waitq *done)
+{
+	struct kr_waiter *w;
+	while (s->count < s->cap && (w = s->writers.head)) {
+		w->done += ring_put(s, (unsigned char *)w->buf + w->done, w->len - w->done);
+		if (w->done < w->len)
+			break;
+		wq_remove(&s->writers, w);
+		wq_push(done, w);
+	}
+}
+
+int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
+{
+	kr_mp *self = kr_self();
+	if (done)
+		*done = 0;
+	if (s && !buf && len)
+		return EINVAL;
+	if (!self)
+		return s ? EPERM : EINVAL;
+	int err = enter(s);
+	if (err)
+		return err;
+	const unsigned char *p = buf;
+	size_t off = 0;
+	kr_waitq wake = {0};
+	if (s->rclosed || s->wclosed) {
+		kr_spin_unlock(&s->lock);
+		return EPIPE;
+	}
+	for (struct kr_waiter *r; off < len && (r = wq_pop(&s->readers));) {
+		size_t n = len - off < r->len ? len - off : r->len;
+		memcpy(r->buf, p + off, n);
+		r->done = n;
+		off += n;
+		wq_push(&wake, r);
+	}
+	if (!s->writers.head) /* keep the byte order behind earlier writers */
+		off += ring_put(s, p + off, len - off);
+	if (off == len) {
+		kr_spin_unlock(&s->lock);
+		for (struct kr_waiter *r; (r = wq_pop(&wake));)
+			wq_wake(r, 0);
+		if (done)
+			*done = len;
+		return 0;
+	}
+	struct kr_waiter w = {.mp = self, .buf = (void *)buf, .len = len, .done = off};
+	wq_push(&s->writers, &w);
+	kr_spin_unlock(&s->lock);
+	for (struct kr_waiter *r; (r = wq_pop(&wake));)
+		wq_wake(r, 0);
+	err = wq_wait(&w, &s->lock, UINT64_MAX);
+	if (done)
+		*done = w.done;
+	return err;
+}
+
+static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
+{
+	kr_mp *self = kr_self();
+	if (!got || (!buf && len))
+		return EINVAL;
+	*got = 0;
+	if (!self)
+		return s ? EPERM : EINVAL;
+	int err = enter(s);
+	if (err)
+		return err;
+	if (len == 0) {
+		kr_spin_unlock(&s->lock);
+		return 0;
+	}
+	if (s->rclosed) {
+		kr_spin_unlock(&s->lock);
+		return EPIPE;
+	}
+	kr_waitq wake = {0};
+	size_t n = ring_get(s, buf, len);
+	/* the ring is empty: the rest straight from waiting writers' buffers */
+	for (struct kr_waiter *wr; n < len && !s->count && (wr = s->writers.head);) {
+		size_t k = wr->len - wr->done < len - n ? wr->len - wr->done : len - n;
+		memcpy((unsigned char *)buf + n, (unsigned char *)wr->buf + wr->done, k);
+		wr->done += k;
+		n += k;
+		if (wr->done < wr->len)
+			break;
+		wq_remove(&s->writers, wr);
+		wq_push(&wake, wr);
+	}
+	refill(s, &wake);
+	*got = n;
+	if (!n && s->wclosed) {
+		kr_spin_unlock(&s->lock);
+		return 0; /* end of stream */
+	}
+	if (!n) {
+		struct kr_waiter w = {.mp = self, .buf = buf, .len = len};
+		wq_push(&s->readers, &w);
+		kr_spin_unlock(&s->lock);
+		err = wq_wait(&w, &s->lock, deadline);
+		if (err && w.state == W_WAITING) {
+			wq_remove(&s->readers, &w);
+			kr_spin_unlock(&s->lock);
+			return err;
+		}
+		*got = w.done;
+		return err;
+	}
+	kr_spin_unlock(&s->lock);
+	for (struct kr_waiter *w; (w = wq_pop(&wake));)
+		wq_wake(w, 0);
+	return 0;
+}
+
+int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got)
+{
+	return read_until(s, buf, len, got, UINT64_MAX);
+}
+
+int kr_stream_timedread(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
+{
+	return read_until(s, buf, len, got, deadline);
+}
+
+int kr_stream_close_write(kr_stream *s)
+{
+	int err = enter(s);
+	if (err)
+		return err;
+	if (s->wclosed) {
+		kr_spin_unlock(&s->lock);
+		return EPIPE;
+	}
+	s->wclosed = 1;
+	kr_waitq r = s->readers; /* they wait on an empty ring: end of stream */
+	s->readers = (kr_waitq){0};
+	kr_spin_unlock(&s->lock);
+	for (struct kr_waiter *w; (w = wq_pop(&r));)
+		wq_wake(w, 0);
+	return 0;
+}
+
+int kr_stream_close_read(kr_stream *s)
+{
+	int err = enter(s);
+	if (err)
+		return err;
+	if (s->rclosed) {
+		kr_spin_unlock(&s->lock);
+		return EPIPE;
+	}
+	s->rclosed = 1;
+	kr_waitq w = s->writers;
+	s->writers = (kr_waitq){0};
+	s->count = 0; /* nobody will read it */
+	kr_spin_unlock(&s->lock);
+	for (struct kr_waiter *x; (x = wq_pop(&w));)
+		wq_wake(x, EPIPE);
+	return 0;
+}

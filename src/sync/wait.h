@@ -1,0 +1,117 @@
+/*
+ * karui L3 — the waiter: how every primitive of sync.h blocks a
+ * microprocess and hands it what it waited for.
+ *
+ * A waiter lives on the blocked microprocess's stack and is linked into
+ * the object's queue under the object's spin lock.  Whoever serves it
+ * (post, unlock, signal, send, write, reply, close) takes it out of the
+ * queue under that lock, does the hand-over (the unit, the mutex, the
+ * bytes), and then, with no lock held, marks it DONE (release) and wakes
+ * its microprocess.  The waiter sleeps until it sees DONE (acquire), so a
+ * wakeup it did not expect only costs a loop.  After DONE the server never
+ * touches the node again: it reads `mp` first.
+ *
+ * Timeouts.  When kr_sleep_timed reports the deadline, the waiter takes
+ * the object's lock and looks: still WAITING means still queued, and it
+ * leaves (the caller unlinks it and unlocks); anything else means a server
+ * already took it, and the hand-over is completed as if no deadline had
+ * passed.  MOVED marks a node that was taken out and put into a second
+ * queue (a condition waiter moved onto its mutex, an accepted call).
+ *
+ * Direct hand-off.  A microprocess that serves a waiter and is about to
+ * block itself (a condition wait releasing a contended mutex) gives the VP
+ * straight to the waiter with kr_sleep_and_wakeup: no trip through the
+ * ready queue (seed 000's sleep_and_wakeup).
+ */
+#ifndef KARUI_SYNC_WAIT_H
+#define KARUI_SYNC_WAIT_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "karui/sync.h"
+
+enum { W_WAITING = 0, W_MOVED, W_DONE };
+
+struct kr_waiter {
+	struct kr_waiter *next, *prev;
+	kr_mp *mp;
+	uint32_t state;         /* W_*: atomic */
+	int status;             /* what the blocked call returns */
+	void *buf;              /* payload: element, bytes, message */
+	size_t len, done;       /* stream: bytes asked for / moved */
+	void *aux;              /* cond: the mutex; accept: the call */
+};
+
+static inline void wq_push(kr_waitq *q, struct kr_waiter *w)
+{
+	w->next = NULL;
+	w->prev = q->tail;
+	if (q->tail)
+		q->tail->next = w;
+	else
+		q->head = w;
+	q->tail = w;
+}
+
+static inline void wq_remove(kr_waitq *q, struct kr_waiter *w)
+{
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		q->head = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	else
+		q->tail = w->prev;
+}
+
+static inline struct kr_waiter *wq_pop(kr_waitq *q)
+{
+	struct kr_waiter *w = q->head;
+	if (w)
+		wq_remove(q, w);
+	return w;
+}
+
+/* A server's last touch: w is out of every queue. */
+static inline void wq_wake(struct kr_waiter *w, int status)
+{
+	kr_mp *mp = w->mp;
+	w->status = status;
+	__atomic_store_n(&w->state, W_DONE, __ATOMIC_RELEASE);
+	kr_wakeup(mp);
+}
+
+/* Serve w and block: run w's microprocess at once on this VP if it can be
+ * taken (it sleeps or is queued), else wake it the ordinary way.  The
+ * caller's own wait loop follows. */
+static inline void wq_wake_and_block(struct kr_waiter *w, int status)
+{
+	kr_mp *mp = w->mp;
+	w->status = status;
+	__atomic_store_n(&w->state, W_DONE, __ATOMIC_RELEASE);
+	if (kr_sleep_and_wakeup(mp) != 0)
+		kr_wakeup(mp);
+}
+
+/* Wait until w is DONE and return its status; or, when the deadline
+ * passes first and w is still WAITING, return ETIMEDOUT (or ENOMEM: no
+ * room for the timer) with *lock held and w still queued: the caller
+ * unlinks it, restores the object and unlocks. */
+static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline)
+{
+	while (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != W_DONE) {
+		int err = kr_sleep_timed(deadline);
+		if (err) {
+			kr_spin_lock(lock);
+			if (__atomic_load_n(&w->state, __ATOMIC_RELAXED) == W_WAITING)
+				return err;
+			kr_spin_unlock(lock);
+			deadline = UINT64_MAX; /* being served: wait for it */
+		}
+	}
+	return w->status;
+}
+
+#endif

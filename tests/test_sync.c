@@ -1,0 +1,816 @@
+/* L3: semaphores, monitors, barriers, channels, streams, rendezvous —
+ * behaviour, stress across VPs, timeouts and bad input. */
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "karui.h"
+#include "kt.h"
+
+#define MS 1000000ull
+
+static void init(unsigned vps)
+{
+	kr_config c = {.vps = vps};
+	KT_EQ(kr_init(&c), 0);
+}
+
+static const kr_attr small = {.stack_size = 16384};
+
+/* Create n microprocesses running fn(arg_i), then join them all. */
+static void run_all(unsigned n, void *(*fn)(void *), void *(*argf)(unsigned))
+{
+	kr_mp **m = calloc(n, sizeof *m);
+	KT_CHECK(m);
+	for (unsigned i = 0; i < n; i++)
+		KT_EQ(kr_mp_create(&m[i], &small, fn, argf ? argf(i) : NULL), 0);
+	for (unsigned i = 0; i < n; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	free(m);
+}
+
+static void *index_arg(unsigned i) { return (void *)(uintptr_t)i; }
+
+static double cpu_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* ---------------- semaphores ---------------- */
+
+static kr_sem sem;
+static int order[16], norder;
+
+static void *sem_taker(void *a)
+{
+	KT_EQ(kr_sem_wait(&sem), 0);
+	order[norder++] = (int)(uintptr_t)a;
+	return NULL;
+}
+
+static void sem_hands_units_to_waiters_in_fifo_order(void)
+{
+	init(1);
+	KT_EQ(kr_sem_init(&sem, 0), 0);
+	kr_mp *m[4];
+	for (int i = 0; i < 4; i++)
+		KT_EQ(kr_mp_create(&m[i], NULL, sem_taker, (void *)(uintptr_t)i), 0);
+	kr_yield(); /* all four block */
+	KT_EQ(norder, 0);
+	KT_EQ(kr_sem_post_n(&sem, 3), 0);
+	/* a newcomer cannot take a unit handed to a waiter */
+	KT_EQ(kr_sem_trywait(&sem), EAGAIN);
+	KT_EQ(kr_sem_post(&sem), 0);
+	for (int i = 0; i < 4; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	for (int i = 0; i < 4; i++)
+		KT_EQ(order[i], i);
+	long v = -1;
+	KT_EQ(kr_sem_getvalue(&sem, &v), 0);
+	KT_EQ(v, 0);
+	KT_EQ(kr_sem_destroy(&sem), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *sem_blocker(void *a)
+{
+	return (void *)(intptr_t)kr_sem_wait(a);
+}
+
+static void sem_rejects_bad_input(void)
+{
+	kr_sem s;
+	KT_EQ(kr_sem_init(&s, -1), EINVAL);
+	KT_EQ(kr_sem_init(&s, KR_SEM_MAX + 1), EINVAL);
+	KT_EQ(kr_sem_init(NULL, 0), EINVAL);
+	KT_EQ(kr_sem_init(&s, KR_SEM_MAX), 0);
+	KT_EQ(kr_sem_post(&s), EOVERFLOW);
+	KT_EQ(kr_sem_post_n(&s, 0), EINVAL);
+	KT_EQ(kr_sem_post_n(&s, -5), EINVAL);
+	KT_EQ(kr_sem_wait(&s), EPERM); /* not a microprocess */
+	KT_EQ(kr_sem_trywait(&s), 0);  /* non-blocking: any thread */
+	init(1);
+	KT_EQ(kr_sem_init(&s, 0), 0);
+	KT_EQ(kr_sem_trywait(&s), EAGAIN);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, sem_blocker, &s), 0);
+	kr_yield();
+	KT_EQ(kr_sem_destroy(&s), EBUSY); /* waited on */
+	KT_EQ(kr_sem_post(&s), 0);
+	void *r;
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_sem_destroy(&s), 0);
+	KT_EQ(kr_sem_wait(&s), EINVAL);
+	KT_EQ(kr_sem_post(&s), EINVAL);
+	KT_EQ(kr_sem_destroy(&s), EINVAL);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void sem_timedwait_times_out_and_leaves_no_trace(void)
+{
+	init(1);
+	KT_EQ(kr_sem_init(&sem, 0), 0);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_sem_timedwait(&sem, t0 + 3 * MS), ETIMEDOUT);
+	KT_CHECK(kr_now() >= t0 + 3 * MS);
+	KT_EQ(kr_sem_post(&sem), 0); /* nobody waits any more: it is counted */
+	long v;
+	KT_EQ(kr_sem_getvalue(&sem, &v), 0);
+	KT_EQ(v, 1);
+	KT_EQ(kr_sem_destroy(&sem), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static kr_sem items;
+static uint32_t got_units, timed_out;
+
+static void *consumer_timed(void *a)
+{
+	for (int i = 0; i < 20; i++) {
+		int e = kr_sem_timedwait(&items, kr_now() + ((uintptr_t)a % 7) * 100000);
+		if (e == 0)
+			__atomic_fetch_add(&got_units, 1, __ATOMIC_RELAXED);
+		else if (e == ETIMEDOUT)
+			__atomic_fetch_add(&timed_out, 1, __ATOMIC_RELAXED);
+		else
+			KT_EQ(e, 0);
+	}
+	return NULL;
+}
+
+static void *producer(void *a)
+{
+	for (int i = 0; i < 10; i++) {
+		KT_EQ(kr_sem_post(&items), 0);
+		if (i % 3 == 0)
+			kr_yield();
+	}
+	return a;
+}
+
+static void *foreign_poster(void *a)
+{
+	for (int i = 0; i < 5000; i++) {
+		kr_sem_post(&items);
+		if (i % 100 == 0)
+			usleep(100);
+	}
+	return a;
+}
+
+/* 2,000 consumers with short deadlines, 1,000 producers and a thread that
+ * is no VP, on 2 VPs: every unit is taken exactly once or still counted. */
+static void sem_units_add_up_under_timeouts_on_two_vps(void)
+{
+	init(2);
+	KT_EQ(kr_sem_init(&items, 0), 0);
+	got_units = timed_out = 0;
+	pthread_t t;
+	pthread_create(&t, NULL, foreign_poster, NULL);
+	kr_mp **m = calloc(3000, sizeof *m);
+	for (unsigned i = 0; i < 3000; i++)
+		KT_EQ(kr_mp_create(&m[i], &small, i % 3 == 2 ? producer : consumer_timed,
+				   (void *)(uintptr_t)i), 0);
+	for (unsigned i = 0; i < 3000; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	pthread_join(t, NULL);
+	free(m);
+	long left;
+	KT_EQ(kr_sem_getvalue(&items, &left), 0);
+	KT_EQ(got_units + left, 1000 * 10 + 5000);
+	KT_EQ(got_units + timed_out, 2000 * 20);
+	fprintf(stderr, "  %u taken, %u timed out, %ld left\n", got_units, timed_out, left);
+	KT_EQ(kr_sem_destroy(&items), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- mutexes ---------------- */
+
+static kr_mutex mu;
+static long counter;
+
+static void *locker(void *a)
+{
+	for (int i = 0; i < 50; i++) {
+		KT_EQ(kr_mutex_lock(&mu), 0);
+		long c = counter;
+		if (i % 5 == 0)
+			kr_yield(); /* others run and block on mu */
+		counter = c + 1;
+		KT_EQ(kr_mutex_unlock(&mu), 0);
+	}
+	return a;
+}
+
+static void mutex_excludes_across_two_vps(void)
+{
+	init(2);
+	counter = 0;
+	kr_mutex_init(&mu);
+	run_all(2000, locker, NULL);
+	KT_EQ(counter, 2000 * 50);
+	KT_EQ(kr_mutex_destroy(&mu), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *unlock_other(void *a)
+{
+	return (void *)(intptr_t)kr_mutex_unlock(a);
+}
+
+static void *foreign_trylock(void *a)
+{
+	intptr_t r = kr_mutex_trylock(a) == EBUSY;
+	r |= (kr_mutex_lock(a) == EPERM) << 1;
+	return (void *)r;
+}
+
+static void mutex_rejects_bad_input(void)
+{
+	init(1);
+	kr_mutex m = {0}; /* zero-filled is a valid, free mutex */
+	KT_EQ(kr_mutex_unlock(&m), EPERM); /* not held */
+	KT_EQ(kr_mutex_lock(&m), 0);
+	KT_EQ(kr_mutex_lock(&m), EDEADLK);
+	KT_EQ(kr_mutex_trylock(&m), EBUSY);
+	KT_EQ(kr_mutex_destroy(&m), EBUSY);
+	kr_mp *o;
+	void *r;
+	KT_EQ(kr_mp_create(&o, NULL, unlock_other, &m), 0);
+	KT_EQ(kr_mp_join(o, &r), 0);
+	KT_EQ((intptr_t)r, EPERM); /* not the owner */
+	pthread_t t;
+	pthread_create(&t, NULL, foreign_trylock, &m);
+	pthread_join(t, &r);
+	KT_EQ((intptr_t)r, 3); /* busy for it; it may not block */
+	KT_EQ(kr_mutex_unlock(&m), 0);
+	KT_EQ(kr_mutex_destroy(&m), 0);
+	KT_EQ(kr_mutex_lock(&m), EINVAL);
+	KT_EQ(kr_mutex_trylock(&m), EINVAL);
+	KT_EQ(kr_mutex_unlock(&m), EINVAL);
+	KT_EQ(kr_mutex_destroy(&m), EINVAL);
+	KT_EQ(kr_mutex_lock(NULL), EINVAL);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *hold_a_while(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	kr_sleep_for(20 * MS);
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	return a;
+}
+
+static void mutex_timedlock_times_out_and_leaves_no_trace(void)
+{
+	init(2);
+	kr_mutex_init(&mu);
+	kr_mp *h;
+	KT_EQ(kr_mp_create(&h, NULL, hold_a_while, NULL), 0);
+	while (kr_mutex_trylock(&mu) == 0) { /* until h holds it */
+		kr_mutex_unlock(&mu);
+		kr_yield();
+	}
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_mutex_timedlock(&mu, t0 + 2 * MS), ETIMEDOUT);
+	KT_CHECK(kr_now() >= t0 + 2 * MS);
+	KT_EQ(kr_mp_join(h, NULL), 0);
+	KT_EQ(mu.state, 0); /* free, with no waiter bit left over */
+	KT_EQ(kr_mutex_trylock(&mu), 0);
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- condition variables ---------------- */
+
+static kr_cond cv[2];
+static int turn;
+static char seq[4001];
+static int nseq;
+
+static void *ponger(void *a)
+{
+	int me = (int)(uintptr_t)a;
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	for (int i = 0; i < 2000; i++) {
+		while (turn != me)
+			KT_EQ(kr_cond_wait(&cv[me], &mu), 0);
+		seq[nseq++] = (char)('a' + me);
+		turn = !me;
+		KT_EQ(kr_cond_signal(&cv[!me]), 0);
+	}
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	return NULL;
+}
+
+/* Seed 000 Table 4's program: two microprocesses, one monitor, two
+ * condition variables, on 2 VPs; the turns strictly alternate. */
+static void condvar_pingpong_alternates_on_two_vps(void)
+{
+	init(2);
+	kr_mutex_init(&mu);
+	kr_cond_init(&cv[0]);
+	kr_cond_init(&cv[1]);
+	turn = 0;
+	nseq = 0;
+	run_all(2, ponger, index_arg);
+	KT_EQ(nseq, 4000);
+	for (int i = 0; i < 4000; i++)
+		KT_EQ(seq[i], 'a' + i % 2);
+	KT_EQ(kr_fini(), 0);
+}
+
+static int flag, seen;
+
+static void *cond_waiter(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	while (!flag)
+		KT_EQ(kr_cond_wait(&cv[0], &mu), 0);
+	/* we own the monitor again, and see what the signaller did after
+	 * signalling but before it left */
+	seen = flag;
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	return a;
+}
+
+static void signalled_waiter_wakes_owning_the_mutex(void)
+{
+	init(1);
+	kr_mutex_init(&mu);
+	kr_cond_init(&cv[0]);
+	flag = 0;
+	kr_mp *w;
+	KT_EQ(kr_mp_create(&w, NULL, cond_waiter, NULL), 0);
+	kr_yield();
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	flag = 1;
+	KT_EQ(kr_cond_signal(&cv[0]), 0);
+	KT_EQ(kr_cond_destroy(&cv[0]), 0); /* nobody waits on it now */
+	kr_yield(); /* the waiter is on the mutex: it cannot run yet */
+	KT_EQ(seen, 0);
+	flag = 2;
+	KT_CHECK(mu.state & 1); /* it waits on the mutex */
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	KT_EQ(kr_mp_join(w, NULL), 0);
+	KT_EQ(seen, 2);
+	KT_EQ(kr_fini(), 0);
+}
+
+static uint32_t woke;
+static void *bcast_waiter(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	while (!flag)
+		KT_EQ(kr_cond_wait(&cv[0], &mu), 0);
+	woke++;
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	return a;
+}
+
+static void *foreign_broadcaster(void *a)
+{
+	usleep(20000);
+	while (kr_mutex_trylock(&mu) != 0)
+		usleep(100);
+	flag = 1;
+	int e = kr_cond_broadcast(&cv[0]);
+	e |= kr_mutex_unlock(&mu);
+	return (void *)(intptr_t)e;
+}
+
+/* A thread that is no VP takes the monitor with trylock and broadcasts:
+ * all 500 waiters on 2 VPs wake, each holding the mutex in turn. */
+static void broadcast_from_a_foreign_thread_wakes_all(void)
+{
+	init(2);
+	kr_mutex_init(&mu);
+	kr_cond_init(&cv[0]);
+	flag = 0;
+	woke = 0;
+	pthread_t t;
+	pthread_create(&t, NULL, foreign_broadcaster, NULL);
+	run_all(500, bcast_waiter, NULL);
+	void *r;
+	pthread_join(t, &r);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(woke, 500);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void cond_timedwait_times_out_holding_the_mutex(void)
+{
+	init(1);
+	kr_mutex_init(&mu);
+	kr_cond_init(&cv[0]);
+	KT_EQ(kr_cond_wait(&cv[0], &mu), EPERM); /* mutex not held */
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_cond_timedwait(&cv[0], &mu, t0 + 2 * MS), ETIMEDOUT);
+	KT_CHECK(kr_now() >= t0 + 2 * MS);
+	KT_EQ(kr_mutex_trylock(&mu), EBUSY);
+	KT_EQ(kr_mutex_unlock(&mu), 0); /* held again by us */
+	KT_EQ(kr_cond_destroy(&cv[0]), 0); /* the timed-out waiter left */
+	KT_EQ(kr_cond_signal(&cv[0]), EINVAL);
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	KT_EQ(kr_cond_wait(&cv[0], &mu), EINVAL);
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void cond_destroy_while_waited_on_is_ebusy(void)
+{
+	init(1);
+	kr_mutex_init(&mu);
+	kr_cond_init(&cv[0]);
+	flag = 0;
+	kr_mp *w;
+	KT_EQ(kr_mp_create(&w, NULL, cond_waiter, NULL), 0);
+	kr_yield();
+	KT_EQ(kr_cond_destroy(&cv[0]), EBUSY);
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	flag = 1;
+	KT_EQ(kr_cond_signal(&cv[0]), 0);
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	KT_EQ(kr_mp_join(w, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- barriers ---------------- */
+
+static kr_barrier bar;
+static uint32_t serial[100], arrived[100];
+
+static void *barrier_runner(void *a)
+{
+	for (int r = 0; r < 100; r++) {
+		__atomic_fetch_add(&arrived[r], 1, __ATOMIC_RELAXED);
+		int e = kr_barrier_wait(&bar);
+		KT_CHECK(e == 0 || e == KR_BARRIER_SERIAL);
+		/* nobody passes round r before all have arrived at it */
+		KT_EQ(__atomic_load_n(&arrived[r], __ATOMIC_RELAXED), 16);
+		if (e == KR_BARRIER_SERIAL)
+			__atomic_fetch_add(&serial[r], 1, __ATOMIC_RELAXED);
+	}
+	return a;
+}
+
+static void barrier_rounds_hold_everyone_with_one_serial_each(void)
+{
+	init(2);
+	KT_EQ(kr_barrier_init(&bar, 0), EINVAL);
+	KT_EQ(kr_barrier_init(&bar, 16), 0);
+	run_all(16, barrier_runner, NULL);
+	for (int r = 0; r < 100; r++)
+		KT_EQ(serial[r], 1);
+	KT_EQ(kr_barrier_destroy(&bar), 0);
+	KT_EQ(kr_barrier_wait(&bar), EINVAL);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- channels ---------------- */
+
+static kr_chan ch;
+static uint64_t sum_recv;
+
+static void *sender(void *a)
+{
+	for (uint64_t i = 1; i <= 1000; i++) {
+		uint64_t v = i * 1000 + (uintptr_t)a;
+		KT_EQ(kr_chan_send(&ch, &v), 0);
+	}
+	return NULL;
+}
+
+static void *receiver(void *a)
+{
+	uint64_t last[8] = {0};
+	for (int i = 0; i < 1000; i++) {
+		uint64_t v;
+		KT_EQ(kr_chan_recv(&ch, &v), 0);
+		/* each sender's values arrive in the order it sent them */
+		KT_CHECK(v / 1000 > last[v % 1000]);
+		last[v % 1000] = v / 1000;
+		__atomic_fetch_add(&sum_recv, v, __ATOMIC_RELAXED);
+	}
+	return a;
+}
+
+static void chan_run(size_t cap)
+{
+	init(2);
+	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), cap), 0);
+	sum_recv = 0;
+	kr_mp *m[16];
+	for (uintptr_t i = 0; i < 8; i++) {
+		KT_EQ(kr_mp_create(&m[i], &small, sender, (void *)i), 0);
+		KT_EQ(kr_mp_create(&m[8 + i], &small, receiver, NULL), 0);
+	}
+	for (int i = 0; i < 16; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	KT_EQ(sum_recv, 8 * 1000ull * 1001 / 2 * 1000 + 1000ull * (0 + 1 + 2 + 3 + 4 + 5 + 6 + 7));
+	KT_EQ(kr_chan_destroy(&ch), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void unbuffered_chan_delivers_everything_in_order(void) { chan_run(0); }
+static void bounded_chan_delivers_everything_in_order(void) { chan_run(16); }
+
+static void *recv_one(void *a)
+{
+	uint64_t v;
+	return (void *)(intptr_t)kr_chan_recv(a, &v);
+}
+
+static void chan_close_drains_then_reports_epipe(void)
+{
+	init(1);
+	kr_chan c;
+	KT_EQ(kr_chan_init(&c, 0, 4), EINVAL);
+	KT_EQ(kr_chan_init(&c, KR_CHAN_ESIZE_MAX + 1, 4), EINVAL);
+	KT_EQ(kr_chan_init(&c, 8, (size_t)1 << 40), EINVAL);
+	KT_EQ(kr_chan_init(&c, 8, 2), 0);
+	uint64_t v = 1, out = 0;
+	KT_EQ(kr_chan_tryrecv(&c, &out), EAGAIN);
+	KT_EQ(kr_chan_trysend(&c, &v), 0);
+	v = 2;
+	KT_EQ(kr_chan_send(&c, &v), 0);
+	KT_EQ(kr_chan_trysend(&c, &v), EAGAIN); /* full */
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_chan_timedsend(&c, &v, t0 + 2 * MS), ETIMEDOUT);
+	KT_CHECK(kr_now() >= t0 + 2 * MS);
+	KT_EQ(kr_chan_close(&c), 0);
+	KT_EQ(kr_chan_close(&c), EPIPE);
+	KT_EQ(kr_chan_send(&c, &v), EPIPE);
+	KT_EQ(kr_chan_recv(&c, &out), 0);
+	KT_EQ(out, 1);
+	KT_EQ(kr_chan_recv(&c, &out), 0);
+	KT_EQ(out, 2);
+	KT_EQ(kr_chan_recv(&c, &out), EPIPE); /* closed and drained */
+	KT_EQ(kr_chan_destroy(&c), 0);
+	KT_EQ(kr_chan_recv(&c, &out), EINVAL);
+
+	/* a blocked receiver: destroy refuses, close wakes it with EPIPE */
+	KT_EQ(kr_chan_init(&c, 8, 0), 0);
+	kr_mp *r;
+	KT_EQ(kr_mp_create(&r, NULL, recv_one, &c), 0);
+	kr_yield();
+	KT_EQ(kr_chan_destroy(&c), EBUSY);
+	t0 = kr_now();
+	KT_EQ(kr_chan_timedrecv(&c, &out, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_chan_close(&c), 0);
+	void *res;
+	KT_EQ(kr_mp_join(r, &res), 0);
+	KT_EQ((intptr_t)res, EPIPE);
+	KT_EQ(kr_chan_destroy(&c), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- streams ---------------- */
+
+static kr_stream st;
+enum { STREAM_BYTES = 1 << 20 };
+
+static unsigned char pattern(size_t i) { return (unsigned char)(i * 131 + (i >> 9)); }
+
+static void *stream_writer(void *a)
+{
+	static unsigned char buf[7000];
+	size_t off = 0, k = 1;
+	while (off < STREAM_BYTES) {
+		size_t n = (k = k * 1103515245 + 12345) % sizeof buf + 1;
+		if (n > STREAM_BYTES - off)
+			n = STREAM_BYTES - off;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern(off + i);
+		size_t done;
+		KT_EQ(kr_stream_write(&st, buf, n, &done), 0);
+		KT_EQ(done, n);
+		off += n;
+	}
+	KT_EQ(kr_stream_close_write(&st), 0);
+	return a;
+}
+
+static void *stream_reader(void *a)
+{
+	static unsigned char buf[5000];
+	size_t off = 0, k = 7, got;
+	for (;;) {
+		size_t n = (k = k * 1103515245 + 12345) % sizeof buf + 1;
+		KT_EQ(kr_stream_read(&st, buf, n, &got), 0);
+		if (!got)
+			break; /* end of stream */
+		KT_CHECK(got <= n);
+		for (size_t i = 0; i < got; i++)
+			KT_EQ(buf[i], pattern(off + i));
+		off += got;
+	}
+	KT_EQ(off, STREAM_BYTES);
+	return a;
+}
+
+static void stream_run(unsigned vps, size_t cap)
+{
+	init(vps);
+	KT_EQ(kr_stream_init(&st, cap), 0);
+	kr_mp *w, *r;
+	KT_EQ(kr_mp_create(&r, NULL, stream_reader, NULL), 0);
+	KT_EQ(kr_mp_create(&w, NULL, stream_writer, NULL), 0);
+	KT_EQ(kr_mp_join(w, NULL), 0);
+	KT_EQ(kr_mp_join(r, NULL), 0);
+	KT_EQ(kr_stream_destroy(&st), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* 1 MiB in random-sized writes and reads arrives whole and in order, with
+ * a ring smaller than most writes (the one-copy paths) and a large one. */
+static void stream_moves_bytes_in_order_through_a_small_ring(void) { stream_run(2, 100); }
+static void stream_moves_bytes_in_order_through_a_large_ring(void) { stream_run(1, 65536); }
+
+static void *stream_write_big(void *a)
+{
+	static unsigned char buf[10000];
+	size_t done = 0;
+	int e = kr_stream_write(a, buf, sizeof buf, &done);
+	return (void *)(intptr_t)(e == EPIPE && done == 64 ? 1 : 0);
+}
+
+static void stream_close_gives_eof_and_epipe(void)
+{
+	init(1);
+	kr_stream s;
+	KT_EQ(kr_stream_init(&s, 0), EINVAL);
+	KT_EQ(kr_stream_init(&s, 64), 0);
+	size_t got = 9;
+	char b[16];
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_stream_timedread(&s, b, sizeof b, &got, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(got, 0);
+	KT_EQ(kr_stream_write(&s, "hello", 5, NULL), 0);
+	KT_EQ(kr_stream_close_write(&s), 0);
+	KT_EQ(kr_stream_write(&s, "x", 1, NULL), EPIPE);
+	KT_EQ(kr_stream_read(&s, b, sizeof b, &got), 0);
+	KT_EQ(got, 5);
+	KT_CHECK(memcmp(b, "hello", 5) == 0);
+	KT_EQ(kr_stream_read(&s, b, sizeof b, &got), 0);
+	KT_EQ(got, 0); /* end of stream */
+	KT_EQ(kr_stream_destroy(&s), 0);
+	KT_EQ(kr_stream_read(&s, b, sizeof b, &got), EINVAL);
+
+	/* a writer blocked on a full ring gets EPIPE when the reader leaves,
+	 * and knows how much went in */
+	KT_EQ(kr_stream_init(&s, 64), 0);
+	kr_mp *w;
+	KT_EQ(kr_mp_create(&w, NULL, stream_write_big, &s), 0);
+	kr_yield();
+	KT_EQ(kr_stream_destroy(&s), EBUSY);
+	KT_EQ(kr_stream_close_read(&s), 0);
+	void *r;
+	KT_EQ(kr_mp_join(w, &r), 0);
+	KT_EQ((intptr_t)r, 1);
+	KT_EQ(kr_stream_write(&s, "x", 1, NULL), EPIPE);
+	KT_EQ(kr_stream_destroy(&s), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- rendezvous ---------------- */
+
+static kr_entry ent;
+
+static void *server(void *a)
+{
+	for (long i = 0; i < (long)(uintptr_t)a; i++) {
+		kr_call *c;
+		KT_EQ(kr_entry_accept(&ent, &c), 0);
+		long *msg = kr_call_msg(c);
+		*msg += 1;
+		if (i % 7 == 0)
+			kr_yield(); /* the caller stays blocked meanwhile */
+		KT_EQ(kr_entry_reply(c, 0), 0);
+	}
+	return NULL;
+}
+
+static void *caller(void *a)
+{
+	for (long i = 0; i < 50; i++) {
+		long v = i * 10;
+		KT_EQ(kr_entry_call(&ent, &v), 0);
+		KT_EQ(v, i * 10 + 1);
+	}
+	return a;
+}
+
+/* 200 callers and 2 acceptors on 2 VPs: every call is accepted once and
+ * answered in place. */
+static void rendezvous_answers_every_call_once(void)
+{
+	init(2);
+	KT_EQ(kr_entry_init(&ent), 0);
+	kr_mp *s[2];
+	for (int i = 0; i < 2; i++)
+		KT_EQ(kr_mp_create(&s[i], NULL, server, (void *)(uintptr_t)(200 * 50 / 2)), 0);
+	run_all(200, caller, NULL);
+	for (int i = 0; i < 2; i++)
+		KT_EQ(kr_mp_join(s[i], NULL), 0);
+	KT_EQ(kr_entry_destroy(&ent), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *late_acceptor(void *a)
+{
+	kr_call *c;
+	kr_sleep_for(5 * MS);
+	if (kr_entry_accept(&ent, &c))
+		return (void *)1;
+	kr_sleep_for(5 * MS); /* past the caller's deadline: it must wait */
+	return (void *)(intptr_t)kr_entry_reply(c, 42);
+}
+
+static void rendezvous_timeouts_apply_before_acceptance_only(void)
+{
+	init(1);
+	KT_EQ(kr_entry_init(&ent), 0);
+	kr_call *c;
+	long v = 0;
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_entry_timedaccept(&ent, &c, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_entry_timedcall(&ent, &v, kr_now() + 2 * MS), ETIMEDOUT);
+	KT_CHECK(kr_now() >= t0 + 4 * MS);
+	kr_mp *a;
+	KT_EQ(kr_mp_create(&a, NULL, late_acceptor, NULL), 0);
+	/* accepted at ~5 ms, before the 8 ms deadline; replied at ~10 ms */
+	KT_EQ(kr_entry_timedcall(&ent, &v, kr_now() + 8 * MS), 42);
+	void *r;
+	KT_EQ(kr_mp_join(a, &r), 0);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_entry_accept(&ent, NULL), EINVAL);
+	KT_EQ(kr_entry_reply(NULL, 0), EINVAL);
+	KT_EQ(kr_entry_destroy(&ent), 0);
+	KT_EQ(kr_entry_call(&ent, &v), EINVAL);
+	KT_EQ(kr_fini(), 0);
+	KT_EQ(kr_entry_call(&ent, &v), EPERM);
+}
+
+/* ---------------- blocked costs nothing ---------------- */
+
+static void *block_on_sem(void *a)
+{
+	KT_EQ(kr_sem_wait(&sem), 0);
+	return a;
+}
+
+static void *release_later(void *a)
+{
+	usleep(300000);
+	return (void *)(intptr_t)kr_sem_post_n(&sem, 1000);
+}
+
+static void blocked_microprocesses_use_no_cpu(void)
+{
+	init(2);
+	KT_EQ(kr_sem_init(&sem, 0), 0);
+	pthread_t t;
+	pthread_create(&t, NULL, release_later, NULL);
+	double c0 = cpu_ms();
+	run_all(1000, block_on_sem, NULL);
+	double c1 = cpu_ms();
+	void *r;
+	pthread_join(t, &r);
+	KT_EQ((intptr_t)r, 0);
+	fprintf(stderr, "  %.1f ms of CPU while 1000 waited 300 ms\n", c1 - c0);
+	KT_CHECK(c1 - c0 < 60); /* a spinning VP would burn ~300 ms */
+	KT_EQ(kr_fini(), 0);
+}
+
+int main(int argc, char **argv)
+{
+	kt_args(argc, argv);
+	KT_RUN(sem_hands_units_to_waiters_in_fifo_order);
+	KT_RUN(sem_rejects_bad_input);
+	KT_RUN(sem_timedwait_times_out_and_leaves_no_trace);
+	KT_RUN(sem_units_add_up_under_timeouts_on_two_vps);
+	KT_RUN(mutex_excludes_across_two_vps);
+	KT_RUN(mutex_rejects_bad_input);
+	KT_RUN(mutex_timedlock_times_out_and_leaves_no_trace);
+	KT_RUN(condvar_pingpong_alternates_on_two_vps);
+	KT_RUN(signalled_waiter_wakes_owning_the_mutex);
+	KT_RUN(broadcast_from_a_foreign_thread_wakes_all);
+	KT_RUN(cond_timedwait_times_out_holding_the_mutex);
+	KT_RUN(cond_destroy_while_waited_on_is_ebusy);
+	KT_RUN(barrier_rounds_hold_everyone_with_one_serial_each);
+	KT_RUN(unbuffered_chan_delivers_everything_in_order);
+	KT_RUN(bounded_chan_delivers_everything_in_order);
+	KT_RUN(chan_close_drains_then_reports_epipe);
+	KT_RUN(stream_moves_bytes_in_order_through_a_small_ring);
+	KT_RUN(stream_moves_bytes_in_order_through_a_large_ring);
+	KT_RUN(stream_close_gives_eof_and_epipe);
+	KT_RUN(rendezvous_answers_every_call_once);
+	KT_RUN(rendezvous_timeouts_apply_before_acceptance_only);
+	KT_RUN(blocked_microprocesses_use_no_cpu);
+	return kt_finish();
+}
