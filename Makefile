@@ -3,12 +3,13 @@
 
 BUILD   := build
 ASAN    := build-asan
+TSAN    := build-tsan
 ARM     := build-aarch64
 CMAKE   := cmake -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 CTEST   := ctest --output-on-failure --timeout 900
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all deps build test test-native test-asan test-aarch64 demo bench clean
+.PHONY: all deps build test test-native test-asan test-tsan test-aarch64 demo bench clean
 
 all: build
 
@@ -20,8 +21,9 @@ build: deps
 	@cmake --build $(BUILD)
 
 # The suite three times: native, AddressSanitizer + UBSan, and aarch64 under
-# qemu-user.  Each ends with ctest's "N tests failed out of M" line.
-test: deps test-native test-asan test-aarch64
+# qemu-user; each ends with ctest's "N tests failed out of M" line.  Then
+# the L3 synchronisation tests under ThreadSanitizer.
+test: deps test-native test-asan test-tsan test-aarch64
 	@echo "karui: all suites passed"
 
 test-native: build
@@ -33,6 +35,12 @@ test-asan: deps
 	@$(CMAKE) -S . -B $(ASAN) -DKARUI_SANITIZE=address -DKARUI_BENCH=OFF >/dev/null
 	@cmake --build $(ASAN)
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 $(CTEST)
+
+test-tsan: deps
+	@echo "== karui tests: ThreadSanitizer (L3 sync) =="
+	@$(CMAKE) -S . -B $(TSAN) -DKARUI_SANITIZE=thread -DKARUI_BENCH=OFF >/dev/null
+	@cmake --build $(TSAN) --target test_sync
+	@cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -R '^test_sync$$'
 
 test-aarch64: deps
 	@echo "== karui tests: aarch64 under qemu-user =="
@@ -49,4 +57,4 @@ bench: build
 	@$(BUILD)/bin/karui-bench run all
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(ARM)
+	rm -rf $(BUILD) $(ASAN) $(TSAN) $(ARM)

@@ -9,8 +9,12 @@
  *   switch       two contexts ping-pong; one operation = one switch
  *   create_join  lay out a fresh frame on a reused stack, switch in, the
  *                entry switches straight back; create = writing the frame
+ *   mutex        a test-and-test-and-set spin lock on an atomic word: lock =
+ *                atomic exchange (spinning on plain loads while it is held),
+ *                unlock = release store; one flow, so never contended
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -27,6 +31,7 @@ __attribute__((visibility("hidden"))) void kb_bare_swap(void **from, void *to);
  * word so that the entry sees rsp % 16 == 8 as after a call */
 #define BARE_WORDS 8
 #define BARE_RET 6
+#define SPIN_PAUSE() __builtin_ia32_pause()
 __asm__(".pushsection .text\n"
 	".globl kb_bare_swap\n"
 	".hidden kb_bare_swap\n"
@@ -56,6 +61,7 @@ __asm__(".pushsection .text\n"
  * d8..d15; 160 bytes, so sp stays 16-byte aligned */
 #define BARE_WORDS 20
 #define BARE_RET 11
+#define SPIN_PAUSE() __asm__ volatile("yield")
 __asm__(".pushsection .text\n"
 	".globl kb_bare_swap\n"
 	".hidden kb_bare_swap\n"
@@ -158,5 +164,36 @@ int kb_bare_create_join(const kb_args *a, kb_res *r)
 		kb_bare_swap(&bare_main_sp, bare_make(stk, BARE_STACK, bare_back));
 	r->ns_per_op = (kb_now_ns() - t0) / (double)a->iters;
 	free(stk);
+	return 0;
+}
+
+/* volatile as well as atomic: the compiler may not drop or merge the
+ * accesses of the timed loop */
+static volatile atomic_int spin_word;
+
+static void spin_lock(volatile atomic_int *l)
+{
+	while (atomic_exchange_explicit(l, 1, memory_order_acquire))
+		while (atomic_load_explicit(l, memory_order_relaxed))
+			SPIN_PAUSE();
+}
+
+static void spin_unlock(volatile atomic_int *l)
+{
+	atomic_store_explicit(l, 0, memory_order_release);
+}
+
+int kb_spin_mutex(const kb_args *a, kb_res *r)
+{
+	double t0;
+
+	if (a->iters < 1)
+		return EINVAL;
+	t0 = kb_now_ns();
+	for (long i = 0; i < a->iters; i++) {
+		spin_lock(&spin_word);
+		spin_unlock(&spin_word);
+	}
+	r->ns_per_op = (kb_now_ns() - t0) / (double)a->iters;
 	return 0;
 }

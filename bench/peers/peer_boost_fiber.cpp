@@ -9,6 +9,17 @@
  *   create_batch a->n fibers, then join all
  *   many         a->n fibers blocked on a fibers::condition_variable; create
  *                time per fiber and RSS growth while all are alive
+ *   mutex        fibers::mutex lock + unlock in the main fiber
+ *   monitor      lock, fibers::condition_variable::notify_one with no waiter,
+ *                unlock
+ *   condvar_pingpong  the main fiber and one fiber, one fibers::mutex, a
+ *                condition_variable each and a turn counter; one operation =
+ *                one round trip
+ *   chan_pingpong, rendezvous  the main fiber pushes v into one
+ *                unbuffered_channel<int> and pops the answer from another; a
+ *                server fiber pops v and pushes it back (chan_pingpong) or
+ *                pushes v + 1 (rendezvous: here an entry call is just that
+ *                push and pop); one operation = one round trip
  * create_batch and many size the pool to a->n stacks at once (otherwise it
  * grows 32, 64, ... and overshoots).  The pool writes a free-list link into
  * every stack it carves, so in "many" each stack costs a page at its bottom
@@ -103,6 +114,61 @@ void many_release(many_state &m, std::vector<bf::fiber> &fs)
 	}
 	m.go_cv.notify_all();
 	join_all(fs);
+}
+
+struct pingpong {
+	bf::mutex mu;
+	bf::condition_variable cv[2]; /* cv[i]: flow i's turn has come */
+	long turn = 0, end = 0;       /* flow turn % 2 passes it on, up to end */
+};
+
+void cv_flow(pingpong *s, long me)
+{
+	std::unique_lock<bf::mutex> lk(s->mu);
+	for (;;) {
+		s->cv[me].wait(lk, [s, me] { return (s->turn & 1) == me || s->turn >= s->end; });
+		if (s->turn >= s->end)
+			return;
+		s->turn++;
+		s->cv[1 - me].notify_one();
+	}
+}
+
+using int_chan = bf::unbuffered_channel<int>;
+constexpr bf::channel_op_status chan_ok = bf::channel_op_status::success;
+
+/* the server fiber: pop v from in, push v + add to out, until in closes */
+void chan_serve(int_chan *in, int_chan *out, int add)
+{
+	int v;
+	while (in->pop(v) == chan_ok && out->push(v + add) == chan_ok)
+		continue;
+}
+
+/* a->iters round trips from the main fiber through chan_serve; the value
+ * that comes back last must be a->iters * add (EIO otherwise) */
+int chan_round_trips(const kb_args *a, kb_res *r, int add)
+{
+	if (a->iters < 1)
+		return EINVAL;
+	try {
+		int_chan req, rep;
+		bf::fiber server(chan_serve, &req, &rep, add);
+		bool ok = true;
+		int v = 0;
+		double t0 = kb_now_ns();
+		for (long i = 0; i < a->iters && ok; i++)
+			ok = req.push(v) == chan_ok && rep.pop(v) == chan_ok;
+		double t1 = kb_now_ns();
+		req.close();
+		server.join();
+		if (!ok || v != a->iters * add)
+			return EIO;
+		r->ns_per_op = (t1 - t0) / double(a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
 }
 
 } // namespace
@@ -208,4 +274,71 @@ extern "C" int kb_fiber_many(const kb_args *a, kb_res *r)
 		return fib_error();
 	}
 	return 0;
+}
+
+extern "C" int kb_fiber_mutex(const kb_args *a, kb_res *r)
+{
+	if (a->iters < 1)
+		return EINVAL;
+	try {
+		bf::mutex mu;
+		double t0 = kb_now_ns();
+		for (long i = 0; i < a->iters; i++) {
+			mu.lock();
+			mu.unlock();
+		}
+		r->ns_per_op = (kb_now_ns() - t0) / double(a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}
+
+extern "C" int kb_fiber_monitor(const kb_args *a, kb_res *r)
+{
+	if (a->iters < 1)
+		return EINVAL;
+	try {
+		bf::mutex mu;
+		bf::condition_variable cv;
+		double t0 = kb_now_ns();
+		for (long i = 0; i < a->iters; i++) {
+			mu.lock();
+			cv.notify_one();
+			mu.unlock();
+		}
+		r->ns_per_op = (kb_now_ns() - t0) / double(a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}
+
+extern "C" int kb_fiber_condvar_pingpong(const kb_args *a, kb_res *r)
+{
+	if (a->iters < 1)
+		return EINVAL;
+	try {
+		pingpong s;
+		s.end = 2 * a->iters;
+		bf::fiber b(cv_flow, &s, 1L);
+		double t0 = kb_now_ns();
+		cv_flow(&s, 0); /* end is even: returns when the last round is back */
+		double t1 = kb_now_ns();
+		b.join();
+		r->ns_per_op = (t1 - t0) / double(a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}
+
+extern "C" int kb_fiber_chan_pingpong(const kb_args *a, kb_res *r)
+{
+	return chan_round_trips(a, r, 0);
+}
+
+extern "C" int kb_fiber_rendezvous(const kb_args *a, kb_res *r)
+{
+	return chan_round_trips(a, r, 1);
 }

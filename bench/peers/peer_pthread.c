@@ -8,12 +8,26 @@
  *   create_batch a->n pthread_create, then a->n pthread_join
  *   many         a->n threads with 64 KiB stacks blocked on one condvar;
  *                create time per thread and RSS growth while all are alive
+ *   mutex        pthread_mutex_lock + pthread_mutex_unlock, default mutex
+ *   monitor      lock, pthread_cond_signal with no waiter, unlock
+ *   condvar_pingpong  one mutex, a condvar per thread and a turn counter;
+ *                each thread waits for its turn, passes it on and signals
+ *                the other's condvar; one operation = one round trip
+ *   sem_pingpong two sem_t: A posts s[0] and waits on s[1], B the reverse
+ *   rendezvous   a caller and a server thread, one mutex and a condvar each
+ *                way; the server takes the request v and replies v + 1
+ * The two-thread experiments (yield and the ping-pongs) run two new threads
+ * pinned to the caller's CPU; they meet before the clock starts.  A hand-over
+ * through a condvar signals after unlocking: on one CPU the woken thread
+ * preempts the signaller, and if the mutex were still held it would block
+ * on it at once and hand back (about twice the switches and the time).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -26,14 +40,66 @@ static void *empty_fn(void *p)
 	return p;
 }
 
+/* ---- two threads on the caller's CPU ---- */
+
+struct duo {
+	int cpu;
+	atomic_int ready;
+	atomic_int err;
+};
+
+/* Pin the calling thread to d->cpu and wait for the other one; returns 0,
+ * or the error of either thread (then neither goes on). */
+static int duo_meet(struct duo *d)
+{
+	cpu_set_t set;
+	int e;
+
+	CPU_ZERO(&set);
+	CPU_SET((size_t)d->cpu, &set);
+	e = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+	if (e)
+		atomic_store(&d->err, e);
+	atomic_fetch_add(&d->ready, 1);
+	while (atomic_load(&d->ready) < 2)
+		sched_yield();
+	return atomic_load(&d->err);
+}
+
+/* Run fa(pa) and fb(pb), which start with duo_meet(d), on two new threads
+ * and join both; returns 0 or an errno code. */
+static int duo_run(struct duo *d, void *(*fa)(void *), void *pa, void *(*fb)(void *), void *pb)
+{
+	pthread_t ta, tb;
+	int e;
+
+	d->cpu = sched_getcpu();
+	if (d->cpu < 0)
+		return errno;
+	atomic_init(&d->ready, 0);
+	atomic_init(&d->err, 0);
+	e = pthread_create(&ta, NULL, fa, pa);
+	if (e)
+		return e;
+	e = pthread_create(&tb, NULL, fb, pb);
+	if (e) {
+		/* ta waits for a partner that never comes: let it go */
+		atomic_store(&d->err, e);
+		atomic_fetch_add(&d->ready, 1);
+		pthread_join(ta, NULL);
+		return e;
+	}
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	return atomic_load(&d->err);
+}
+
 /* ---- yield ---- */
 
 struct yshare {
-	int cpu;
+	struct duo d;
 	long iters;
 	atomic_long turn;
-	atomic_int ready;
-	atomic_int err;
 	double t0, t1;
 };
 
@@ -46,18 +112,8 @@ static void *yield_body(void *p)
 {
 	struct yarg *y = p;
 	struct yshare *s = y->s;
-	cpu_set_t set;
-	int e;
 
-	CPU_ZERO(&set);
-	CPU_SET((size_t)s->cpu, &set);
-	e = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-	if (e)
-		atomic_store(&s->err, e);
-	atomic_fetch_add(&s->ready, 1);
-	while (atomic_load(&s->ready) < 2)
-		sched_yield();
-	if (atomic_load(&s->err))
+	if (duo_meet(&s->d))
 		return NULL;
 	for (;;) {
 		long t = atomic_load_explicit(&s->turn, memory_order_acquire);
@@ -81,31 +137,12 @@ int kb_pthread_yield(const kb_args *a, kb_res *r)
 {
 	struct yshare s = { .iters = a->iters };
 	struct yarg y[2] = { { &s, 0 }, { &s, 1 } };
-	pthread_t th[2];
 	int e;
 
 	if (a->iters < 1)
 		return EINVAL;
-	s.cpu = sched_getcpu();
-	if (s.cpu < 0)
-		return errno;
 	atomic_init(&s.turn, 0);
-	atomic_init(&s.ready, 0);
-	atomic_init(&s.err, 0);
-	e = pthread_create(&th[0], NULL, yield_body, &y[0]);
-	if (e)
-		return e;
-	e = pthread_create(&th[1], NULL, yield_body, &y[1]);
-	if (e) {
-		/* th[0] waits for a partner that never comes: let it go */
-		atomic_store(&s.err, e);
-		atomic_fetch_add(&s.ready, 1);
-		pthread_join(th[0], NULL);
-		return e;
-	}
-	pthread_join(th[0], NULL);
-	pthread_join(th[1], NULL);
-	e = atomic_load(&s.err);
+	e = duo_run(&s.d, yield_body, &y[0], yield_body, &y[1]);
 	if (e)
 		return e;
 	r->ns_per_op = (s.t1 - s.t0) / (double)a->iters;
@@ -244,4 +281,263 @@ int kb_pthread_many(const kb_args *a, kb_res *r)
 	}
 	free(th);
 	return e;
+}
+
+/* ---- mutex, monitor ---- */
+
+int kb_pthread_mutex(const kb_args *a, kb_res *r)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	double t0;
+
+	if (a->iters < 1)
+		return EINVAL;
+	t0 = kb_now_ns();
+	for (long i = 0; i < a->iters; i++) {
+		pthread_mutex_lock(&mu);
+		pthread_mutex_unlock(&mu);
+	}
+	r->ns_per_op = (kb_now_ns() - t0) / (double)a->iters;
+	pthread_mutex_destroy(&mu);
+	return 0;
+}
+
+int kb_pthread_monitor(const kb_args *a, kb_res *r)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	double t0;
+
+	if (a->iters < 1)
+		return EINVAL;
+	t0 = kb_now_ns();
+	for (long i = 0; i < a->iters; i++) {
+		pthread_mutex_lock(&mu);
+		pthread_cond_signal(&cv);
+		pthread_mutex_unlock(&mu);
+	}
+	r->ns_per_op = (kb_now_ns() - t0) / (double)a->iters;
+	pthread_cond_destroy(&cv);
+	pthread_mutex_destroy(&mu);
+	return 0;
+}
+
+/* ---- condvar_pingpong ---- */
+
+struct cvshare {
+	struct duo d;
+	pthread_mutex_t mu;
+	pthread_cond_t cv[2]; /* cv[i]: thread i's turn has come */
+	long turn, end;       /* thread turn % 2 passes the turn on, up to end */
+	double t0, t1;
+};
+
+static void cv_flow(struct cvshare *s, long me)
+{
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while ((s->turn & 1) != me && s->turn < s->end)
+			pthread_cond_wait(&s->cv[me], &s->mu);
+		if (s->turn >= s->end)
+			break;
+		s->turn++;
+		pthread_mutex_unlock(&s->mu);
+		pthread_cond_signal(&s->cv[!me]);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+static void *cv_a(void *p)
+{
+	struct cvshare *s = p;
+
+	if (duo_meet(&s->d))
+		return NULL;
+	s->t0 = kb_now_ns();
+	cv_flow(s, 0); /* end is even: A returns when the last round is back */
+	s->t1 = kb_now_ns();
+	return NULL;
+}
+
+static void *cv_b(void *p)
+{
+	struct cvshare *s = p;
+
+	if (!duo_meet(&s->d))
+		cv_flow(s, 1);
+	return NULL;
+}
+
+int kb_pthread_condvar_pingpong(const kb_args *a, kb_res *r)
+{
+	struct cvshare s = { .mu = PTHREAD_MUTEX_INITIALIZER,
+			     .cv = { PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER },
+			     .end = 2 * a->iters };
+	int e;
+
+	if (a->iters < 1)
+		return EINVAL;
+	e = duo_run(&s.d, cv_a, &s, cv_b, &s);
+	pthread_cond_destroy(&s.cv[1]);
+	pthread_cond_destroy(&s.cv[0]);
+	pthread_mutex_destroy(&s.mu);
+	if (e)
+		return e;
+	r->ns_per_op = (s.t1 - s.t0) / (double)a->iters;
+	return 0;
+}
+
+/* ---- sem_pingpong ---- */
+
+struct semshare {
+	struct duo d;
+	sem_t s[2]; /* s[0]: A -> B, s[1]: B -> A */
+	long iters;
+	double t0, t1;
+};
+
+/* sem_wait, again when interrupted (a stop and continue interrupts it) */
+static void sem_take(sem_t *s)
+{
+	while (sem_wait(s) != 0 && errno == EINTR)
+		continue;
+}
+
+static void *sem_a(void *p)
+{
+	struct semshare *s = p;
+
+	if (duo_meet(&s->d))
+		return NULL;
+	s->t0 = kb_now_ns();
+	for (long i = 0; i < s->iters; i++) {
+		sem_post(&s->s[0]);
+		sem_take(&s->s[1]);
+	}
+	s->t1 = kb_now_ns();
+	return NULL;
+}
+
+static void *sem_b(void *p)
+{
+	struct semshare *s = p;
+
+	if (duo_meet(&s->d))
+		return NULL;
+	for (long i = 0; i < s->iters; i++) {
+		sem_take(&s->s[0]);
+		sem_post(&s->s[1]);
+	}
+	return NULL;
+}
+
+int kb_pthread_sem_pingpong(const kb_args *a, kb_res *r)
+{
+	struct semshare s = { .iters = a->iters };
+	int e;
+
+	if (a->iters < 1)
+		return EINVAL;
+	sem_init(&s.s[0], 0, 0);
+	sem_init(&s.s[1], 0, 0);
+	e = duo_run(&s.d, sem_a, &s, sem_b, &s);
+	sem_destroy(&s.s[1]);
+	sem_destroy(&s.s[0]);
+	if (e)
+		return e;
+	r->ns_per_op = (s.t1 - s.t0) / (double)a->iters;
+	return 0;
+}
+
+/* ---- rendezvous ---- */
+
+struct rvshare {
+	struct duo d;
+	pthread_mutex_t mu;
+	pthread_cond_t to_server, to_caller;
+	long v;                      /* the request, then the reply */
+	int pending, replied, closed;
+	long iters;
+	double t0, t1;
+};
+
+/* one entry call: hand v to the server, block until it has replied */
+static long rv_call(struct rvshare *s, long v)
+{
+	pthread_mutex_lock(&s->mu);
+	s->v = v;
+	s->pending = 1;
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_signal(&s->to_server);
+	pthread_mutex_lock(&s->mu);
+	while (!s->replied)
+		pthread_cond_wait(&s->to_caller, &s->mu);
+	s->replied = 0;
+	v = s->v;
+	pthread_mutex_unlock(&s->mu);
+	return v;
+}
+
+static void *rv_caller(void *p)
+{
+	struct rvshare *s = p;
+	long v = 0;
+
+	if (duo_meet(&s->d))
+		return NULL;
+	s->t0 = kb_now_ns();
+	for (long i = 0; i < s->iters; i++)
+		v = rv_call(s, v);
+	s->t1 = kb_now_ns();
+	pthread_mutex_lock(&s->mu);
+	s->closed = 1;
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_signal(&s->to_server);
+	return NULL;
+}
+
+static void *rv_server(void *p)
+{
+	struct rvshare *s = p;
+
+	if (duo_meet(&s->d))
+		return NULL;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->pending && !s->closed)
+			pthread_cond_wait(&s->to_server, &s->mu);
+		if (!s->pending)
+			break;
+		s->pending = 0;
+		s->v++;
+		s->replied = 1;
+		pthread_mutex_unlock(&s->mu);
+		pthread_cond_signal(&s->to_caller);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int kb_pthread_rendezvous(const kb_args *a, kb_res *r)
+{
+	struct rvshare s = { .mu = PTHREAD_MUTEX_INITIALIZER,
+			     .to_server = PTHREAD_COND_INITIALIZER,
+			     .to_caller = PTHREAD_COND_INITIALIZER,
+			     .iters = a->iters };
+	int e;
+
+	if (a->iters < 1)
+		return EINVAL;
+	e = duo_run(&s.d, rv_caller, &s, rv_server, &s);
+	pthread_cond_destroy(&s.to_caller);
+	pthread_cond_destroy(&s.to_server);
+	pthread_mutex_destroy(&s.mu);
+	if (e)
+		return e;
+	if (s.v != a->iters) /* every reply was the request + 1 */
+		return EIO;
+	r->ns_per_op = (s.t1 - s.t0) / (double)a->iters;
+	return 0;
 }

@@ -20,6 +20,26 @@
  *                release and join all; ns_per_op = create time per flow,
  *                rss_kib = growth of the process's resident set while all
  *                a->n are alive
+ *   mutex        one flow locking and unlocking an uncontended mutex;
+ *                one operation = lock + unlock
+ *   monitor      one flow: lock, signal a condition variable that has no
+ *                waiter, unlock; one operation = the three
+ *   condvar_pingpong  two flows on one core, one mutex, a condition
+ *                variable each and a turn variable: each waits for its turn,
+ *                gives the turn to the other and signals the other's
+ *                condition variable; one operation = one round trip
+ *   sem_pingpong two flows on one core, two semaphores: A posts s1 and
+ *                waits on s2, B waits on s1 and posts s2; one operation =
+ *                one round trip
+ *   chan_pingpong  two flows on one core, two unbuffered channels of int:
+ *                A sends on c1 and receives on c2, B receives on c1 and
+ *                sends on c2; one operation = one round trip
+ *   rendezvous   an entry call: a caller hands an int v to a server flow on
+ *                the same core and blocks until the server has accepted it
+ *                and replied v + 1; one operation = one call
+ *   stream       a writer moves a->iters blocks of 4096 bytes to a reader
+ *                that reads into a 4096-byte buffer and checks the total
+ *                (EIO on a mismatch); one operation = one block
  */
 #ifndef KARUI_BENCH_PEERS_H
 #define KARUI_BENCH_PEERS_H
@@ -50,6 +70,13 @@ int kb_pthread_create_join(const kb_args *a, kb_res *r);
 int kb_pthread_create_batch(const kb_args *a, kb_res *r);
 int kb_pthread_many(const kb_args *a, kb_res *r);
 
+/* pthreads: mutex, condvar, sem_t; the two-thread ones pinned to one CPU */
+int kb_pthread_mutex(const kb_args *a, kb_res *r);
+int kb_pthread_monitor(const kb_args *a, kb_res *r);
+int kb_pthread_condvar_pingpong(const kb_args *a, kb_res *r);
+int kb_pthread_sem_pingpong(const kb_args *a, kb_res *r);
+int kb_pthread_rendezvous(const kb_args *a, kb_res *r);
+
 /* ucontext: swapcontext (makes a sigprocmask system call per switch) */
 int kb_ucontext_switch(const kb_args *a, kb_res *r);
 int kb_ucontext_create_join(const kb_args *a, kb_res *r);
@@ -64,9 +91,22 @@ int kb_fiber_create_join(const kb_args *a, kb_res *r);
 int kb_fiber_create_batch(const kb_args *a, kb_res *r);
 int kb_fiber_many(const kb_args *a, kb_res *r);
 
+/* Boost.Fiber: fibers::mutex, condition_variable and unbuffered_channel<int> */
+int kb_fiber_mutex(const kb_args *a, kb_res *r);
+int kb_fiber_monitor(const kb_args *a, kb_res *r);
+int kb_fiber_condvar_pingpong(const kb_args *a, kb_res *r);
+int kb_fiber_chan_pingpong(const kb_args *a, kb_res *r);
+int kb_fiber_rendezvous(const kb_args *a, kb_res *r);
+
 /* bare: a hand-written callee-saved-only switch, the floor */
 int kb_bare_switch(const kb_args *a, kb_res *r);
 int kb_bare_create_join(const kb_args *a, kb_res *r);
+
+/* bare: a test-and-test-and-set spin lock, the floor for mutex */
+int kb_spin_mutex(const kb_args *a, kb_res *r);
+
+/* UNIX: a pipe between two processes (fork), a->iters 4 KiB blocks */
+int kb_unix_pipe_stream(const kb_args *a, kb_res *r);
 
 #ifdef __cplusplus
 }

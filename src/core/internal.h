@@ -59,6 +59,7 @@ struct kr_mp {
 	unsigned long id;
 	/* line 2 */
 	uint32_t is_main;
+	void *tsan_fiber;       /* ThreadSanitizer builds only */
 };
 _Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, id) < 128,
 	       "the hot fields of a record fit its first two cache lines");
@@ -100,6 +101,7 @@ struct kr_worker {
 	unsigned char *idle_stack_lo;   /* VP 0 only: its idle loop's stack */
 	size_t idle_stack_size;
 	unsigned ticks;         /* scheduling points, for polling the timers */
+	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */
 	struct kr_timers timers;
 };
 

@@ -133,6 +133,34 @@ static void ctx_bounds(struct kr_worker *w, kr_mp *mp, const void **lo, size_t *
 #define ASAN_FINISH(save) ((void)0)
 #endif
 
+/* ThreadSanitizer: every context is a TSan fiber (the idle loop of VPs
+ * 1.. runs on its thread's own).  A switch is announced just before it
+ * happens, with synchronisation, as a switch on one VP orders everything
+ * before it before everything after it. */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define TSAN_SWITCH(w, to) __tsan_switch_to_fiber((to) ? (to)->tsan_fiber : (w)->tsan_idle, 0)
+#define TSAN_NEW(mp) ((mp)->tsan_fiber = __tsan_create_fiber(0))
+#define TSAN_FREE(mp) __tsan_destroy_fiber((mp)->tsan_fiber)
+#define TSAN_THREAD() __tsan_get_current_fiber()
+#define TSAN_FIBER() __tsan_create_fiber(0)
+#define TSAN_DROP(f) __tsan_destroy_fiber(f)
+#else
+#define TSAN_THREAD() NULL
+#define TSAN_FIBER() NULL
+#define TSAN_DROP(f) ((void)(f))
+#define TSAN_SWITCH(w, to) ((void)0)
+#define TSAN_NEW(mp) ((void)0)
+#define TSAN_FREE(mp) ((void)0)
+#endif
+
+/* A record goes back to the stack cache. */
+static inline void release_record(struct kr_worker *w, kr_mp *mp)
+{
+	TSAN_FREE(mp);
+	kr__stack_put(w->stacks, mp);
+}
+
 /* ---------------- switching ---------------- */
 
 /* On the context that was just resumed: complete the switch away from
@@ -143,7 +171,7 @@ static inline __attribute__((always_inline)) void finish(void *from)
 	if (!p)
 		return;
 	if (__builtin_expect(p->on_cpu == 2, 0)) {
-		kr__stack_put(W()->stacks, p); /* a detached mp that ended */
+		release_record(W(), p); /* a detached mp that ended */
 		return;
 	}
 	__atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
@@ -187,9 +215,11 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake;
 	ASAN_START(w, &fake, next);
+	TSAN_SWITCH(w, next);
 	finish(kr_ctx_switch(&self->ctx, to, self));
 	ASAN_FINISH(fake);
 #else
+	TSAN_SWITCH(w, next);
 	finish(kr_ctx_switch(&self->ctx, to, self));
 #endif
 }
@@ -487,7 +517,14 @@ static kr_ctx_transfer mp_entry(void *from)
 	finish(from);
 	ASAN_FINISH(NULL);
 	kr_mp *self = W()->cur;
-	return mp_end(self, self->fn(self->arg));
+	kr_ctx_transfer t = mp_end(self, self->fn(self->arg));
+#if defined(__SANITIZE_THREAD__)
+	/* TSan keeps a shadow call stack per fiber: announce the switch only
+	 * where no function returns after it */
+	TSAN_SWITCH(W(), W()->cur);
+	kr_ctx_jump(t.to, t.arg);
+#endif
+	return t;
 }
 
 int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
@@ -529,6 +566,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	mp->id = ++c->next_id * KR_VP_MAX + w->vp->id;
 	__atomic_store_n(&c->created, c->created + 1, __ATOMIC_RELAXED);
 	kr__ctx_init(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
+	TSAN_NEW(mp);
 	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
 	*out = mp;
 	READY(w, mp);
@@ -576,6 +614,7 @@ int kr_mp_exit(void *result)
 	if (!w || w->cur->is_main)
 		return EPERM;
 	kr_ctx_transfer t = mp_end(w->cur, result);
+	TSAN_SWITCH(W(), W()->cur);
 	kr_ctx_jump(t.to, t.arg);
 }
 
@@ -605,7 +644,7 @@ int kr_mp_join(kr_mp *mp, void **result)
 		kr_cpu_relax();
 	if (result)
 		*result = mp->result;
-	kr__stack_put(W()->stacks, mp);
+	release_record(W(), mp);
 	return 0;
 }
 
@@ -627,7 +666,7 @@ int kr_mp_detach(kr_mp *mp)
 	/* ended, never joined: free it now */
 	while (__atomic_load_n(&mp->on_cpu, __ATOMIC_ACQUIRE))
 		kr_cpu_relax();
-	kr__stack_put(W()->stacks, mp);
+	release_record(W(), mp);
 	return 0;
 }
 
@@ -691,9 +730,11 @@ static void idle_loop(struct kr_worker *w)
 #if defined(__SANITIZE_ADDRESS__)
 		void *fake;
 		ASAN_START(w, &fake, mp);
+		TSAN_SWITCH(w, mp);
 		void *from = kr_ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
 		ASAN_FINISH(fake);
 #else
+		TSAN_SWITCH(w, mp);
 		void *from = kr_ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
 #endif
 		w->cur = NULL;
@@ -764,6 +805,7 @@ static void vp_main(kr_vp *vp, void *arg)
 	const void *lo;
 	thread_stack(&lo, &w->idle_stack_size);
 	w->idle_stack_lo = (unsigned char *)lo;
+	w->tsan_idle = TSAN_THREAD();
 	kr__w = w;
 	idle_loop(w);
 	kr__w = NULL;
@@ -832,6 +874,8 @@ int kr_init(const kr_config *cfg)
 	w->idle_stack_lo = idle->stack_lo;
 	w->idle_stack_size = idle->stack_size;
 	kr_ctx_make(&w->idle_ctx, idle->stack_lo, idle->stack_size, idle_entry);
+	w->tsan_idle = TSAN_FIBER();
+	main->tsan_fiber = TSAN_THREAD();
 	const void *lo;
 	thread_stack(&lo, &main->stack_size);
 	main->stack_lo = (unsigned char *)lo;
@@ -885,6 +929,7 @@ static void teardown(void)
 	__atomic_store_n(&G.running, 0, __ATOMIC_RELEASE);
 	G.sched.ops->fini(SCHED);
 	kr__w = NULL;
+	TSAN_DROP(w->tsan_idle);
 	worker_free(w);
 	free(G.main);
 	G.main = NULL;

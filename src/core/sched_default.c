@@ -128,7 +128,7 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 			continue;
 		kr_mp *mp = d->rq->steal(i->q);
 		if (mp)
-			mp->queued = NULL;
+			__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 		kr_spin_unlock(&i->lock);
 		if (mp)
 			return mp;

@@ -48,7 +48,8 @@ static inline void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
 		mpl_push_head((struct mplist *)i->q, mp);
 	else
 		d->rq->push(i->q, mp);
-	mp->queued = i;
+	/* atomic: take and reprio read it without the lock */
+	__atomic_store_n(&mp->queued, i, __ATOMIC_RELAXED);
 }
 
 static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
@@ -67,7 +68,7 @@ static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
 		mp = d->rq->pop(i->q);
 	}
 	if (mp)
-		mp->queued = NULL;
+		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	return mp;
 }
 
@@ -121,7 +122,7 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 			mpl_remove((struct mplist *)i->q, mp);
 		else
 			d->rq->remove(i->q, mp);
-		mp->queued = NULL;
+		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 		struct inst *pi = prev ? mine : NULL;
 		if (pi == i)
 			push_locked(d, i, prev);

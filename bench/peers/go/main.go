@@ -8,15 +8,31 @@
 //	create_batch N goroutines, then wait for all; ns per goroutine
 //	many         N goroutines blocked on one channel until it is closed;
 //	             ns per spawn and RSS growth (VmRSS) while all are alive
+//	mutex        sync.Mutex Lock + Unlock, uncontended
+//	monitor      Lock, sync.Cond.Signal with no waiter, Unlock
+//	condvar_pingpong  the main goroutine and one other, two sync.Conds on
+//	             one sync.Mutex and a turn counter; one op = one round trip
+//	chan_pingpong  the main goroutine sends v on an unbuffered chan int and
+//	             receives it back on another; one op = one round trip
+//	rendezvous   an entry call: the main goroutine sends request{v, reply}
+//	             on an unbuffered chan to a server goroutine, which replies
+//	             v+1 on the caller's reply chan (made once); one op = one call
+//	stream       ITERS blocks of 4096 bytes through an io.Pipe from the main
+//	             goroutine to a reader goroutine that reads into a 4096-byte
+//	             buffer and checks the total; one op = one block
 //
 // GOMAXPROCS is 1 for every experiment.  Each repeat prints one line:
 //
 //	{"ns_per_op": <float>, "rss_kib": <float or -1>}
+//
+// A broken run (a wrong reply or byte count) prints to stderr and exits 1.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -138,9 +154,154 @@ func many(n int64) result {
 	return result{nsPer(spawn, n), growth}
 }
 
+func mutex(iters int64) result {
+	var mu sync.Mutex
+	start := time.Now()
+	for i := int64(0); i < iters; i++ {
+		mu.Lock()
+		mu.Unlock()
+	}
+	return result{nsPer(time.Since(start), iters), -1}
+}
+
+func monitor(iters int64) result {
+	var mu sync.Mutex
+	c := sync.NewCond(&mu)
+	start := time.Now()
+	for i := int64(0); i < iters; i++ {
+		mu.Lock()
+		c.Signal()
+		mu.Unlock()
+	}
+	return result{nsPer(time.Since(start), iters), -1}
+}
+
+func condvarPingpong(iters int64) result {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	cv := [2]*sync.Cond{sync.NewCond(&mu), sync.NewCond(&mu)}
+	turn, end := int64(0), 2*iters
+	// flow me passes the turn on when turn%2 == me, up to end
+	flow := func(me int64) {
+		mu.Lock()
+		for {
+			for turn&1 != me && turn < end {
+				cv[me].Wait()
+			}
+			if turn >= end {
+				break
+			}
+			turn++
+			cv[1-me].Signal()
+		}
+		mu.Unlock()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		flow(1)
+	}()
+	start := time.Now()
+	flow(0) // end is even: returns when the last round is back
+	d := time.Since(start)
+	wg.Wait()
+	return result{nsPer(d, iters), -1}
+}
+
+func chanPingpong(iters int64) result {
+	var wg sync.WaitGroup
+	c1, c2 := make(chan int), make(chan int)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for v := range c1 {
+			c2 <- v
+		}
+	}()
+	start := time.Now()
+	for i := int64(0); i < iters; i++ {
+		c1 <- int(i)
+		<-c2
+	}
+	d := time.Since(start)
+	close(c1)
+	wg.Wait()
+	return result{nsPer(d, iters), -1}
+}
+
+type request struct {
+	v     int
+	reply chan int
+}
+
+func rendezvous(iters int64) result {
+	var wg sync.WaitGroup
+	entry, reply := make(chan request), make(chan int)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for req := range entry {
+			req.reply <- req.v + 1
+		}
+	}()
+	v := 0
+	start := time.Now()
+	for i := int64(0); i < iters; i++ {
+		entry <- request{v, reply}
+		v = <-reply
+	}
+	d := time.Since(start)
+	close(entry)
+	wg.Wait()
+	if int64(v) != iters {
+		fail("rendezvous: wrong replies")
+	}
+	return result{nsPer(d, iters), -1}
+}
+
+const block = 4096
+
+func stream(blocks int64) result {
+	pr, pw := io.Pipe()
+	got := make(chan int64)
+	go func() {
+		buf := make([]byte, block)
+		var n int64
+		for {
+			k, err := pr.Read(buf)
+			n += int64(k)
+			if err != nil {
+				break
+			}
+		}
+		got <- n
+	}()
+	buf := bytes.Repeat([]byte{'k'}, block)
+	start := time.Now()
+	for i := int64(0); i < blocks; i++ {
+		if _, err := pw.Write(buf); err != nil {
+			fail("stream: " + err.Error())
+		}
+	}
+	pw.Close()
+	n := <-got
+	d := time.Since(start)
+	if n != blocks*block {
+		fail(fmt.Sprintf("stream: read %d bytes, want %d", n, blocks*block))
+	}
+	return result{nsPer(d, blocks), -1}
+}
+
+func fail(msg string) {
+	fmt.Fprintf(os.Stderr, "benchpeer: %s\n", msg)
+	os.Exit(1)
+}
+
 func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "benchpeer: %s\n", msg)
-	fmt.Fprintln(os.Stderr, "usage: benchpeer yield|create_join|create_batch|many ITERS N REPEATS")
+	fmt.Fprintln(os.Stderr, "usage: benchpeer EXPERIMENT ITERS N REPEATS")
+	fmt.Fprintln(os.Stderr, "experiments: yield create_join create_batch many mutex monitor")
+	fmt.Fprintln(os.Stderr, "             condvar_pingpong chan_pingpong rendezvous stream")
 	os.Exit(2)
 }
 
@@ -169,6 +330,18 @@ func main() {
 		run = func() result { return createBatch(n) }
 	case "many":
 		run = func() result { return many(n) }
+	case "mutex":
+		run = func() result { return mutex(iters) }
+	case "monitor":
+		run = func() result { return monitor(iters) }
+	case "condvar_pingpong":
+		run = func() result { return condvarPingpong(iters) }
+	case "chan_pingpong":
+		run = func() result { return chanPingpong(iters) }
+	case "rendezvous":
+		run = func() result { return rendezvous(iters) }
+	case "stream":
+		run = func() result { return stream(iters) }
 	default:
 		usage(fmt.Sprintf("unknown experiment %q", os.Args[1]))
 	}

@@ -1,0 +1,260 @@
+/*
+ * karui's side of the synchronisation experiments of karui-bench (seed 000
+ * Tables 3 and 4; definitions in bench/peers/peers.h).  Each runs on one
+ * VP, like the peers run on one core, so what is measured is the
+ * primitive and the switch, not the machine's cross-core traffic.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "karui.h"
+#include "exp.h"
+
+static int start(void)
+{
+	kr_config c = {.vps = 1};
+	return kr_init(&c);
+}
+
+/* Run fa(xa) and fb(xb) as two microprocesses; time until both end. */
+static int pair(void *(*fa)(void *), void *xa, void *(*fb)(void *), void *xb, double *ns)
+{
+	kr_mp *a, *b;
+	int err = kr_mp_create(&a, NULL, fa, xa);
+	if (!err && (err = kr_mp_create(&b, NULL, fb, xb)) != 0)
+		kr_mp_join(a, NULL);
+	if (err)
+		return err;
+	double t0 = kb_now_ns();
+	kr_mp_join(a, NULL);
+	kr_mp_join(b, NULL);
+	*ns = kb_now_ns() - t0;
+	return 0;
+}
+
+static int finish(int err, double ns, long ops, kb_res *r)
+{
+	int e = kr_fini();
+	if (err)
+		return err;
+	r->ns_per_op = ns / ops;
+	return e;
+}
+
+int kb_karui_mutex(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	kr_mutex m = {0};
+	double t0 = kb_now_ns();
+	for (long i = 0; i < a->iters; i++) {
+		kr_mutex_lock(&m);
+		kr_mutex_unlock(&m);
+	}
+	return finish(0, kb_now_ns() - t0, a->iters, r);
+}
+
+int kb_karui_monitor(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	kr_mutex m = {0};
+	kr_cond c = {0};
+	double t0 = kb_now_ns();
+	for (long i = 0; i < a->iters; i++) {
+		kr_mutex_lock(&m);
+		kr_cond_signal(&c);
+		kr_mutex_unlock(&m);
+	}
+	return finish(0, kb_now_ns() - t0, a->iters, r);
+}
+
+/* ---- two microprocesses taking turns ---- */
+
+static long rounds;
+
+static struct {
+	kr_mutex m;
+	kr_cond c[2];
+	int turn;
+} mon;
+
+static void *cv_side(void *arg)
+{
+	int me = (int)(intptr_t)arg;
+	kr_mutex_lock(&mon.m);
+	for (long i = 0; i < rounds; i++) {
+		while (mon.turn != me)
+			kr_cond_wait(&mon.c[me], &mon.m);
+		mon.turn = !me;
+		kr_cond_signal(&mon.c[!me]);
+	}
+	kr_mutex_unlock(&mon.m);
+	return NULL;
+}
+
+
+int kb_karui_condvar_pingpong(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	memset(&mon, 0, sizeof mon);
+	rounds = a->iters;
+	double ns = 0;
+	err = pair(cv_side, (void *)0, cv_side, (void *)1, &ns);
+	return finish(err, ns, a->iters, r);
+}
+
+static kr_sem sems[2];
+
+static void *sem_a(void *x)
+{
+	for (long i = 0; i < rounds; i++) {
+		kr_sem_post(&sems[0]);
+		kr_sem_wait(&sems[1]);
+	}
+	return x;
+}
+
+static void *sem_b(void *x)
+{
+	for (long i = 0; i < rounds; i++) {
+		kr_sem_wait(&sems[0]);
+		kr_sem_post(&sems[1]);
+	}
+	return x;
+}
+
+int kb_karui_sem_pingpong(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	memset(sems, 0, sizeof sems);
+	rounds = a->iters;
+	double ns = 0;
+	err = pair(sem_a, NULL, sem_b, NULL, &ns);
+	return finish(err, ns, a->iters, r);
+}
+
+static kr_chan chans[2];
+
+static void *chan_a(void *x)
+{
+	for (long i = 0; i < rounds; i++) {
+		int v = (int)i;
+		kr_chan_send(&chans[0], &v);
+		kr_chan_recv(&chans[1], &v);
+	}
+	return x;
+}
+
+static void *chan_b(void *x)
+{
+	for (long i = 0; i < rounds; i++) {
+		int v;
+		kr_chan_recv(&chans[0], &v);
+		kr_chan_send(&chans[1], &v);
+	}
+	return x;
+}
+
+int kb_karui_chan_pingpong(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	kr_chan_init(&chans[0], sizeof(int), 0);
+	kr_chan_init(&chans[1], sizeof(int), 0);
+	rounds = a->iters;
+	double ns = 0;
+	err = pair(chan_a, NULL, chan_b, NULL, &ns);
+	kr_chan_destroy(&chans[0]);
+	kr_chan_destroy(&chans[1]);
+	return finish(err, ns, a->iters, r);
+}
+
+static kr_entry entry;
+
+static void *rv_caller(void *x)
+{
+	for (long i = 0; i < rounds; i++) {
+		int v = (int)i;
+		kr_entry_call(&entry, &v);
+	}
+	return x;
+}
+
+static void *rv_server(void *x)
+{
+	for (long i = 0; i < rounds; i++) {
+		kr_call *c;
+		kr_entry_accept(&entry, &c);
+		*(int *)kr_call_msg(c) += 1;
+		kr_entry_reply(c, 0);
+	}
+	return x;
+}
+
+int kb_karui_rendezvous(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	kr_entry_init(&entry);
+	rounds = a->iters;
+	double ns = 0;
+	err = pair(rv_caller, NULL, rv_server, NULL, &ns);
+	return finish(err, ns, a->iters, r);
+}
+
+/* ---- stream: a->iters blocks of 4 KiB through a karui pipe ---- */
+
+enum { BLOCK = 4096 };
+static kr_stream pipe_s;
+static long stream_bad;
+
+static void *st_writer(void *x)
+{
+	static unsigned char buf[BLOCK];
+	for (long i = 0; i < rounds; i++) {
+		buf[0] = (unsigned char)i;
+		kr_stream_write(&pipe_s, buf, BLOCK, NULL);
+	}
+	kr_stream_close_write(&pipe_s);
+	return x;
+}
+
+static void *st_reader(void *x)
+{
+	static unsigned char buf[BLOCK];
+	long total = 0;
+	size_t got;
+	while (kr_stream_read(&pipe_s, buf, BLOCK, &got) == 0 && got)
+		total += (long)got;
+	stream_bad = total != rounds * BLOCK;
+	return x;
+}
+
+int kb_karui_stream(const kb_args *a, kb_res *r)
+{
+	int err = start();
+	if (err)
+		return err;
+	/* the capacity of a Linux pipe, for a like-for-like comparison */
+	if ((err = kr_stream_init(&pipe_s, 65536)) != 0) {
+		kr_fini();
+		return err;
+	}
+	rounds = a->iters;
+	double ns = 0;
+	err = pair(st_reader, NULL, st_writer, NULL, &ns);
+	kr_stream_destroy(&pipe_s);
+	if (!err && stream_bad)
+		err = EIO;
+	return finish(err, ns, a->iters, r);
+}
