@@ -776,9 +776,12 @@ static struct kr_worker *worker_new(kr_vp *vp)
 	return w;
 }
 
-static void worker_free(struct kr_worker *w)
+/* Workers live until karui stops, after every VP has ended: until then
+ * idle VPs may look at any worker's timers. */
+static void worker_free(unsigned id)
 {
-	__atomic_store_n(&workers[w->vp->id], NULL, __ATOMIC_RELEASE);
+	struct kr_worker *w = workers[id];
+	__atomic_store_n(&workers[id], NULL, __ATOMIC_RELEASE);
 	kr__timers_fini(&w->timers);
 	kr__stack_cache_free(w->stacks);
 	free(w);
@@ -808,8 +811,7 @@ static void vp_main(kr_vp *vp, void *arg)
 	w->tsan_idle = TSAN_THREAD();
 	kr__w = w;
 	idle_loop(w);
-	kr__w = NULL;
-	worker_free(w);
+	kr__w = NULL; /* teardown() frees w */
 }
 
 static int ops_valid(const kr_config *cfg)
@@ -864,7 +866,7 @@ int kr_init(const kr_config *cfg)
 	kr_mp *idle = w ? kr__stack_get(w->stacks, KR_STACK_DEFAULT, 1) : NULL;
 	if (!idle) {
 		if (w)
-			worker_free(w);
+			worker_free(vp0->id);
 		kr_vp_release();
 		free(main);
 		G.sched.ops->fini(SCHED);
@@ -930,7 +932,9 @@ static void teardown(void)
 	G.sched.ops->fini(SCHED);
 	kr__w = NULL;
 	TSAN_DROP(w->tsan_idle);
-	worker_free(w);
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		if (workers[i])
+			worker_free(i);
 	free(G.main);
 	G.main = NULL;
 	G.w0 = NULL;
