@@ -45,8 +45,7 @@ int kr_barrier_wait(kr_barrier *b)
 		b->q = (kr_waitq){0};
 		b->arrived = 0;
 		kr_spin_unlock(&b->lock);
-		for (struct kr_waiter *w; (w = wq_pop(&all));)
-			wq_wake(w, 0);
+		wq_wake_all(&all, 0);
 		return KR_BARRIER_SERIAL;
 	}
 	struct kr_waiter w = {.mp = self};

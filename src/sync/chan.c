@@ -61,14 +61,20 @@ static int enter(kr_chan *ch)
 	return 0;
 }
 
-static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
+/* The checks of a send or receive, then enter(). */
+static int begin(kr_chan *ch, const void *elem, kr_mp *self, int try)
 {
-	kr_mp *self = kr_self();
 	if (!elem && ch)
 		return EINVAL;
 	if (!self && !try)
 		return EPERM;
-	int err = enter(ch);
+	return enter(ch);
+}
+
+static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
+{
+	kr_mp *self = kr_self();
+	int err = begin(ch, elem, self, try);
 	if (err)
 		return err;
 	if (ch->closed) {
@@ -112,11 +118,7 @@ int kr_chan_trysend(kr_chan *ch, const void *elem) { return send(ch, elem, 0, 1)
 static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
 {
 	kr_mp *self = kr_self();
-	if (!elem && ch)
-		return EINVAL;
-	if (!self && !try)
-		return EPERM;
-	int err = enter(ch);
+	int err = begin(ch, elem, self, try);
 	if (err)
 		return err;
 	struct kr_waiter *s = NULL;
@@ -170,9 +172,7 @@ int kr_chan_close(kr_chan *ch)
 	kr_waitq r = ch->receivers, s = ch->senders;
 	ch->receivers = ch->senders = (kr_waitq){0};
 	kr_spin_unlock(&ch->lock);
-	for (struct kr_waiter *w; (w = wq_pop(&r));)
-		wq_wake(w, EPIPE);
-	for (struct kr_waiter *w; (w = wq_pop(&s));)
-		wq_wake(w, EPIPE);
+	wq_wake_all(&r, EPIPE);
+	wq_wake_all(&s, EPIPE);
 	return 0;
 }

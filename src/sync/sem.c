@@ -75,8 +75,7 @@ int kr_sem_post_n(kr_sem *s, long n)
 		s->count += left;
 	}
 	kr_spin_unlock(&s->lock);
-	for (struct kr_waiter *w; (w = wq_pop(&wake));)
-		wq_wake(w, 0);
+	wq_wake_all(&wake, 0);
 	return err;
 }
 

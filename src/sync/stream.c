@@ -128,8 +128,7 @@ int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
 		off += ring_put(s, p + off, len - off);
 	if (off == len) {
 		kr_spin_unlock(&s->lock);
-		for (struct kr_waiter *r; (r = wq_pop(&wake));)
-			wq_wake(r, 0);
+		wq_wake_all(&wake, 0);
 		if (done)
 			*done = len;
 		return 0;
@@ -137,8 +136,7 @@ int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
 	struct kr_waiter w = {.mp = self, .buf = (void *)buf, .len = len, .done = off};
 	wq_push(&s->writers, &w);
 	kr_spin_unlock(&s->lock);
-	for (struct kr_waiter *r; (r = wq_pop(&wake));)
-		wq_wake(r, 0);
+	wq_wake_all(&wake, 0);
 	err = wq_wait(&w, &s->lock, UINT64_MAX);
 	if (done)
 		*done = w.done;
@@ -197,8 +195,7 @@ static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t
 		return err;
 	}
 	kr_spin_unlock(&s->lock);
-	for (struct kr_waiter *w; (w = wq_pop(&wake));)
-		wq_wake(w, 0);
+	wq_wake_all(&wake, 0);
 	return 0;
 }
 
@@ -225,8 +222,7 @@ int kr_stream_close_write(kr_stream *s)
 	kr_waitq r = s->readers; /* they wait on an empty ring: end of stream */
 	s->readers = (kr_waitq){0};
 	kr_spin_unlock(&s->lock);
-	for (struct kr_waiter *w; (w = wq_pop(&r));)
-		wq_wake(w, 0);
+	wq_wake_all(&r, 0);
 	return 0;
 }
 
@@ -244,7 +240,6 @@ int kr_stream_close_read(kr_stream *s)
 	s->writers = (kr_waitq){0};
 	s->count = 0; /* nobody will read it */
 	kr_spin_unlock(&s->lock);
-	for (struct kr_waiter *x; (x = wq_pop(&w));)
-		wq_wake(x, EPIPE);
+	wq_wake_all(&w, EPIPE);
 	return 0;
 }

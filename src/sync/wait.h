@@ -83,6 +83,13 @@ static inline void wq_wake(struct kr_waiter *w, int status)
 	kr_wakeup(mp);
 }
 
+/* Serve every waiter of a queue taken out of its object (no lock held). */
+static inline void wq_wake_all(kr_waitq *q, int status)
+{
+	for (struct kr_waiter *w; (w = wq_pop(q));)
+		wq_wake(w, status);
+}
+
 /* Serve w and block: run w's microprocess at once on this VP if it can be
  * taken (it sleeps or is queued), else wake it the ordinary way.  The
  * caller's own wait loop follows. */
