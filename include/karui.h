@@ -3,7 +3,8 @@
  *   L1 karui/ctx.h    context switch, spin locks
  *   L2 karui/core.h   microprocesses;  karui/sched.h  scheduling modules
  *   L3 karui/sync.h   semaphores, monitors, barriers, channels, streams,
- *                     rendezvous  */
+ *                     rendezvous;  karui/io.h  I/O that parks only the
+ *                     calling microprocess  */
 #ifndef KARUI_H
 #define KARUI_H
 #include "karui/vp.h"
@@ -11,4 +12,5 @@
 #include "karui/core.h"
 #include "karui/sched.h"
 #include "karui/sync.h"
+#include "karui/io.h"
 #endif

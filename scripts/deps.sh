@@ -17,12 +17,14 @@ have_cmd valgrind || want valgrind
 have_cmd qemu-aarch64 || want qemu-user
 have_cmd aarch64-linux-gnu-gcc || want gcc-aarch64-linux-gnu
 [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || want libc6-dev-arm64-cross
+[ -e /usr/include/liburing.h ] || want liburing-dev
 [ -e /usr/include/boost/context/detail/fcontext.hpp ] || want libboost-context-dev
 [ -e /usr/include/boost/fiber/all.hpp ] || want libboost-fiber-dev
 # Go is a benchmark peer only; a toolchain already on the machine will do.
 have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
 if [ "${1:-}" = "--demo" ]; then
 	python3 -c 'import matplotlib' 2>/dev/null || want python3-matplotlib
+	have_cmd wrk || want wrk
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0

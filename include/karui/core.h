@@ -113,6 +113,20 @@ int kr_yield(void);
 /* Block until kr_wakeup (or return at once, consuming a pending permit). */
 int kr_sleep(void);
 
+/* Around a call that may block the kernel thread and has no karui
+ * version (a read of a regular file, getaddrinfo, a foreign library):
+ *
+ *     kr_blocking_enter();  n = read(fd, buf, len);  kr_blocking_leave();
+ *
+ * enter publishes the VP as BLOCKED and makes sure the configured number
+ * of VPs still run microprocesses: a parked spare VP is resumed, or a new
+ * one started, and it takes over the other microprocesses, the blocked
+ * VP's queue included.  Between the two calls the microprocess makes no
+ * other karui call.  enter: EBUSY if already inside; leave: EINVAL if not;
+ * both EPERM off a VP. */
+int kr_blocking_enter(void);
+int kr_blocking_leave(void);
+
 /* Time: kr_now() is CLOCK_MONOTONIC in nanoseconds; deadlines below are
  * on that clock, UINT64_MAX meaning none.  Deadlines live in the timer heap
  * of the VP the sleeper went to sleep on, checked at its scheduling points

@@ -104,6 +104,34 @@ extern const kr_sched_ops kr_sched_default;
  * The core expires due timers each time round the idle loop. */
 uint64_t kr_sched_idle_usec(void);
 
+/* How an idle callback waits: on L0 (kr_vp_sleep), or, when an event
+ * source is set and no other VP is waiting on it, on the event source, so
+ * that I/O completions wake it too.  Returns when woken, when something
+ * completed, or after usec (UINT64_MAX: no limit). */
+void kr_sched_park(uint64_t usec);
+
+/* For a ready callback that saw an idle VP: kr_vp_wakeup(n), and a kick
+ * for the VP waiting on the event source, if one is. */
+void kr_sched_unpark(unsigned n);
+
+/* An event source (karui's I/O layer sets one): the core calls `poll` at
+ * every 8th scheduling point of a busy VP and each time round the idle
+ * loop, and `wait` in kr_sched_park on one VP at a time.  poll and wait
+ * submit what was queued and wake the microprocesses whose requests
+ * completed (kr_wakeup); kick may be called from any thread and makes a
+ * running or imminent wait return. */
+typedef struct kr_poller {
+	void (*poll)(void *arg);
+	void (*wait)(void *arg, uint64_t usec);
+	void (*kick)(void *arg);
+	void (*fini)(void *arg); /* optional: kr_fini, after every VP stopped */
+	void *arg;
+} kr_poller;
+
+/* Set the event source (NULL: remove it).  EBUSY: another one is set;
+ * EPERM: karui is not running.  kr_fini removes it (calling its fini). */
+int kr_poller_set(const kr_poller *p);
+
 /* For scheduler modules: the module's private word in kr_sched, and a
  * per-VP private word. */
 void **kr_sched_data(kr_sched *s);

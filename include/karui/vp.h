@@ -88,6 +88,12 @@ int kr_vp_sleep(uint64_t usec);
  * one per live VP).  EINVAL: n == 0. */
 int kr_vp_wakeup(unsigned n);
 
+/* The calling VP publishes its status for other VPs to read: RUNNING,
+ * BLOCKED (about to enter a kernel call that may block), SLEEPING or
+ * SUSPENDED (an upper layer parks it its own way).  EINVAL: another value;
+ * EPERM: not a VP. */
+int kr_vp_publish(int status);
+
 /* Give the processor away (sched_yield).  EPERM on a thread that is no VP. */
 int kr_vp_switch(void);
 

@@ -101,6 +101,8 @@ struct kr_worker {
 	unsigned char *idle_stack_lo;   /* VP 0 only: its idle loop's stack */
 	size_t idle_stack_size;
 	unsigned ticks;         /* scheduling points, for polling the timers */
+	int spare;              /* started for a blocking call (mp.c) */
+	int blocked;            /* inside kr_blocking_enter/leave */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */
 	struct kr_timers timers;
 };

@@ -80,7 +80,19 @@ static struct {
 	kr_vp **vps;            /* VPs 1.. started by kr_init */
 	unsigned nvps;
 	pthread_mutex_t lock;   /* kr_init against a concurrent kr_init */
-} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	/* the event source (sched.h) */
+	kr_poller poller;
+	uint32_t poller_on;     /* poller set: busy VPs poll it */
+	struct kr_worker *polling; /* the VP inside poller.wait, if any */
+	/* blocking calls: workers that are neither blocked nor parked
+	 * spares, and the spare VPs (see kr_blocking_enter) */
+	uint32_t active;
+	pthread_mutex_t spare_lock;
+	pthread_cond_t spare_cv;
+	unsigned spare_parked, spare_tokens, nspares;
+	kr_vp *spares[KR_VP_MAX];
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER, .spare_lock = PTHREAD_MUTEX_INITIALIZER,
+       .spare_cv = PTHREAD_COND_INITIALIZER};
 
 /* per-worker counters, owner-written, summed by readers */
 struct counters {
@@ -247,7 +259,13 @@ static void timer_fire(struct kr_timer *t)
 static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
 {
 	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
-	if (__builtin_expect(next == UINT64_MAX, 1) || (++w->ticks & 7))
+	if (__builtin_expect(next == UINT64_MAX &&
+			     !__atomic_load_n(&G.poller_on, __ATOMIC_RELAXED), 1) ||
+	    (++w->ticks & 7))
+		return;
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
+		G.poller.poll(G.poller.arg);
+	if (next == UINT64_MAX)
 		return;
 	uint64_t now = kr_now();
 	if (now >= next)
@@ -284,6 +302,60 @@ uint64_t kr_sched_idle_usec(void)
 		return UINT64_MAX;
 	uint64_t now = kr_now();
 	return first <= now ? 0 : (first - now + 999) / 1000;
+}
+
+/* ---------------- the event source ---------------- */
+
+int kr_poller_set(const kr_poller *p)
+{
+	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
+		return EPERM;
+	if (p && (!p->poll || !p->wait || !p->kick))
+		return EINVAL;
+	pthread_mutex_lock(&G.lock);
+	int err = 0;
+	if (p && G.poller_on)
+		err = EBUSY;
+	else if (p) {
+		G.poller = *p;
+		__atomic_store_n(&G.poller_on, 1, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&G.poller_on, 0, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&G.lock);
+	return err;
+}
+
+/* One VP at a time waits on the event source; the others sleep on L0.
+ * Lost wakeups: the poller publishes itself (seq_cst) and then takes a
+ * pending L0 wakeup if there is one; kr_sched_unpark posts the L0 wakeup
+ * (seq_cst) and then looks for a poller to kick.  One of the two sees the
+ * other, as in L0's own protocol. */
+void kr_sched_park(uint64_t usec)
+{
+	struct kr_worker *w = W(), *none = NULL;
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) && w &&
+	    __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
+					__ATOMIC_RELAXED)) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (kr_vp_sleep(0) != 0) {
+			kr_vp_publish(KR_VP_SLEEPING);
+			G.poller.wait(G.poller.arg, usec);
+			kr_vp_publish(KR_VP_RUNNING);
+		}
+		__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
+		return;
+	}
+	kr_vp_sleep(usec);
+}
+
+void kr_sched_unpark(unsigned n)
+{
+	kr_vp_wakeup(n);
+	struct kr_worker *p = __atomic_load_n(&G.polling, __ATOMIC_SEQ_CST);
+	/* the poller itself wakes microprocesses from inside its wait */
+	if (p && p != W())
+		G.poller.kick(G.poller.arg);
 }
 
 /* Let the scheduler pick what runs instead of `self`, which does not stay
@@ -707,12 +779,93 @@ void **kr_sched_vp_data(kr_vp *vp)
 
 /* ---------------- VPs and the idle loop ---------------- */
 
+/* Blocking calls.  karui keeps `active` (workers neither inside a blocking
+ * call nor parked as spares) at the configured VP count: a microprocess
+ * that enters a blocking call takes its VP out of `active`, and if that
+ * leaves too few, a parked spare VP is resumed or a new one started; it
+ * runs the other microprocesses (the blocked VP's queue too: idle VPs
+ * steal, shared queues are shared).  When the call returns, the VP counts
+ * again, and a spare that goes idle while there are too many parks
+ * (spare_retire).  Spares stay until kr_fini. */
+static void vp_main(kr_vp *vp, void *arg);
+
+static void spare_run(void)
+{
+	pthread_mutex_lock(&G.spare_lock);
+	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+	if (G.spare_parked) {
+		G.spare_parked--;
+		G.spare_tokens++;
+		pthread_cond_signal(&G.spare_cv);
+	} else if (G.nspares < KR_VP_MAX &&
+		   kr_vp_allocate(1, vp_main, &G.spares, &G.spares[G.nspares]) == 0) {
+		G.nspares++;
+	} else {
+		/* no thread: the blocked VP's work waits for it */
+		__atomic_fetch_sub(&G.active, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&G.spare_lock);
+}
+
+static void spare_retire(struct kr_worker *w)
+{
+	uint32_t a = __atomic_load_n(&G.active, __ATOMIC_RELAXED);
+	while (a > G.sched.nvp)
+		if (__atomic_compare_exchange_n(&G.active, &a, a - 1, 1, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			break;
+	if (a <= G.sched.nvp)
+		return;
+	kr_vp_publish(KR_VP_SUSPENDED);
+	pthread_mutex_lock(&G.spare_lock);
+	G.spare_parked++;
+	while (!G.spare_tokens && !__atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&G.spare_cv, &G.spare_lock);
+	if (G.spare_tokens)
+		G.spare_tokens--; /* spare_run counted us active again */
+	else
+		G.spare_parked--;
+	pthread_mutex_unlock(&G.spare_lock);
+	kr_vp_publish(KR_VP_RUNNING);
+}
+
+int kr_blocking_enter(void)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	if (w->blocked)
+		return EBUSY;
+	w->blocked = 1;
+	kr_vp_publish(KR_VP_BLOCKED);
+	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
+		spare_run();
+	return 0;
+}
+
+int kr_blocking_leave(void)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	if (!w->blocked)
+		return EINVAL;
+	w->blocked = 0;
+	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+	kr_vp_publish(KR_VP_RUNNING);
+	return 0;
+}
+
 static void idle_loop(struct kr_worker *w)
 {
 	for (;;) {
 		kr_mp *mp = w->pending; /* handed over by route() */
 		w->pending = NULL;
+		if (w->spare && !mp)
+			spare_retire(w);
 		timers_run_all();
+		if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
+			G.poller.poll(G.poller.arg);
 		if (!mp)
 			mp = NEXT(w, NULL);
 		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
@@ -801,10 +954,13 @@ static void thread_stack(const void **lo, size_t *size)
 
 static void vp_main(kr_vp *vp, void *arg)
 {
-	(void)arg;
 	struct kr_worker *w = worker_new(vp);
-	if (!w)
-		return; /* counted by kr_init's handshake below */
+	if (!w) {
+		if (arg) /* a spare: the count spare_run made is void */
+			__atomic_fetch_sub(&G.active, 1, __ATOMIC_RELAXED);
+		return; /* kr_init's VPs: see its handshake below */
+	}
+	w->spare = arg != NULL;
 	const void *lo;
 	thread_stack(&lo, &w->idle_stack_size);
 	w->idle_stack_lo = (unsigned char *)lo;
@@ -848,6 +1004,9 @@ int kr_init(const kr_config *cfg)
 	G.sched.data = NULL;
 	G.stopping = 0;
 	G.handoff = NULL;
+	G.active = nvp;
+	G.poller_on = 0;
+	G.polling = NULL;
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);
@@ -921,13 +1080,24 @@ static void teardown(void)
 	struct kr_worker *w = G.w0;
 	__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
 	if (G.nvps) {
-		kr_vp_wakeup(G.nvps);
+		kr_sched_unpark(G.nvps);
 		for (unsigned i = 0; i < G.nvps; i++)
 			kr_vp_join(G.vps[i]);
 	}
 	free(G.vps);
 	G.vps = NULL;
 	G.nvps = 0;
+	pthread_mutex_lock(&G.spare_lock);
+	pthread_cond_broadcast(&G.spare_cv);
+	pthread_mutex_unlock(&G.spare_lock);
+	if (G.nspares)
+		kr_sched_unpark(G.nspares);
+	for (unsigned i = 0; i < G.nspares; i++)
+		kr_vp_join(G.spares[i]);
+	G.nspares = G.spare_parked = G.spare_tokens = 0;
+	if (G.poller_on && G.poller.fini)
+		G.poller.fini(G.poller.arg);
+	__atomic_store_n(&G.poller_on, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&G.running, 0, __ATOMIC_RELEASE);
 	G.sched.ops->fini(SCHED);
 	kr__w = NULL;
@@ -956,7 +1126,7 @@ int kr_fini(void)
 		__atomic_store_n(&self->wstate, WS_SLEEP, __ATOMIC_RELEASE);
 		__atomic_store_n(&G.handoff, self, __ATOMIC_RELEASE);
 		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
-		kr_vp_wakeup(G.nvps + 1);
+		kr_sched_unpark(G.nvps + 1);
 		block(w, self);
 	}
 	teardown();

@@ -10,12 +10,13 @@
  *
  *   ready(mp)    push onto the caller's VP's instance (a thread that is no
  *                VP: onto VP instances in turn); then, if some VP is idle,
- *                kr_vp_wakeup(1).
+ *                kr_sched_unpark(1).
  *   next(prev)   push prev (if any) and pop, under one lock acquisition;
  *                when the own instance is empty, steal from the others
  *                (per-VP modules with a steal function).
- *   idle()       announce idleness, look once more, sleep on L0 until a
- *                wakeup or the earliest timer of any VP.
+ *   idle()       announce idleness, look once more, park (on L0 or the
+ *                event source) until a wakeup, an I/O completion or the
+ *                earliest timer of any VP.
  *
  * Lost wakeups.  An idle VP increments `nidle` (seq_cst) *before* it looks
  * at the queues for the last time, each look under the instance's lock; a
@@ -152,7 +153,7 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 		kr_spin_unlock(&i->lock);
 	}
 	if (!mp) {
-		kr_vp_sleep(kr_sched_idle_usec());
+		kr_sched_park(kr_sched_idle_usec());
 		mp = kr__d_next(s, vp, NULL);
 	}
 	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_RELAXED);

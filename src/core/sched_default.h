@@ -88,7 +88,7 @@ static inline __attribute__((always_inline)) void kr__d_ready_in(kr_sched *s, st
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr_spin_unlock(&i->lock);
 	if (idle)
-		kr_vp_wakeup(1);
+		kr_sched_unpark(1);
 }
 
 static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, kr_vp *vp,

@@ -332,6 +332,16 @@ int kr_vp_wakeup(unsigned n)
 	return 0;
 }
 
+int kr_vp_publish(int status)
+{
+	if (!kr__vp_self)
+		return EPERM;
+	if (status < KR_VP_RUNNING || status > KR_VP_SUSPENDED)
+		return EINVAL;
+	kr__vp_set_status(kr__vp_self, status);
+	return 0;
+}
+
 int kr_vp_switch(void)
 {
 	if (!kr__vp_self)

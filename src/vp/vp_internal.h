@@ -1,4 +1,5 @@
-/* L0 internals shared with the layers above (they may read, not write). */
+/* L0 internals shared with the layers above (they read; kr_vp_publish writes
+ * the status). */
 #ifndef KARUI_VP_INTERNAL_H
 #define KARUI_VP_INTERNAL_H
 

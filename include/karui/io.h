@@ -1,0 +1,78 @@
+/*
+ * karui L3 — I/O that parks only the calling microprocess (SPEC M6).
+ *
+ * Each call does what the system call of the same name does, but when it
+ * would block, the calling microprocess sleeps and its VP runs the others;
+ * the VPs' idle loop waits on the kernel's completions (kr_poller in
+ * sched.h).  Two back ends, chosen when the first call is made:
+ *
+ *   io_uring  one ring for the process (liburing).  Requests are queued in
+ *             the ring and submitted in batches: when a VP goes idle, and
+ *             at every 8th scheduling point of a busy one.  Deadlines are
+ *             linked timeouts; cancellation is the kernel's.
+ *   epoll     when io_uring is unavailable (kernel.io_uring_disabled, a
+ *             seccomp filter, an old kernel, a build without liburing) or
+ *             KARUI_IO=epoll is set.  The call is tried without blocking;
+ *             on EAGAIN the microprocess waits for the fd's readiness
+ *             (edge-triggered, registered once per fd) and tries again.
+ *             Such fds are put in O_NONBLOCK mode; regular files, which
+ *             epoll refuses, are read and written with kr_blocking_enter.
+ *
+ * Results are the kernel's convention, as io_uring reports them: what the
+ * system call returns, or a negative errno code (errno is not touched).
+ * Every call takes an absolute kr_now() deadline (KR_IO_FOREVER: none) and
+ * returns -ETIMEDOUT when it passes first; nothing was transferred then.
+ * Calls off a VP return -EPERM.
+ *
+ * Cancellation: kr_io_cancel(fd) ends every karui call in flight on fd
+ * with -ECANCELED (calls made after it are not affected); kr_close(fd)
+ * cancels, forgets and closes fd.  With the epoll back end an fd used here
+ * must be closed with kr_close, or a new fd with the same number may wait
+ * on the old registration.
+ */
+#ifndef KARUI_IO_H
+#define KARUI_IO_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "karui/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KR_IO_FOREVER UINT64_MAX
+
+ssize_t kr_read(int fd, void *buf, size_t len, uint64_t deadline);
+ssize_t kr_write(int fd, const void *buf, size_t len, uint64_t deadline);
+ssize_t kr_readv(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
+ssize_t kr_writev(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
+ssize_t kr_recv(int fd, void *buf, size_t len, int flags, uint64_t deadline);
+ssize_t kr_send(int fd, const void *buf, size_t len, int flags, uint64_t deadline);
+/* flags as accept4's (SOCK_CLOEXEC, SOCK_NONBLOCK); returns the new fd */
+int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags,
+	      uint64_t deadline);
+int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline);
+/* Wait until fd has one of `events` (POLLIN, POLLOUT, ...): returns the
+ * revents (> 0), which may include POLLERR and POLLHUP. */
+int kr_poll(int fd, short events, uint64_t deadline);
+
+/* Write all of buf (kr_write until done): len, or a negative errno code
+ * when nothing more can be written (the bytes before it were). */
+ssize_t kr_write_all(int fd, const void *buf, size_t len, uint64_t deadline);
+
+/* 0 or a negative errno code (-EBADF: fd < 0). */
+int kr_io_cancel(int fd);
+int kr_close(int fd);
+
+/* "io_uring" or "epoll": the back end in use (chosen now if none is yet);
+ * NULL when neither could start (then every call returns that error). */
+const char *kr_io_backend(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,170 @@
+/*
+ * karui L3 io — the public calls (include/karui/io.h) and the choice of
+ * back end.
+ *
+ * The back end starts with the first call after kr_init: io_uring unless
+ * KARUI_IO=epoll is set or the ring cannot be set up (then epoll), and
+ * installs itself as the core's event source (kr_poller_set).  kr_fini
+ * calls the event source's fini, which stops the back end; the next
+ * kr_init starts from scratch.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io_internal.h"
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct kr_iobackend *cur;  /* atomic: NULL until started */
+static int start_err;                   /* why neither back end started */
+
+static int try_start(const struct kr_iobackend *b)
+{
+	kr_poller p = {0};
+	int err = b->init(&p);
+	if (err)
+		return err;
+	err = kr_poller_set(&p);
+	if (err && p.fini)
+		p.fini(p.arg);
+	return err;
+}
+
+static const struct kr_iobackend *backend(void)
+{
+	const struct kr_iobackend *b = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(b != NULL, 1))
+		return b;
+	pthread_mutex_lock(&start_lock);
+	if (!(b = cur)) {
+		const char *want = getenv("KARUI_IO");
+		int epoll_only = want && strcmp(want, "epoll") == 0;
+		(void)epoll_only;
+#ifdef KARUI_HAVE_URING
+		if (!epoll_only && try_start(&kr__io_uring) == 0)
+			b = &kr__io_uring;
+#endif
+		if (!b && (start_err = try_start(&kr__io_epoll)) == 0)
+			b = &kr__io_epoll;
+		__atomic_store_n(&cur, b, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&start_lock);
+	return b;
+}
+
+/* The back ends' poller fini ends with this. */
+void kr__io_stopped(void) { __atomic_store_n(&cur, NULL, __ATOMIC_RELEASE); }
+
+const char *kr_io_backend(void)
+{
+	const struct kr_iobackend *b = backend();
+	return b ? b->name : NULL;
+}
+
+static long run(struct kr_ioreq *r)
+{
+	if (!kr_self())
+		return -EPERM;
+	if (r->fd < 0)
+		return -EBADF;
+	const struct kr_iobackend *b = backend();
+	if (!b)
+		return -start_err;
+	return b->run(r);
+}
+
+ssize_t kr_read(int fd, void *buf, size_t len, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_READ, .fd = fd, .buf = buf, .len = len, .deadline = deadline};
+	return run(&r);
+}
+
+ssize_t kr_write(int fd, const void *buf, size_t len, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_WRITE, .fd = fd, .buf = (void *)buf, .len = len,
+			     .deadline = deadline};
+	return run(&r);
+}
+
+ssize_t kr_readv(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
+			     .deadline = deadline};
+	return iovcnt < 0 ? -EINVAL : run(&r);
+}
+
+ssize_t kr_writev(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
+			     .deadline = deadline};
+	return iovcnt < 0 ? -EINVAL : run(&r);
+}
+
+ssize_t kr_recv(int fd, void *buf, size_t len, int flags, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags,
+			     .deadline = deadline};
+	return run(&r);
+}
+
+ssize_t kr_send(int fd, const void *buf, size_t len, int flags, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_SEND, .fd = fd, .buf = (void *)buf, .len = len,
+			     .flags = flags | MSG_NOSIGNAL, .deadline = deadline};
+	return run(&r);
+}
+
+int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_ACCEPT, .fd = fd, .addr = addr, .addrlen = addrlen,
+			     .flags = flags, .deadline = deadline};
+	if ((addr == NULL) != (addrlen == NULL) || (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)))
+		return -EINVAL;
+	return (int)run(&r);
+}
+
+int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_CONNECT, .fd = fd, .addr = (struct sockaddr *)addr,
+			     .alen = addrlen, .deadline = deadline};
+	return addr ? (int)run(&r) : -EINVAL;
+}
+
+int kr_poll(int fd, short events, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_POLL, .fd = fd, .events = events, .deadline = deadline};
+	return events ? (int)run(&r) : -EINVAL;
+}
+
+ssize_t kr_write_all(int fd, const void *buf, size_t len, uint64_t deadline)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = kr_write(fd, (const char *)buf + done, len - done, deadline);
+		if (n < 0)
+			return n;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int kr_io_cancel(int fd)
+{
+	if (fd < 0)
+		return -EBADF;
+	const struct kr_iobackend *b = backend();
+	return b ? b->cancel(fd) : -start_err;
+}
+
+int kr_close(int fd)
+{
+	if (fd < 0)
+		return -EBADF;
+	const struct kr_iobackend *b = backend();
+	if (b)
+		b->forget(fd);
+	return close(fd) ? -errno : 0;
+}

@@ -1,0 +1,520 @@
+#define _GNU_SOURCE
+/* L3 io: karui's own I/O calls and blocking calls with VP hand-off.
+ * ctest runs this file twice: as it is (io_uring where the kernel allows)
+ * and with KARUI_IO=epoll, which forces the fallback back end. */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "karui.h"
+#include "kt.h"
+
+#define MS 1000000ull
+
+static void init(unsigned vps)
+{
+	kr_config c = {.vps = vps};
+	KT_EQ(kr_init(&c), 0);
+}
+
+static const kr_attr small = {.stack_size = 32768};
+
+static uint64_t in_ms(uint64_t ms) { return kr_now() + ms * MS; }
+
+static double cpu_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static void mkpipe(int p[2]) { KT_EQ(pipe2(p, O_CLOEXEC), 0); }
+
+/* ---------------- the back end ---------------- */
+
+static void backend_is_io_uring_unless_forced_or_unavailable(void)
+{
+	init(1);
+	const char *b = kr_io_backend();
+	KT_CHECK(b);
+	const char *want = getenv("KARUI_IO");
+	fprintf(stderr, "  back end: %s\n", b);
+	if (want && strcmp(want, "epoll") == 0) {
+		KT_CHECK(strcmp(b, "epoll") == 0);
+	} else {
+#ifdef KARUI_HAVE_URING
+		/* does this kernel let us set up a ring at all? */
+		char params[120] = {0};
+		long fd = syscall(425 /* io_uring_setup */, 4, params);
+		if (fd >= 0) {
+			close((int)fd);
+			KT_CHECK(strcmp(b, "io_uring") == 0);
+		} else {
+			KT_CHECK(strcmp(b, "epoll") == 0);
+		}
+#else
+		KT_CHECK(strcmp(b, "epoll") == 0);
+#endif
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- pipes ---------------- */
+
+struct pp {
+	int in, out;
+	int rounds;
+};
+
+static void *echo_pipe(void *a)
+{
+	struct pp *p = a;
+	char b[8];
+	for (int i = 0; i < p->rounds; i++) {
+		KT_EQ(kr_read(p->in, b, sizeof b, KR_IO_FOREVER), 8);
+		KT_EQ(kr_write(p->out, b, 8, KR_IO_FOREVER), 8);
+	}
+	return NULL;
+}
+
+static void pipe_round_trips_between_microprocesses_on_two_vps(void)
+{
+	init(2);
+	int a[2], b[2];
+	mkpipe(a);
+	mkpipe(b);
+	struct pp p = {.in = a[0], .out = b[1], .rounds = 3000};
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, &small, echo_pipe, &p), 0);
+	for (int i = 0; i < p.rounds; i++) {
+		uint64_t v = (uint64_t)i * 2654435761u, r = 0;
+		KT_EQ(kr_write(a[1], &v, 8, KR_IO_FOREVER), 8);
+		KT_EQ(kr_read(b[0], &r, 8, KR_IO_FOREVER), 8);
+		KT_EQ(r, v);
+	}
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	for (int i = 0; i < 2; i++) {
+		KT_EQ(kr_close(a[i]), 0);
+		KT_EQ(kr_close(b[i]), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+static int ticks;
+
+static void *ticker(void *a)
+{
+	int *fd = a;
+	for (int i = 0; i < 1000; i++) {
+		ticks++;
+		kr_yield();
+	}
+	KT_EQ(kr_write(*fd, "x", 1, KR_IO_FOREVER), 1);
+	return NULL;
+}
+
+static void read_parks_only_the_calling_microprocess(void)
+{
+	init(1);
+	int p[2];
+	mkpipe(p);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, &small, ticker, &p[1]), 0);
+	char c = 0;
+	KT_EQ(kr_read(p[0], &c, 1, KR_IO_FOREVER), 1); /* on the one VP */
+	KT_EQ(c, 'x');
+	KT_EQ(ticks, 1000);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	kr_close(p[0]);
+	kr_close(p[1]);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void readv_and_writev_move_scattered_bytes(void)
+{
+	init(1);
+	int p[2];
+	mkpipe(p);
+	char a[] = "karui", b[] = " micro", c[] = "processes";
+	struct iovec out[3] = {{a, 5}, {b, 6}, {c, 9}};
+	KT_EQ(kr_writev(p[1], out, 3, KR_IO_FOREVER), 20);
+	char x[7] = {0}, y[14] = {0};
+	struct iovec in[2] = {{x, 6}, {y, 14}};
+	KT_EQ(kr_readv(p[0], in, 2, KR_IO_FOREVER), 20);
+	KT_CHECK(memcmp(x, "karui ", 6) == 0 && memcmp(y, "microprocesses", 14) == 0);
+	KT_EQ(kr_readv(p[0], in, -1, KR_IO_FOREVER), -EINVAL);
+	kr_close(p[0]);
+	kr_close(p[1]);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void regular_files_are_read_and_written(void)
+{
+	init(1);
+	char path[] = "/tmp/karui-io-XXXXXX";
+	int fd = mkstemp(path);
+	KT_CHECK(fd >= 0);
+	unlink(path);
+	static char buf[1 << 16], back[1 << 16];
+	for (size_t i = 0; i < sizeof buf; i++)
+		buf[i] = (char)(i * 7);
+	KT_EQ(kr_write_all(fd, buf, sizeof buf, KR_IO_FOREVER), (long)sizeof buf);
+	KT_EQ(lseek(fd, 0, SEEK_SET), 0);
+	size_t got = 0;
+	while (got < sizeof back) {
+		ssize_t n = kr_read(fd, back + got, sizeof back - got, KR_IO_FOREVER);
+		KT_CHECK(n > 0);
+		got += (size_t)n;
+	}
+	KT_EQ(kr_read(fd, back, 1, KR_IO_FOREVER), 0); /* end of file */
+	KT_CHECK(memcmp(buf, back, sizeof buf) == 0);
+	kr_close(fd);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- deadlines and cancellation ---------------- */
+
+static void timed_read_times_out_and_takes_nothing(void)
+{
+	init(1);
+	int p[2];
+	mkpipe(p);
+	char c;
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_read(p[0], &c, 1, in_ms(50)), -ETIMEDOUT);
+	KT_CHECK(kr_now() - t0 >= 50 * MS);
+	KT_EQ(kr_poll(p[0], POLLIN, in_ms(20)), -ETIMEDOUT);
+	KT_EQ(write(p[1], "ab", 2), 2);
+	KT_CHECK(kr_poll(p[0], POLLIN, in_ms(1000)) & POLLIN);
+	KT_EQ(kr_read(p[0], &c, 1, in_ms(1000)), 1); /* the byte is still there */
+	KT_EQ(c, 'a');
+	KT_EQ(kr_read(p[0], &c, 1, kr_now()), 1); /* ready: a past deadline is fine */
+	KT_EQ(c, 'b');
+	kr_close(p[0]);
+	kr_close(p[1]);
+	KT_EQ(kr_fini(), 0);
+}
+
+struct blk {
+	int fd;
+	long res;
+};
+
+static void *blocked_reader(void *a)
+{
+	struct blk *b = a;
+	char c;
+	b->res = kr_read(b->fd, &c, 1, KR_IO_FOREVER);
+	return NULL;
+}
+
+static void cancel_ends_blocked_reads_and_loses_nothing(void)
+{
+	init(2);
+	int p[2];
+	mkpipe(p);
+	struct blk b[3];
+	kr_mp *m[3];
+	for (int i = 0; i < 3; i++) {
+		b[i] = (struct blk){.fd = p[0], .res = 99};
+		KT_EQ(kr_mp_create(&m[i], &small, blocked_reader, &b[i]), 0);
+	}
+	KT_EQ(kr_sleep_for(30 * MS), 0); /* all three block */
+	for (int i = 0; i < 3; i++)
+		KT_EQ(b[i].res, 99);
+	KT_EQ(kr_io_cancel(p[0]), 0);
+	for (int i = 0; i < 3; i++) {
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+		KT_EQ(b[i].res, -ECANCELED);
+	}
+	KT_EQ(write(p[1], "z", 1), 1);
+	char c = 0;
+	KT_EQ(kr_read(p[0], &c, 1, in_ms(1000)), 1);
+	KT_EQ(c, 'z');
+	KT_EQ(kr_close(p[0]), 0);
+	KT_EQ(kr_close(p[1]), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *off_vp(void *a)
+{
+	char c;
+	*(long *)a = kr_read(0, &c, 1, KR_IO_FOREVER);
+	return NULL;
+}
+
+static void bad_input_is_refused(void)
+{
+	init(1);
+	char c;
+	struct sockaddr_in sa;
+	KT_EQ(kr_read(-1, &c, 1, KR_IO_FOREVER), -EBADF);
+	KT_EQ(kr_io_cancel(-1), -EBADF);
+	KT_EQ(kr_close(-1), -EBADF);
+	int p[2];
+	mkpipe(p);
+	KT_EQ(kr_close(p[0]), 0);
+	KT_EQ(kr_read(p[0], &c, 1, KR_IO_FOREVER), -EBADF); /* closed */
+	KT_EQ(kr_accept(p[1], (struct sockaddr *)&sa, NULL, 0, KR_IO_FOREVER), -EINVAL);
+	KT_EQ(kr_accept(p[1], NULL, NULL, 12345, KR_IO_FOREVER), -EINVAL);
+	KT_EQ(kr_connect(p[1], NULL, 0, KR_IO_FOREVER), -EINVAL);
+	KT_EQ(kr_poll(p[1], 0, KR_IO_FOREVER), -EINVAL);
+	KT_EQ(kr_recv(p[1], &c, 1, 0, KR_IO_FOREVER), -ENOTSOCK);
+	pthread_t t;
+	long res = 0;
+	KT_EQ(pthread_create(&t, NULL, off_vp, &res), 0);
+	pthread_join(t, NULL);
+	KT_EQ(res, -EPERM);
+	KT_EQ(kr_blocking_leave(), EINVAL);
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_enter(), EBUSY);
+	KT_EQ(kr_blocking_leave(), 0);
+	kr_close(p[1]);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- sockets ---------------- */
+
+#define CONNS 200
+#define MSGS 20
+
+static int listen_any(uint16_t *port)
+{
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	KT_CHECK(s >= 0);
+	int one = 1;
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	KT_EQ(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+	KT_EQ(listen(s, 1024), 0);
+	socklen_t l = sizeof a;
+	KT_EQ(getsockname(s, (struct sockaddr *)&a, &l), 0);
+	*port = ntohs(a.sin_port);
+	return s;
+}
+
+static void *echo_conn(void *a)
+{
+	int fd = (int)(intptr_t)a;
+	char buf[512];
+	for (;;) {
+		ssize_t n = kr_recv(fd, buf, sizeof buf, 0, KR_IO_FOREVER);
+		KT_CHECK(n >= 0);
+		if (n == 0)
+			break;
+		KT_EQ(kr_send(fd, buf, (size_t)n, 0, KR_IO_FOREVER), n);
+	}
+	kr_close(fd);
+	return NULL;
+}
+
+static void *acceptor(void *a)
+{
+	int ls = (int)(intptr_t)a;
+	for (int i = 0; i < CONNS; i++) {
+		struct sockaddr_in peer;
+		socklen_t l = sizeof peer;
+		int fd = kr_accept(ls, (struct sockaddr *)&peer, &l, SOCK_CLOEXEC, KR_IO_FOREVER);
+		KT_CHECK(fd >= 0);
+		KT_EQ(peer.sin_family, AF_INET);
+		kr_mp *m;
+		KT_EQ(kr_mp_create(&m, &(kr_attr){.stack_size = 32768, .flags = KR_MP_DETACHED},
+				   echo_conn, (void *)(intptr_t)fd), 0);
+	}
+	return NULL;
+}
+
+static uint16_t port;
+static int echoed;
+
+static void *client(void *a)
+{
+	unsigned id = (unsigned)(uintptr_t)a;
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	KT_CHECK(s >= 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	KT_EQ(kr_connect(s, (struct sockaddr *)&sa, sizeof sa, in_ms(10000)), 0);
+	for (unsigned i = 0; i < MSGS; i++) {
+		char msg[64], back[64];
+		int n = snprintf(msg, sizeof msg, "client %u message %u", id, i);
+		KT_EQ(kr_write_all(s, msg, (size_t)n, KR_IO_FOREVER), n);
+		int got = 0;
+		while (got < n) {
+			ssize_t r = kr_read(s, back + got, sizeof back - (size_t)got, in_ms(10000));
+			KT_CHECK(r > 0);
+			got += (int)r;
+		}
+		KT_EQ(got, n);
+		KT_CHECK(memcmp(msg, back, (size_t)n) == 0);
+	}
+	__atomic_fetch_add(&echoed, 1, __ATOMIC_RELAXED);
+	kr_close(s);
+	return NULL;
+}
+
+static void tcp_echo_serves_many_connections_on_two_vps(void)
+{
+	init(2);
+	int ls = listen_any(&port);
+	kr_mp *acc, **cl = calloc(CONNS, sizeof *cl);
+	KT_EQ(kr_mp_create(&acc, &small, acceptor, (void *)(intptr_t)ls), 0);
+	for (unsigned i = 0; i < CONNS; i++)
+		KT_EQ(kr_mp_create(&cl[i], &small, client, (void *)(uintptr_t)i), 0);
+	for (unsigned i = 0; i < CONNS; i++)
+		KT_EQ(kr_mp_join(cl[i], NULL), 0);
+	KT_EQ(kr_mp_join(acc, NULL), 0);
+	KT_EQ(echoed, CONNS);
+	/* detached servers end once their client has closed */
+	for (int i = 0; i < 500; i++) {
+		kr_stats st;
+		kr_stats_get(&st);
+		if (st.mps_live == 1)
+			break;
+		kr_sleep_for(2 * MS);
+	}
+	kr_close(ls);
+	free(cl);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void connect_to_a_closed_port_is_refused(void)
+{
+	init(1);
+	uint16_t p;
+	int ls = listen_any(&p);
+	close(ls); /* nobody listens on p now */
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(p),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	KT_EQ(kr_connect(s, (struct sockaddr *)&sa, sizeof sa, in_ms(5000)), -ECONNREFUSED);
+	kr_close(s);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void accept_times_out_when_nobody_connects(void)
+{
+	init(1);
+	uint16_t p;
+	int ls = listen_any(&p);
+	KT_EQ(kr_accept(ls, NULL, NULL, 0, in_ms(40)), -ETIMEDOUT);
+	kr_close(ls);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- idle and blocking ---------------- */
+
+static void *park_on_pipe(void *a)
+{
+	int fd = (int)(intptr_t)a;
+	char c;
+	KT_EQ(kr_read(fd, &c, 1, KR_IO_FOREVER), 1);
+	return NULL;
+}
+
+static void microprocesses_waiting_on_io_use_no_cpu(void)
+{
+	init(2);
+	int p[2];
+	mkpipe(p);
+	kr_mp *m[100];
+	for (int i = 0; i < 100; i++)
+		KT_EQ(kr_mp_create(&m[i], &small, park_on_pipe, (void *)(intptr_t)p[0]), 0);
+	KT_EQ(kr_sleep_for(30 * MS), 0);
+	double c0 = cpu_ms();
+	KT_EQ(kr_sleep_for(300 * MS), 0);
+	double c1 = cpu_ms();
+	char ones[100];
+	memset(ones, 1, sizeof ones);
+	KT_EQ(write(p[1], ones, 100), 100);
+	for (int i = 0; i < 100; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	fprintf(stderr, "  %.1f ms of CPU over 300 ms with 100 waiting on a pipe\n", c1 - c0);
+	KT_CHECK(c1 - c0 < 30);
+	kr_close(p[0]);
+	kr_close(p[1]);
+	KT_EQ(kr_fini(), 0);
+}
+
+static int finished[3], nfinished;
+
+static void *plain_blocking_read(void *a)
+{
+	int fd = (int)(intptr_t)a;
+	char c = 0;
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_vp_status(kr_vp_self()), KR_VP_BLOCKED);
+	ssize_t n = read(fd, &c, 1); /* ~200 ms: the writer thread waits */
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(n, 1);
+	finished[nfinished++] = 0;
+	return NULL;
+}
+
+static void *short_worker(void *a)
+{
+	for (int i = 0; i < 200; i++)
+		kr_yield();
+	KT_EQ(kr_sleep_for(10 * MS), 0);
+	finished[__atomic_fetch_add(&nfinished, 1, __ATOMIC_RELAXED)] = (int)(intptr_t)a;
+	return NULL;
+}
+
+static void *late_writer(void *a)
+{
+	struct timespec ts = {0, 200 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	KT_EQ(write((int)(intptr_t)a, "w", 1), 1);
+	return NULL;
+}
+
+static void blocking_call_hands_the_vp_to_the_others(void)
+{
+	init(1);
+	KT_EQ(kr_vp_count(), 1);
+	int p[2];
+	mkpipe(p);
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, late_writer, (void *)(intptr_t)p[1]), 0);
+	kr_mp *m[3];
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_mp_create(&m[0], &small, plain_blocking_read, (void *)(intptr_t)p[0]), 0);
+	KT_EQ(kr_mp_create(&m[1], &small, short_worker, (void *)1), 0);
+	KT_EQ(kr_mp_create(&m[2], &small, short_worker, (void *)2), 0);
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	pthread_join(t, NULL);
+	fprintf(stderr, "  order %d %d %d after %.0f ms, %u VPs\n", finished[0], finished[1],
+		finished[2], (kr_now() - t0) / 1e6, kr_vp_count());
+	KT_EQ(nfinished, 3);
+	KT_CHECK(finished[0] != 0 && finished[1] != 0); /* the others first */
+	KT_EQ(finished[2], 0);
+	KT_EQ(kr_vp_count(), 2); /* the spare VP that took over */
+	kr_close(p[0]);
+	kr_close(p[1]);
+	KT_EQ(kr_fini(), 0);
+}
+
+int main(int argc, char **argv)
+{
+	kt_args(argc, argv);
+	KT_RUN(backend_is_io_uring_unless_forced_or_unavailable);
+	KT_RUN(pipe_round_trips_between_microprocesses_on_two_vps);
+	KT_RUN(read_parks_only_the_calling_microprocess);
+	KT_RUN(readv_and_writev_move_scattered_bytes);
+	KT_RUN(regular_files_are_read_and_written);
+	KT_RUN(timed_read_times_out_and_takes_nothing);
+	KT_RUN(cancel_ends_blocked_reads_and_loses_nothing);
+	KT_RUN(bad_input_is_refused);
+	KT_RUN(tcp_echo_serves_many_connections_on_two_vps);
+	KT_RUN(connect_to_a_closed_port_is_refused);
+	KT_RUN(accept_times_out_when_nobody_connects);
+	KT_RUN(microprocesses_waiting_on_io_use_no_cpu);
+	KT_RUN(blocking_call_hands_the_vp_to_the_others);
+	return kt_finish();
+}
