@@ -16,4 +16,19 @@ int kb_karui_sem_pingpong(const kb_args *a, kb_res *r);
 int kb_karui_chan_pingpong(const kb_args *a, kb_res *r);
 int kb_karui_rendezvous(const kb_args *a, kb_res *r);
 int kb_karui_stream(const kb_args *a, kb_res *r);
+
+/* The http experiment (exp_http.c) and what it needs from main.c. */
+typedef struct kb_http_opts {
+	const char *dir;        /* karui-bench's directory: the servers */
+	const char *only;
+	int quick;
+	long conns;
+	/* values[n]: one experiment's results; *karui: karui's median, set by
+	 * the first call for system "karui" */
+	void (*emit)(const char *exp, const char *sys, double *values, int n, double *karui,
+		     long conns);
+	void (*none)(const char *exp, const char *sys, const char *kind, const char *why);
+} kb_http_opts;
+void kb_run_http(const kb_http_opts *o);
+int kb_pthread_httpd(void); /* `karui-bench serve-pthread` */
 #endif

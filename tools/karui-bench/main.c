@@ -5,6 +5,7 @@
  *   karui-bench list
  *   karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]
  *   karui-bench count SYSTEM EXPERIMENT N     (one run, for callgrind)
+ *   karui-bench serve-pthread                 (the http experiment's peer)
  *
  * Each (experiment, system) pair is run `repeats` times; the median is
  * reported with min and max, and every peer's ratio to karui's median
@@ -277,6 +278,23 @@ static void run_exp(const struct exp *e)
 	}
 }
 
+static void emit_rate(const char *exp, const char *sys, double *v, int n, double *karui,
+		      long conns)
+{
+	struct stat3 st = stats(v, n);
+	if (!strcmp(sys, "karui"))
+		*karui = st.med;
+	emit(exp, sys, "requests", "req/s", st, *karui, conns);
+}
+
+static void run_http(void)
+{
+	kb_http_opts o = {.dir = self_dir, .only = only, .quick = quick,
+			  .conns = n_override ? n_override : 100, .emit = emit_rate,
+			  .none = emit_none};
+	kb_run_http(&o);
+}
+
 /* Ir of one `count` run under callgrind, or -1. */
 static double callgrind_ir(const char *sys, const char *exp, long n)
 {
@@ -349,7 +367,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: karui-bench list\n"
 		   "       karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]\n"
-		   "       karui-bench count SYSTEM EXPERIMENT N\n");
+		   "       karui-bench count SYSTEM EXPERIMENT N\n"
+		   "       karui-bench serve-pthread\n");
 }
 
 static void list(void)
@@ -360,6 +379,8 @@ static void list(void)
 			printf(" %s", EXPS[i].sys[j].name);
 		printf("\n");
 	}
+	printf("%-13s HTTP \"hello\" on loopback driven by wrk, --n connections (100); "
+	       "systems: karui karui-epoll go pthread\n", "http");
 	printf("%-13s instructions per operation under callgrind (yield, switch_to, "
 	       "create_join)\n", "instructions");
 }
@@ -380,6 +401,8 @@ int main(int argc, char **argv)
 		list();
 		return 0;
 	}
+	if (!strcmp(argv[1], "serve-pthread"))
+		return kb_pthread_httpd();
 	if (!strcmp(argv[1], "count")) {
 		if (argc != 5 || atol(argv[4]) <= 0) {
 			usage(stderr);
@@ -407,7 +430,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	int all = !strcmp(name, "all"), found = all || !strcmp(name, "instructions");
+	int all = !strcmp(name, "all"),
+	    found = all || !strcmp(name, "instructions") || !strcmp(name, "http");
 	for (size_t i = 0; i < NEXPS; i++)
 		found |= !strcmp(name, EXPS[i].name);
 	if (!found) {
@@ -420,6 +444,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NEXPS; i++)
 		if (all || !strcmp(name, EXPS[i].name))
 			run_exp(&EXPS[i]);
+	if (all || !strcmp(name, "http"))
+		run_http();
 	if (all || !strcmp(name, "instructions"))
 		run_instructions();
 	return 0;

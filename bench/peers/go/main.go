@@ -1,6 +1,7 @@
 // benchpeer: the Go peer of karui-bench (goroutines on one P).
 //
 // Usage: benchpeer EXPERIMENT ITERS N REPEATS
+//        benchpeer httpd     (httpd.go: the HTTP server peer)
 //
 //	yield        two goroutines alternate through a shared turn counter,
 //	             each calling runtime.Gosched(); one op = one flip of the turn
@@ -314,6 +315,10 @@ func posArg(name, s string) int64 {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "httpd" {
+		httpd()
+		return
+	}
 	if len(os.Args) != 5 {
 		usage("expected 4 arguments")
 	}

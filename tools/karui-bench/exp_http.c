@@ -1,0 +1,162 @@
+/*
+ * karui-bench's `http` experiment: real HTTP servers on loopback, driven
+ * by a real client (wrk, Debian's package), in the same run:
+ *
+ *   karui         examples/httpd: a microprocess per connection, 2 VPs,
+ *                 karui's I/O on io_uring (where the kernel allows)
+ *   karui-epoll   the same binary with KARUI_IO=epoll
+ *   go            bench/peers/go/httpd.go: a goroutine per connection
+ *   pthread       bench/peers/peer_httpd.c: a thread per connection
+ *
+ * All answer "GET /" with "hello" through the same request handling
+ * (examples/http_min.h; the Go peer mirrors it).  Each server is started
+ * once and warmed up with a 1 s run; then rounds of `wrk -t1 -cN -dD`
+ * (N = --n, default 100 connections; D = 2 s with --quick, else 5 s) go
+ * to each server in turn, so that drift on this shared machine touches all
+ * of them alike.  The figure is wrk's requests per second (higher is
+ * better: a peer/karui ratio below 1 means karui served more).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exp.h"
+
+struct server {
+	const char *name;
+	const char *exe;        /* in karui-bench's directory */
+	const char *arg1, *arg2, *arg3;
+	const char *io;         /* KARUI_IO for the child, or NULL */
+	pid_t pid;
+	unsigned port;
+};
+
+/* Start a server; its first line says where it listens. */
+static int start(struct server *s, const char *dir)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/%s", dir, s->exe);
+	if (access(path, X_OK) != 0)
+		return ENOENT;
+	int p[2];
+	if (pipe(p) != 0)
+		return errno;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		if (s->io)
+			setenv("KARUI_IO", s->io, 1);
+		execl(path, path, s->arg1, s->arg2, s->arg3, (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	FILE *f = fdopen(p[0], "r");
+	char line[256] = "";
+	if (pid < 0 || !f || !fgets(line, sizeof line, f)) {
+		if (f)
+			fclose(f);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return EIO;
+	}
+	fclose(f); /* the server's later lines go nowhere */
+	char *colon = strrchr(line, ':');
+	s->port = colon ? (unsigned)atoi(colon + 1) : 0;
+	s->pid = pid;
+	return s->port ? 0 : EIO;
+}
+
+static void stop(struct server *s)
+{
+	if (s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+		s->pid = 0;
+	}
+}
+
+/* One wrk run: requests per second, or -1. */
+static double wrk(unsigned port, long conns, int secs)
+{
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "wrk -t1 -c%ld -d%ds http://127.0.0.1:%u/ 2>&1", conns, secs,
+		 port);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	char line[256];
+	double rps = -1;
+	int errors = 0;
+	while (fgets(line, sizeof line, p)) {
+		if (!strncmp(line, "Requests/sec:", 13))
+			rps = strtod(line + 13, NULL);
+		if (strstr(line, "Non-2xx") || strstr(line, "Socket errors"))
+			errors = 1;
+	}
+	pclose(p);
+	return errors ? -1 : rps;
+}
+
+void kb_run_http(const kb_http_opts *o)
+{
+	struct server sv[] = {
+		{"karui", "httpd", "--vps", "2", NULL, NULL},
+		{"karui-epoll", "httpd", "--vps", "2", NULL, "epoll"},
+		{"go", "karui-bench-go", "httpd", NULL, NULL, NULL},
+		{"pthread", "karui-bench", "serve-pthread", NULL, NULL, NULL},
+	};
+	enum { NS = sizeof sv / sizeof sv[0], REPS_MAX = 8 };
+	if (system("command -v wrk >/dev/null 2>&1") != 0) {
+		o->none("http", "all", "skipped", "wrk not installed");
+		return;
+	}
+	int reps = o->quick ? 3 : 5, secs = o->quick ? 2 : 5;
+	long conns = o->conns;
+	int up[NS] = {0};
+	for (int i = 0; i < NS; i++) {
+		if (o->only && strcmp(o->only, sv[i].name) && strcmp(sv[i].name, "karui"))
+			continue;
+		int err = start(&sv[i], o->dir);
+		if (err) {
+			o->none("http", sv[i].name, err == ENOENT ? "skipped" : "failed",
+				err == ENOENT ? "server not built" : "server did not start");
+			continue;
+		}
+		fprintf(stderr, "karui-bench: http / %s warm-up ...\n", sv[i].name);
+		wrk(sv[i].port, conns, 1);
+		up[i] = 1;
+	}
+	double v[NS][REPS_MAX];
+	int got[NS] = {0};
+	for (int r = 0; r < reps; r++)
+		for (int i = 0; i < NS; i++) {
+			if (!up[i])
+				continue;
+			fprintf(stderr, "karui-bench: http / %s round %d of %d ...\n", sv[i].name,
+				r + 1, reps);
+			double x = wrk(sv[i].port, conns, secs);
+			if (x > 0)
+				v[i][got[i]++] = x;
+		}
+	double karui = 0;
+	for (int i = 0; i < NS; i++) {
+		if (!up[i])
+			continue;
+		stop(&sv[i]);
+		if (got[i] < reps) {
+			o->none("http", sv[i].name, "failed", "wrk reported errors");
+			continue;
+		}
+		o->emit("http", sv[i].name, v[i], got[i], &karui, conns);
+	}
+}
