@@ -41,6 +41,17 @@ static ssize_t read_file(char **out)
 	return (ssize_t)len;
 }
 
+static ssize_t send_all(int fd, const char *b, size_t len)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = kr_send(fd, b + done, len - done, 0, KR_IO_FOREVER);
+		if (n < 0)
+			return n;
+		done += (size_t)n;
+	}
+	return (ssize_t)len;
+}
+
 static void *conn(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
@@ -72,7 +83,7 @@ static void *conn(void *arg)
 				r.found = 0, body = "not found", blen = 9;
 			if (olen + 256 + (size_t)blen > sizeof out || fbody) {
 				/* flush what is gathered, then this reply alone */
-				if (olen && kr_write_all(fd, out, olen, KR_IO_FOREVER) < 0)
+				if (olen && send_all(fd, out, olen) < 0)
 					open_ = 0;
 				olen = 0;
 				char h[256];
@@ -91,7 +102,7 @@ static void *conn(void *arg)
 			if (!open_)
 				break;
 		}
-		if (olen && kr_write_all(fd, out, olen, KR_IO_FOREVER) < 0)
+		if (olen && send_all(fd, out, olen) < 0)
 			break;
 		memmove(in, in + used, have - used);
 		have -= used;

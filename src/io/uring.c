@@ -29,6 +29,7 @@
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "karui/ctx.h"
 #include "io_internal.h"
@@ -196,6 +197,15 @@ static int u_init(kr_poller *p)
 
 static long u_run(struct kr_ioreq *r)
 {
+	/* A send almost always fits in the socket buffer: try it at once, as
+	 * one system call, rather than park until the next submission. */
+	if (r->op == IO_SEND) {
+		ssize_t n = send(r->fd, r->buf, r->len, r->flags | MSG_DONTWAIT);
+		if (n >= 0)
+			return n;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+	}
 	struct done d = {.mp = kr_self()};
 	int timed = r->deadline != KR_IO_FOREVER;
 	kr_spin_lock(&U.sq_lock);
