@@ -51,9 +51,11 @@ test-aarch64: deps
 
 # The experiments in short mode and the table of karui against its peers.
 demo: build
+	@scripts/deps.sh --demo
 	@$(BUILD)/bin/karui-bench run all --quick
 
 bench: build
+	@scripts/deps.sh --demo
 	@$(BUILD)/bin/karui-bench run all
 
 clean:
