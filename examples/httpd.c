@@ -117,34 +117,9 @@ int main(int argc, char **argv)
 	if (serve_args(argc, argv, &o, 1))
 		return 2;
 	file_path = o.file;
-	serve_block_signals();
-	kr_config cfg = {.vps = o.vps};
-	int err = kr_init(&cfg);
-	if (err) {
-		fprintf(stderr, "httpd: kr_init: %s\n", strerror(err));
+	unsigned long conns = 0;
+	if (serve("httpd", &o, conn, 65536, &conns))
 		return 1;
-	}
-	int ls = serve_listen("httpd", o.port);
-	if (ls < 0)
-		return 1;
-	serve_stop_on_signal(ls);
-	kr_attr detached = {.stack_size = 65536, .flags = KR_MP_DETACHED};
-	for (;;) {
-		int fd = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, KR_IO_FOREVER);
-		if (__atomic_load_n(&serve_stopping, __ATOMIC_ACQUIRE)) {
-			if (fd >= 0)
-				kr_close(fd);
-			break;
-		}
-		if (fd < 0) {
-			fprintf(stderr, "httpd: accept: %s\n", strerror(-fd));
-			continue;
-		}
-		serve_nodelay(fd);
-		kr_mp *m;
-		if (kr_mp_create(&m, &detached, conn, (void *)(intptr_t)fd) != 0)
-			kr_close(fd);
-	}
 	printf("httpd: stopped after %lu requests\n", served);
 	return 0;
 }

@@ -1,7 +1,8 @@
 /*
  * What karui's two example servers share: the command line, a listening
- * socket on loopback, and a clean stop on SIGINT/SIGTERM (a plain thread
- * waits for the signal and cancels the accept, which ends the server).
+ * socket on loopback, the accept loop with a microprocess per connection,
+ * and a clean stop on SIGINT/SIGTERM (a plain thread waits for the signal
+ * and cancels the accept, which ends the server).
  */
 #ifndef KARUI_EXAMPLES_SERVE_H
 #define KARUI_EXAMPLES_SERVE_H
@@ -103,6 +104,44 @@ static inline void serve_nodelay(int fd)
 {
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Start karui, listen, and run fn(fd) in a detached microprocess with a
+ * `stack`-byte stack for each accepted connection, until SIGINT/SIGTERM.
+ * 0, or 1 when karui or the socket could not start. */
+static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn fn,
+			size_t stack, unsigned long *conns)
+{
+	serve_block_signals();
+	kr_config cfg = {.vps = o->vps};
+	int err = kr_init(&cfg);
+	if (err) {
+		fprintf(stderr, "%s: kr_init: %s\n", name, strerror(err));
+		return 1;
+	}
+	int ls = serve_listen(name, o->port);
+	if (ls < 0)
+		return 1;
+	serve_stop_on_signal(ls);
+	kr_attr detached = {.stack_size = stack, .flags = KR_MP_DETACHED};
+	for (;;) {
+		int fd = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, KR_IO_FOREVER);
+		if (__atomic_load_n(&serve_stopping, __ATOMIC_ACQUIRE)) {
+			if (fd >= 0)
+				kr_close(fd);
+			return 0;
+		}
+		if (fd < 0) {
+			fprintf(stderr, "%s: accept: %s\n", name, strerror(-fd));
+			continue;
+		}
+		serve_nodelay(fd);
+		kr_mp *m;
+		if (kr_mp_create(&m, &detached, fn, (void *)(intptr_t)fd) != 0)
+			kr_close(fd);
+		else
+			(*conns)++;
+	}
 }
 
 #endif
