@@ -284,6 +284,42 @@ static void mutex_timedlock_times_out_and_leaves_no_trace(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+static uint32_t locked_times;
+
+static void *locker_timed(void *a)
+{
+	for (int i = 0; i < 20; i++) {
+		int e = kr_mutex_timedlock(&mu, kr_now() + ((uintptr_t)a % 7) * 50000);
+		if (e == ETIMEDOUT)
+			continue;
+		KT_EQ(e, 0);
+		long c = counter;
+		if (i % 4 == 0)
+			kr_yield();
+		counter = c + 1;
+		__atomic_fetch_add(&locked_times, 1, __ATOMIC_RELAXED);
+		KT_EQ(kr_mutex_unlock(&mu), 0);
+	}
+	return a;
+}
+
+/* 2,000 lockers with deadlines that pass while unlocks hand the mutex
+ * over, on 2 VPs: a timed-out locker never owns it, a served one always
+ * does, and the mutex ends free. */
+static void mutex_timedlock_under_contention_on_two_vps(void)
+{
+	init(2);
+	kr_mutex_init(&mu);
+	counter = 0;
+	locked_times = 0;
+	run_all(2000, locker_timed, index_arg);
+	KT_EQ(counter, (long)locked_times);
+	KT_CHECK(locked_times > 0);
+	KT_EQ(mu.state, 0);
+	KT_EQ(kr_mutex_destroy(&mu), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---------------- condition variables ---------------- */
 
 static kr_cond cv[2];
@@ -518,6 +554,58 @@ static void chan_run(size_t cap)
 
 static void unbuffered_chan_delivers_everything_in_order(void) { chan_run(0); }
 static void bounded_chan_delivers_everything_in_order(void) { chan_run(16); }
+
+static uint64_t sum_sent;
+static uint32_t n_sent, n_recv;
+
+static void *sender_timed(void *a)
+{
+	for (uint64_t i = 1; i <= 20; i++) {
+		uint64_t v = i * 10000 + (uintptr_t)a;
+		int e = kr_chan_timedsend(&ch, &v, kr_now() + ((uintptr_t)a % 5) * 50000);
+		if (e == ETIMEDOUT)
+			continue;
+		KT_EQ(e, 0);
+		__atomic_fetch_add(&sum_sent, v, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&n_sent, 1, __ATOMIC_RELAXED);
+	}
+	return a;
+}
+
+static void *receiver_timed(void *a)
+{
+	for (int i = 0; i < 20; i++) {
+		uint64_t v;
+		int e = kr_chan_timedrecv(&ch, &v, kr_now() + ((uintptr_t)a % 5) * 50000);
+		if (e == ETIMEDOUT)
+			continue;
+		KT_EQ(e, 0);
+		__atomic_fetch_add(&sum_recv, v, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&n_recv, 1, __ATOMIC_RELAXED);
+	}
+	return a;
+}
+
+static void *chan_timed_party(void *a)
+{
+	return ((uintptr_t)a & 1 ? sender_timed : receiver_timed)((void *)((uintptr_t)a >> 1));
+}
+
+/* 1,000 senders and 1,000 receivers on an unbuffered channel, all with
+ * deadlines, on 2 VPs: what was sent is exactly what was received. */
+static void chan_timed_ops_add_up_on_two_vps(void)
+{
+	init(2);
+	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), 0), 0);
+	sum_sent = sum_recv = 0;
+	n_sent = n_recv = 0;
+	run_all(2000, chan_timed_party, index_arg);
+	KT_EQ(n_sent, n_recv);
+	KT_EQ(sum_sent, sum_recv);
+	KT_CHECK(n_sent > 0);
+	KT_EQ(kr_chan_destroy(&ch), 0);
+	KT_EQ(kr_fini(), 0);
+}
 
 static void *recv_one(void *a)
 {
@@ -796,6 +884,7 @@ int main(int argc, char **argv)
 	KT_RUN(mutex_excludes_across_two_vps);
 	KT_RUN(mutex_rejects_bad_input);
 	KT_RUN(mutex_timedlock_times_out_and_leaves_no_trace);
+	KT_RUN(mutex_timedlock_under_contention_on_two_vps);
 	KT_RUN(condvar_pingpong_alternates_on_two_vps);
 	KT_RUN(signalled_waiter_wakes_owning_the_mutex);
 	KT_RUN(broadcast_from_a_foreign_thread_wakes_all);
@@ -805,6 +894,7 @@ int main(int argc, char **argv)
 	KT_RUN(unbuffered_chan_delivers_everything_in_order);
 	KT_RUN(bounded_chan_delivers_everything_in_order);
 	KT_RUN(chan_close_drains_then_reports_epipe);
+	KT_RUN(chan_timed_ops_add_up_on_two_vps);
 	KT_RUN(stream_moves_bytes_in_order_through_a_small_ring);
 	KT_RUN(stream_moves_bytes_in_order_through_a_large_ring);
 	KT_RUN(stream_close_gives_eof_and_epipe);

@@ -99,28 +99,17 @@ static int rec_register(struct fdrec *r, int fd)
 	return 0;
 }
 
-/* Take every waiter of q out (lock held), marked MOVED until it is woken:
- * a waiter that also sits in the other direction's queue can tell. */
-static kr_waitq take_all(kr_waitq *q)
-{
-	kr_waitq t = *q;
-	*q = (kr_waitq){0};
-	for (struct kr_waiter *w = t.head; w; w = w->next)
-		__atomic_store_n(&w->state, W_MOVED, __ATOMIC_RELAXED);
-	return t;
-}
-
 static void serve(struct fdrec *r, uint32_t ev)
 {
 	kr_waitq woken[2] = {{0}};
 	kr_spin_lock(&r->lock);
 	if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
 		__atomic_fetch_add(&r->seq[0], 1, __ATOMIC_RELEASE);
-		woken[0] = take_all(&r->q[0]);
+		woken[0] = wq_take_all(&r->q[0]);
 	}
 	if (ev & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
 		__atomic_fetch_add(&r->seq[1], 1, __ATOMIC_RELEASE);
-		woken[1] = take_all(&r->q[1]);
+		woken[1] = wq_take_all(&r->q[1]);
 	}
 	kr_spin_unlock(&r->lock);
 	wq_wake_all(&woken[0], 0);
@@ -349,7 +338,7 @@ static int e_cancel(int fd)
 	kr_waitq woken[2];
 	kr_spin_lock(&r->lock);
 	for (int d = 0; d < 2; d++)
-		woken[d] = take_all(&r->q[d]);
+		woken[d] = wq_take_all(&r->q[d]);
 	kr_spin_unlock(&r->lock);
 	wq_wake_all(&woken[0], ECANCELED);
 	wq_wake_all(&woken[1], ECANCELED);

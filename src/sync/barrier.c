@@ -41,8 +41,7 @@ int kr_barrier_wait(kr_barrier *b)
 		return EINVAL;
 	}
 	if (++b->arrived == b->count) {
-		kr_waitq all = b->q;
-		b->q = (kr_waitq){0};
+		kr_waitq all = wq_take_all(&b->q);
 		b->arrived = 0;
 		kr_spin_unlock(&b->lock);
 		wq_wake_all(&all, 0);

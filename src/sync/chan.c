@@ -169,8 +169,7 @@ int kr_chan_close(kr_chan *ch)
 	ch->closed = 1;
 	/* receivers wait only on an empty ring, senders only on a full one:
 	 * both get EPIPE now */
-	kr_waitq r = ch->receivers, s = ch->senders;
-	ch->receivers = ch->senders = (kr_waitq){0};
+	kr_waitq r = wq_take_all(&ch->receivers), s = wq_take_all(&ch->senders);
 	kr_spin_unlock(&ch->lock);
 	wq_wake_all(&r, EPIPE);
 	wq_wake_all(&s, EPIPE);

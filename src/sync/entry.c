@@ -89,7 +89,6 @@ int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
 		return err;
 	struct kr_waiter *c = wq_pop(&e->callers);
 	if (c) {
-		__atomic_store_n(&c->state, W_MOVED, __ATOMIC_RELAXED);
 		kr_spin_unlock(&e->lock);
 		*call = c;
 		return 0;

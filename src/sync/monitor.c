@@ -238,10 +238,8 @@ static int cond_wake(kr_cond *c, unsigned long max)
 	kr_waitq moved = {0};
 	kr_spin_lock(&c->lock);
 	int err = c->dead ? EINVAL : 0;
-	for (struct kr_waiter *w; !err && max-- && (w = wq_pop(&c->q));) {
-		__atomic_store_n(&w->state, W_MOVED, __ATOMIC_RELAXED);
+	for (struct kr_waiter *w; !err && max-- && (w = wq_pop(&c->q));)
 		wq_push(&moved, w);
-	}
 	kr_spin_unlock(&c->lock);
 	for (struct kr_waiter *w; (w = wq_pop(&moved));)
 		if (enqueue_or_take(w->aux, w))

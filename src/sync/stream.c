@@ -93,7 +93,7 @@ static void refill(kr_stream *s, kr_waitq *done)
 		w->done += ring_put(s, (unsigned char *)w->buf + w->done, w->len - w->done);
 		if (w->done < w->len)
 			break;
-		wq_remove(&s->writers, w);
+		wq_take(&s->writers, w);
 		wq_push(done, w);
 	}
 }
@@ -172,7 +172,7 @@ static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t
 		n += k;
 		if (wr->done < wr->len)
 			break;
-		wq_remove(&s->writers, wr);
+		wq_take(&s->writers, wr);
 		wq_push(&wake, wr);
 	}
 	refill(s, &wake);
@@ -219,8 +219,8 @@ int kr_stream_close_write(kr_stream *s)
 		return EPIPE;
 	}
 	s->wclosed = 1;
-	kr_waitq r = s->readers; /* they wait on an empty ring: end of stream */
-	s->readers = (kr_waitq){0};
+	/* they wait on an empty ring: end of stream */
+	kr_waitq r = wq_take_all(&s->readers);
 	kr_spin_unlock(&s->lock);
 	wq_wake_all(&r, 0);
 	return 0;
@@ -236,8 +236,7 @@ int kr_stream_close_read(kr_stream *s)
 		return EPIPE;
 	}
 	s->rclosed = 1;
-	kr_waitq w = s->writers;
-	s->writers = (kr_waitq){0};
+	kr_waitq w = wq_take_all(&s->writers);
 	s->count = 0; /* nobody will read it */
 	kr_spin_unlock(&s->lock);
 	wq_wake_all(&w, EPIPE);

@@ -5,9 +5,10 @@
  * A waiter lives on the blocked microprocess's stack and is linked into
  * the object's queue under the object's spin lock.  Whoever serves it
  * (post, unlock, signal, send, write, reply, close) takes it out of the
- * queue under that lock, does the hand-over (the unit, the mutex, the
- * bytes), and then, with no lock held, marks it DONE (release) and wakes
- * its microprocess.  The waiter sleeps until it sees DONE (acquire), so a
+ * queue under that lock — wq_take, wq_pop and wq_take_all mark it MOVED
+ * as they do — does the hand-over (the unit, the mutex, the bytes), and
+ * then, with no lock held, marks it DONE (release) and wakes its
+ * microprocess.  The waiter sleeps until it sees DONE (acquire), so a
  * wakeup it did not expect only costs a loop.  After DONE the server never
  * touches the node again: it reads `mp` first.
  *
@@ -15,8 +16,9 @@
  * the object's lock and looks: still WAITING means still queued, and it
  * leaves (the caller unlinks it and unlocks); anything else means a server
  * already took it, and the hand-over is completed as if no deadline had
- * passed.  MOVED marks a node that was taken out and put into a second
- * queue (a condition waiter moved onto its mutex, an accepted call).
+ * passed.  MOVED therefore covers a node between its server's unlock and
+ * DONE as well as one put into a second queue (a condition waiter moved
+ * onto its mutex, an accepted call).
  *
  * Direct hand-off.  A microprocess that serves a waiter and is about to
  * block itself (a condition wait releasing a contended mutex) gives the VP
@@ -66,12 +68,29 @@ static inline void wq_remove(kr_waitq *q, struct kr_waiter *w)
 		q->tail = w->prev;
 }
 
+/* A server takes w out of q (q's lock held): w is no longer WAITING. */
+static inline void wq_take(kr_waitq *q, struct kr_waiter *w)
+{
+	wq_remove(q, w);
+	__atomic_store_n(&w->state, W_MOVED, __ATOMIC_RELAXED);
+}
+
 static inline struct kr_waiter *wq_pop(kr_waitq *q)
 {
 	struct kr_waiter *w = q->head;
 	if (w)
-		wq_remove(q, w);
+		wq_take(q, w);
 	return w;
+}
+
+/* A server takes every waiter of q out at once (q's lock held). */
+static inline kr_waitq wq_take_all(kr_waitq *q)
+{
+	kr_waitq t = *q;
+	*q = (kr_waitq){0};
+	for (struct kr_waiter *w = t.head; w; w = w->next)
+		__atomic_store_n(&w->state, W_MOVED, __ATOMIC_RELAXED);
+	return t;
 }
 
 /* A server's last touch: w is out of every queue. */
