@@ -248,6 +248,7 @@ static void wakeup_of_ended_returns_esrch(void)
 	kr_yield();
 	KT_EQ(kr_wakeup(m), ESRCH);
 	KT_EQ(kr_wakeup(NULL), EINVAL);
+	KT_EQ(kr_mp_cancel(m), ESRCH);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
 }
@@ -750,6 +751,34 @@ static void sleep_timed_ends_at_the_deadline_or_at_a_wakeup(void)
 	KT_EQ(kr_sleep_timed(0), EPERM);
 }
 
+static void *cancel_later(void *a)
+{
+	usleep(2000);
+	return (void *)(intptr_t)kr_mp_cancel(a);
+}
+
+/* A cancel ends a cancellable sleep, also from a thread that is no VP;
+ * a plain wakeup does not cancel. */
+static void cancel_ends_a_cancellable_sleep(void)
+{
+	init(1);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_sleep_cancellable(t0 + 2000000), ETIMEDOUT);
+	KT_EQ(kr_wakeup(kr_self()), 0);
+	KT_EQ(kr_sleep_cancellable(UINT64_MAX), 0);
+	KT_EQ(kr_mp_cancel(kr_self()), 0);
+	KT_EQ(kr_sleep_cancellable(UINT64_MAX), ECANCELED); /* pending: at once */
+	KT_EQ(kr_sleep(), 0); /* its wakeup was left as a permit: at once too */
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, cancel_later, kr_self()), 0);
+	KT_EQ(kr_sleep_cancellable(UINT64_MAX), ECANCELED);
+	void *r;
+	pthread_join(t, &r);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_fini(), 0);
+	KT_EQ(kr_sleep_cancellable(0), EPERM);
+}
+
 static void *wake_later(void *a)
 {
 	kr_sleep_for(2000000);
@@ -864,6 +893,7 @@ int main(int argc, char **argv)
 	KT_RUN(mixed_operations_with_priorities);
 	KT_RUN(fini_from_another_vp_returns_to_the_first_thread);
 	KT_RUN(sleep_timed_ends_at_the_deadline_or_at_a_wakeup);
+	KT_RUN(cancel_ends_a_cancellable_sleep);
 	KT_RUN(woken_timed_sleep_leaves_no_late_timer);
 	KT_RUN(sleep_for_passes_its_time_and_keeps_wakeups);
 	KT_RUN(many_deadlines_fire_on_busy_and_idle_vps);

@@ -397,6 +397,52 @@ static void connect_to_a_closed_port_is_refused(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+static void *blocked_acceptor(void *a)
+{
+	struct blk *b = a;
+	b->res = kr_accept(b->fd, NULL, NULL, 0, KR_IO_FOREVER);
+	return NULL;
+}
+
+/* kr_mp_cancel ends the I/O wait of that microprocess only: the others go
+ * on waiting, and the bytes that come later go to them. */
+static void cancel_of_a_microprocess_ends_only_its_io_wait(void)
+{
+	init(2);
+	int p[2];
+	mkpipe(p);
+	uint16_t port;
+	struct blk b[4];
+	kr_mp *m[4];
+	for (int i = 0; i < 3; i++)
+		b[i] = (struct blk){.fd = p[0], .res = 99};
+	b[3] = (struct blk){.fd = listen_any(&port), .res = 99};
+	for (int i = 0; i < 4; i++)
+		KT_EQ(kr_mp_create(&m[i], &small, i < 3 ? blocked_reader : blocked_acceptor, &b[i]),
+		      0);
+	KT_EQ(kr_sleep_for(30 * MS), 0); /* all four block */
+	KT_EQ(kr_mp_cancel(m[1]), 0);
+	KT_EQ(kr_mp_cancel(m[3]), 0);
+	KT_EQ(kr_mp_join(m[1], NULL), 0);
+	KT_EQ(kr_mp_join(m[3], NULL), 0);
+	KT_EQ(b[1].res, -ECANCELED);
+	KT_EQ(b[3].res, -ECANCELED);
+	KT_EQ(kr_sleep_for(10 * MS), 0);
+	KT_EQ(b[0].res, 99); /* still waiting */
+	KT_EQ(b[2].res, 99);
+	KT_EQ(write(p[1], "yz", 2), 2);
+	KT_EQ(kr_mp_join(m[0], NULL), 0);
+	KT_EQ(kr_mp_join(m[2], NULL), 0);
+	KT_EQ(b[0].res, 1);
+	KT_EQ(b[2].res, 1);
+	/* the cancel was used up: the next wait runs to its deadline */
+	KT_EQ(kr_accept(b[3].fd, NULL, NULL, 0, in_ms(20)), -ETIMEDOUT);
+	kr_close(b[3].fd);
+	kr_close(p[0]);
+	kr_close(p[1]);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void accept_times_out_when_nobody_connects(void)
 {
 	init(1);
@@ -514,6 +560,7 @@ int main(int argc, char **argv)
 	KT_RUN(tcp_echo_serves_many_connections_on_two_vps);
 	KT_RUN(connect_to_a_closed_port_is_refused);
 	KT_RUN(accept_times_out_when_nobody_connects);
+	KT_RUN(cancel_of_a_microprocess_ends_only_its_io_wait);
 	KT_RUN(microprocesses_waiting_on_io_use_no_cpu);
 	KT_RUN(blocking_call_hands_the_vp_to_the_others);
 	return kt_finish();

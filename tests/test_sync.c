@@ -852,6 +852,215 @@ static void *block_on_sem(void *a)
 	return a;
 }
 
+/* ---------------- cancellation ---------------- */
+
+static kr_sem csem;
+static kr_mutex cmu;
+static kr_cond ccv;
+static kr_chan cin, cout;
+static kr_stream sin_, sfull;
+static kr_entry ecall, eacc;
+static size_t wrote;
+
+static void *w_sem(void *a) { (void)a; return (void *)(intptr_t)kr_sem_wait(&csem); }
+static void *w_cond(void *a)
+{
+	(void)a;
+	KT_EQ(kr_mutex_lock(&cmu), 0);
+	int e = kr_cond_wait(&ccv, &cmu);
+	KT_EQ(kr_mutex_unlock(&cmu), 0); /* held again, also when cancelled */
+	return (void *)(intptr_t)e;
+}
+static void *w_recv(void *a)
+{
+	uint64_t v;
+	(void)a;
+	return (void *)(intptr_t)kr_chan_recv(&cin, &v);
+}
+static void *w_send(void *a)
+{
+	uint64_t v = 7;
+	(void)a;
+	return (void *)(intptr_t)kr_chan_send(&cout, &v);
+}
+static void *w_read(void *a)
+{
+	char b[8];
+	size_t got;
+	(void)a;
+	return (void *)(intptr_t)kr_stream_read(&sin_, b, sizeof b, &got);
+}
+static void *w_write(void *a)
+{
+	(void)a;
+	return (void *)(intptr_t)kr_stream_write(&sfull, "0123456789", 10, &wrote);
+}
+static void *w_call(void *a)
+{
+	long v = 0;
+	(void)a;
+	return (void *)(intptr_t)kr_entry_call(&ecall, &v);
+}
+static void *w_accept(void *a)
+{
+	kr_call *c;
+	(void)a;
+	return (void *)(intptr_t)kr_entry_accept(&eacc, &c);
+}
+static void *w_sleep(void *a)
+{
+	(void)a;
+	return (void *)(intptr_t)kr_sleep_for(60000 * MS);
+}
+
+/* One microprocess blocked in each cancellable wait: each returns
+ * ECANCELED, and every object is left as if it had never waited. */
+static void cancel_ends_every_cancellable_wait(void)
+{
+	init(1);
+	KT_EQ(kr_chan_init(&cin, sizeof(uint64_t), 0), 0);
+	KT_EQ(kr_chan_init(&cout, sizeof(uint64_t), 0), 0);
+	KT_EQ(kr_stream_init(&sin_, 16), 0);
+	KT_EQ(kr_stream_init(&sfull, 4), 0);
+	void *(*fn[])(void *) = {w_sem, w_cond, w_recv, w_send, w_read,
+				 w_write, w_call, w_accept, w_sleep};
+	enum { N = sizeof fn / sizeof fn[0] };
+	kr_mp *m[N];
+	for (int i = 0; i < N; i++)
+		KT_EQ(kr_mp_create(&m[i], NULL, fn[i], NULL), 0);
+	kr_sleep_for(5 * MS); /* all of them block */
+	KT_EQ(kr_cond_destroy(&ccv), EBUSY); /* really waited on */
+	for (int i = 0; i < N; i++)
+		KT_EQ(kr_mp_cancel(m[i]), 0);
+	for (int i = 0; i < N; i++) {
+		void *r;
+		KT_EQ(kr_mp_join(m[i], &r), 0);
+		KT_EQ((intptr_t)r, ECANCELED);
+	}
+	KT_EQ(wrote, 4); /* what went in before the wait stays in */
+	char b[8];
+	size_t got;
+	KT_EQ(kr_stream_read(&sfull, b, sizeof b, &got), 0);
+	KT_EQ(got, 4);
+	KT_EQ(memcmp(b, "0123", 4), 0);
+	long v;
+	KT_EQ(kr_sem_getvalue(&csem, &v), 0);
+	KT_EQ(v, 0);
+	uint64_t x;
+	KT_EQ(kr_chan_tryrecv(&cout, &x), EAGAIN); /* the cancelled send left nothing */
+	KT_EQ(kr_sem_destroy(&csem), 0);
+	KT_EQ(kr_cond_destroy(&ccv), 0);
+	KT_EQ(kr_mutex_destroy(&cmu), 0);
+	KT_EQ(kr_chan_destroy(&cin), 0);
+	KT_EQ(kr_chan_destroy(&cout), 0);
+	KT_EQ(kr_stream_destroy(&sin_), 0);
+	KT_EQ(kr_stream_destroy(&sfull), 0);
+	KT_EQ(kr_entry_destroy(&ecall), 0);
+	KT_EQ(kr_entry_destroy(&eacc), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *take_twice(void *a)
+{
+	(void)a;
+	intptr_t r = kr_sem_wait(&csem);          /* served, then cancelled */
+	r |= (intptr_t)kr_sem_wait(&csem) << 8;   /* the cancel ends this one */
+	return (void *)r;
+}
+
+/* A cancel ends one wait: the next one if none is going on, and it
+ * outlives waits that cannot be cancelled and waits already served. */
+static void cancel_ends_exactly_one_wait(void)
+{
+	init(1);
+	KT_EQ(kr_sem_init(&csem, 0), 0);
+	KT_EQ(kr_mp_cancel(NULL), EINVAL);
+	kr_mp *self = kr_self();
+	KT_EQ(kr_mp_cancel(self), 0);
+	KT_EQ(kr_sem_post(&csem), 0);
+	KT_EQ(kr_sem_wait(&csem), 0); /* no wait needed: not cancelled */
+	KT_EQ(kr_sleep_timed(kr_now() + 1 * MS), 0); /* the cancel's wakeup; kept */
+	KT_EQ(kr_sem_timedwait(&csem, kr_now() + 1000 * MS), ECANCELED);
+	KT_EQ(kr_sem_timedwait(&csem, kr_now() + 1 * MS), ETIMEDOUT); /* used up */
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, take_twice, NULL), 0);
+	kr_yield(); /* m blocks */
+	KT_EQ(kr_sem_post(&csem), 0); /* m is served ... */
+	KT_EQ(kr_mp_cancel(m), 0);    /* ... before the cancel comes */
+	void *r;
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((intptr_t)r, ECANCELED << 8);
+	KT_EQ(kr_mp_cancel(m), ESRCH);
+	KT_EQ(kr_sem_destroy(&csem), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+enum { CN = 2000, CTRIES = 10 };
+static kr_mp *cm[CN];
+static uint32_t c_got, c_cancelled, c_finished;
+
+static void *cancelled_consumer(void *a)
+{
+	for (int i = 0; i < CTRIES; i++) {
+		int e = kr_sem_wait(&csem);
+		KT_CHECK(e == 0 || e == ECANCELED);
+		__atomic_fetch_add(e ? &c_cancelled : &c_got, 1, __ATOMIC_RELAXED);
+	}
+	__atomic_fetch_add(&c_finished, 1, __ATOMIC_RELEASE);
+	return a;
+}
+
+static void *canceller(void *a)
+{
+	uint32_t x = 12345;
+	while (__atomic_load_n(&c_finished, __ATOMIC_ACQUIRE) < CN) {
+		x = x * 1103515245 + 12345;
+		int e = kr_mp_cancel(cm[x % CN]);
+		KT_CHECK(e == 0 || e == ESRCH);
+		kr_yield();
+	}
+	return a;
+}
+
+static void *unit_poster(void *a)
+{
+	for (int i = 0; i < CN * CTRIES / 10; i++) {
+		KT_EQ(kr_sem_post(&csem), 0);
+		if (i % 4 == 0)
+			kr_yield();
+	}
+	return a;
+}
+
+/* 2,000 consumers, a canceller picking them at random and 10 posters on
+ * 2 VPs: every unit is taken once or still counted, every wait ends
+ * served or cancelled. */
+static void sem_units_add_up_under_cancellation_on_two_vps(void)
+{
+	init(2);
+	KT_EQ(kr_sem_init(&csem, 0), 0);
+	c_got = c_cancelled = c_finished = 0;
+	for (unsigned i = 0; i < CN; i++)
+		KT_EQ(kr_mp_create(&cm[i], &small, cancelled_consumer, NULL), 0);
+	kr_mp *c, *p[10];
+	KT_EQ(kr_mp_create(&c, &small, canceller, NULL), 0);
+	for (int i = 0; i < 10; i++)
+		KT_EQ(kr_mp_create(&p[i], &small, unit_poster, NULL), 0);
+	for (int i = 0; i < 10; i++)
+		KT_EQ(kr_mp_join(p[i], NULL), 0);
+	KT_EQ(kr_mp_join(c, NULL), 0);
+	for (unsigned i = 0; i < CN; i++)
+		KT_EQ(kr_mp_join(cm[i], NULL), 0);
+	long left;
+	KT_EQ(kr_sem_getvalue(&csem, &left), 0);
+	KT_EQ(c_got + c_cancelled, CN * CTRIES);
+	KT_EQ(c_got + left, CN * CTRIES);
+	KT_CHECK(c_cancelled > 0);
+	fprintf(stderr, "  %u taken, %u cancelled, %ld left\n", c_got, c_cancelled, left);
+	KT_EQ(kr_sem_destroy(&csem), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* 1,000 microprocesses blocked on a semaphore and the main one in a timed
  * sleep, on 2 VPs: over 300 ms the process burns (almost) no CPU. */
 static void blocked_microprocesses_use_no_cpu(void)
@@ -900,6 +1109,9 @@ int main(int argc, char **argv)
 	KT_RUN(stream_close_gives_eof_and_epipe);
 	KT_RUN(rendezvous_answers_every_call_once);
 	KT_RUN(rendezvous_timeouts_apply_before_acceptance_only);
+	KT_RUN(cancel_ends_every_cancellable_wait);
+	KT_RUN(cancel_ends_exactly_one_wait);
+	KT_RUN(sem_units_add_up_under_cancellation_on_two_vps);
 	KT_RUN(blocked_microprocesses_use_no_cpu);
 	return kt_finish();
 }

@@ -140,13 +140,31 @@ uint64_t kr_now(void);
 int kr_sleep_timed(uint64_t deadline);
 
 /* Let time pass: until `deadline`, or for `ns` nanoseconds.  Wakeups that
- * come meanwhile do not end it; they stay pending for the next kr_sleep. */
+ * come meanwhile do not end it; they stay pending for the next kr_sleep.
+ * A cancel does: ECANCELED. */
 int kr_sleep_until(uint64_t deadline);
 int kr_sleep_for(uint64_t ns);
 
 /* Make mp runnable if it sleeps, else set its permit.  From any thread.
  * EINVAL: NULL; ESRCH: mp has ended. */
 int kr_wakeup(kr_mp *mp);
+
+/* Cancellation.  kr_mp_cancel(mp) ends the wait mp is blocked in, or the
+ * next one it starts, with ECANCELED: one cancel ends one wait.  A
+ * cancellable wait is kr_sleep_cancellable, kr_sleep_until / _for, every
+ * blocking call of sync.h but mutex locking and barriers, and every call
+ * of io.h while it waits; one that ends with ECANCELED has left no trace
+ * (no unit taken, nothing sent or received, no call accepted).  A wait
+ * that is being served when the cancel comes completes, and the cancel
+ * stays pending for the next one.  Not cancellable: kr_sleep,
+ * kr_sleep_timed, kr_mp_join, mutex locking, barriers, and what runs
+ * between kr_blocking_enter and _leave.  From any thread, like
+ * kr_wakeup (it also wakes mp once); EINVAL: NULL; ESRCH: mp has ended. */
+int kr_mp_cancel(kr_mp *mp);
+
+/* kr_sleep_timed that a cancel ends too: ECANCELED, consuming it; a
+ * cancel already pending ends it at once.  For primitives of one's own. */
+int kr_sleep_cancellable(uint64_t deadline);
 
 /* Hand the processor straight to mp, which must be sleeping or ready; the
  * caller stays runnable.  EINVAL: NULL or the caller itself; EBUSY: mp is

@@ -26,7 +26,12 @@
  *
  * Cancellation: kr_io_cancel(fd) ends every karui call in flight on fd
  * with -ECANCELED (calls made after it are not affected); kr_close(fd)
- * cancels, forgets and closes fd.  With the epoll back end an fd used here
+ * cancels, forgets and closes fd.  kr_mp_cancel (core.h) ends the call
+ * the cancelled microprocess waits in the same way, and nothing was
+ * transferred then; a request the kernel had already completed returns
+ * its result instead, and the cancel stays pending for the next wait.
+ * With the epoll back end a regular file's read or write (a blocking
+ * call) cannot be cancelled.  With the epoll back end an fd used here
  * must be closed with kr_close, or a new fd with the same number may wait
  * on the old registration.
  */

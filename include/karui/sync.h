@@ -4,8 +4,9 @@
  * variables), barriers, channels, byte streams and Ada-style rendezvous.
  *
  * Everything here is built on the level-2 calls of core.h (kr_sleep,
- * kr_wakeup, kr_sleep_and_wakeup, kr_sleep_timed), as the seed intends:
- * the sources are a prototype for an application's own primitives.
+ * kr_wakeup, kr_sleep_and_wakeup, kr_sleep_timed, kr_sleep_cancellable),
+ * as the seed intends: the sources are a prototype for an application's
+ * own primitives.
  *
  * Common rules.
  *  - Objects may sit anywhere in memory.  A zero-filled sem (count 0),
@@ -26,6 +27,12 @@
  *    mutex's queue (wait morphing) and wakes up owning it.
  *  - Timed calls take an absolute kr_now() deadline (UINT64_MAX: none) and
  *    return ETIMEDOUT when it passes first, leaving no trace in the object.
+ *  - Cancellation (kr_mp_cancel, core.h): every blocking call here but
+ *    mutex locking and barrier waits returns ECANCELED when the caller is
+ *    cancelled while it waits (or was before it had to), with no more
+ *    trace than a timeout.  Mutex locking and barriers are not cancellable:
+ *    leaving them half way would break the program's invariants (the lock
+ *    a caller assumes it holds, a round's count).
  *  - kr_sleep may return early in a microprocess that also uses these
  *    objects (a late wakeup can leave its permit set): level-2 code loops
  *    on its own condition, as every primitive here does.
@@ -97,7 +104,7 @@ typedef struct kr_cond {
 int kr_cond_init(kr_cond *c);
 int kr_cond_destroy(kr_cond *c);
 /* m must be held by the caller (EPERM); it is held again on return, also
- * on ETIMEDOUT. */
+ * on ETIMEDOUT and ECANCELED. */
 int kr_cond_wait(kr_cond *c, kr_mutex *m);
 int kr_cond_timedwait(kr_cond *c, kr_mutex *m, uint64_t deadline);
 int kr_cond_signal(kr_cond *c);
@@ -161,7 +168,8 @@ typedef struct kr_stream {
 int kr_stream_init(kr_stream *s, size_t capacity);
 int kr_stream_destroy(kr_stream *s);
 /* Write all len bytes; *done (may be NULL) receives how many went in.
- * EPIPE: the read side is closed (then *done tells how far it got). */
+ * EPIPE: the read side is closed; ECANCELED: cancelled while it waited
+ * for room (then *done tells how far it got, those bytes staying in). */
 int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done);
 /* Read at least one byte and at most len: *got (not NULL) receives the
  * count; 0 with *got == 0 is end of stream (write side closed, drained). */
@@ -185,7 +193,8 @@ int kr_entry_init(kr_entry *e);
 int kr_entry_destroy(kr_entry *e);
 /* Call the entry with `msg` (the acceptor reads and writes it in place)
  * and wait for the acceptor to accept and reply; returns the reply's
- * status.  A timed call gives up (ETIMEDOUT) only before it is accepted. */
+ * status.  A call gives up (ETIMEDOUT, ECANCELED) only before it is
+ * accepted; once accepted it waits for the reply. */
 int kr_entry_call(kr_entry *e, void *msg);
 int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline);
 /* Wait for a call; *call is then the caller's, to be answered once. */

@@ -59,6 +59,7 @@ struct kr_mp {
 	unsigned long id;
 	/* line 2 */
 	uint32_t is_main;
+	uint32_t cancel;        /* a kr_mp_cancel not yet consumed: atomic */
 	void *tsan_fiber;       /* ThreadSanitizer builds only */
 };
 _Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, id) < 128,

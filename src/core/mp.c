@@ -417,17 +417,11 @@ static int unsleep(struct kr_worker *w, kr_mp *self)
 
 /* The timer is armed after the announcement RUN -> SLEEP, so that it can
  * only end this sleep; a fire before the switch away is a wakeup racing
- * with block(), which the on_cpu protocol already handles. */
-int kr_sleep_timed(uint64_t deadline)
+ * with block(), which the on_cpu protocol already handles.  Out of line,
+ * so that the timer's frame stays off the untimed sleeps' path. */
+static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *self,
+						    uint64_t deadline)
 {
-	struct kr_worker *w = W();
-	if (!w)
-		return EPERM;
-	kr_mp *self = w->cur;
-	if (deadline == UINT64_MAX) {
-		sleep_self(w, self);
-		return 0;
-	}
 	uint32_t s = WS_RUN;
 	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
@@ -446,12 +440,51 @@ int kr_sleep_timed(uint64_t deadline)
 	return t.won ? ETIMEDOUT : 0;
 }
 
+static inline int sleep_timed(struct kr_worker *w, kr_mp *self, uint64_t deadline)
+{
+	if (deadline == UINT64_MAX) {
+		sleep_self(w, self);
+		return 0;
+	}
+	return sleep_deadline(w, self, deadline);
+}
+
+int kr_sleep_timed(uint64_t deadline)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	return sleep_timed(w, w->cur, deadline);
+}
+
+/* Consume a pending cancel.  The plain load keeps the RMW off the common
+ * path; the acquire pairs with kr_mp_cancel's release. */
+static inline int take_cancel(kr_mp *self)
+{
+	return __atomic_load_n(&self->cancel, __ATOMIC_RELAXED) &&
+	       __atomic_exchange_n(&self->cancel, 0, __ATOMIC_ACQUIRE);
+}
+
+/* A cancel stored before its wakeup is seen after any sleep that wakeup
+ * ends, or that a permit it left ends at once. */
+int kr_sleep_cancellable(uint64_t deadline)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	kr_mp *self = w->cur;
+	if (take_cancel(self))
+		return ECANCELED;
+	int err = sleep_timed(w, self, deadline);
+	return take_cancel(self) ? ECANCELED : err;
+}
+
 int kr_sleep_until(uint64_t deadline)
 {
 	if (!W())
 		return EPERM;
 	int woken = 0, err;
-	while ((err = kr_sleep_timed(deadline)) == 0)
+	while ((err = kr_sleep_cancellable(deadline)) == 0)
 		woken = 1;
 	if (woken) /* keep the wakeups that came meanwhile for the next kr_sleep */
 		wake_state(W()->cur);
@@ -494,7 +527,8 @@ static int live_handle(const kr_mp *mp)
 	return __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE) == LIFE_LIVE;
 }
 
-int kr_wakeup(kr_mp *mp)
+/* kr_wakeup, and kr_mp_cancel: the cancel is stored before the wakeup. */
+static int wake(kr_mp *mp, int cancel)
 {
 	if (!mp)
 		return EINVAL;
@@ -502,12 +536,17 @@ int kr_wakeup(kr_mp *mp)
 		return EPERM;
 	if (!live_handle(mp))
 		return ESRCH;
+	if (cancel)
+		__atomic_store_n(&mp->cancel, 1, __ATOMIC_RELEASE);
 	if (wake_state(mp)) {
 		struct kr_worker *w = W();
 		READY(w, mp);
 	}
 	return 0;
 }
+
+int kr_wakeup(kr_mp *mp) { return wake(mp, 0); }
+int kr_mp_cancel(kr_mp *mp) { return wake(mp, 1); }
 
 /* The checks of a direct switch from the caller to mp. */
 static inline int direct_target_ok(struct kr_worker *w, kr_mp *mp)
@@ -631,6 +670,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	mp->wstate = WS_RUN;
 	mp->queued = NULL;
 	mp->prio = prio;
+	mp->cancel = 0;
 	mp->join = (flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE;
 	mp->fn = fn; /* result shares its slot: written when it ends */
 	mp->arg = arg;

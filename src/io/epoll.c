@@ -260,7 +260,7 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 	__atomic_fetch_add(&E.waiting, 1, __ATOMIC_RELAXED);
 	kr_spin_unlock(&r->lock);
 	/* Done when either node is served; then take the other one out. */
-	int status = 0;
+	int status = 0, cancellable = 1;
 	for (;;) {
 		int d0 = (want & 1) && __atomic_load_n(&w[0].state, __ATOMIC_ACQUIRE) == W_DONE;
 		int d1 = (want & 2) && __atomic_load_n(&w[1].state, __ATOMIC_ACQUIRE) == W_DONE;
@@ -268,7 +268,7 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 			status = d0 ? w[0].status : w[1].status;
 			break;
 		}
-		int err = kr_sleep_timed(deadline);
+		int err = cancellable ? kr_sleep_cancellable(deadline) : kr_sleep_timed(deadline);
 		if (err) {
 			kr_spin_lock(&r->lock);
 			int still = 1;
@@ -284,6 +284,11 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 				return -err;
 			}
 			kr_spin_unlock(&r->lock);
+			/* being served: wait for it, keeping a cancel for later */
+			if (err == ECANCELED)
+				kr_mp_cancel(w[0].mp);
+			deadline = UINT64_MAX;
+			cancellable = 0;
 		}
 	}
 	/* the other direction's node, if it is still queued */

@@ -22,7 +22,8 @@
  * Kick (another VP made work while the poller waits): a NOP submitted at
  * once; its completion ends the wait.  Cancel: IORING_OP_ASYNC_CANCEL by
  * fd, submitted at once, so it matches what is in flight now and never a
- * later fd of the same number.
+ * later fd of the same number; a cancelled microprocess (kr_mp_cancel)
+ * cancels its own request the same way, by its user_data.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -140,32 +141,38 @@ static void u_wait(void *arg, uint64_t usec)
 }
 
 /* Put one entry with user_data 0 in the ring and submit at once. */
-static void submit_now(void (*prep)(struct io_uring_sqe *, int), int fd)
+static void submit_now(void (*prep)(struct io_uring_sqe *, uintptr_t), uintptr_t arg)
 {
 	kr_spin_lock(&U.sq_lock);
 	struct io_uring_sqe *sqe = sqe_get(1);
-	prep(sqe, fd);
+	prep(sqe, arg);
 	io_uring_sqe_set_data64(sqe, 0);
 	unsigned q = sq_flush();
 	kr_spin_unlock(&U.sq_lock);
 	io_uring_enter(U.ring.ring_fd, q, 0, 0, NULL);
 }
 
-static void prep_nop(struct io_uring_sqe *sqe, int fd)
+static void prep_nop(struct io_uring_sqe *sqe, uintptr_t unused)
 {
-	(void)fd;
+	(void)unused;
 	io_uring_prep_nop(sqe);
 }
 
-static void prep_cancel(struct io_uring_sqe *sqe, int fd)
+static void prep_cancel_fd(struct io_uring_sqe *sqe, uintptr_t fd)
 {
-	io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+	io_uring_prep_cancel_fd(sqe, (int)fd, IORING_ASYNC_CANCEL_ALL);
+}
+
+/* The request whose completion record is `d`. */
+static void prep_cancel_req(struct io_uring_sqe *sqe, uintptr_t d)
+{
+	io_uring_prep_cancel64(sqe, d, 0);
 }
 
 static void u_kick(void *arg)
 {
 	(void)arg;
-	submit_now(prep_nop, -1);
+	submit_now(prep_nop, 0);
 }
 
 static void u_fini(void *arg)
@@ -249,17 +256,29 @@ static long u_run(struct kr_ioreq *r)
 		io_uring_sqe_set_data64(t, 0);
 	}
 	kr_spin_unlock(&U.sq_lock);
-	/* a late wakeup from elsewhere can end a sleep early: loop on `done` */
-	while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE))
-		kr_sleep();
-	if (d.res == -ECANCELED && timed && kr_now() >= r->deadline)
+	/* A late wakeup from elsewhere can end a sleep early: loop on `done`.
+	 * A cancel of the caller cancels the request, which then completes
+	 * with -ECANCELED, or with its result if it was too late for that;
+	 * then the cancel stays pending for the next wait. */
+	int cancelled = 0;
+	while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE)) {
+		if (cancelled) {
+			kr_sleep();
+		} else if (kr_sleep_cancellable(UINT64_MAX) == ECANCELED) {
+			cancelled = 1;
+			submit_now(prep_cancel_req, (uintptr_t)&d);
+		}
+	}
+	if (cancelled && d.res != -ECANCELED)
+		kr_mp_cancel(d.mp);
+	if (d.res == -ECANCELED && timed && !cancelled && kr_now() >= r->deadline)
 		return -ETIMEDOUT;
 	return d.res;
 }
 
 static int u_cancel(int fd)
 {
-	submit_now(prep_cancel, fd);
+	submit_now(prep_cancel_fd, (uintptr_t)fd);
 	return 0;
 }
 

@@ -50,5 +50,5 @@ int kr_barrier_wait(kr_barrier *b)
 	struct kr_waiter w = {.mp = self};
 	wq_push(&b->q, &w);
 	kr_spin_unlock(&b->lock);
-	return wq_wait(&w, &b->lock, UINT64_MAX);
+	return wq_wait(&w, &b->lock, UINT64_MAX, 0);
 }

@@ -100,7 +100,7 @@ static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
 	struct kr_waiter w = {.mp = self, .buf = (void *)elem};
 	wq_push(&ch->senders, &w);
 	kr_spin_unlock(&ch->lock);
-	err = wq_wait(&w, &ch->lock, deadline);
+	err = wq_wait(&w, &ch->lock, deadline, 1);
 	if (err && w.state == W_WAITING) {
 		wq_remove(&ch->senders, &w);
 		kr_spin_unlock(&ch->lock);
@@ -137,7 +137,7 @@ static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
 		struct kr_waiter w = {.mp = self, .buf = elem};
 		wq_push(&ch->receivers, &w);
 		kr_spin_unlock(&ch->lock);
-		err = wq_wait(&w, &ch->lock, deadline);
+		err = wq_wait(&w, &ch->lock, deadline, 1);
 		if (err && w.state == W_WAITING) {
 			wq_remove(&ch->receivers, &w);
 			kr_spin_unlock(&ch->lock);

@@ -69,7 +69,7 @@ int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
 		wq_push(&e->callers, &w);
 		kr_spin_unlock(&e->lock);
 	}
-	err = wq_wait(&w, &e->lock, deadline);
+	err = wq_wait(&w, &e->lock, deadline, 1);
 	if (err && w.state == W_WAITING)
 		return give_up(e, &e->callers, &w, err);
 	return err;
@@ -96,7 +96,7 @@ int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
 	struct kr_waiter w = {.mp = self};
 	wq_push(&e->acceptors, &w);
 	kr_spin_unlock(&e->lock);
-	err = wq_wait(&w, &e->lock, deadline);
+	err = wq_wait(&w, &e->lock, deadline, 1);
 	if (err && w.state == W_WAITING)
 		return give_up(e, &e->acceptors, &w, err);
 	if (!err)

@@ -45,7 +45,7 @@ static int sem_wait(kr_sem *s, uint64_t deadline, int try)
 	struct kr_waiter w = {.mp = self};
 	wq_push(&s->q, &w);
 	kr_spin_unlock(&s->lock);
-	int err = wq_wait(&w, &s->lock, deadline);
+	int err = wq_wait(&w, &s->lock, deadline, 1);
 	if (err && w.state == W_WAITING) {
 		wq_remove(&s->q, &w);
 		kr_spin_unlock(&s->lock);

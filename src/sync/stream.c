@@ -137,7 +137,11 @@ int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
 	wq_push(&s->writers, &w);
 	kr_spin_unlock(&s->lock);
 	wq_wake_all(&wake, 0);
-	err = wq_wait(&w, &s->lock, UINT64_MAX);
+	err = wq_wait(&w, &s->lock, UINT64_MAX, 1);
+	if (err && w.state == W_WAITING) { /* cancelled: what is in stays in */
+		wq_remove(&s->writers, &w);
+		kr_spin_unlock(&s->lock);
+	}
 	if (done)
 		*done = w.done;
 	return err;
@@ -185,7 +189,7 @@ static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t
 		struct kr_waiter w = {.mp = self, .buf = buf, .len = len};
 		wq_push(&s->readers, &w);
 		kr_spin_unlock(&s->lock);
-		err = wq_wait(&w, &s->lock, deadline);
+		err = wq_wait(&w, &s->lock, deadline, 1);
 		if (err && w.state == W_WAITING) {
 			wq_remove(&s->readers, &w);
 			kr_spin_unlock(&s->lock);

@@ -122,19 +122,25 @@ static inline void wq_wake_and_block(struct kr_waiter *w, int status)
 }
 
 /* Wait until w is DONE and return its status; or, when the deadline
- * passes first and w is still WAITING, return ETIMEDOUT (or ENOMEM: no
- * room for the timer) with *lock held and w still queued: the caller
- * unlinks it, restores the object and unlocks. */
-static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline)
+ * passes first (or, if `cancellable`, a kr_mp_cancel comes) and w is still
+ * WAITING, return ETIMEDOUT / ECANCELED (or ENOMEM: no room for the timer)
+ * with *lock held and w still queued: the caller unlinks it, restores the
+ * object and unlocks.  A wait being served completes; a cancel it
+ * consumed then stays pending for the next one. */
+static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline,
+			  int cancellable)
 {
 	while (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != W_DONE) {
-		int err = kr_sleep_timed(deadline);
+		int err = cancellable ? kr_sleep_cancellable(deadline) : kr_sleep_timed(deadline);
 		if (err) {
 			kr_spin_lock(lock);
 			if (__atomic_load_n(&w->state, __ATOMIC_RELAXED) == W_WAITING)
 				return err;
 			kr_spin_unlock(lock);
+			if (err == ECANCELED)
+				kr_mp_cancel(w->mp);
 			deadline = UINT64_MAX; /* being served: wait for it */
+			cancellable = 0;
 		}
 	}
 	return w->status;
