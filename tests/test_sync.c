@@ -738,6 +738,12 @@ static void stream_close_gives_eof_and_epipe(void)
 	uint64_t t0 = kr_now();
 	KT_EQ(kr_stream_timedread(&s, b, sizeof b, &got, t0 + 2 * MS), ETIMEDOUT);
 	KT_EQ(got, 0);
+	char big[100] = {0};
+	size_t put = 0;
+	KT_EQ(kr_stream_timedwrite(&s, big, sizeof big, &put, kr_now() + 2 * MS), ETIMEDOUT);
+	KT_EQ(put, 64); /* what fitted stays in */
+	KT_EQ(kr_stream_timedread(&s, big, sizeof big, &got, 0), 0);
+	KT_EQ(got, 64);
 	KT_EQ(kr_stream_write(&s, "hello", 5, NULL), 0);
 	KT_EQ(kr_stream_close_write(&s), 0);
 	KT_EQ(kr_stream_write(&s, "x", 1, NULL), EPIPE);
@@ -995,36 +1001,63 @@ static void cancel_ends_exactly_one_wait(void)
 	KT_EQ(kr_fini(), 0);
 }
 
-enum { CN = 2000, CTRIES = 10 };
-static kr_mp *cm[CN];
-static uint32_t c_got, c_cancelled, c_finished;
+/* The stress below: thousands of microprocesses on 2 VPs with short
+ * deadlines, while a canceller cancels them at random; what each object
+ * hands out adds up. */
+enum { SN = 1000 };
+static kr_mp *sm[SN];
+static uint32_t s_finished;
+
+static uint64_t soon(void *a) { return kr_now() + ((uintptr_t)a % 5 + 1) * 200000; }
+
+static void *random_canceller(void *a)
+{
+	uint32_t x = 777;
+	while (__atomic_load_n(&s_finished, __ATOMIC_ACQUIRE) < SN) {
+		x = x * 1103515245 + 12345;
+		int e = kr_mp_cancel(sm[(x >> 8) % SN]);
+		KT_CHECK(e == 0 || e == ESRCH);
+		kr_sleep_for(10000); /* about one cancel in ten waits */
+	}
+	return a;
+}
+
+/* Create SN microprocesses of fn, `helpers` of helper and the canceller;
+ * join the helpers, the canceller, then the rest. */
+static void stress(void *(*fn)(void *), void *(*helper)(void *), int helpers)
+{
+	s_finished = 0;
+	kr_mp *h[16], *c;
+	for (uintptr_t i = 0; i < SN; i++)
+		KT_EQ(kr_mp_create(&sm[i], &small, fn, (void *)i), 0);
+	for (int i = 0; i < helpers; i++)
+		KT_EQ(kr_mp_create(&h[i], &small, helper, (void *)(uintptr_t)i), 0);
+	KT_EQ(kr_mp_create(&c, &small, random_canceller, NULL), 0);
+	for (int i = 0; i < helpers; i++)
+		KT_EQ(kr_mp_join(h[i], NULL), 0);
+	KT_EQ(kr_mp_join(c, NULL), 0);
+	for (unsigned i = 0; i < SN; i++)
+		KT_EQ(kr_mp_join(sm[i], NULL), 0);
+}
+
+static void finished(void) { __atomic_fetch_add(&s_finished, 1, __ATOMIC_RELEASE); }
+
+static uint32_t c_got, c_cancelled;
 
 static void *cancelled_consumer(void *a)
 {
-	for (int i = 0; i < CTRIES; i++) {
+	for (int i = 0; i < 10; i++) {
 		int e = kr_sem_wait(&csem);
 		KT_CHECK(e == 0 || e == ECANCELED);
 		__atomic_fetch_add(e ? &c_cancelled : &c_got, 1, __ATOMIC_RELAXED);
 	}
-	__atomic_fetch_add(&c_finished, 1, __ATOMIC_RELEASE);
-	return a;
-}
-
-static void *canceller(void *a)
-{
-	uint32_t x = 12345;
-	while (__atomic_load_n(&c_finished, __ATOMIC_ACQUIRE) < CN) {
-		x = x * 1103515245 + 12345;
-		int e = kr_mp_cancel(cm[x % CN]);
-		KT_CHECK(e == 0 || e == ESRCH);
-		kr_yield();
-	}
+	finished();
 	return a;
 }
 
 static void *unit_poster(void *a)
 {
-	for (int i = 0; i < CN * CTRIES / 10; i++) {
+	for (int i = 0; i < SN * 10 / 8; i++) {
 		KT_EQ(kr_sem_post(&csem), 0);
 		if (i % 4 == 0)
 			kr_yield();
@@ -1032,32 +1065,181 @@ static void *unit_poster(void *a)
 	return a;
 }
 
-/* 2,000 consumers, a canceller picking them at random and 10 posters on
+/* 1,000 consumers, a canceller picking them at random and 8 posters on
  * 2 VPs: every unit is taken once or still counted, every wait ends
  * served or cancelled. */
 static void sem_units_add_up_under_cancellation_on_two_vps(void)
 {
 	init(2);
 	KT_EQ(kr_sem_init(&csem, 0), 0);
-	c_got = c_cancelled = c_finished = 0;
-	for (unsigned i = 0; i < CN; i++)
-		KT_EQ(kr_mp_create(&cm[i], &small, cancelled_consumer, NULL), 0);
-	kr_mp *c, *p[10];
-	KT_EQ(kr_mp_create(&c, &small, canceller, NULL), 0);
-	for (int i = 0; i < 10; i++)
-		KT_EQ(kr_mp_create(&p[i], &small, unit_poster, NULL), 0);
-	for (int i = 0; i < 10; i++)
-		KT_EQ(kr_mp_join(p[i], NULL), 0);
-	KT_EQ(kr_mp_join(c, NULL), 0);
-	for (unsigned i = 0; i < CN; i++)
-		KT_EQ(kr_mp_join(cm[i], NULL), 0);
+	c_got = c_cancelled = 0;
+	stress(cancelled_consumer, unit_poster, 8);
 	long left;
 	KT_EQ(kr_sem_getvalue(&csem, &left), 0);
-	KT_EQ(c_got + c_cancelled, CN * CTRIES);
-	KT_EQ(c_got + left, CN * CTRIES);
+	KT_EQ(c_got + c_cancelled, SN * 10);
+	KT_EQ(c_got + left, SN * 10);
 	KT_CHECK(c_cancelled > 0);
 	fprintf(stderr, "  %u taken, %u cancelled, %ld left\n", c_got, c_cancelled, left);
 	KT_EQ(kr_sem_destroy(&csem), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* condition variables: tokens under a monitor */
+static long tokens;
+static uint32_t t_got, t_gaveup;
+
+static void *token_taker(void *a)
+{
+	for (int i = 0; i < 10; i++) {
+		KT_EQ(kr_mutex_lock(&cmu), 0);
+		int e = 0;
+		while (!tokens && !e)
+			e = kr_cond_timedwait(&ccv, &cmu, soon(a) + 1 * MS);
+		KT_CHECK(e == 0 || e == ETIMEDOUT || e == ECANCELED);
+		if (tokens) { /* a token is a token, whatever ended the wait */
+			tokens--;
+			t_got++;
+		} else {
+			t_gaveup++;
+		}
+		KT_EQ(kr_mutex_unlock(&cmu), 0); /* held on every return */
+	}
+	finished();
+	return a;
+}
+
+static void *token_maker(void *a)
+{
+	for (int i = 0; i < SN * 10 / 8; i++) {
+		KT_EQ(kr_mutex_lock(&cmu), 0);
+		tokens++;
+		KT_EQ(kr_cond_signal(&ccv), 0);
+		KT_EQ(kr_mutex_unlock(&cmu), 0);
+		if (i % 20 == 0)
+			kr_yield();
+	}
+	return a;
+}
+
+static void cond_tokens_add_up_under_timeouts_and_cancellation(void)
+{
+	init(2);
+	tokens = 0;
+	t_got = t_gaveup = 0;
+	stress(token_taker, token_maker, 4);
+	KT_EQ(t_got + t_gaveup, SN * 10);
+	KT_EQ(t_got + tokens, 4 * (SN * 10 / 8));
+	KT_CHECK(t_gaveup > 0);
+	fprintf(stderr, "  %u taken, %u given up, %ld left\n", t_got, t_gaveup, tokens);
+	KT_EQ(kr_cond_destroy(&ccv), 0);
+	KT_EQ(kr_mutex_destroy(&cmu), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* rendezvous: a call is answered once if accepted, never touched if not */
+static uint32_t r_answered, r_gaveup, r_accepted;
+
+static void *timed_caller(void *a)
+{
+	for (long i = 0; i < 10; i++) {
+		long v = i;
+		int e = kr_entry_timedcall(&ecall, &v, soon(a));
+		if (e == 0) {
+			KT_EQ(v, i + 100);
+			__atomic_fetch_add(&r_answered, 1, __ATOMIC_RELAXED);
+		} else {
+			KT_CHECK(e == ETIMEDOUT || e == ECANCELED);
+			KT_EQ(v, i);
+			__atomic_fetch_add(&r_gaveup, 1, __ATOMIC_RELAXED);
+		}
+	}
+	finished();
+	return a;
+}
+
+static void *timed_acceptor(void *a)
+{
+	while (__atomic_load_n(&s_finished, __ATOMIC_ACQUIRE) < SN) {
+		kr_call *c;
+		int e = kr_entry_timedaccept(&ecall, &c, kr_now() + 1 * MS);
+		if (e)
+			continue;
+		*(long *)kr_call_msg(c) += 100;
+		__atomic_fetch_add(&r_accepted, 1, __ATOMIC_RELAXED);
+		if (r_accepted % 5 == 0)
+			kr_yield(); /* the caller waits past its deadline */
+		KT_EQ(kr_entry_reply(c, 0), 0);
+	}
+	return a;
+}
+
+static void rendezvous_calls_add_up_under_timeouts_and_cancellation(void)
+{
+	init(2);
+	r_answered = r_gaveup = r_accepted = 0;
+	stress(timed_caller, timed_acceptor, 3);
+	KT_EQ(r_answered + r_gaveup, SN * 10);
+	KT_EQ(r_answered, r_accepted);
+	KT_CHECK(r_gaveup > 0 && r_answered > 0);
+	fprintf(stderr, "  %u answered, %u given up\n", r_answered, r_gaveup);
+	KT_EQ(kr_entry_destroy(&ecall), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* streams: every byte written is read once or still in the ring */
+static uint64_t b_in, b_out, v_in, v_out;
+
+static void *timed_writer(void *a)
+{
+	unsigned char blk[48];
+	memset(blk, (int)((uintptr_t)a % 251 + 1), sizeof blk);
+	for (int i = 0; i < 10; i++) {
+		size_t done = 0;
+		int e = kr_stream_timedwrite(&sfull, blk, sizeof blk, &done, soon(a));
+		KT_CHECK(e == 0 || e == ETIMEDOUT || e == ECANCELED);
+		KT_CHECK(e ? done < sizeof blk : done == sizeof blk);
+		__atomic_fetch_add(&b_in, done, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&v_in, done * blk[0], __ATOMIC_RELAXED);
+	}
+	finished();
+	return a;
+}
+
+static void *timed_reader(void *a)
+{
+	while (__atomic_load_n(&s_finished, __ATOMIC_ACQUIRE) < SN) {
+		unsigned char b[40];
+		size_t got = 0;
+		int e = kr_stream_timedread(&sfull, b, sizeof b, &got, kr_now() + 1 * MS);
+		KT_CHECK(e == 0 || e == ETIMEDOUT);
+		KT_CHECK(!e || !got);
+		__atomic_fetch_add(&b_out, got, __ATOMIC_RELAXED);
+		for (size_t i = 0; i < got; i++)
+			__atomic_fetch_add(&v_out, b[i], __ATOMIC_RELAXED);
+	}
+	return a;
+}
+
+static void stream_bytes_add_up_under_timeouts_and_cancellation(void)
+{
+	init(2);
+	KT_EQ(kr_stream_init(&sfull, 100), 0);
+	b_in = b_out = v_in = v_out = 0;
+	stress(timed_writer, timed_reader, 2);
+	KT_EQ(kr_stream_close_write(&sfull), 0);
+	unsigned char b[256];
+	size_t got;
+	do { /* what is left in the ring */
+		KT_EQ(kr_stream_read(&sfull, b, sizeof b, &got), 0);
+		b_out += got;
+		for (size_t i = 0; i < got; i++)
+			v_out += b[i];
+	} while (got);
+	KT_EQ(b_in, b_out);
+	KT_EQ(v_in, v_out);
+	KT_CHECK(b_in < SN * 10 * 48); /* some writes gave up half way */
+	fprintf(stderr, "  %llu of %u bytes went in\n", (unsigned long long)b_in, SN * 10 * 48);
+	KT_EQ(kr_stream_destroy(&sfull), 0);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -1112,6 +1294,9 @@ int main(int argc, char **argv)
 	KT_RUN(cancel_ends_every_cancellable_wait);
 	KT_RUN(cancel_ends_exactly_one_wait);
 	KT_RUN(sem_units_add_up_under_cancellation_on_two_vps);
+	KT_RUN(cond_tokens_add_up_under_timeouts_and_cancellation);
+	KT_RUN(rendezvous_calls_add_up_under_timeouts_and_cancellation);
+	KT_RUN(stream_bytes_add_up_under_timeouts_and_cancellation);
 	KT_RUN(blocked_microprocesses_use_no_cpu);
 	return kt_finish();
 }

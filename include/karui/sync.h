@@ -168,9 +168,12 @@ typedef struct kr_stream {
 int kr_stream_init(kr_stream *s, size_t capacity);
 int kr_stream_destroy(kr_stream *s);
 /* Write all len bytes; *done (may be NULL) receives how many went in.
- * EPIPE: the read side is closed; ECANCELED: cancelled while it waited
- * for room (then *done tells how far it got, those bytes staying in). */
+ * EPIPE: the read side is closed; ETIMEDOUT, ECANCELED: the deadline
+ * passed, or the caller was cancelled, while it waited for room.  On each
+ * error *done tells how far it got, and those bytes stay in. */
 int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done);
+int kr_stream_timedwrite(kr_stream *s, const void *buf, size_t len, size_t *done,
+			 uint64_t deadline);
 /* Read at least one byte and at most len: *got (not NULL) receives the
  * count; 0 with *got == 0 is end of stream (write side closed, drained). */
 int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got);

@@ -98,7 +98,8 @@ static void refill(kr_stream *s, kr_waitq *done)
 	}
 }
 
-int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
+static int write_until(kr_stream *s, const void *buf, size_t len, size_t *done,
+		       uint64_t deadline)
 {
 	kr_mp *self = kr_self();
 	if (done)
@@ -137,14 +138,25 @@ int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
 	wq_push(&s->writers, &w);
 	kr_spin_unlock(&s->lock);
 	wq_wake_all(&wake, 0);
-	err = wq_wait(&w, &s->lock, UINT64_MAX, 1);
-	if (err && w.state == W_WAITING) { /* cancelled: what is in stays in */
+	err = wq_wait(&w, &s->lock, deadline, 1);
+	if (err && w.state == W_WAITING) { /* what is in stays in */
 		wq_remove(&s->writers, &w);
 		kr_spin_unlock(&s->lock);
 	}
 	if (done)
 		*done = w.done;
 	return err;
+}
+
+int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
+{
+	return write_until(s, buf, len, done, UINT64_MAX);
+}
+
+int kr_stream_timedwrite(kr_stream *s, const void *buf, size_t len, size_t *done,
+			 uint64_t deadline)
+{
+	return write_until(s, buf, len, done, deadline);
 }
 
 static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
