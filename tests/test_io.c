@@ -203,34 +203,64 @@ static void timed_read_times_out_and_takes_nothing(void)
 struct blk {
 	int fd;
 	long res;
+	unsigned vp;    /* the VP the read was made on */
 };
 
 static void *blocked_reader(void *a)
 {
 	struct blk *b = a;
 	char c;
+	b->vp = kr_vp_id(kr_vp_self());
 	b->res = kr_read(b->fd, &c, 1, KR_IO_FOREVER);
 	return NULL;
 }
 
+static void *cancel_from_plain_thread(void *a)
+{
+	*(int *)a = kr_io_cancel(*(int *)a);
+	return NULL;
+}
+
+/* Readers on both VPs (with io_uring, in both VPs' rings); the cancel comes
+ * from a microprocess, then from a thread that is no VP. */
 static void cancel_ends_blocked_reads_and_loses_nothing(void)
 {
 	init(2);
 	int p[2];
 	mkpipe(p);
-	struct blk b[3];
-	kr_mp *m[3];
-	for (int i = 0; i < 3; i++) {
-		b[i] = (struct blk){.fd = p[0], .res = 99};
-		KT_EQ(kr_mp_create(&m[i], &small, blocked_reader, &b[i]), 0);
-	}
-	KT_EQ(kr_sleep_for(30 * MS), 0); /* all three block */
-	for (int i = 0; i < 3; i++)
-		KT_EQ(b[i].res, 99);
-	KT_EQ(kr_io_cancel(p[0]), 0);
-	for (int i = 0; i < 3; i++) {
-		KT_EQ(kr_mp_join(m[i], NULL), 0);
-		KT_EQ(b[i].res, -ECANCELED);
+	enum { N = 8 };
+	for (int round = 0; round < 2; round++) {
+		struct blk b[N];
+		kr_mp *m[N];
+		for (int i = 0; i < N; i++) {
+			b[i] = (struct blk){.fd = p[0], .res = 99};
+			KT_EQ(kr_mp_create(&m[i], &small, blocked_reader, &b[i]), 0);
+			if (i % 2)
+				kr_yield(); /* let the other VP take some */
+		}
+		KT_EQ(kr_sleep_for(30 * MS), 0); /* all block */
+		unsigned on[2] = {0, 0};
+		for (int i = 0; i < N; i++) {
+			KT_EQ(b[i].res, 99);
+			on[b[i].vp & 1]++;
+		}
+		if (round == 0) {
+			KT_EQ(kr_io_cancel(p[0]), 0);
+		} else {
+			pthread_t t;
+			int arg = p[0];
+			KT_EQ(pthread_create(&t, NULL, cancel_from_plain_thread, &arg), 0);
+			KT_EQ(kr_blocking_enter(), 0);
+			KT_EQ(pthread_join(t, NULL), 0);
+			KT_EQ(kr_blocking_leave(), 0);
+			KT_EQ(arg, 0);
+		}
+		for (int i = 0; i < N; i++) {
+			KT_EQ(kr_mp_join(m[i], NULL), 0);
+			KT_EQ(b[i].res, -ECANCELED);
+		}
+		fprintf(stderr, "  %s: %u readers on VP 0, %u on VP 1, all cancelled\n",
+			round ? "from a plain thread" : "from a microprocess", on[0], on[1]);
 	}
 	KT_EQ(write(p[1], "z", 1), 1);
 	char c = 0;
@@ -546,6 +576,63 @@ static void blocking_call_hands_the_vp_to_the_others(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A read in flight when its VP enters a blocking call must still complete
+ * while the call blocks: here the blocking call waits for what the read's
+ * microprocess does next.  B's poll gives up after 5 s: a read stuck with
+ * the blocked VP would show as B timing out. */
+static int moved_pipe[2], unblock_pipe[2];
+
+static void *reader_then_unblock(void *a)
+{
+	(void)a;
+	char c = 0;
+	KT_EQ(kr_read(moved_pipe[0], &c, 1, in_ms(10000)), 1);
+	KT_EQ(c, 'm');
+	KT_EQ(write(unblock_pipe[1], "u", 1), 1);
+	return NULL;
+}
+
+static void *blocks_until_unblocked(void *a)
+{
+	(void)a;
+	KT_EQ(kr_sleep_for(20 * MS), 0); /* the read is in flight by now */
+	KT_EQ(kr_blocking_enter(), 0);
+	struct pollfd pf = {.fd = unblock_pipe[0], .events = POLLIN};
+	int n = poll(&pf, 1, 5000);
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(n, 1);
+	return NULL;
+}
+
+static void *late_kr_writer(void *a)
+{
+	(void)a;
+	KT_EQ(kr_sleep_for(50 * MS), 0);
+	KT_EQ(kr_write(moved_pipe[1], "m", 1, KR_IO_FOREVER), 1);
+	return NULL;
+}
+
+static void io_in_flight_completes_while_its_vp_blocks(void)
+{
+	init(1);
+	mkpipe(moved_pipe);
+	mkpipe(unblock_pipe);
+	kr_mp *m[3];
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_mp_create(&m[0], &small, reader_then_unblock, NULL), 0);
+	KT_EQ(kr_mp_create(&m[1], &small, blocks_until_unblocked, NULL), 0);
+	KT_EQ(kr_mp_create(&m[2], &small, late_kr_writer, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	fprintf(stderr, "  unblocked after %.0f ms\n", (kr_now() - t0) / 1e6);
+	KT_CHECK(kr_now() - t0 < 4000 * MS);
+	for (int i = 0; i < 2; i++) {
+		KT_EQ(kr_close(moved_pipe[i]), 0);
+		KT_EQ(kr_close(unblock_pipe[i]), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -563,5 +650,6 @@ int main(int argc, char **argv)
 	KT_RUN(cancel_of_a_microprocess_ends_only_its_io_wait);
 	KT_RUN(microprocesses_waiting_on_io_use_no_cpu);
 	KT_RUN(blocking_call_hands_the_vp_to_the_others);
+	KT_RUN(io_in_flight_completes_while_its_vp_blocks);
 	return kt_finish();
 }

@@ -105,8 +105,8 @@ extern const kr_sched_ops kr_sched_default;
 uint64_t kr_sched_idle_usec(void);
 
 /* How an idle callback waits: on L0 (kr_vp_sleep), or, when an event
- * source is set and no other VP is waiting on it, on the event source, so
- * that I/O completions wake it too.  Returns when woken, when something
+ * source is set (and no other VP is waiting on it, unless each VP waits
+ * on its own), on the event source, so that I/O completions wake it too.  Returns when woken, when something
  * completed, or after usec (UINT64_MAX: no limit). */
 void kr_sched_park(uint64_t usec);
 
@@ -116,16 +116,25 @@ void kr_sched_unpark(unsigned n);
 
 /* An event source (karui's I/O layer sets one): the core calls `poll` at
  * every 8th scheduling point of a busy VP and each time round the idle
- * loop, and `wait` in kr_sched_park on one VP at a time.  poll and wait
- * submit what was queued and wake the microprocesses whose requests
- * completed (kr_wakeup); kick may be called from any thread and makes a
- * running or imminent wait return. */
+ * loop, and `wait` in kr_sched_park.  poll and wait submit what was queued
+ * and wake the microprocesses whose requests completed (kr_wakeup).
+ *
+ * Without KR_POLLER_PER_VP one VP at a time waits on the source, the
+ * others on L0, and `kick` (any thread) makes a running or imminent wait
+ * return.  With it, every idle VP waits on the source, which also ends
+ * the wait on kr_vp_wakeup (kr_vp_sleep_begin in vp.h); kick is unused.
+ * `leave` (optional) runs on a VP that is about to stop looking at the
+ * source for a while (a blocking call, a spare VP parking): requests that
+ * only this VP would see complete must be moved elsewhere. */
+enum { KR_POLLER_PER_VP = 1 };
 typedef struct kr_poller {
 	void (*poll)(void *arg);
 	void (*wait)(void *arg, uint64_t usec);
 	void (*kick)(void *arg);
+	void (*leave)(void *arg);
 	void (*fini)(void *arg); /* optional: kr_fini, after every VP stopped */
 	void *arg;
+	unsigned flags;
 } kr_poller;
 
 /* Set the event source (NULL: remove it).  EBUSY: another one is set;

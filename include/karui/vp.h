@@ -19,7 +19,8 @@
  * looks for work once more and then sleeps can never miss the wakeup of a
  * producer that saw it idle — the protocol L2 builds on.  A sleeping VP
  * costs no CPU: it spins for at most KR_VP_SPIN_NS and then waits on a
- * futex.
+ * futex, or on an event source that also waits on that futex
+ * (kr_vp_sleep_begin).
  *
  * Each VP has a status word that any thread may read: RUNNING, SLEEPING,
  * BLOCKED (in a kernel call that may block), SUSPENDED (taken off its
@@ -87,6 +88,29 @@ int kr_vp_sleep(uint64_t usec);
 /* Resume up to n sleeping VPs, keeping the rest as pending wakeups (at most
  * one per live VP).  EINVAL: n == 0. */
 int kr_vp_wakeup(unsigned n);
+
+/* Sleeping on an event source.  A source that can also wait on a futex
+ * word (io_uring's FUTEX_WAIT) parks a VP on its own events and on
+ * kr_vp_wakeup at once.  Such a wait may stay queued in the source after
+ * the VP woke for another reason; L0 counts those, so that a wakeup is
+ * not spent on them.
+ *
+ *   kr_vp_sleep_begin(&word, queued)
+ *        0: a pending wakeup was taken, do not sleep.  EAGAIN: none was;
+ *        the VP now counts as sleeping: wait while *word reads 0 (a
+ *        private 32-bit futex).  queued: a wait of this VP's from an
+ *        earlier sleep is still queued on the word (it serves this one).
+ *   kr_vp_sleep_end(queued)
+ *        the VP no longer counts as sleeping; queued: its wait stays
+ *        queued.  0 if it took a pending wakeup, ETIMEDOUT if none.
+ *   kr_vp_wait_ended()
+ *        a wait left queued by kr_vp_sleep_end has ended (it fired, or
+ *        was cancelled); the VP may be gone by then.
+ *
+ * EPERM: the first two off a VP. */
+int kr_vp_sleep_begin(uint32_t **word, int queued);
+int kr_vp_sleep_end(int queued);
+void kr_vp_wait_ended(void);
 
 /* The calling VP publishes its status for other VPs to read: RUNNING,
  * BLOCKED (about to enter a kernel call that may block), SLEEPING or

@@ -310,7 +310,7 @@ int kr_poller_set(const kr_poller *p)
 {
 	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
 		return EPERM;
-	if (p && (!p->poll || !p->wait || !p->kick))
+	if (p && (!p->poll || !p->wait || (!p->kick && !(p->flags & KR_POLLER_PER_VP))))
 		return EINVAL;
 	pthread_mutex_lock(&G.lock);
 	int err = 0;
@@ -326,16 +326,21 @@ int kr_poller_set(const kr_poller *p)
 	return err;
 }
 
-/* One VP at a time waits on the event source; the others sleep on L0.
- * Lost wakeups: the poller publishes itself (seq_cst) and then takes a
+/* Each VP waits on its own event source (KR_POLLER_PER_VP), which takes
+ * L0 wakeups itself; or one VP at a time waits on a shared source and the
+ * others sleep on L0.  Lost wakeups in the second case: the poller publishes itself (seq_cst) and then takes a
  * pending L0 wakeup if there is one; kr_sched_unpark posts the L0 wakeup
  * (seq_cst) and then looks for a poller to kick.  One of the two sees the
  * other, as in L0's own protocol. */
 void kr_sched_park(uint64_t usec)
 {
 	struct kr_worker *w = W(), *none = NULL;
-	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) && w &&
-	    __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
+	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
+	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {
+		G.poller.wait(G.poller.arg, usec);
+		return;
+	}
+	if (on && __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
 					__ATOMIC_RELAXED)) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (kr_vp_sleep(0) != 0) {
@@ -352,6 +357,8 @@ void kr_sched_park(uint64_t usec)
 void kr_sched_unpark(unsigned n)
 {
 	kr_vp_wakeup(n);
+	if (G.poller.flags & KR_POLLER_PER_VP)
+		return;
 	struct kr_worker *p = __atomic_load_n(&G.polling, __ATOMIC_SEQ_CST);
 	/* the poller itself wakes microprocesses from inside its wait */
 	if (p && p != W())
@@ -826,8 +833,17 @@ void **kr_sched_vp_data(kr_vp *vp)
  * runs the other microprocesses (the blocked VP's queue too: idle VPs
  * steal, shared queues are shared).  When the call returns, the VP counts
  * again, and a spare that goes idle while there are too many parks
- * (spare_retire).  Spares stay until kr_fini. */
+ * (spare_retire).  Spares stay until kr_fini.  Both tell the event
+ * source first (its `leave`), which moves requests only this VP would
+ * see complete. */
 static void vp_main(kr_vp *vp, void *arg);
+
+/* This VP stops looking at the event source for a while. */
+static void poller_leave(void)
+{
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) && G.poller.leave)
+		G.poller.leave(G.poller.arg);
+}
 
 static void spare_run(void)
 {
@@ -856,6 +872,7 @@ static void spare_retire(struct kr_worker *w)
 			break;
 	if (a <= G.sched.nvp)
 		return;
+	poller_leave();
 	kr_vp_publish(KR_VP_SUSPENDED);
 	pthread_mutex_lock(&G.spare_lock);
 	G.spare_parked++;
@@ -877,6 +894,7 @@ int kr_blocking_enter(void)
 	if (w->blocked)
 		return EBUSY;
 	w->blocked = 1;
+	poller_leave();
 	kr_vp_publish(KR_VP_BLOCKED);
 	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
 		spare_run();

@@ -18,6 +18,16 @@
  * poster sees the waiter and wakes it, or the waiter's futex_wait sees
  * tokens != 0 and returns at once.
  *
+ * An event source that waits on the same futex (kr_vp_sleep_begin /
+ * kr_vp_sleep_end) joins the protocol: it counts as a waiter between the
+ * two, and its wait on `tokens` is woken by the same FUTEX_WAKE.  Such a
+ * wait can stay queued after its VP stopped counting (io_uring's
+ * FUTEX_WAIT lives until it fires), ahead of the real sleepers in the
+ * futex's queue: `stale` counts them and kr_vp_wakeup wakes that many
+ * more.  (Passing a swallowed wakeup on when its VP next looked was
+ * tried first: a VP that never looks again, such as the main thread in
+ * kr_fini, kept it for good.)
+ *
  * Rejected: a futex word per VP with a list of sleepers (the wakeup of a VP
  * that is between "announce idle" and "sleep" needs extra states; the
  * semaphore gives that for free); condition variables (a mutex on every
@@ -48,6 +58,7 @@ static unsigned reg_live;
 static struct {
 	_Alignas(64) uint32_t tokens;
 	uint32_t waiters;
+	uint32_t stale;   /* event-source waits still queued, their VP awake */
 } sem;
 
 static int slot_get(kr_vp *vp)
@@ -313,6 +324,43 @@ int kr_vp_sleep(uint64_t usec)
 	return ret;
 }
 
+int kr_vp_sleep_begin(uint32_t **word, int queued)
+{
+	kr_vp *vp = kr__vp_self;
+	if (!vp)
+		return EPERM;
+	if (take_token())
+		return 0;
+	kr__vp_set_status(vp, KR_VP_SLEEPING);
+	__atomic_fetch_add(&sem.waiters, 1, __ATOMIC_SEQ_CST);
+	if (queued)
+		__atomic_fetch_sub(&sem.stale, 1, __ATOMIC_SEQ_CST);
+	if (take_token()) {
+		kr_vp_sleep_end(queued);
+		return 0;
+	}
+	*word = &sem.tokens;
+	return EAGAIN;
+}
+
+int kr_vp_sleep_end(int queued)
+{
+	kr_vp *vp = kr__vp_self;
+	if (!vp)
+		return EPERM;
+	if (queued)
+		__atomic_fetch_add(&sem.stale, 1, __ATOMIC_SEQ_CST);
+	int ret = take_token() ? 0 : ETIMEDOUT;
+	__atomic_fetch_sub(&sem.waiters, 1, __ATOMIC_RELAXED);
+	kr__vp_set_status(vp, KR_VP_RUNNING);
+	return ret;
+}
+
+void kr_vp_wait_ended(void)
+{
+	__atomic_fetch_sub(&sem.stale, 1, __ATOMIC_SEQ_CST);
+}
+
 int kr_vp_wakeup(unsigned n)
 {
 	if (n == 0)
@@ -326,9 +374,13 @@ int kr_vp_wakeup(unsigned n)
 	} while (!__atomic_compare_exchange_n(&sem.tokens, &t, nt, 1,
 					      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&sem.waiters, __ATOMIC_SEQ_CST))
-		syscall(SYS_futex, &sem.tokens, FUTEX_WAKE_PRIVATE, n > INT_MAX ? INT_MAX : (int)n,
+	if (__atomic_load_n(&sem.waiters, __ATOMIC_SEQ_CST)) {
+		/* queued waits of VPs that no longer sleep come first in the
+		 * futex's queue: wake past them */
+		uint64_t k = (uint64_t)n + __atomic_load_n(&sem.stale, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &sem.tokens, FUTEX_WAKE_PRIVATE, k > INT_MAX ? INT_MAX : (int)k,
 			NULL, NULL, 0);
+	}
 	return 0;
 }
 
