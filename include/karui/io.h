@@ -6,12 +6,15 @@
  * the VPs' idle loop waits on the kernel's completions (kr_poller in
  * sched.h).  Two back ends, chosen when the first call is made:
  *
- *   io_uring  one ring for the process (liburing).  Requests are queued in
- *             the ring and submitted in batches: when a VP goes idle, and
- *             at every 8th scheduling point of a busy one.  Deadlines are
- *             linked timeouts; cancellation is the kernel's.
+ *   io_uring  a ring per VP (liburing; Linux 6.7 or later).  Requests are
+ *             queued in the calling VP's ring and submitted in batches: when
+ *             the VP goes idle, and at every 8th scheduling point of a busy
+ *             one.  Deadlines are linked timeouts; cancellation is the
+ *             kernel's.  Only the VP that made a request sees it complete
+ *             (a VP about to block in kr_blocking_enter hands its socket and
+ *             pipe requests over first).
  *   epoll     when io_uring is unavailable (kernel.io_uring_disabled, a
- *             seccomp filter, an old kernel, a build without liburing) or
+ *             seccomp filter, a kernel before 6.7, a build without liburing) or
  *             KARUI_IO=epoll is set.  The call is tried without blocking;
  *             on EAGAIN the microprocess waits for the fd's readiness
  *             (edge-triggered, registered once per fd) and tries again.
@@ -22,7 +25,8 @@
  * system call returns, or a negative errno code (errno is not touched).
  * Every call takes an absolute kr_now() deadline (KR_IO_FOREVER: none) and
  * returns -ETIMEDOUT when it passes first; nothing was transferred then.
- * Calls off a VP return -EPERM.
+ * Calls off a VP return -EPERM, but for kr_io_cancel and kr_close, which
+ * any thread may make.
  *
  * Cancellation: kr_io_cancel(fd) ends every karui call in flight on fd
  * with -ECANCELED (calls made after it are not affected); kr_close(fd)

@@ -12,7 +12,8 @@
  * kr_vp_sleep first spins for KR_VP_SPIN_NS trying to take a token (a
  * producer usually follows quickly), then registers as a waiter and waits on
  * the futex while tokens is 0.  kr_vp_wakeup adds tokens with a CAS loop and
- * issues FUTEX_WAKE only when someone is waiting.  Ordering: the waiter's
+ * issues FUTEX_WAKE only when more VPs wait than wakeups were pending
+ * before (the posters of those woke as many).  Ordering: the waiter's
  * increment of `waiters` and the poster's increment of `tokens` are both
  * seq_cst RMWs, so at least one of them sees the other (Dekker): either the
  * poster sees the waiter and wakes it, or the waiter's futex_wait sees
@@ -374,10 +375,14 @@ int kr_vp_wakeup(unsigned n)
 	} while (!__atomic_compare_exchange_n(&sem.tokens, &t, nt, 1,
 					      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&sem.waiters, __ATOMIC_SEQ_CST)) {
+	/* t wakeups were pending already: their posters woke as many
+	 * sleepers, so only sleepers beyond t need a FUTEX_WAKE */
+	uint32_t w = __atomic_load_n(&sem.waiters, __ATOMIC_SEQ_CST);
+	if (w > t) {
 		/* queued waits of VPs that no longer sleep come first in the
 		 * futex's queue: wake past them */
-		uint64_t k = (uint64_t)n + __atomic_load_n(&sem.stale, __ATOMIC_SEQ_CST);
+		uint64_t k = (uint64_t)(n < w - t ? n : w - t) +
+			     __atomic_load_n(&sem.stale, __ATOMIC_SEQ_CST);
 		syscall(SYS_futex, &sem.tokens, FUTEX_WAKE_PRIVATE, k > INT_MAX ? INT_MAX : (int)k,
 			NULL, NULL, 0);
 	}
