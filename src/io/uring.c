@@ -279,7 +279,7 @@ static void u_wait(void *arg, uint64_t usec)
 		return;
 	}
 	/* No spin first, unlike kr_vp_sleep: with wrk on the other core, a
-	 * 20 us spin cost 15% of HTTP requests/s (docs/benchmarks.md). */
+	 * 20 us spin cost 17% of HTTP requests/s (docs/benchmarks.md). */
 	if (kr_vp_sleep_begin(&word, r->futex_armed) == 0) {
 		u_poll(arg);
 		return;
