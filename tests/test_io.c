@@ -473,6 +473,108 @@ static void cancel_of_a_microprocess_ends_only_its_io_wait(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* Stress: on 2 VPs, readers take a numbered stream from their pipe while
+ * a canceller hits them at random and a quarter of their reads have short
+ * deadlines.  A read that returns -ECANCELED or -ETIMEDOUT took nothing,
+ * so every reader still gets every number, in order. */
+enum { SPAIRS = 16, SNUM = 20000 };
+struct spair {
+	int p[2];
+	kr_mp *reader;
+	unsigned long cancelled, timedout, bad;
+	uint64_t got;
+};
+static int stress_readers_left;
+
+static void *stress_writer(void *a)
+{
+	struct spair *s = a;
+	for (uint64_t i = 0; i < SNUM; i++) {
+		KT_EQ(kr_write_all(s->p[1], &i, sizeof i, KR_IO_FOREVER), (ssize_t)sizeof i);
+		if (i % 8 == 0)
+			kr_yield();
+	}
+	return NULL;
+}
+
+static void *stress_reader(void *a)
+{
+	struct spair *s = a;
+	unsigned seed = (unsigned)s->p[0];
+	unsigned char buf[8];
+	size_t have = 0;
+	while (s->got < SNUM) {
+		uint64_t dl = rand_r(&seed) % 4 ? KR_IO_FOREVER
+						  : kr_now() + (uint64_t)(rand_r(&seed) % 50) * 1000;
+		ssize_t n = kr_read(s->p[0], buf + have, sizeof buf - have, dl);
+		if (n == -ECANCELED) {
+			s->cancelled++;
+			continue;
+		}
+		if (n == -ETIMEDOUT) {
+			s->timedout++;
+			continue;
+		}
+		KT_CHECK(n > 0);
+		if (n <= 0)
+			break;
+		if ((have += (size_t)n) < sizeof buf)
+			continue;
+		uint64_t v;
+		memcpy(&v, buf, sizeof v);
+		s->bad += v != s->got;
+		s->got++;
+		have = 0;
+	}
+	__atomic_fetch_sub(&stress_readers_left, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *stress_canceller(void *a)
+{
+	struct spair *sp = a;
+	unsigned seed = 7;
+	while (__atomic_load_n(&stress_readers_left, __ATOMIC_ACQUIRE)) {
+		kr_mp_cancel(sp[rand_r(&seed) % SPAIRS].reader);
+		kr_sleep_for(20 * 1000);
+	}
+	return NULL;
+}
+
+static void reads_under_cancels_and_deadlines_lose_nothing(void)
+{
+	init(2);
+	static struct spair sp[SPAIRS];
+	kr_mp *wr[SPAIRS], *canceller;
+	stress_readers_left = SPAIRS;
+	for (int i = 0; i < SPAIRS; i++) {
+		sp[i] = (struct spair){0};
+		mkpipe(sp[i].p);
+		KT_EQ(kr_mp_create(&sp[i].reader, &small, stress_reader, &sp[i]), 0);
+		KT_EQ(kr_mp_create(&wr[i], &small, stress_writer, &sp[i]), 0);
+	}
+	KT_EQ(kr_mp_create(&canceller, &small, stress_canceller, sp), 0);
+	KT_EQ(kr_mp_join(canceller, NULL), 0); /* ends when the readers have */
+	unsigned long cancelled = 0, timedout = 0, bad = 0, got = 0;
+	for (int i = 0; i < SPAIRS; i++) {
+		KT_EQ(kr_mp_join(sp[i].reader, NULL), 0);
+		KT_EQ(kr_mp_join(wr[i], NULL), 0);
+		cancelled += sp[i].cancelled;
+		timedout += sp[i].timedout;
+		bad += sp[i].bad;
+		got += sp[i].got;
+		KT_EQ(kr_close(sp[i].p[0]), 0);
+		KT_EQ(kr_close(sp[i].p[1]), 0);
+	}
+	fprintf(stderr, "  %lu numbers, %lu out of order, %lu reads cancelled, %lu timed out\n",
+		got, bad, cancelled, timedout);
+	KT_EQ(got, (unsigned long)SPAIRS * SNUM);
+	KT_EQ(bad, 0);
+	KT_CHECK(cancelled > 0);
+	KT_CHECK(timedout > 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void accept_times_out_when_nobody_connects(void)
 {
 	init(1);
@@ -648,6 +750,7 @@ int main(int argc, char **argv)
 	KT_RUN(connect_to_a_closed_port_is_refused);
 	KT_RUN(accept_times_out_when_nobody_connects);
 	KT_RUN(cancel_of_a_microprocess_ends_only_its_io_wait);
+	KT_RUN(reads_under_cancels_and_deadlines_lose_nothing);
 	KT_RUN(microprocesses_waiting_on_io_use_no_cpu);
 	KT_RUN(blocking_call_hands_the_vp_to_the_others);
 	KT_RUN(io_in_flight_completes_while_its_vp_blocks);
