@@ -1,8 +1,11 @@
 /* L0: virtual processors. */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "karui/vp.h"
 #include "kt.h"
@@ -122,6 +125,54 @@ static void sleeping_vp_uses_no_cpu_and_wakes(void)
 	KT_EQ(woke, 1);
 }
 
+/* An event source's wait, left queued on the wakeup word by a VP that woke
+ * for another reason (kr_vp_sleep_end with queued), comes first in the
+ * futex's queue: a wakeup must still reach the VP that really sleeps.
+ * Here a plain thread's FUTEX_WAIT stands for the queued wait. */
+static uint32_t *src_word;
+static void *source_wait(void *a)
+{
+	(void)a;
+	syscall(SYS_futex, src_word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	return NULL;
+}
+
+static void a_queued_source_wait_does_not_swallow_a_wakeup(void)
+{
+	kr_vp *me, *b;
+	uint32_t *word;
+	KT_EQ(kr_vp_sleep_begin(&word, 0), EPERM);
+	KT_EQ(kr_vp_sleep_end(0), EPERM);
+	KT_EQ(kr_vp_adopt(&me), 0);
+	while (kr_vp_sleep(0) == 0) /* nothing pending */
+		;
+	KT_EQ(kr_vp_sleep_begin(&word, 0), EAGAIN);
+	KT_EQ(kr_vp_status(me), KR_VP_SLEEPING);
+	src_word = word;
+	pthread_t s;
+	KT_EQ(pthread_create(&s, NULL, source_wait, NULL), 0);
+	usleep(20000); /* s waits on the word: this VP's queued wait */
+	KT_EQ(kr_vp_sleep_end(1), ETIMEDOUT);
+	KT_EQ(kr_vp_status(me), KR_VP_RUNNING);
+	woke = 0;
+	KT_EQ(kr_vp_allocate(1, sleep_long, NULL, &b), 0);
+	while (kr_vp_status(b) != KR_VP_SLEEPING)
+		usleep(1000);
+	usleep(20000); /* b waits too, behind s */
+	KT_EQ(kr_vp_wakeup(1), 0);
+	for (int i = 0; i < 2000 && !__atomic_load_n(&woke, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	KT_EQ(__atomic_load_n(&woke, __ATOMIC_ACQUIRE), 1);
+	KT_EQ(kr_vp_join(b), 0);
+	KT_EQ(pthread_join(s, NULL), 0); /* woken as well, past it */
+	kr_vp_wait_ended();
+	/* a wakeup taken at begin: no sleep */
+	KT_EQ(kr_vp_wakeup(1), 0);
+	KT_EQ(kr_vp_sleep_begin(&word, 0), 0);
+	KT_EQ(kr_vp_status(me), KR_VP_RUNNING);
+	KT_EQ(kr_vp_release(), 0);
+}
+
 static kr_vp *selfvp;
 static int self_join;
 static void join_me(kr_vp *vp, void *arg) { self_join = kr_vp_join(vp); }
@@ -170,6 +221,7 @@ int main(int argc, char **argv)
 	KT_RUN(wakeup_before_sleep_is_kept);
 	KT_RUN(sleep_times_out);
 	KT_RUN(sleeping_vp_uses_no_cpu_and_wakes);
+	KT_RUN(a_queued_source_wait_does_not_swallow_a_wakeup);
 	KT_RUN(join_of_self_returns_edeadlk);
 	KT_RUN(allocate_is_all_or_none);
 	return kt_finish();
