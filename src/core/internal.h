@@ -140,14 +140,17 @@ void kr__stack_cache_free(struct kr_stack_cache *c);
 kr_mp *kr__stack_get(struct kr_stack_cache *c, size_t size, int guard);
 void kr__stack_put_slow(struct kr_stack_cache *c, kr_mp *mp);
 void kr__stack_stats(unsigned long *mapped, unsigned long *cached);
+void kr__stacks_trim(void);     /* a VP is about to sleep */
 
 /* A size class of stacks: its pool and the reservation being carved. */
 struct kr_stack_class {
 	size_t size;    /* region bytes without the guard page: stack + record */
 	int guard;
 	pthread_mutex_t lock;   /* pool and carving */
-	unsigned char **pool;   /* region bases (lowest stack byte) */
+	unsigned char **pool;   /* region bases (lowest stack byte), returned */
 	size_t npool, cappool;
+	unsigned char **dirty;  /* region bases whose memory is kept */
+	size_t ndirty, capdirty;
 	unsigned char *cur, *end;       /* the reservation being carved */
 };
 

@@ -334,6 +334,7 @@ int kr_poller_set(const kr_poller *p)
  * other, as in L0's own protocol. */
 void kr_sched_park(uint64_t usec)
 {
+	kr__stacks_trim();
 	struct kr_worker *w = W(), *none = NULL;
 	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
 	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {

@@ -12,11 +12,18 @@
  *   per-VP cache   a free list per size class, touched only by its VP: the
  *                  create/join fast path, no lock, no system call.  Bounded
  *                  (kr_config.stack_cache); the surplus goes down a tier.
- *   global pool    per class, under a mutex.  A stack that enters it is
+ *   global pool    per class, under a mutex, in two lists.  A stack that
+ *                  enters it keeps its memory at first (`dirty`: reused
+ *                  first, with no page fault); when a VP is about to sleep
+ *                  (kr__stacks_trim), or past DIRTY_MAX, it is
  *                  madvise(MADV_DONTNEED)'d whole: its memory goes back to
- *                  the kernel, the address range stays for reuse, and its
- *                  record reads as zero (LIFE_FREE), so a stale handle is
- *                  still recognised.
+ *                  the kernel and the address range stays for reuse
+ *                  (`pool`).  Either way its record reads LIFE_FREE, so a
+ *                  stale handle is still recognised.  Returning each stack
+ *                  at once cost a system call and a page fault per
+ *                  microprocess past the caches: create_batch (10,000
+ *                  created, then joined) spent most of its time in the
+ *                  kernel.
  *   reservation    fresh regions; a guard page costs one mprotect here.
  *
  * Limits: every guard page splits a mapping, and Linux caps the mappings of
@@ -45,7 +52,7 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-enum { CLASSES_MAX = 16, CHUNK_MIN = 4u << 20 };
+enum { CLASSES_MAX = 16, CHUNK_MIN = 4u << 20, DIRTY_MAX = 65536, BATCH = 32 };
 _Static_assert(KR_STACK_SLOTS <= CLASSES_MAX, "a slot per class at most");
 
 
@@ -89,6 +96,7 @@ void kr__stacks_fini(void)
 	S.chunks = NULL;
 	for (unsigned i = 0; i < S.ncls; i++) {
 		free(S.cls[i].pool);
+		free(S.cls[i].dirty);
 		pthread_mutex_destroy(&S.cls[i].lock);
 	}
 	memset(S.cls, 0, sizeof S.cls);
@@ -168,6 +176,18 @@ static kr_mp *fresh(const struct kr_stack_class *c, unsigned char *base)
 	return mp;
 }
 
+/* The cache slot of class c (claimed if free), or -1 when all are taken. */
+static int slot_of(struct kr_stack_cache *k, const struct kr_stack_class *c)
+{
+	for (unsigned i = 0; i < KR_STACK_SLOTS; i++) {
+		if (!k->slot[i].cls)
+			k->slot[i].cls = c;
+		if (k->slot[i].cls == c)
+			return (int)i;
+	}
+	return -1;
+}
+
 kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 {
 	for (unsigned i = 0; i < KR_STACK_SLOTS && k->slot[i].cls; i++) {
@@ -188,60 +208,133 @@ kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 	struct kr_stack_class *c = class_find(size, guard);
 	if (!c)
 		return NULL;
+	/* Kept stacks come up in a batch, to the cache, under one lock. */
+	int si = slot_of(k, c);
+	size_t want = si < 0 ? 1 : 1 + (k->max - k->slot[si].n < BATCH ? k->max - k->slot[si].n
+									 : BATCH);
+	unsigned char *b[1 + BATCH];
+	size_t n = 0;
 	pthread_mutex_lock(&c->lock);
-	unsigned char *base;
-	if (c->npool) {
-		base = c->pool[--c->npool];
-	} else {
-		base = carve(c);
+	for (; n < want && c->ndirty; n++) {
+		b[n] = c->dirty[c->ndirty - 1];
+		__atomic_store_n(&c->ndirty, c->ndirty - 1, __ATOMIC_RELAXED);
 	}
+	if (!n && c->npool)
+		b[n++] = c->pool[--c->npool];
+	if (!n && (b[0] = carve(c)))
+		n = 1;
 	pthread_mutex_unlock(&c->lock);
-	if (!base)
+	if (!n)
 		return NULL;
+	for (size_t i = 1; i < n; i++) {
+		kr_mp *mp = fresh(c, b[i]);
+		mp->free_next = k->slot[si].head;
+		k->slot[si].head = mp;
+		k->slot[si].n++;
+	}
 #if defined(__SANITIZE_ADDRESS__)
-	ASAN_UNPOISON_MEMORY_REGION(base, c->size);
+	ASAN_UNPOISON_MEMORY_REGION(b[0], c->size);
 #endif
-	return fresh(c, base);
+	return fresh(c, b[0]);
 }
 
-static void pool_put(struct kr_stack_class *c, unsigned char *base)
+/* Append base to a list (c->lock held); 0 if there was no room. */
+static int list_add(unsigned char ***list, size_t *n, size_t *cap, unsigned char *base)
 {
-	madvise(base, c->size, MADV_DONTNEED);
-	pthread_mutex_lock(&c->lock);
-	if (c->npool == c->cappool) {
-		size_t cap = c->cappool ? c->cappool * 2 : 64;
-		unsigned char **p = realloc(c->pool, cap * sizeof *p);
-		if (!p) {
-			/* Keep the range mapped but unlisted: its memory is
-			 * already returned, only address space is lost. */
-			pthread_mutex_unlock(&c->lock);
-			return;
-		}
-		c->pool = p;
-		c->cappool = cap;
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		unsigned char **p = realloc(*list, ncap * sizeof *p);
+		if (!p)
+			return 0;
+		*list = p;
+		*cap = ncap;
 	}
-	c->pool[c->npool++] = base;
+	(*list)[*n] = base;
+	__atomic_store_n(n, *n + 1, __ATOMIC_RELAXED); /* trim peeks at ndirty */
+	return 1;
+}
+
+/* Give n regions' memory back, merging neighbours into one call. */
+static void give_back(const struct kr_stack_class *c, unsigned char **b, size_t n)
+{
+	size_t stride = c->size + (c->guard ? S.page : 0);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		if (!c->guard) /* guarded regions are split by their guard pages */
+			while (j < n && b[j] == b[j - 1] + stride)
+				j++;
+		madvise(b[i], (size_t)(b[j - 1] - b[i]) + c->size, MADV_DONTNEED);
+		i = j;
+	}
+}
+
+/* n regions into the pool: kept while there is room, else returned. */
+static void pool_put(struct kr_stack_class *c, unsigned char **b, size_t n)
+{
+	size_t kept = 0;
+	pthread_mutex_lock(&c->lock);
+	while (kept < n && c->ndirty < DIRTY_MAX &&
+	       list_add(&c->dirty, &c->ndirty, &c->capdirty, b[kept]))
+		kept++;
+	pthread_mutex_unlock(&c->lock);
+	if (kept == n)
+		return;
+	give_back(c, b + kept, n - kept);
+	pthread_mutex_lock(&c->lock);
+	/* No room in the list: the range stays mapped but unlisted; its
+	 * memory is returned, only address space is lost. */
+	for (size_t i = kept; i < n; i++)
+		list_add(&c->pool, &c->npool, &c->cappool, b[i]);
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Return the memory of every dirty stack.  The madvise calls run with
+ * no lock held: the list is taken out first. */
+void kr__stacks_trim(void)
+{
+	unsigned n = __atomic_load_n(&S.ncls, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < n; i++) {
+		struct kr_stack_class *c = &S.cls[i];
+		if (!__atomic_load_n(&c->ndirty, __ATOMIC_RELAXED))
+			continue;
+		pthread_mutex_lock(&c->lock);
+		unsigned char **d = c->dirty;
+		size_t nd = c->ndirty;
+		c->dirty = NULL;
+		c->capdirty = 0;
+		__atomic_store_n(&c->ndirty, 0, __ATOMIC_RELAXED);
+		pthread_mutex_unlock(&c->lock);
+		give_back(c, d, nd);
+		pthread_mutex_lock(&c->lock);
+		for (size_t j = 0; j < nd; j++)
+			list_add(&c->pool, &c->npool, &c->cappool, d[j]);
+		pthread_mutex_unlock(&c->lock);
+		free(d);
+	}
+}
+
+/* A full cache sends a batch down with the newcomer, under one lock. */
 void kr__stack_put_slow(struct kr_stack_cache *k, kr_mp *mp)
 {
-	const struct kr_stack_class *c = mp->cls;
+	struct kr_stack_class *c = (struct kr_stack_class *)mp->cls;
 	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
-	for (unsigned i = 0; i < KR_STACK_SLOTS; i++) {
-		if (!k->slot[i].cls)
-			k->slot[i].cls = c;
-		if (k->slot[i].cls != c)
-			continue;
-		if (k->slot[i].n < k->max) {
-			mp->free_next = k->slot[i].head;
-			k->slot[i].head = mp;
-			k->slot[i].n++;
-			return;
-		}
-		break;
+	unsigned char *b[1 + BATCH];
+	size_t n = 0;
+	int si = slot_of(k, c);
+	if (si >= 0 && k->slot[si].n < k->max) {
+		mp->free_next = k->slot[si].head;
+		k->slot[si].head = mp;
+		k->slot[si].n++;
+		return;
 	}
-	pool_put((struct kr_stack_class *)c, mp->stack_lo);
+	b[n++] = mp->stack_lo;
+	for (; si >= 0 && n <= BATCH && k->slot[si].head; n++) {
+		kr_mp *x = k->slot[si].head;
+		k->slot[si].head = x->free_next;
+		k->slot[si].n--;
+		b[n] = x->stack_lo;
+	}
+	pool_put(c, b, n);
 }
 
 struct kr_stack_cache *kr__stack_cache_new(void)
@@ -271,7 +364,7 @@ void kr__stack_cache_free(struct kr_stack_cache *k)
 	for (unsigned i = 0; i < KR_STACK_SLOTS && k->slot[i].cls; i++)
 		for (kr_mp *mp = k->slot[i].head, *n; mp; mp = n) {
 			n = mp->free_next;
-			pool_put((struct kr_stack_class *)k->slot[i].cls, mp->stack_lo);
+			pool_put((struct kr_stack_class *)k->slot[i].cls, &mp->stack_lo, 1);
 		}
 	free(k);
 }
@@ -287,7 +380,7 @@ void kr__stack_stats(unsigned long *mapped, unsigned long *cached)
 			n += __atomic_load_n(&k->slot[i].n, __ATOMIC_RELAXED);
 	for (unsigned i = 0; i < S.ncls; i++) {
 		pthread_mutex_lock(&S.cls[i].lock);
-		n += S.cls[i].npool;
+		n += S.cls[i].npool + S.cls[i].ndirty;
 		pthread_mutex_unlock(&S.cls[i].lock);
 	}
 	pthread_mutex_unlock(&S.lock);
