@@ -39,10 +39,11 @@
  * Leaving.  A VP about to enter a blocking call or to park as a spare
  * cancels what its ring holds; the callers of requests cancelled that way
  * submit them again on the VP they run on next.  Requests on sockets and
- * pipes are cancelled at once; those the kernel's workers are running (a
- * regular file) are not, and complete when the VP is back.  A microprocess
- * that runs long without a scheduling point holds back its VP's
- * completions the same way (docs/limits.md).
+ * pipes are cancelled at once; for those the kernel's workers are running
+ * (a regular file), which end soon either way, the VP waits up to 100 ms
+ * (LEAVE_WAIT_NS); what is left after that completes when the VP is back.
+ * A microprocess that runs long without a scheduling point holds back its
+ * VP's completions the same way (docs/limits.md).
  *
  * Needs Linux 6.7 (FUTEX_WAIT in io_uring); without it, epoll.
  */
@@ -64,6 +65,7 @@
 #include "io_internal.h"
 
 #define RING_ENTRIES 1024
+#define LEAVE_WAIT_NS 100000000ull  /* u_leave: 100 ms at most */
 #define FD_TABLE_MAX (1u << 22)  /* fds past it are always cancelled everywhere */
 
 /* Not in every liburing's headers yet: the kernel's values. */
@@ -313,6 +315,16 @@ static void u_leave(void *arg)
 	r->leaving = 1;
 	io_uring_submit_and_get_events(&r->io);
 	reap(r);
+	/* What the kernel's workers run (a regular file) ends by itself, or
+	 * as cancelled, soon: wait for it, up to LEAVE_WAIT_NS in all, rather
+	 * than leave its completion to a VP that may not look for long. */
+	uint64_t until = kr_now() + LEAVE_WAIT_NS;
+	for (uint64_t now; r->reqs && (now = kr_now()) < until;) {
+		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = (long long)(until - now)};
+		struct io_uring_cqe *cqe;
+		io_uring_submit_and_wait_timeout(&r->io, &cqe, 1, &ts, NULL);
+		reap(r);
+	}
 	r->leaving = 0;
 }
 
