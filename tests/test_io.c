@@ -271,6 +271,48 @@ static void cancel_ends_blocked_reads_and_loses_nothing(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* kr_close of an fd that microprocesses on both VPs wait on ends their
+ * reads with -ECANCELED before it closes: a new fd that takes the same
+ * number is untouched. */
+static void close_ends_reads_on_every_vp_and_spares_the_next_fd(void)
+{
+	init(2);
+	int p[2];
+	mkpipe(p);
+	enum { N = 6 };
+	struct blk b[N];
+	kr_mp *m[N];
+	for (int i = 0; i < N; i++) {
+		b[i] = (struct blk){.fd = p[0], .res = 99};
+		KT_EQ(kr_mp_create(&m[i], &small, blocked_reader, &b[i]), 0);
+		kr_yield();
+	}
+	KT_EQ(kr_sleep_for(30 * MS), 0); /* all block */
+	int fd = p[0];
+	KT_EQ(kr_close(p[0]), 0);
+	for (int i = 0; i < N; i++) {
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+		KT_EQ(b[i].res, -ECANCELED);
+	}
+	char c = 0;
+	KT_EQ(kr_read(fd, &c, 1, in_ms(100)), -EBADF);
+	int q[2];
+	mkpipe(q);
+	fprintf(stderr, "  closed fd %d, the next pipe reads from fd %d\n", fd, q[0]);
+	struct blk nb = {.fd = q[0], .res = 99};
+	kr_mp *r;
+	KT_EQ(kr_mp_create(&r, &small, blocked_reader, &nb), 0);
+	KT_EQ(kr_sleep_for(20 * MS), 0);
+	KT_EQ(nb.res, 99); /* still waiting: nothing cancelled it */
+	KT_EQ(write(q[1], "n", 1), 1);
+	KT_EQ(kr_mp_join(r, NULL), 0);
+	KT_EQ(nb.res, 1);
+	KT_EQ(kr_close(q[0]), 0);
+	KT_EQ(kr_close(q[1]), 0);
+	KT_EQ(kr_close(p[1]), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void *off_vp(void *a)
 {
 	char c;
@@ -745,6 +787,7 @@ int main(int argc, char **argv)
 	KT_RUN(regular_files_are_read_and_written);
 	KT_RUN(timed_read_times_out_and_takes_nothing);
 	KT_RUN(cancel_ends_blocked_reads_and_loses_nothing);
+	KT_RUN(close_ends_reads_on_every_vp_and_spares_the_next_fd);
 	KT_RUN(bad_input_is_refused);
 	KT_RUN(tcp_echo_serves_many_connections_on_two_vps);
 	KT_RUN(connect_to_a_closed_port_is_refused);
