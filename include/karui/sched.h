@@ -106,8 +106,9 @@ uint64_t kr_sched_idle_usec(void);
 
 /* How an idle callback waits: on L0 (kr_vp_sleep), or, when an event
  * source is set (and no other VP is waiting on it, unless each VP waits
- * on its own), on the event source, so that I/O completions wake it too.  Returns when woken, when something
- * completed, or after usec (UINT64_MAX: no limit). */
+ * on its own), on the event source, so that I/O completions wake it too.
+ * Returns when woken, when something completed, or after usec (UINT64_MAX:
+ * no limit).  Idle VPs return the memory of freed stacks here first. */
 void kr_sched_park(uint64_t usec);
 
 /* For a ready callback that saw an idle VP: kr_vp_wakeup(n), and a kick
