@@ -1138,11 +1138,13 @@ static void teardown(void)
 {
 	struct kr_worker *w = G.w0;
 	__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
-	if (G.nvps) {
-		kr_sched_unpark(G.nvps);
-		for (unsigned i = 0; i < G.nvps; i++)
-			kr_vp_join(G.vps[i]);
-	}
+	/* A wakeup for every VP that may sleep on L0 or its event source,
+	 * spares included: any sleeper takes any wakeup, and a spare that
+	 * takes one meant for a VP ends without passing it on. */
+	if (G.nvps + G.nspares)
+		kr_sched_unpark(G.nvps + G.nspares);
+	for (unsigned i = 0; i < G.nvps; i++)
+		kr_vp_join(G.vps[i]);
 	free(G.vps);
 	G.vps = NULL;
 	G.nvps = 0;
@@ -1185,7 +1187,7 @@ int kr_fini(void)
 		__atomic_store_n(&self->wstate, WS_SLEEP, __ATOMIC_RELEASE);
 		__atomic_store_n(&G.handoff, self, __ATOMIC_RELEASE);
 		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
-		kr_sched_unpark(G.nvps + 1);
+		kr_sched_unpark(G.nvps + G.nspares + 1);
 		block(w, self);
 	}
 	teardown();
