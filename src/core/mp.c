@@ -328,10 +328,11 @@ int kr_poller_set(const kr_poller *p)
 
 /* Each VP waits on its own event source (KR_POLLER_PER_VP), which takes
  * L0 wakeups itself; or one VP at a time waits on a shared source and the
- * others sleep on L0.  Lost wakeups in the second case: the poller publishes itself (seq_cst) and then takes a
- * pending L0 wakeup if there is one; kr_sched_unpark posts the L0 wakeup
- * (seq_cst) and then looks for a poller to kick.  One of the two sees the
- * other, as in L0's own protocol. */
+ * others sleep on L0.  Lost wakeups in the second case: the poller
+ * publishes itself (seq_cst) and then takes a pending L0 wakeup if there
+ * is one; kr_sched_unpark posts the L0 wakeup (seq_cst) and then looks for
+ * a poller to kick.  One of the two sees the other, as in L0's own
+ * protocol. */
 void kr_sched_park(uint64_t usec)
 {
 	kr__stacks_trim();

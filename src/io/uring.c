@@ -260,20 +260,27 @@ static int needs_enter(struct ring *r)
 	       (IO_URING_READ_ONCE(*r->io.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
 }
 
-static void u_poll(void *arg)
+/* Submit what is queued and collect completions, entering the kernel
+ * only when there is something to do. */
+static void poll_ring(struct ring *r)
 {
-	(void)arg;
-	struct ring *r = own();
-	if (!r)
-		return;
 	if (needs_enter(r))
 		io_uring_submit_and_get_events(&r->io);
 	if (io_uring_cq_ready(&r->io))
 		reap(r);
 }
 
+static void u_poll(void *arg)
+{
+	(void)arg;
+	struct ring *r = own();
+	if (r)
+		poll_ring(r);
+}
+
 static void u_wait(void *arg, uint64_t usec)
 {
+	(void)arg;
 	struct ring *r = own();
 	uint32_t *word;
 	if (!r) {
@@ -283,7 +290,7 @@ static void u_wait(void *arg, uint64_t usec)
 	/* No spin first, unlike kr_vp_sleep: with wrk on the other core, a
 	 * 20 us spin cost 17% of HTTP requests/s (docs/benchmarks.md). */
 	if (kr_vp_sleep_begin(&word, r->futex_armed) == 0) {
-		u_poll(arg);
+		poll_ring(r);
 		return;
 	}
 	if (!r->futex_armed) {
