@@ -39,7 +39,9 @@ struct kr_mp {
 	uint32_t on_cpu;        /* 1 while a VP has not yet left this context */
 	uint32_t wstate;        /* WS_*: atomic */
 	kr_rq_link link;        /* ready-queue links (owned by the queue) */
-	void *queued;           /* default scheduler: instance it is queued in */
+	void *queued;           /* default scheduler: instance it is queued in;
+	                           NULL in no queue, as when it ends: a record
+	                           comes out of the cache with NULL here */
 	uintptr_t join;         /* JS_* or the joiner's record: atomic */
 	uint32_t life;          /* LIFE_*: atomic */
 	int prio;
@@ -154,20 +156,26 @@ struct kr_stack_class {
 	unsigned char *cur, *end;       /* the reservation being carved */
 };
 
-/* The first class of the VP's own cache, inline; anything else (another
- * class, an empty or full list) goes to stack.c. */
-static inline kr_mp *kr__stack_get_fast(struct kr_stack_cache *k, size_t size, int guard)
+/* The first class of the VP's own cache, inline, with no call: NULL when
+ * the stack must come from stack.c (another class, an empty list). */
+static inline kr_mp *kr__stack_take(struct kr_stack_cache *k, size_t size, int guard)
 {
 	const struct kr_stack_class *c = k->slot[0].cls;
 	kr_mp *mp = k->slot[0].head;
 	if (__builtin_expect(!mp || c->size != size || c->guard != guard, 0) ||
 	    KR_SANITIZED)
-		return kr__stack_get(k, size, guard);
+		return NULL;
 	k->slot[0].head = mp->free_next;
 	k->slot[0].n--;
 	if (mp->free_next) /* the next create's record; never prefetch NULL */
 		__builtin_prefetch(mp->free_next, 1);
 	return mp;
+}
+
+static inline kr_mp *kr__stack_get_fast(struct kr_stack_cache *k, size_t size, int guard)
+{
+	kr_mp *mp = kr__stack_take(k, size, guard);
+	return mp ? mp : kr__stack_get(k, size, guard);
 }
 
 static inline void kr__stack_put(struct kr_stack_cache *k, kr_mp *mp)

@@ -96,7 +96,7 @@ static struct {
 
 /* per-worker counters, owner-written, summed by readers */
 struct counters {
-	unsigned long created, ended, next_id;
+	unsigned long created, ended;   /* created also numbers the ids */
 };
 static struct counters cnt[KR_VP_MAX];
 /* every worker by VP id, for idle VPs to expire the timers of busy ones */
@@ -255,21 +255,31 @@ static void timer_fire(struct kr_timer *t)
 /* At a scheduling point: while this VP has timers, look at the clock (31 ns
  * here, three yields' worth) at every 8th point.  Idle VPs look at every
  * VP's timers each time round their loop, so a timer is late by at most
- * 8 scheduling points of its VP or one idle VP's wake-up. */
-static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
+ * 8 scheduling points of its VP or one idle VP's wake-up.  timers_due says
+ * whether this point is one to look; timers_run looks. */
+static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 {
-	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
-	if (__builtin_expect(next == UINT64_MAX &&
-			     !__atomic_load_n(&G.poller_on, __ATOMIC_RELAXED), 1) ||
-	    (++w->ticks & 7))
-		return;
+	return __builtin_expect(__atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != UINT64_MAX ||
+				__atomic_load_n(&G.poller_on, __ATOMIC_RELAXED), 0) &&
+	       !(++w->ticks & 7);
+}
+
+static __attribute__((noinline)) void timers_run(struct kr_worker *w)
+{
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
 		G.poller.poll(G.poller.arg);
+	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
 	if (next == UINT64_MAX)
 		return;
 	uint64_t now = kr_now();
 	if (now >= next)
 		kr__timers_expire(&w->timers, now, timer_fire);
+}
+
+static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
+{
+	if (timers_due(w))
+		timers_run(w);
 }
 
 static void timers_run_all(void)
@@ -604,14 +614,32 @@ int kr_sleep_and_wakeup(kr_mp *mp)
 	return 0;
 }
 
+/* kr_yield's general path: the timers' turn (`due`), another scheduler, a
+ * busy queue lock. */
+static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
+{
+	kr_mp *self = w->cur;
+	if (due)
+		timers_run(w);
+	kr_mp *next = NEXT(w, self);
+	if (next != self)
+		sw(w, self, next);
+	return 0;
+}
+
+/* The common case makes no call but the switch, and what it leaves to the
+ * general path it leaves with a tail call: so kr_yield saves no register of
+ * its own, the switch saves the caller's (seed 002). */
 int kr_yield(void)
 {
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
-	kr_mp *self = w->cur;
-	timers_poll(w);
-	kr_mp *next = NEXT(w, self);
+	if (timers_due(w))
+		return yield_slow(w, 1);
+	kr_mp *self = w->cur, *next;
+	if (!IS_DEFAULT || !(next = kr__d_yield_in(SCHED, w->sched_vp, self)))
+		return yield_slow(w, 0);
 	if (next != self)
 		sw(w, self, next);
 	return 0;
@@ -647,7 +675,31 @@ static kr_ctx_transfer mp_entry(void *from)
 	return t;
 }
 
-int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
+/* Fill in a record fresh from the stack cache and publish it (LIVE). */
+static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, kr_mp *mp,
+							  unsigned flags, int prio, kr_mp_fn fn,
+							  void *arg)
+{
+	mp->on_cpu = 0;
+	mp->wstate = WS_RUN;
+	mp->prio = prio;
+	mp->cancel = 0;
+	mp->join = (flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE;
+	mp->fn = fn; /* result shares its slot: written when it ends */
+	mp->arg = arg;
+	struct counters *c = w->cnt;
+	unsigned long n = c->created + 1;
+	mp->id = n * KR_VP_MAX + w->vp->id;
+	__atomic_store_n(&c->created, n, __ATOMIC_RELAXED);
+	kr__ctx_init(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
+	TSAN_NEW(mp);
+	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
+}
+
+/* kr_mp_create in full: the checks, attributes, a stack from beyond the
+ * cache's first list, any scheduler, a busy queue lock. */
+static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *attr, kr_mp_fn fn,
+						 void *arg)
 {
 	struct kr_worker *w = W();
 	if (!w)
@@ -675,23 +727,46 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	kr_mp *mp = kr__stack_get_fast(w->stacks, size, !(flags & KR_MP_NOGUARD));
 	if (!mp)
 		return ENOMEM;
-	mp->on_cpu = 0;
-	mp->wstate = WS_RUN;
-	mp->queued = NULL;
-	mp->prio = prio;
-	mp->cancel = 0;
-	mp->join = (flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE;
-	mp->fn = fn; /* result shares its slot: written when it ends */
-	mp->arg = arg;
-	struct counters *c = w->cnt;
-	mp->id = ++c->next_id * KR_VP_MAX + w->vp->id;
-	__atomic_store_n(&c->created, c->created + 1, __ATOMIC_RELAXED);
-	kr__ctx_init(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
-	TSAN_NEW(mp);
-	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
+	mp_setup(w, mp, flags, prio, fn, arg);
 	*out = mp;
 	READY(w, mp);
 	return 0;
+}
+
+/* The end of a fast path that made mp ready under a free lock but saw an
+ * idle VP; or could not take the lock at once. */
+static __attribute__((noinline)) int unpark_one(void)
+{
+	kr_sched_unpark(1);
+	return 0;
+}
+
+static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
+{
+	READY(w, mp);
+	return 0;
+}
+
+/* The common case (no attributes, a cached stack, the default scheduler
+ * with its lock free) makes no call, and leaves the rest with tail calls:
+ * kr_mp_create saves no register of its own. */
+int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
+{
+	struct kr_worker *w = W();
+	kr_mp *mp;
+	if (__builtin_expect(!w || !out || !fn || attr || !IS_DEFAULT, 0) ||
+	    !(mp = kr__stack_take(w->stacks, KR_STACK_DEFAULT, 1)))
+		return create_slow(out, attr, fn, arg);
+	mp_setup(w, mp, 0, w->cur->prio, fn, arg);
+	*out = mp;
+	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
+	case KR_D_READY:
+		return 0;
+	case KR_D_READY_IDLE:
+		return unpark_one();
+	default:
+		return ready_slow(w, mp);
+	}
 }
 
 /* The microprocess ends: publish its result and pick the context to resume.

@@ -40,11 +40,14 @@ static inline struct inst *own(struct dsched *d, kr_vp *vp)
 	return ((struct kr_worker *)vp->upper)->sched_vp;
 }
 
-static inline void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
+/* `kind` is d->kind, passed by callers that read it before an atomic, so
+ * that the compiler can drop the branches it rules out. */
+static inline __attribute__((always_inline)) void push_as(struct dsched *d, int kind,
+							  struct inst *i, kr_mp *mp)
 {
-	if (d->kind == RQ_LIST_TAIL)
+	if (kind == RQ_LIST_TAIL)
 		mpl_push_tail((struct mplist *)i->q, mp);
-	else if (d->kind == RQ_LIST_HEAD)
+	else if (kind == RQ_LIST_HEAD)
 		mpl_push_head((struct mplist *)i->q, mp);
 	else
 		d->rq->push(i->q, mp);
@@ -52,10 +55,16 @@ static inline void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
 	__atomic_store_n(&mp->queued, i, __ATOMIC_RELAXED);
 }
 
-static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
+static inline void push_locked(struct dsched *d, struct inst *i, kr_mp *mp)
+{
+	push_as(d, d->kind, i, mp);
+}
+
+static inline __attribute__((always_inline)) kr_mp *pop_as(struct dsched *d, int kind,
+							   struct inst *i)
 {
 	kr_mp *mp;
-	if (d->kind != RQ_OTHER) {
+	if (kind != RQ_OTHER) {
 		struct mplist *l = (struct mplist *)i->q;
 		mp = mpl_pop_head(l);
 		/* the next one to run: its record and the frame just below it
@@ -70,6 +79,11 @@ static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
 	if (mp)
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	return mp;
+}
+
+static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
+{
+	return pop_as(d, d->kind, i);
 }
 
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
@@ -101,6 +115,38 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, k
 	kr_mp *mp = pop_locked(d, i);
 	kr_spin_unlock(&i->lock);
 	return mp ? mp : kr__d_steal(d, vp);
+}
+
+/* ready(mp) when it needs no call: a built-in list queue whose lock is free
+ * at once.  KR_D_READY_IDLE: done, and some VP is idle (the caller calls
+ * kr_sched_unpark(1)); KR_D_BUSY: nothing done. */
+enum { KR_D_BUSY, KR_D_READY, KR_D_READY_IDLE };
+static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, struct inst *i,
+								 kr_mp *mp)
+{
+	struct dsched *d = D(s);
+	int kind = d->kind;
+	if ((kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD) || !kr_spin_trylock(&i->lock))
+		return KR_D_BUSY;
+	push_as(d, kind, i, mp);
+	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
+	kr_spin_unlock(&i->lock);
+	return idle ? KR_D_READY_IDLE : KR_D_READY;
+}
+
+/* next(prev) for a yield, when it needs no call: a built-in list queue
+ * whose lock is free at once.  NULL: nothing done, take the general path. */
+static inline __attribute__((always_inline)) kr_mp *kr__d_yield_in(kr_sched *s, struct inst *i,
+								   kr_mp *prev)
+{
+	struct dsched *d = D(s);
+	int kind = d->kind;
+	if ((kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD) || !kr_spin_trylock(&i->lock))
+		return NULL;
+	push_as(d, kind, i, prev);
+	kr_mp *mp = pop_as(d, kind, i); /* never NULL: prev at least */
+	kr_spin_unlock(&i->lock);
+	return mp;
 }
 
 static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, struct inst *mine,

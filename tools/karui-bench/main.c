@@ -124,14 +124,18 @@ static const struct exp EXPS[] = {
 };
 #define NEXPS (sizeof EXPS / sizeof EXPS[0])
 
-/* systems and operations counted by the `instructions` experiment */
+/* systems and operations counted by the `instructions` experiment; with
+ * `in`, only the instructions executed inside that function (callgrind's
+ * --toggle-collect), reported as `metric` */
 static const struct {
 	const char *sys, *exp;
 	kb_fn fn;
+	const char *in, *metric;
 } COUNTS[] = {
 	{"karui", "yield", kb_karui_yield},
 	{"karui", "switch_to", kb_karui_switch},
 	{"karui", "create_join", kb_karui_create_join},
+	{"karui", "create_join", kb_karui_create_join, "kr_mp_create", "create"},
 	{"bare-switch", "switch_to", kb_bare_switch},
 	{"bare-switch", "create_join", kb_bare_create_join},
 	{"boost-fcontext", "switch_to", kb_fcontext_switch},
@@ -296,13 +300,13 @@ static void run_http(void)
 }
 
 /* Ir of one `count` run under callgrind, or -1. */
-static double callgrind_ir(const char *sys, const char *exp, long n)
+static double callgrind_ir(const char *sys, const char *exp, const char *in, long n)
 {
 	char cmd[PATH_MAX * 2];
 	snprintf(cmd, sizeof cmd,
-		 "valgrind --tool=callgrind --callgrind-out-file=/dev/null %s/karui-bench count "
-		 "%s %s %ld 2>&1",
-		 self_dir, sys, exp, n);
+		 "valgrind --tool=callgrind --callgrind-out-file=/dev/null%s%s %s/karui-bench "
+		 "count %s %s %ld 2>&1",
+		 in ? " --toggle-collect=" : "", in ? in : "", self_dir, sys, exp, n);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return -1;
@@ -328,10 +332,10 @@ static void run_instructions(void)
 	for (size_t i = 0; i < NCOUNTS; i++) {
 		if (only && strcmp(only, COUNTS[i].sys) && strcmp("karui", COUNTS[i].sys))
 			continue;
-		fprintf(stderr, "karui-bench: instructions / %s %s ...\n", COUNTS[i].sys,
-			COUNTS[i].exp);
-		double a = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, n);
-		double b = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, 2 * n);
+		const char *metric = COUNTS[i].metric ? COUNTS[i].metric : COUNTS[i].exp;
+		fprintf(stderr, "karui-bench: instructions / %s %s ...\n", COUNTS[i].sys, metric);
+		double a = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, n);
+		double b = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, 2 * n);
 		if (a < 0 || b < 0) {
 			emit_none("instructions", COUNTS[i].sys, "failed", "callgrind run failed");
 			continue;
@@ -340,11 +344,10 @@ static void run_instructions(void)
 		/* the karui figure for the same operation, for the ratio */
 		double k = 0;
 		for (size_t j = 0; j < i; j++)
-			if (!strcmp(COUNTS[j].sys, "karui") && !strcmp(COUNTS[j].exp, COUNTS[i].exp))
+			if (!strcmp(COUNTS[j].sys, "karui") && !COUNTS[j].in &&
+			    !strcmp(COUNTS[j].exp, metric))
 				k = karui[j];
 		karui[i] = per;
-		char metric[32];
-		snprintf(metric, sizeof metric, "%s", COUNTS[i].exp);
 		struct stat3 st = {per, per, per, 1};
 		emit("instructions", COUNTS[i].sys, metric, "instr", st,
 		     strcmp(COUNTS[i].sys, "karui") ? k : 0, 0);
