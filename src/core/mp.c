@@ -378,17 +378,47 @@ void kr_sched_unpark(unsigned n)
 }
 
 /* Let the scheduler pick what runs instead of `self`, which does not stay
- * runnable (it sleeps). */
-static void block(struct kr_worker *w, kr_mp *self)
+ * runnable (it sleeps).  block_slow is the general path: the timers' turn
+ * (`due`), another scheduler, a busy lock, an empty queue (steal or go
+ * idle). */
+static __attribute__((noinline)) void block_slow(struct kr_worker *w, kr_mp *self, int due)
 {
-	timers_poll(w);
+	if (due)
+		timers_run(w);
 	kr_mp *next = NEXT(w, NULL);
 	if (next == self)
 		return; /* woken and popped again before we even left */
 	sw(w, self, next);
 }
 
+/* Inline, with no call in the common case but the switch; callers keep
+ * nothing in registers across it (they re-read W()), so that they need
+ * not save any of their own. */
+static inline __attribute__((always_inline)) void block(struct kr_worker *w, kr_mp *self)
+{
+	kr_mp *next;
+	int due = timers_due(w);
+	if (due || !IS_DEFAULT || !(next = kr__d_next_try(SCHED, w->sched_vp)))
+		block_slow(w, self, due);
+	else if (next != self)
+		sw(w, self, next);
+}
+
 static void idle_loop(struct kr_worker *w);
+
+/* The end of a fast path that made mp ready under a free lock but saw an
+ * idle VP; or could not take the lock at once. */
+static __attribute__((noinline)) int unpark_one(void)
+{
+	kr_sched_unpark(1);
+	return 0;
+}
+
+static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
+{
+	READY(w, mp);
+	return 0;
+}
 
 /* ---------------- sleep / wakeup ---------------- */
 
@@ -485,17 +515,17 @@ static inline int take_cancel(kr_mp *self)
 }
 
 /* A cancel stored before its wakeup is seen after any sleep that wakeup
- * ends, or that a permit it left ends at once. */
+ * ends, or that a permit it left ends at once.  The record is read again
+ * after the sleep rather than kept in a register across it (see block). */
 int kr_sleep_cancellable(uint64_t deadline)
 {
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
-	kr_mp *self = w->cur;
-	if (take_cancel(self))
+	if (take_cancel(w->cur))
 		return ECANCELED;
-	int err = sleep_timed(w, self, deadline);
-	return take_cancel(self) ? ECANCELED : err;
+	int err = sleep_timed(w, w->cur, deadline);
+	return take_cancel(W()->cur) ? ECANCELED : err;
 }
 
 int kr_sleep_until(uint64_t deadline)
@@ -546,8 +576,9 @@ static int live_handle(const kr_mp *mp)
 	return __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE) == LIFE_LIVE;
 }
 
-/* kr_wakeup, and kr_mp_cancel: the cancel is stored before the wakeup. */
-static int wake(kr_mp *mp, int cancel)
+/* kr_wakeup, and kr_mp_cancel: the cancel is stored before the wakeup.
+ * Like create, no call in the common case, tail calls otherwise. */
+static inline __attribute__((always_inline)) int wake(kr_mp *mp, int cancel)
 {
 	if (!mp)
 		return EINVAL;
@@ -557,11 +588,19 @@ static int wake(kr_mp *mp, int cancel)
 		return ESRCH;
 	if (cancel)
 		__atomic_store_n(&mp->cancel, 1, __ATOMIC_RELEASE);
-	if (wake_state(mp)) {
-		struct kr_worker *w = W();
-		READY(w, mp);
+	if (!wake_state(mp))
+		return 0;
+	struct kr_worker *w = W();
+	if (!w || !IS_DEFAULT)
+		return ready_slow(w, mp);
+	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
+	case KR_D_READY:
+		return 0;
+	case KR_D_READY_IDLE:
+		return unpark_one();
+	default:
+		return ready_slow(w, mp);
 	}
-	return 0;
 }
 
 int kr_wakeup(kr_mp *mp) { return wake(mp, 0); }
@@ -577,6 +616,35 @@ static inline int direct_target_ok(struct kr_worker *w, kr_mp *mp)
 	return live_handle(mp) ? 0 : ESRCH;
 }
 
+/* The general end of a direct switch to mp, which the caller has already
+ * claimed or taken out of its queue: make self ready (SELF_READY), or
+ * wake an idle VP for self, which is queued (SELF_UNPARK), then switch. */
+enum { SELF_QUEUED, SELF_READY, SELF_UNPARK };
+static __attribute__((noinline)) int direct_slow(struct kr_worker *w, kr_mp *self, kr_mp *mp,
+						 int how)
+{
+	if (how == SELF_READY)
+		READY(w, self);
+	else if (how == SELF_UNPARK)
+		kr_sched_unpark(1);
+	sw(w, self, mp);
+	return 0;
+}
+
+/* What a direct switch still owes for self after kr__d_ready_try. */
+static inline int owed(int ready)
+{
+	return ready == KR_D_READY ? SELF_QUEUED : ready == KR_D_BUSY ? SELF_READY : SELF_UNPARK;
+}
+
+static __attribute__((noinline)) int switch_to_slow(struct kr_worker *w, kr_mp *self, kr_mp *mp)
+{
+	if (TAKE(w, mp, self) != 0)
+		return EBUSY;
+	return direct_slow(w, self, mp, SELF_QUEUED);
+}
+
+/* Like kr_yield, no call in the common case but the switch. */
 int kr_switch_to(kr_mp *mp)
 {
 	struct kr_worker *w = W();
@@ -585,12 +653,38 @@ int kr_switch_to(kr_mp *mp)
 		return err;
 	kr_mp *self = w->cur;
 	if (claim_sleeper(mp)) {
-		READY(w, self);
-	} else if (TAKE(w, mp, self) != 0) {
-		return EBUSY;
+		int how = owed(IS_DEFAULT ? kr__d_ready_try(SCHED, w->sched_vp, self) : KR_D_BUSY);
+		if (how != SELF_QUEUED)
+			return direct_slow(w, self, mp, how);
+	} else {
+		int r = IS_DEFAULT ? kr__d_take_try(SCHED, w->sched_vp, mp, self) : KR_D_BUSY;
+		if (r == KR_D_ABSENT)
+			return EBUSY;
+		if (r == KR_D_BUSY)
+			return switch_to_slow(w, self, mp);
 	}
 	sw(w, self, mp);
 	return 0;
+}
+
+/* RUN -> SLEEP for a caller that hands its VP on; 0 if a pending permit
+ * ended that sleep at once (consumed): the caller stays runnable. */
+static inline int announce_sleep(kr_mp *self)
+{
+	uint32_t s = WS_RUN;
+	if (__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 1;
+	consume_permit(self);
+	return 0;
+}
+
+static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, kr_mp *self,
+							   kr_mp *mp)
+{
+	if (TAKE(w, mp, NULL) != 0)
+		return EBUSY;
+	return direct_slow(w, self, mp, announce_sleep(self) ? SELF_QUEUED : SELF_READY);
 }
 
 int kr_sleep_and_wakeup(kr_mp *mp)
@@ -600,15 +694,19 @@ int kr_sleep_and_wakeup(kr_mp *mp)
 	if (err)
 		return err;
 	kr_mp *self = w->cur;
-	if (!claim_sleeper(mp) && TAKE(w, mp, NULL) != 0)
-		return EBUSY;
-	uint32_t s = WS_RUN;
-	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
+	if (!claim_sleeper(mp)) {
+		int r = IS_DEFAULT ? kr__d_take_try(SCHED, w->sched_vp, mp, NULL) : KR_D_BUSY;
+		if (r == KR_D_ABSENT)
+			return EBUSY;
+		if (r == KR_D_BUSY)
+			return sleep_and_wakeup_slow(w, self, mp);
+	}
+	if (!announce_sleep(self)) {
 		/* a pending permit: the caller's sleep ends at once, so it
 		 * stays runnable behind mp */
-		consume_permit(self);
-		READY(w, self);
+		int how = owed(IS_DEFAULT ? kr__d_ready_try(SCHED, w->sched_vp, self) : KR_D_BUSY);
+		if (how != SELF_QUEUED)
+			return direct_slow(w, self, mp, how);
 	}
 	sw(w, self, mp);
 	return 0;
@@ -729,20 +827,6 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 		return ENOMEM;
 	mp_setup(w, mp, flags, prio, fn, arg);
 	*out = mp;
-	READY(w, mp);
-	return 0;
-}
-
-/* The end of a fast path that made mp ready under a free lock but saw an
- * idle VP; or could not take the lock at once. */
-static __attribute__((noinline)) int unpark_one(void)
-{
-	kr_sched_unpark(1);
-	return 0;
-}
-
-static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
-{
 	READY(w, mp);
 	return 0;
 }

@@ -120,7 +120,7 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, k
 /* ready(mp) when it needs no call: a built-in list queue whose lock is free
  * at once.  KR_D_READY_IDLE: done, and some VP is idle (the caller calls
  * kr_sched_unpark(1)); KR_D_BUSY: nothing done. */
-enum { KR_D_BUSY, KR_D_READY, KR_D_READY_IDLE };
+enum { KR_D_BUSY, KR_D_READY, KR_D_READY_IDLE, KR_D_TAKEN, KR_D_ABSENT };
 static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, struct inst *i,
 								 kr_mp *mp)
 {
@@ -132,6 +132,47 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr_spin_unlock(&i->lock);
 	return idle ? KR_D_READY_IDLE : KR_D_READY;
+}
+
+/* take(mp, prev) when it needs no call: mp queued in the caller's own
+ * instance `mine` of a built-in list queue, whose lock is free at once.
+ * KR_D_TAKEN: done; KR_D_ABSENT: mp is in no queue; KR_D_BUSY: nothing
+ * done, take the general path. */
+static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, struct inst *mine,
+								kr_mp *mp, kr_mp *prev)
+{
+	struct dsched *d = D(s);
+	int kind = d->kind;
+	if (kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD)
+		return KR_D_BUSY;
+	struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
+	if (!i)
+		return KR_D_ABSENT;
+	if (i != mine || !kr_spin_trylock(&i->lock))
+		return KR_D_BUSY;
+	if (mp->queued != i) {
+		kr_spin_unlock(&i->lock);
+		return KR_D_BUSY;
+	}
+	mpl_remove((struct mplist *)i->q, mp);
+	__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
+	if (prev)
+		push_as(d, kind, i, prev);
+	kr_spin_unlock(&i->lock);
+	return KR_D_TAKEN;
+}
+
+/* next(NULL) when it needs no call: a built-in list queue, not empty, whose
+ * lock is free at once.  NULL: nothing done, take the general path. */
+static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, struct inst *i)
+{
+	struct dsched *d = D(s);
+	int kind = d->kind;
+	if ((kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD) || !kr_spin_trylock(&i->lock))
+		return NULL;
+	kr_mp *mp = pop_as(d, kind, i);
+	kr_spin_unlock(&i->lock);
+	return mp;
 }
 
 /* next(prev) for a yield, when it needs no call: a built-in list queue
