@@ -16,9 +16,10 @@
 
 void kr__ctx_trampoline(void);
 
-static inline void kr__ctx_init(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
+/* A fresh context whose stack ends (exclusive) at `end`. */
+static inline void kr__ctx_init_below(kr_ctx *ctx, void *end, kr_ctx_entry entry)
 {
-	uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
+	uintptr_t top = (uintptr_t)end & ~(uintptr_t)15;
 	unsigned char *f = (unsigned char *)(top - KR_FRAME_SIZE);
 	void *e = (void *)entry, *r = (void *)kr__ctx_trampoline;
 	memcpy(f + KR_FRAME_ENTRY, &e, sizeof e);
@@ -32,6 +33,11 @@ static inline void kr__ctx_init(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx
 	memcpy(f + KR_FRAME_RESUME - 8, &fp, sizeof fp); /* x29 = 0 ends backtraces */
 #endif
 	ctx->sp = f;
+}
+
+static inline void kr__ctx_init(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
+{
+	kr__ctx_init_below(ctx, (unsigned char *)stack_lo + size, entry);
 }
 
 #endif

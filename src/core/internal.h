@@ -31,8 +31,11 @@ enum { LIFE_FREE = 0, LIFE_LIVE = 0x6b72756du /* "kr mu" */, LIFE_ENDED = 0x656e
 /* The record sits at the top of the microprocess's stack, 64-byte aligned,
  * with the first frame in the line just below it.  Line 0 holds everything
  * that create, the queues, the switch, the permit, join and exit touch;
- * line 1 what start and exit need; line 2 is cold.  A cached record keeps
- * keys == NULL and is_main == 0, so create does not write them. */
+ * line 1 what create, start, exit and the stack cache need; line 2 is
+ * cold (the bounds of the stack are for the sanitizers, the debuggers and
+ * the stack pool, which find the region from the record and its class).
+ * A cached record keeps keys == NULL and is_main == 0, so create does not
+ * write them: a create touches two lines of the record. */
 struct kr_mp {
 	/* line 0 */
 	kr_ctx ctx;             /* must stay first: the switch saves into it */
@@ -52,19 +55,19 @@ struct kr_mp {
 	};
 	void *arg;
 	struct kr_keyvals *keys;/* lazily allocated */
+	const struct kr_stack_class *cls;
+	kr_mp *free_next;       /* stack cache links while LIFE_FREE */
+	unsigned long id;
+	uint32_t cancel;        /* a kr_mp_cancel not yet consumed: atomic */
+	/* line 2 */
+	uint32_t is_main;
 	/* the stack region: [stack_lo, stack_lo + stack_size) usable, this
 	 * record at its top */
 	unsigned char *stack_lo;
 	size_t stack_size;
-	const struct kr_stack_class *cls;
-	kr_mp *free_next;       /* stack cache links while LIFE_FREE */
-	unsigned long id;
-	/* line 2 */
-	uint32_t is_main;
-	uint32_t cancel;        /* a kr_mp_cancel not yet consumed: atomic */
 	void *tsan_fiber;       /* ThreadSanitizer builds only */
 };
-_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, id) < 128,
+_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, cancel) < 128,
 	       "the hot fields of a record fit its first two cache lines");
 
 

@@ -789,7 +789,7 @@ static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, 
 	unsigned long n = c->created + 1;
 	mp->id = n * KR_VP_MAX + w->vp->id;
 	__atomic_store_n(&c->created, n, __ATOMIC_RELAXED);
-	kr__ctx_init(&mp->ctx, mp->stack_lo, mp->stack_size, mp_entry);
+	kr__ctx_init_below(&mp->ctx, mp, mp_entry); /* the stack ends at its record */
 	TSAN_NEW(mp);
 	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
 }

@@ -53,6 +53,7 @@
 
 enum { CLASSES_MAX = 16, CHUNK_MIN = 4u << 20, DIRTY_MAX = 65536, BATCH = 32 };
 _Static_assert(KR_STACK_SLOTS <= CLASSES_MAX, "a slot per class at most");
+_Static_assert(sizeof(kr_mp) + 63 < 4096, "a record lies in its region's last 4 KiB");
 
 
 struct chunk {
@@ -125,6 +126,17 @@ static struct kr_stack_class *class_find(size_t size, int guard)
 	}
 	pthread_mutex_unlock(&S.lock);
 	return c;
+}
+
+/* The region of a record of class c, record_of backwards, so that the
+ * pool's paths need not read the record's cold line.  The record lies
+ * within 63 bytes below base + size - sizeof(kr_mp), and every base is a
+ * multiple of 4096 (reservations are page-aligned, strides are multiples
+ * of 4096): base is the one such multiple in that window. */
+static unsigned char *region_of(const struct kr_stack_class *c, const kr_mp *mp)
+{
+	uintptr_t lo = (uintptr_t)mp + sizeof(kr_mp) - c->size;
+	return (unsigned char *)((lo + 4095) & ~(uintptr_t)4095);
 }
 
 /* Called with c->lock held. */
@@ -316,6 +328,8 @@ void kr__stacks_trim(void)
 void kr__stack_put_slow(struct kr_stack_cache *k, kr_mp *mp)
 {
 	struct kr_stack_class *c = (struct kr_stack_class *)mp->cls;
+	if (KR_SANITIZED && region_of(c, mp) != mp->stack_lo)
+		abort(); /* the sanitizer builds check region_of on every return */
 	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
 	unsigned char *b[1 + BATCH];
 	size_t n = 0;
@@ -326,12 +340,12 @@ void kr__stack_put_slow(struct kr_stack_cache *k, kr_mp *mp)
 		k->slot[si].n++;
 		return;
 	}
-	b[n++] = mp->stack_lo;
+	b[n++] = region_of(c, mp);
 	for (; si >= 0 && n <= BATCH && k->slot[si].head; n++) {
 		kr_mp *x = k->slot[si].head;
 		k->slot[si].head = x->free_next;
 		k->slot[si].n--;
-		b[n] = x->stack_lo;
+		b[n] = region_of(c, x);
 	}
 	pool_put(c, b, n);
 }
