@@ -43,6 +43,25 @@ int kr_chan_destroy(kr_chan *ch)
 	return err;
 }
 
+/* One element, inline for the sizes of scalars and pointers (a call into
+ * the C library's memcpy was 14 instructions and a call per transfer). */
+static inline void put(void *dst, const void *src, size_t n)
+{
+	switch (n) {
+	case 4:
+		memcpy(dst, src, 4);
+		break;
+	case 8:
+		memcpy(dst, src, 8);
+		break;
+	case 16:
+		memcpy(dst, src, 16);
+		break;
+	default:
+		memcpy(dst, src, n);
+	}
+}
+
 static inline unsigned char *slot(kr_chan *ch, size_t i)
 {
 	return ch->buf + ((ch->head + i) % ch->cap) * ch->esize;
@@ -83,13 +102,13 @@ static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
 	}
 	struct kr_waiter *r = wq_pop(&ch->receivers);
 	if (r) {
-		memcpy(r->buf, elem, ch->esize);
+		put(r->buf, elem, ch->esize);
 		kr_spin_unlock(&ch->lock);
 		wq_wake(r, 0);
 		return 0;
 	}
 	if (ch->count < ch->cap) {
-		memcpy(slot(ch, ch->count++), elem, ch->esize);
+		put(slot(ch, ch->count++), elem, ch->esize);
 		kr_spin_unlock(&ch->lock);
 		return 0;
 	}
@@ -123,13 +142,13 @@ static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
 		return err;
 	struct kr_waiter *s = NULL;
 	if (ch->count) {
-		memcpy(elem, slot(ch, 0), ch->esize);
+		put(elem, slot(ch, 0), ch->esize);
 		ch->head = (ch->head + 1) % ch->cap;
 		ch->count--;
 		if ((s = wq_pop(&ch->senders)))
-			memcpy(slot(ch, ch->count++), s->buf, ch->esize);
+			put(slot(ch, ch->count++), s->buf, ch->esize);
 	} else if ((s = wq_pop(&ch->senders))) {
-		memcpy(elem, s->buf, ch->esize);
+		put(elem, s->buf, ch->esize);
 	} else if (ch->closed || try) {
 		kr_spin_unlock(&ch->lock);
 		return ch->closed ? EPIPE : EAGAIN;
