@@ -1006,7 +1006,7 @@ static void cancel_ends_exactly_one_wait(void)
  * hands out adds up. */
 enum { SN = 1000 };
 static kr_mp *sm[SN];
-static uint32_t s_finished;
+static uint32_t s_finished, s_cancels;
 
 static uint64_t soon(void *a) { return kr_now() + ((uintptr_t)a % 5 + 1) * 200000; }
 
@@ -1017,6 +1017,8 @@ static void *random_canceller(void *a)
 		x = x * 1103515245 + 12345;
 		int e = kr_mp_cancel(sm[(x >> 8) % SN]);
 		KT_CHECK(e == 0 || e == ESRCH);
+		if (e == 0)
+			__atomic_fetch_add(&s_cancels, 1, __ATOMIC_RELEASE);
 		kr_sleep_for(10000); /* about one cancel in ten waits */
 	}
 	return a;
@@ -1026,7 +1028,7 @@ static void *random_canceller(void *a)
  * join the helpers, the canceller, then the rest. */
 static void stress(void *(*fn)(void *), void *(*helper)(void *), int helpers)
 {
-	s_finished = 0;
+	s_finished = s_cancels = 0;
 	kr_mp *h[16], *c;
 	for (uintptr_t i = 0; i < SN; i++)
 		KT_EQ(kr_mp_create(&sm[i], &small, fn, (void *)i), 0);
@@ -1055,8 +1057,15 @@ static void *cancelled_consumer(void *a)
 	return a;
 }
 
+/* The posters start once a cancel has landed: until then the semaphore
+ * is empty, so that consumer's wait (under way or to come) must block
+ * and ends cancelled.  Otherwise the posters could run far enough ahead
+ * that no consumer ever waits while cancels come, and the test would
+ * prove nothing about cancellation. */
 static void *unit_poster(void *a)
 {
+	while (!__atomic_load_n(&s_cancels, __ATOMIC_ACQUIRE))
+		kr_sleep_for(10000);
 	for (int i = 0; i < SN * 10 / 8; i++) {
 		KT_EQ(kr_sem_post(&csem), 0);
 		if (i % 4 == 0)
