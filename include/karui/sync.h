@@ -99,6 +99,7 @@ typedef struct kr_cond {
 	kr_spin lock;
 	uint32_t dead;
 	kr_waitq q;
+	uint32_t nwait;             /* waiters in q, readable without the lock */
 } kr_cond;
 
 int kr_cond_init(kr_cond *c);

@@ -15,7 +15,11 @@
  * (wait morphing): it is given the mutex at once if free, else queued on
  * it, so it wakes once, owning the mutex.  A contended release inside a
  * wait switches straight to the new owner (wait.h's direct hand-off): one
- * round trip of seed 000's Table 4 is two such switches.
+ * round trip of seed 000's Table 4 is two such switches.  A signal with
+ * no waiter reads c->nwait and takes no lock: a signaller that holds the
+ * mutex sees every waiter that released it (the waiter counts itself
+ * before it releases the mutex), and one that does not hold it is
+ * concurrent with a waiter it misses, so it may be ordered before it.
  *
  * Rejected: spinning before blocking.  Microprocesses are not preempted,
  * so on one VP the owner cannot run while a locker spins; across VPs the
@@ -182,9 +186,15 @@ int kr_cond_destroy(kr_cond *c)
 	kr_spin_lock(&c->lock);
 	int err = c->dead ? EINVAL : c->q.head ? EBUSY : 0;
 	if (!err)
-		c->dead = 1;
+		__atomic_store_n(&c->dead, 1, __ATOMIC_RELAXED); /* signal reads it unlocked */
 	kr_spin_unlock(&c->lock);
 	return err;
+}
+
+/* c->nwait follows c->q (c->lock held). */
+static inline void count_waiters(kr_cond *c, int d)
+{
+	__atomic_store_n(&c->nwait, c->nwait + d, __ATOMIC_RELAXED);
 }
 
 static int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
@@ -206,6 +216,7 @@ static int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
 		return EINVAL;
 	}
 	wq_push(&c->q, &w);
+	count_waiters(c, 1);
 	kr_spin_unlock(&c->lock);
 	struct kr_waiter *next;
 	release(m, &next);
@@ -217,6 +228,7 @@ static int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
 	if (err && w.state == W_WAITING) {
 		/* not signalled: leave c, then take m back as a plain locker */
 		wq_remove(&c->q, &w);
+		count_waiters(c, -1);
 		kr_spin_unlock(&c->lock);
 		lock(m, UINT64_MAX);
 	}
@@ -235,11 +247,15 @@ static int cond_wake(kr_cond *c, unsigned long max)
 {
 	if (!c)
 		return EINVAL;
+	if (!__atomic_load_n(&c->nwait, __ATOMIC_RELAXED))
+		return __atomic_load_n(&c->dead, __ATOMIC_RELAXED) ? EINVAL : 0;
 	kr_waitq moved = {0};
 	kr_spin_lock(&c->lock);
 	int err = c->dead ? EINVAL : 0;
-	for (struct kr_waiter *w; !err && max-- && (w = wq_pop(&c->q));)
+	for (struct kr_waiter *w; !err && max-- && (w = wq_pop(&c->q));) {
 		wq_push(&moved, w);
+		count_waiters(c, -1);
+	}
 	kr_spin_unlock(&c->lock);
 	for (struct kr_waiter *w; (w = wq_pop(&moved));)
 		if (enqueue_or_take(w->aux, w))
