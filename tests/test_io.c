@@ -777,6 +777,73 @@ static void io_in_flight_completes_while_its_vp_blocks(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A spare VP that retires may have been the one waiting in a shared event
+ * source (epoll) while the other VPs went to sleep: someone must take its
+ * place.  One VP.  B's blocking call starts a spare; the spare, idle, waits
+ * in the source, and VP 0, idle after B, sleeps.  An edge on a pipe nobody
+ * waits on ends the spare's wait with nothing to do, so it retires.  Then
+ * R's data comes, 300 ms in: R must get it before its 5 s deadline. */
+static int spare_q[2], spare_a[2];
+
+static void *read_a(void *a)
+{
+	(void)a;
+	char c = 0;
+	uint64_t deadline = in_ms(5000);
+	KT_EQ(kr_read(spare_a[0], &c, 1, deadline), 1);
+	KT_EQ(c, 'a');
+	/* unwatched, the data is found only when the deadline wakes VP 0 */
+	KT_CHECK(kr_now() < deadline);
+	return NULL;
+}
+
+static void *block_a_while(void *a)
+{
+	(void)a;
+	KT_EQ(kr_blocking_enter(), 0);
+	struct timespec ts = {0, 50 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	KT_EQ(kr_blocking_leave(), 0);
+	return NULL;
+}
+
+static void *edge_then_data(void *a)
+{
+	(void)a;
+	struct timespec ts = {0, 150 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	KT_EQ(write(spare_q[1], "q", 1), 1); /* the spare's wait ends, idle */
+	nanosleep(&ts, NULL);
+	KT_EQ(write(spare_a[1], "a", 1), 1);
+	return NULL;
+}
+
+static void io_is_watched_after_a_spare_retires(void)
+{
+	init(1);
+	mkpipe(spare_q);
+	mkpipe(spare_a);
+	char c;
+	KT_EQ(write(spare_q[1], "0", 1), 1);
+	KT_EQ(kr_read(spare_q[0], &c, 1, KR_IO_FOREVER), 1); /* karui knows the fd */
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, edge_then_data, NULL), 0);
+	kr_mp *m[2];
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_mp_create(&m[0], &small, read_a, NULL), 0);
+	KT_EQ(kr_mp_create(&m[1], &small, block_a_while, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	pthread_join(t, NULL);
+	fprintf(stderr, "  data read after %.0f ms, %u VPs\n", (kr_now() - t0) / 1e6, kr_vp_count());
+	KT_EQ(kr_vp_count(), 2); /* the spare was there */
+	for (int i = 0; i < 2; i++) {
+		KT_EQ(kr_close(spare_q[i]), 0);
+		KT_EQ(kr_close(spare_a[i]), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -797,5 +864,6 @@ int main(int argc, char **argv)
 	KT_RUN(microprocesses_waiting_on_io_use_no_cpu);
 	KT_RUN(blocking_call_hands_the_vp_to_the_others);
 	KT_RUN(io_in_flight_completes_while_its_vp_blocks);
+	KT_RUN(io_is_watched_after_a_spare_retires);
 	return kt_finish();
 }

@@ -1034,6 +1034,13 @@ static void spare_retire(struct kr_worker *w)
 	if (a <= G.sched.nvp)
 		return;
 	poller_leave();
+	/* A shared event source needs a VP waiting in it whenever all are
+	 * idle.  This one may have been that VP while the others went to
+	 * sleep on L0 (kr_sched_park), and it is not coming back: wake one
+	 * of them to take its place. */
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) &&
+	    !(G.poller.flags & KR_POLLER_PER_VP))
+		kr_vp_wakeup(1);
 	kr_vp_publish(KR_VP_SUSPENDED);
 	pthread_mutex_lock(&G.spare_lock);
 	G.spare_parked++;
