@@ -420,6 +420,21 @@ static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
 	return 0;
 }
 
+/* READY(w, mp) for the fast paths: no call but tail calls.  Returns 0. */
+static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w, kr_mp *mp)
+{
+	if (!w || !IS_DEFAULT)
+		return ready_slow(w, mp);
+	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
+	case KR_D_READY:
+		return 0;
+	case KR_D_READY_IDLE:
+		return unpark_one();
+	default:
+		return ready_slow(w, mp);
+	}
+}
+
 /* ---------------- sleep / wakeup ---------------- */
 
 /* Use up a pending permit.  An acquire RMW, so that the sleeper sees what
@@ -588,19 +603,7 @@ static inline __attribute__((always_inline)) int wake(kr_mp *mp, int cancel)
 		return ESRCH;
 	if (cancel)
 		__atomic_store_n(&mp->cancel, 1, __ATOMIC_RELEASE);
-	if (!wake_state(mp))
-		return 0;
-	struct kr_worker *w = W();
-	if (!w || !IS_DEFAULT)
-		return ready_slow(w, mp);
-	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
-	case KR_D_READY:
-		return 0;
-	case KR_D_READY_IDLE:
-		return unpark_one();
-	default:
-		return ready_slow(w, mp);
-	}
+	return wake_state(mp) ? ready_tail(W(), mp) : 0;
 }
 
 int kr_wakeup(kr_mp *mp) { return wake(mp, 0); }
@@ -838,19 +841,12 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 {
 	struct kr_worker *w = W();
 	kr_mp *mp;
-	if (__builtin_expect(!w || !out || !fn || attr || !IS_DEFAULT, 0) ||
+	if (__builtin_expect(!w || !out || !fn || attr, 0) ||
 	    !(mp = kr__stack_take(w->stacks, KR_STACK_DEFAULT, 1)))
 		return create_slow(out, attr, fn, arg);
 	mp_setup(w, mp, 0, w->cur->prio, fn, arg);
 	*out = mp;
-	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
-	case KR_D_READY:
-		return 0;
-	case KR_D_READY_IDLE:
-		return unpark_one();
-	default:
-		return ready_slow(w, mp);
-	}
+	return ready_tail(w, mp);
 }
 
 /* The microprocess ends: publish its result and pick the context to resume.

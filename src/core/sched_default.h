@@ -117,6 +117,16 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, k
 	return mp ? mp : kr__d_steal(d, vp);
 }
 
+/* The fast paths below work on a built-in list queue whose lock is free at
+ * once; anything else goes to the general path.  1: *kind is the kind of
+ * list, and the lock is held; 0: nothing done. */
+static inline __attribute__((always_inline)) int list_trylock(struct dsched *d, struct inst *i,
+							      int *kind)
+{
+	*kind = d->kind;
+	return (*kind == RQ_LIST_TAIL || *kind == RQ_LIST_HEAD) && kr_spin_trylock(&i->lock);
+}
+
 /* ready(mp) when it needs no call: a built-in list queue whose lock is free
  * at once.  KR_D_READY_IDLE: done, and some VP is idle (the caller calls
  * kr_sched_unpark(1)); KR_D_BUSY: nothing done. */
@@ -125,8 +135,8 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 								 kr_mp *mp)
 {
 	struct dsched *d = D(s);
-	int kind = d->kind;
-	if ((kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD) || !kr_spin_trylock(&i->lock))
+	int kind;
+	if (!list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	push_as(d, kind, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
@@ -142,13 +152,11 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 								kr_mp *mp, kr_mp *prev)
 {
 	struct dsched *d = D(s);
-	int kind = d->kind;
-	if (kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD)
-		return KR_D_BUSY;
 	struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
 	if (!i)
 		return KR_D_ABSENT;
-	if (i != mine || !kr_spin_trylock(&i->lock))
+	int kind;
+	if (i != mine || !list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	if (mp->queued != i) {
 		kr_spin_unlock(&i->lock);
@@ -167,8 +175,8 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, struct inst *i)
 {
 	struct dsched *d = D(s);
-	int kind = d->kind;
-	if ((kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD) || !kr_spin_trylock(&i->lock))
+	int kind;
+	if (!list_trylock(d, i, &kind))
 		return NULL;
 	kr_mp *mp = pop_as(d, kind, i);
 	kr_spin_unlock(&i->lock);
@@ -181,8 +189,8 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_yield_in(kr_sched *s, 
 								   kr_mp *prev)
 {
 	struct dsched *d = D(s);
-	int kind = d->kind;
-	if ((kind != RQ_LIST_TAIL && kind != RQ_LIST_HEAD) || !kr_spin_trylock(&i->lock))
+	int kind;
+	if (!list_trylock(d, i, &kind))
 		return NULL;
 	push_as(d, kind, i, prev);
 	kr_mp *mp = pop_as(d, kind, i); /* never NULL: prev at least */
