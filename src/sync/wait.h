@@ -78,8 +78,14 @@ static inline void wq_take(kr_waitq *q, struct kr_waiter *w)
 static inline struct kr_waiter *wq_pop(kr_waitq *q)
 {
 	struct kr_waiter *w = q->head;
-	if (w)
-		wq_take(q, w);
+	if (!w)
+		return NULL;
+	q->head = w->next; /* wq_remove, knowing w is first */
+	if (w->next)
+		w->next->prev = NULL;
+	else
+		q->tail = NULL;
+	__atomic_store_n(&w->state, W_MOVED, __ATOMIC_RELAXED);
 	return w;
 }
 
