@@ -113,7 +113,7 @@ int kr__timer_arm(struct kr_timers *h, struct kr_timer *t)
 		h->cap = cap;
 	}
 	t->heap = h;
-	t->state = KR_TIMER_ARMED;
+	__atomic_store_n(&t->state, KR_TIMER_ARMED, __ATOMIC_RELAXED);
 	put(h, h->n++, t);
 	sift_up(h, t->idx);
 	publish_next(h);
@@ -125,7 +125,8 @@ int kr__timer_cancel(struct kr_timer *t)
 {
 	struct kr_timers *h = t->heap;
 	kr_spin_lock(&h->lock);
-	int armed = t->state == KR_TIMER_ARMED;
+	/* FIRING -> FIRED happens outside the lock: an atomic read */
+	int armed = __atomic_load_n(&t->state, __ATOMIC_RELAXED) == KR_TIMER_ARMED;
 	if (armed) {
 		unlink_at(h, t->idx);
 		publish_next(h);
@@ -148,7 +149,7 @@ void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr
 		struct kr_timer *t = h->v[0];
 		unlink_at(h, 0);
 		publish_next(h);
-		t->state = KR_TIMER_FIRING;
+		__atomic_store_n(&t->state, KR_TIMER_FIRING, __ATOMIC_RELAXED);
 		kr_spin_unlock(&h->lock);
 		fire(t);
 	}
