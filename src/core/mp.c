@@ -766,7 +766,8 @@ static kr_ctx_transfer mp_entry(void *from)
 	finish(from);
 	ASAN_FINISH(NULL);
 	kr_mp *self = W()->cur;
-	kr_ctx_transfer t = mp_end(self, self->fn(self->arg));
+	void *result = self->fn(self->arg);
+	kr_ctx_transfer t = mp_end(W()->cur, result); /* self, read again */
 #if defined(__SANITIZE_THREAD__)
 	/* TSan keeps a shadow call stack per fiber: announce the switch only
 	 * where no function returns after it */
@@ -851,10 +852,20 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 
 /* The microprocess ends: publish its result and pick the context to resume.
  * The caller makes the switch (trampoline return or kr_ctx_jump). */
-static kr_ctx_transfer mp_end(kr_mp *self, void *result)
+/* mp_end without a joiner to resume (detached, or not joined yet): the
+ * scheduler picks what runs next. */
+static __attribute__((noinline)) kr_ctx_transfer end_next(struct kr_worker *w, kr_mp *self)
 {
-	if (self->keys)
-		kr__keys_run_destructors(self); /* may block: w is read after */
+	timers_poll(w);
+	kr_mp *next = NEXT(w, NULL);
+	kr_ctx *to;
+	next = route(w, next, &to);
+	ASAN_START(w, NULL, next);
+	return (kr_ctx_transfer){to, self};
+}
+
+static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(kr_mp *self, void *result)
+{
 	struct kr_worker *w = W();
 	self->result = result;
 	struct counters *c = w->cnt;
@@ -874,14 +885,27 @@ static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 			break;
 		}
 	}
-	if (!next) {
-		timers_poll(w);
-		next = NEXT(w, NULL);
-	}
+	if (!next)
+		return end_next(w, self);
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
 	return (kr_ctx_transfer){to, self};
+}
+
+static __attribute__((noinline)) kr_ctx_transfer end_keys(kr_mp *self, void *result)
+{
+	kr__keys_run_destructors(self); /* may block: w is read after */
+	return end_rest(self, result);
+}
+
+/* Like the other fast paths (see kr_yield), no call when a joiner waits and
+ * no key is set: the general cases are tail calls. */
+static kr_ctx_transfer mp_end(kr_mp *self, void *result)
+{
+	if (self->keys)
+		return end_keys(self, result);
+	return end_rest(self, result);
 }
 
 int kr_mp_exit(void *result)
