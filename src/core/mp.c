@@ -398,7 +398,7 @@ static inline __attribute__((always_inline)) void block(struct kr_worker *w, kr_
 {
 	kr_mp *next;
 	int due = timers_due(w);
-	if (due || !IS_DEFAULT || !(next = kr__d_next_try(SCHED, w->sched_vp)))
+	if (due || !IS_DEFAULT || !(next = kr__d_next_try(SCHED, w->sched_vp, NULL)))
 		block_slow(w, self, due);
 	else if (next != self)
 		sw(w, self, next);
@@ -739,7 +739,9 @@ int kr_yield(void)
 	if (timers_due(w))
 		return yield_slow(w, 1);
 	kr_mp *self = w->cur, *next;
-	if (!IS_DEFAULT || !(next = kr__d_yield_in(SCHED, w->sched_vp, self)))
+	if (!self) /* a microprocess runs: tells the compiler that self is pushed */
+		__builtin_unreachable();
+	if (!IS_DEFAULT || !(next = kr__d_next_try(SCHED, w->sched_vp, self)))
 		return yield_slow(w, 0);
 	if (next != self)
 		sw(w, self, next);

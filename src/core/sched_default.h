@@ -170,30 +170,20 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 	return KR_D_TAKEN;
 }
 
-/* next(NULL) when it needs no call: a built-in list queue, not empty, whose
- * lock is free at once.  NULL: nothing done, take the general path. */
-static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, struct inst *i)
-{
-	struct dsched *d = D(s);
-	int kind;
-	if (!list_trylock(d, i, &kind))
-		return NULL;
-	kr_mp *mp = pop_as(d, kind, i);
-	kr_spin_unlock(&i->lock);
-	return mp;
-}
-
-/* next(prev) for a yield, when it needs no call: a built-in list queue
- * whose lock is free at once.  NULL: nothing done, take the general path. */
-static inline __attribute__((always_inline)) kr_mp *kr__d_yield_in(kr_sched *s, struct inst *i,
+/* next(prev) when it needs no call: a built-in list queue whose lock is
+ * free at once (prev NULL: the caller does not stay runnable).  NULL:
+ * nothing done or nothing queued, take the general path; never NULL when
+ * prev was pushed. */
+static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, struct inst *i,
 								   kr_mp *prev)
 {
 	struct dsched *d = D(s);
 	int kind;
 	if (!list_trylock(d, i, &kind))
 		return NULL;
-	push_as(d, kind, i, prev);
-	kr_mp *mp = pop_as(d, kind, i); /* never NULL: prev at least */
+	if (prev)
+		push_as(d, kind, i, prev);
+	kr_mp *mp = pop_as(d, kind, i);
 	kr_spin_unlock(&i->lock);
 	return mp;
 }
