@@ -13,6 +13,7 @@
 #include "karui/ctx.h"
 #include "karui/sched.h"
 #include "../vp/vp_internal.h"
+#include "../arch/tls.h"
 
 /* mp->wstate: the wakeup protocol (see mp.c) */
 enum { WS_RUN = 0, WS_SLEEP = 1, WS_NOTIFIED = 2 };
@@ -122,6 +123,14 @@ struct kr_sched {
 
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
+
+/* kr_self() inline, for the layers above L2 inside the library: the
+ * primitives of L3 take the caller's identity on every call. */
+static inline kr_mp *kr__self(void)
+{
+	struct kr_worker *w = KR_TLS_GET(kr__w);
+	return w ? w->cur : NULL;
+}
 
 /* stack.c: a VP's cache of free stacks, a list per size class (slot 0 is
  * the one the fast paths below look at first) */

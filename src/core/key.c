@@ -18,7 +18,6 @@
 #include <stdlib.h>
 
 #include "internal.h"
-#include "../arch/tls.h"
 
 enum { KR_KEY_DTOR_ROUNDS = 4 };
 

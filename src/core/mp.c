@@ -62,7 +62,6 @@
 #include "internal.h"
 #include "sched_default.h"
 #include "../arch/ctx_init.h"
-#include "../arch/tls.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -748,11 +747,7 @@ int kr_yield(void)
 	return 0;
 }
 
-kr_mp *kr_self(void)
-{
-	struct kr_worker *w = W();
-	return w ? w->cur : NULL;
-}
+kr_mp *kr_self(void) { return kr__self(); }
 
 unsigned long kr_mp_id(const kr_mp *mp) { return mp ? mp->id : 0; }
 

@@ -247,7 +247,7 @@ static unsigned dirs(const struct kr_ioreq *r)
  * -ETIMEDOUT / -ECANCELED / -ENOMEM. */
 static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], uint64_t deadline)
 {
-	struct kr_waiter w[2] = {{.mp = kr_self()}, {.mp = kr_self()}};
+	struct kr_waiter w[2] = {{.mp = kr__self()}, {.mp = kr__self()}};
 	kr_spin_lock(&r->lock);
 	for (int d = 0; d < 2; d++)
 		if ((want >> d & 1) && __atomic_load_n(&r->seq[d], __ATOMIC_RELAXED) != seen[d]) {

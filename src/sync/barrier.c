@@ -30,7 +30,7 @@ int kr_barrier_destroy(kr_barrier *b)
 
 int kr_barrier_wait(kr_barrier *b)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (!b)
 		return EINVAL;
 	if (!self)

@@ -92,7 +92,7 @@ static int begin(kr_chan *ch, const void *elem, kr_mp *self, int try)
 
 static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	int err = begin(ch, elem, self, try);
 	if (err)
 		return err;
@@ -136,7 +136,7 @@ int kr_chan_trysend(kr_chan *ch, const void *elem) { return send(ch, elem, 0, 1)
 
 static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	int err = begin(ch, elem, self, try);
 	if (err)
 		return err;

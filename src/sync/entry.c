@@ -52,7 +52,7 @@ static int give_up(kr_entry *e, kr_waitq *q, struct kr_waiter *w, int err)
 
 int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (!self)
 		return e ? EPERM : EINVAL;
 	int err = enter(e);
@@ -79,7 +79,7 @@ int kr_entry_call(kr_entry *e, void *msg) { return kr_entry_timedcall(e, msg, UI
 
 int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (!call)
 		return EINVAL;
 	if (!self)

@@ -35,7 +35,7 @@ static __thread _Alignas(8) char foreign_token;
 /* The caller's token: its microprocess, or its thread's word off a VP. */
 static inline uintptr_t token(void)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	return self ? (uintptr_t)self : (uintptr_t)&foreign_token;
 }
 
@@ -103,7 +103,7 @@ static int lock_slow(kr_mutex *m, kr_mp *self, uintptr_t s, uint64_t deadline)
 
 static inline int lock(kr_mutex *m, uint64_t deadline)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (!m)
 		return EINVAL;
 	if (!self)
@@ -199,7 +199,7 @@ static inline void count_waiters(kr_cond *c, int d)
 
 static int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (!c || !m)
 		return EINVAL;
 	if (!self)

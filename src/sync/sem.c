@@ -29,7 +29,7 @@ int kr_sem_destroy(kr_sem *s)
 
 static int sem_wait(kr_sem *s, uint64_t deadline, int try)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (!s)
 		return EINVAL;
 	if (!self && !try)

@@ -101,7 +101,7 @@ static void refill(kr_stream *s, kr_waitq *done)
 static int write_until(kr_stream *s, const void *buf, size_t len, size_t *done,
 		       uint64_t deadline)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (done)
 		*done = 0;
 	if (s && !buf && len)
@@ -161,7 +161,7 @@ int kr_stream_timedwrite(kr_stream *s, const void *buf, size_t len, size_t *done
 
 static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
 {
-	kr_mp *self = kr_self();
+	kr_mp *self = kr__self();
 	if (!got || (!buf && len))
 		return EINVAL;
 	*got = 0;
