@@ -844,6 +844,74 @@ static void io_is_watched_after_a_spare_retires(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* With epoll, the VP that waited hands the wait on when it finds work.
+ * Two VPs, one waiting in epoll, the other asleep.  S's data comes first:
+ * S then keeps its VP for 300 ms with no scheduling point.  R's data
+ * comes 50 ms later, and the other VP must see it while S still runs.
+ * (With io_uring, R's request may sit in the ring of S's VP, whose
+ * completions wait for that VP's next scheduling point: docs/limits.md.) */
+static int handoff_s[2], handoff_r[2];
+static uint64_t s_ended, r_served;
+
+static void *read_then_spin(void *a)
+{
+	(void)a;
+	char c;
+	KT_EQ(kr_read(handoff_s[0], &c, 1, in_ms(5000)), 1);
+	uint64_t t = kr_now();
+	while (kr_now() - t < 300 * MS)
+		;
+	s_ended = kr_now();
+	return NULL;
+}
+
+static void *read_r(void *a)
+{
+	(void)a;
+	char c;
+	KT_EQ(kr_read(handoff_r[0], &c, 1, in_ms(5000)), 1);
+	r_served = kr_now();
+	return NULL;
+}
+
+static void *s_then_r(void *a)
+{
+	(void)a;
+	struct timespec ts = {0, 100 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	KT_EQ(write(handoff_s[1], "s", 1), 1);
+	ts.tv_nsec = 50 * 1000 * 1000;
+	nanosleep(&ts, NULL);
+	KT_EQ(write(handoff_r[1], "r", 1), 1);
+	return NULL;
+}
+
+static void epoll_wait_passes_on_when_its_waiter_runs_work(void)
+{
+	init(2);
+	if (strcmp(kr_io_backend(), "epoll") != 0) {
+		kr_fini();
+		KT_SKIP("the back end is io_uring: completions go to the requesting VP's ring");
+	}
+	mkpipe(handoff_s);
+	mkpipe(handoff_r);
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, s_then_r, NULL), 0);
+	kr_mp *m[2];
+	KT_EQ(kr_mp_create(&m[0], &small, read_then_spin, NULL), 0);
+	KT_EQ(kr_mp_create(&m[1], &small, read_r, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	pthread_join(t, NULL);
+	fprintf(stderr, "  R served %.0f ms before S ended\n", ((double)s_ended - (double)r_served) / 1e6);
+	KT_CHECK(r_served < s_ended);
+	for (int i = 0; i < 2; i++) {
+		KT_EQ(kr_close(handoff_s[i]), 0);
+		KT_EQ(kr_close(handoff_r[i]), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -865,5 +933,6 @@ int main(int argc, char **argv)
 	KT_RUN(blocking_call_hands_the_vp_to_the_others);
 	KT_RUN(io_in_flight_completes_while_its_vp_blocks);
 	KT_RUN(io_is_watched_after_a_spare_retires);
+	KT_RUN(epoll_wait_passes_on_when_its_waiter_runs_work);
 	return kt_finish();
 }
