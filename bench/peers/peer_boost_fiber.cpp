@@ -31,6 +31,7 @@
  * creating fiber blocks (in join or wait).
  */
 #include <cerrno>
+#include <climits>
 #include <new>
 #include <system_error>
 #include <vector>
@@ -169,6 +170,24 @@ int chan_round_trips(const kb_args *a, kb_res *r, int add)
 		return fib_error();
 	}
 	return 0;
+}
+
+/* chan_relay: both fibers run relay (see exp_sync.c); fiber 0 starts the
+ * token and keeps the last one, which must be the number of rounds */
+__attribute__((noinline)) void relay(int_chan *c, int me, long iters, long *end)
+{
+	int v = 0;
+	if (me == 0 && c[1].push(v) != chan_ok)
+		return;
+	for (long i = 0; i < iters; i++) {
+		if (c[me].pop(v) != chan_ok)
+			return;
+		v += me;
+		if ((me || i + 1 < iters) && c[!me].push(v) != chan_ok)
+			return;
+	}
+	if (me == 0)
+		*end = v;
 }
 
 } // namespace
@@ -336,6 +355,27 @@ extern "C" int kb_fiber_condvar_pingpong(const kb_args *a, kb_res *r)
 extern "C" int kb_fiber_chan_pingpong(const kb_args *a, kb_res *r)
 {
 	return chan_round_trips(a, r, 0);
+}
+
+extern "C" int kb_fiber_chan_relay(const kb_args *a, kb_res *r)
+{
+	if (a->iters < 1 || a->iters > INT_MAX)
+		return EINVAL;
+	try {
+		int_chan c[2];
+		long end = -1;
+		bf::fiber b(relay, c, 1, a->iters, &end);
+		double t0 = kb_now_ns();
+		relay(c, 0, a->iters, &end);
+		double t1 = kb_now_ns();
+		b.join();
+		if (end != a->iters)
+			return EIO;
+		r->ns_per_op = (t1 - t0) / double(a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
 }
 
 extern "C" int kb_fiber_rendezvous(const kb_args *a, kb_res *r)

@@ -96,6 +96,7 @@ int kb_fiber_mutex(const kb_args *a, kb_res *r);
 int kb_fiber_monitor(const kb_args *a, kb_res *r);
 int kb_fiber_condvar_pingpong(const kb_args *a, kb_res *r);
 int kb_fiber_chan_pingpong(const kb_args *a, kb_res *r);
+int kb_fiber_chan_relay(const kb_args *a, kb_res *r);
 int kb_fiber_rendezvous(const kb_args *a, kb_res *r);
 
 /* bare: a hand-written callee-saved-only switch, the floor */

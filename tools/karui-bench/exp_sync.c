@@ -163,18 +163,60 @@ static void *chan_b(void *x)
 	return x;
 }
 
-int kb_karui_chan_pingpong(const kb_args *a, kb_res *r)
+/* a->iters rounds of fa(0) and fb(1) on two unbuffered channels of
+ * `esize`-byte elements; the time until both end */
+static int chan_pair(const kb_args *a, void *(*fa)(void *), void *(*fb)(void *), size_t esize,
+		     double *ns)
 {
 	int err = start();
 	if (err)
 		return err;
-	kr_chan_init(&chans[0], sizeof(int), 0);
-	kr_chan_init(&chans[1], sizeof(int), 0);
+	kr_chan_init(&chans[0], esize, 0);
+	kr_chan_init(&chans[1], esize, 0);
 	rounds = a->iters;
-	double ns = 0;
-	err = pair(chan_a, NULL, chan_b, NULL, &ns);
+	err = pair(fa, (void *)0, fb, (void *)1, ns);
 	kr_chan_destroy(&chans[0]);
 	kr_chan_destroy(&chans[1]);
+	return err;
+}
+
+int kb_karui_chan_pingpong(const kb_args *a, kb_res *r)
+{
+	double ns = 0;
+	int err = chan_pair(a, chan_a, chan_b, sizeof(int), &ns);
+	return finish(err, ns, a->iters, r);
+}
+
+/* chan_relay: both flows run relay(), so each blocks under the same return
+ * addresses: receive on its own channel, send on the other's.  Flow 0
+ * starts the token and keeps the last one; the token must come back to it
+ * as the number of rounds. */
+static long relay_end;
+
+static __attribute__((noinline)) void *relay(void *x)
+{
+	int me = (int)(intptr_t)x;
+	long v = 0;
+	if (me == 0)
+		kr_chan_send(&chans[1], &v);
+	for (long i = 0; i < rounds; i++) {
+		kr_chan_recv(&chans[me], &v);
+		v += me;
+		if (me || i + 1 < rounds)
+			kr_chan_send(&chans[!me], &v);
+	}
+	if (me == 0)
+		relay_end = v;
+	return x;
+}
+
+int kb_karui_chan_relay(const kb_args *a, kb_res *r)
+{
+	double ns = 0;
+	relay_end = -1;
+	int err = chan_pair(a, relay, relay, sizeof(long), &ns);
+	if (!err && relay_end != a->iters)
+		err = EIO;
 	return finish(err, ns, a->iters, r);
 }
 

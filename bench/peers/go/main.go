@@ -15,6 +15,9 @@
 //	             one sync.Mutex and a turn counter; one op = one round trip
 //	chan_pingpong  the main goroutine sends v on an unbuffered chan int and
 //	             receives it back on another; one op = one round trip
+//	chan_relay   chan_pingpong with both goroutines in relay(): each
+//	             receives on its own chan and sends on the other's, so both
+//	             block under the same return addresses; one op = one round trip
 //	rendezvous   an entry call: the main goroutine sends request{v, reply}
 //	             on an unbuffered chan to a server goroutine, which replies
 //	             v+1 on the caller's reply chan (made once); one op = one call
@@ -230,6 +233,43 @@ func chanPingpong(iters int64) result {
 	return result{nsPer(d, iters), -1}
 }
 
+// relay is one side of chan_relay (see the header); side 0 starts the
+// token and keeps the last one, which must be the number of rounds.
+//
+//go:noinline
+func relay(c *[2]chan int, me int, iters int64) int {
+	v := 0
+	if me == 0 {
+		c[1] <- v
+	}
+	for i := int64(0); i < iters; i++ {
+		v = <-c[me]
+		v += me
+		if me == 1 || i+1 < iters {
+			c[1-me] <- v
+		}
+	}
+	return v
+}
+
+func chanRelay(iters int64) result {
+	var wg sync.WaitGroup
+	c := [2]chan int{make(chan int), make(chan int)}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		relay(&c, 1, iters)
+	}()
+	start := time.Now()
+	end := relay(&c, 0, iters)
+	d := time.Since(start)
+	wg.Wait()
+	if int64(end) != iters {
+		fail(fmt.Sprintf("chan_relay: token came back as %d, want %d", end, iters))
+	}
+	return result{nsPer(d, iters), -1}
+}
+
 type request struct {
 	v     int
 	reply chan int
@@ -302,7 +342,7 @@ func usage(msg string) {
 	fmt.Fprintf(os.Stderr, "benchpeer: %s\n", msg)
 	fmt.Fprintln(os.Stderr, "usage: benchpeer EXPERIMENT ITERS N REPEATS")
 	fmt.Fprintln(os.Stderr, "experiments: yield create_join create_batch many mutex monitor")
-	fmt.Fprintln(os.Stderr, "             condvar_pingpong chan_pingpong rendezvous stream")
+	fmt.Fprintln(os.Stderr, "             condvar_pingpong chan_pingpong chan_relay rendezvous stream")
 	os.Exit(2)
 }
 
@@ -343,6 +383,8 @@ func main() {
 		run = func() result { return condvarPingpong(iters) }
 	case "chan_pingpong":
 		run = func() result { return chanPingpong(iters) }
+	case "chan_relay":
+		run = func() result { return chanRelay(iters) }
 	case "rendezvous":
 		run = func() result { return rendezvous(iters) }
 	case "stream":
