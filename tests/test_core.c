@@ -1,5 +1,6 @@
 /* L2: microprocess life cycle, sleep/wakeup, switching, keys, bad input. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -912,6 +913,39 @@ static void freed_stacks_keep_memory_until_the_vp_goes_idle(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A handler installed with SA_ONSTACK runs on the VP's alternate signal
+ * stack, not on the one page of the microprocess it interrupts. */
+static volatile sig_atomic_t handled, handled_on_altstack;
+
+static void note_onstack(int sig)
+{
+	stack_t ss;
+	(void)sig;
+	handled = 1;
+	handled_on_altstack = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}
+
+static void *raise_usr1(void *a)
+{
+	KT_EQ(raise(SIGUSR1), 0);
+	return a;
+}
+
+static void sa_onstack_handlers_run_on_the_vps_signal_stack(void)
+{
+	init(1);
+	struct sigaction sa = {.sa_handler = note_onstack, .sa_flags = SA_ONSTACK};
+	sigemptyset(&sa.sa_mask);
+	KT_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+	kr_attr one_page = {.stack_size = KR_STACK_MIN, .flags = KR_MP_NOGUARD};
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, &one_page, raise_usr1, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_CHECK(handled);
+	KT_CHECK(handled_on_altstack);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -933,6 +967,7 @@ int main(int argc, char **argv)
 	KT_RUN(sleep_wakeup_across_vps_loses_nothing);
 	KT_RUN(wakeup_from_a_thread_that_is_no_vp);
 	KT_RUN(idle_process_uses_no_cpu);
+	KT_RUN(sa_onstack_handlers_run_on_the_vps_signal_stack);
 	KT_RUN(yield_runs_others_in_fifo_order);
 	KT_RUN(switch_to_runs_the_target_first);
 	KT_RUN(sleep_and_wakeup_hands_over_and_sleeps);

@@ -1,6 +1,7 @@
 /* L0: virtual processors. */
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -70,6 +71,40 @@ static void adopt_and_release_the_calling_thread(void)
 	KT_EQ(kr_vp_switch(), 0);
 	KT_EQ(kr_vp_release(), 0);
 	KT_CHECK(kr_vp_self() == NULL);
+}
+
+/* The calling thread's alternate signal stack: its size, 0 if it has none. */
+static size_t altstack_now(void)
+{
+	stack_t ss;
+	KT_EQ(sigaltstack(NULL, &ss), 0);
+	return (ss.ss_flags & SS_DISABLE) ? 0 : ss.ss_size;
+}
+
+static size_t vp_altstack[2];
+static void note_altstack(kr_vp *vp, void *arg)
+{
+	(void)arg;
+	vp_altstack[kr_vp_id(vp)] = altstack_now();
+}
+
+/* Every VP has an alternate signal stack: its own if it had one (a
+ * sanitizer's, say), else karui's, 64 KiB or more, which an adopted thread
+ * loses again when it is released. */
+static void every_vp_has_an_alternate_signal_stack(void)
+{
+	size_t before = altstack_now();
+	kr_vp *me, *v[2];
+	KT_EQ(kr_vp_adopt(&me), 0);
+	size_t as_vp = altstack_now();
+	KT_CHECK(before ? as_vp == before : as_vp >= 65536);
+	KT_EQ(kr_vp_release(), 0);
+	KT_EQ(altstack_now(), before);
+	KT_EQ(kr_vp_allocate(2, note_altstack, NULL, v), 0);
+	for (int i = 0; i < 2; i++)
+		KT_EQ(kr_vp_join(v[i]), 0);
+	for (int i = 0; i < 2; i++)
+		KT_CHECK(vp_altstack[i] >= 65536 || (before && vp_altstack[i] > 0));
 }
 
 static void wakeup_before_sleep_is_kept(void)
@@ -218,6 +253,7 @@ int main(int argc, char **argv)
 	KT_RUN(allocate_rejects_bad_counts);
 	KT_RUN(vps_run_their_function_and_are_joined);
 	KT_RUN(adopt_and_release_the_calling_thread);
+	KT_RUN(every_vp_has_an_alternate_signal_stack);
 	KT_RUN(wakeup_before_sleep_is_kept);
 	KT_RUN(sleep_times_out);
 	KT_RUN(sleeping_vp_uses_no_cpu_and_wakes);

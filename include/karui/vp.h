@@ -27,6 +27,12 @@
  * processor), EXITED.  VPs come and go at run time: one ends when its
  * function returns and is reaped by kr_vp_join.
  *
+ * Signals.  Every VP thread has an alternate signal stack (64 KiB or more),
+ * unless it had one of its own when it became a VP: a handler installed
+ * with SA_ONSTACK runs there instead of on the stack of the interrupted
+ * microprocess, which may be one page, or full (its guard page's SIGSEGV).
+ * Threads that kr_vp_allocate starts block every signal.
+ *
  * kr_vp_switch: Linux offers no unprivileged directed yield to a chosen
  * thread, so this is sched_yield(): the caller's processor goes to another
  * runnable thread, which on a crowded CPU is often the preempted lock holder
@@ -60,10 +66,12 @@ enum kr_vp_status {
 
 /* Start n VPs running fn(vp, arg); *out (n entries, may be NULL) receives
  * their handles.  All start or none does.  EINVAL: n == 0 or fn NULL;
- * EAGAIN: more than KR_VP_MAX live VPs, or the kernel refused a thread. */
+ * EAGAIN: more than KR_VP_MAX live VPs, or the kernel refused a thread;
+ * ENOMEM: no memory. */
 int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out);
 
-/* Make the calling thread a VP.  EEXIST if it is one already. */
+/* Make the calling thread a VP.  EEXIST if it is one already; EAGAIN:
+ * KR_VP_MAX live VPs; ENOMEM: no memory. */
 int kr_vp_adopt(kr_vp **out);
 
 /* The calling adopted thread stops being a VP.  EPERM: not a VP;

@@ -29,6 +29,17 @@
  * tried first: a VP that never looks again, such as the main thread in
  * kr_fini, kept it for good.)
  *
+ * Alternate signal stacks.  A signal handler runs on the stack of whatever
+ * the thread was running: on a VP, a microprocess's stack, which can be a
+ * single page with the microprocess's record at its top, and which is full
+ * when the signal is the SIGSEGV of its guard page.  So every VP thread gets
+ * an alternate signal stack (ALTSTACK bytes, untouched until a signal
+ * comes) unless it has one already (an adopted thread's own, or a
+ * sanitizer's), and handlers installed with SA_ONSTACK run there.  Threads
+ * started here block every signal (kr_vp_allocate), so such handlers run on
+ * them for the signals of their own faults only; VP 0 and adopted threads
+ * keep the application's mask.
+ *
  * Rejected: a futex word per VP with a list of sleepers (the wakeup of a VP
  * that is between "announce idle" and "sleep" needs extra states; the
  * semaphore gives that for free); condition variables (a mutex on every
@@ -43,6 +54,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,12 +93,52 @@ static void slot_put(kr_vp *vp)
 	reg_live--;
 }
 
+#define ALTSTACK_MIN ((size_t)64 << 10)
+
+static size_t altstack_size(void)
+{
+	size_t k = (size_t)getauxval(AT_MINSIGSTKSZ) * 4; /* the kernel's frame, 4 times */
+	return k > ALTSTACK_MIN ? (k + 4095) & ~(size_t)4095 : ALTSTACK_MIN;
+}
+
+/* A VP with memory for its alternate signal stack, or NULL (ENOMEM). */
 static kr_vp *vp_new(void)
 {
 	kr_vp *vp = aligned_alloc(64, sizeof *vp);
-	if (vp)
-		memset(vp, 0, sizeof *vp);
+	if (!vp)
+		return NULL;
+	memset(vp, 0, sizeof *vp);
+	void *p = mmap(NULL, altstack_size(), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		free(vp);
+		return NULL;
+	}
+	vp->altstack = p;
 	return vp;
+}
+
+static void vp_free(kr_vp *vp)
+{
+	munmap(vp->altstack, altstack_size());
+	free(vp);
+}
+
+/* On the VP's thread: use vp->altstack unless the thread has a stack. */
+static void altstack_install(kr_vp *vp)
+{
+	stack_t cur, ss = {.ss_sp = vp->altstack, .ss_size = altstack_size()};
+	if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE))
+		vp->altstack_on = sigaltstack(&ss, NULL) == 0;
+}
+
+/* On the VP's thread, before vp->altstack goes. */
+static void altstack_remove(kr_vp *vp)
+{
+	stack_t ss = {.ss_flags = SS_DISABLE};
+	if (vp->altstack_on)
+		sigaltstack(&ss, NULL);
+	vp->altstack_on = 0;
 }
 
 /* kr_vp_allocate's start gate: threads wait until every one of them has
@@ -128,11 +181,13 @@ static void *vp_thread(void *p)
 	if (!gate_wait(g))
 		return NULL;
 	vp->upper = NULL;
+	altstack_install(vp);
 	kr__vp_self = vp;
 	kr__vp_set_status(vp, KR_VP_RUNNING);
 	vp->fn(vp, vp->arg);
 	kr__vp_set_status(vp, KR_VP_EXITED);
 	kr__vp_self = NULL;
+	altstack_remove(vp);
 	return NULL;
 }
 
@@ -185,7 +240,7 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 		pthread_mutex_lock(&reg_lock);
 		for (unsigned i = 0; i < made; i++) {
 			slot_put(vps[i]);
-			free(vps[i]);
+			vp_free(vps[i]);
 			vps[i] = NULL;
 		}
 		pthread_mutex_unlock(&reg_lock);
@@ -208,11 +263,12 @@ int kr_vp_adopt(kr_vp **out)
 	int err = slot_get(vp);
 	pthread_mutex_unlock(&reg_lock);
 	if (err) {
-		free(vp);
+		vp_free(vp);
 		return err;
 	}
 	vp->adopted = 1;
 	vp->thread = pthread_self();
+	altstack_install(vp);
 	kr__vp_self = vp;
 	kr__vp_set_status(vp, KR_VP_RUNNING);
 	if (out)
@@ -228,10 +284,11 @@ int kr_vp_release(void)
 	if (!vp->adopted)
 		return EINVAL;
 	kr__vp_self = NULL;
+	altstack_remove(vp);
 	pthread_mutex_lock(&reg_lock);
 	slot_put(vp);
 	pthread_mutex_unlock(&reg_lock);
-	free(vp);
+	vp_free(vp);
 	return 0;
 }
 
@@ -247,7 +304,7 @@ int kr_vp_join(kr_vp *vp)
 	pthread_mutex_lock(&reg_lock);
 	slot_put(vp);
 	pthread_mutex_unlock(&reg_lock);
-	free(vp);
+	vp_free(vp);
 	return 0;
 }
 

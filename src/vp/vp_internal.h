@@ -17,6 +17,8 @@ struct kr_vp {
 	kr_vp_main fn;
 	void *arg;
 	void *upper;            /* owned by the layer above (L2: its per-VP state) */
+	void *altstack;         /* our alternate signal stack (vp.c), or NULL */
+	int altstack_on;        /* installed on the thread (it had none) */
 };
 
 /* The calling thread's VP (initial-exec TLS). */
