@@ -8,6 +8,12 @@
  * channel the receiver copies straight from the blocked sender.  A
  * receiver waits only when the ring is empty and no sender waits, and a
  * sender only when the ring is full and no receiver waits.
+ *
+ * kr_chan_send and kr_chan_recv hand a scalar-sized element to a waiting
+ * partner with no call but the partner's wakeup, a tail call (the L2 fast
+ * paths' rule): the lock is taken with a trylock, and anything else goes on
+ * in send_locked / recv_locked, or from the start if the lock was busy.
+ * A channel round trip went from 717 to 667 instructions.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,23 +49,26 @@ int kr_chan_destroy(kr_chan *ch)
 	return err;
 }
 
-/* One element, inline for the sizes of scalars and pointers (a call into
- * the C library's memcpy was 14 instructions and a call per transfer). */
+/* One element.  Scalar and pointer sizes are copied inline: a call into the
+ * C library's memcpy was 14 instructions and a call per transfer. */
+static inline int scalar(size_t n) { return n == 4 || n == 8 || n == 16; }
+
+static inline void put_scalar(void *dst, const void *src, size_t n)
+{
+	if (n == 8)
+		memcpy(dst, src, 8);
+	else if (n == 4)
+		memcpy(dst, src, 4);
+	else
+		memcpy(dst, src, 16);
+}
+
 static inline void put(void *dst, const void *src, size_t n)
 {
-	switch (n) {
-	case 4:
-		memcpy(dst, src, 4);
-		break;
-	case 8:
-		memcpy(dst, src, 8);
-		break;
-	case 16:
-		memcpy(dst, src, 16);
-		break;
-	default:
+	if (scalar(n))
+		put_scalar(dst, src, n);
+	else
 		memcpy(dst, src, n);
-	}
 }
 
 static inline unsigned char *slot(kr_chan *ch, size_t i)
@@ -67,13 +76,15 @@ static inline unsigned char *slot(kr_chan *ch, size_t i)
 	return ch->buf + ((ch->head + i) % ch->cap) * ch->esize;
 }
 
+static inline int live(const kr_chan *ch) { return !ch->dead && ch->esize; }
+
 /* Lock ch; EINVAL (unlocked) if it is not a live channel. */
 static int enter(kr_chan *ch)
 {
 	if (!ch)
 		return EINVAL;
 	kr_spin_lock(&ch->lock);
-	if (ch->dead || !ch->esize) {
+	if (!live(ch)) {
 		kr_spin_unlock(&ch->lock);
 		return EINVAL;
 	}
@@ -90,12 +101,32 @@ static int begin(kr_chan *ch, const void *elem, kr_mp *self, int try)
 	return enter(ch);
 }
 
-static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
+/* The fast paths' lock: 1 if ch was free at once and is live; else 0,
+ * nothing held, and the general path follows (for a dead channel too). */
+static inline int fast_enter(kr_chan *ch, const void *elem, kr_mp *self)
 {
-	kr_mp *self = kr__self();
-	int err = begin(ch, elem, self, try);
-	if (err)
-		return err;
+	if (!ch || !elem || !self || !kr_spin_trylock(&ch->lock))
+		return 0;
+	if (live(ch))
+		return 1;
+	kr_spin_unlock(&ch->lock);
+	return 0;
+}
+
+/* The fast paths' end: serve the first waiter of q (ch locked), copying a
+ * scalar-sized element from src to dst. */
+static inline int hand_off(kr_chan *ch, kr_waitq *q, void *dst, const void *src)
+{
+	struct kr_waiter *w = wq_pop(q);
+	put_scalar(dst, src, ch->esize);
+	kr_spin_unlock(&ch->lock);
+	return wq_wake(w, 0);
+}
+
+/* The rest of a send, ch locked and live. */
+static __attribute__((noinline)) int send_locked(kr_chan *ch, const void *elem, kr_mp *self,
+						 uint64_t deadline, int try)
+{
 	if (ch->closed) {
 		kr_spin_unlock(&ch->lock);
 		return EPIPE;
@@ -104,8 +135,7 @@ static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
 	if (r) {
 		put(r->buf, elem, ch->esize);
 		kr_spin_unlock(&ch->lock);
-		wq_wake(r, 0);
-		return 0;
+		return wq_wake(r, 0);
 	}
 	if (ch->count < ch->cap) {
 		put(slot(ch, ch->count++), elem, ch->esize);
@@ -119,7 +149,7 @@ static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
 	struct kr_waiter w = {.mp = self, .buf = (void *)elem};
 	wq_push(&ch->senders, &w);
 	kr_spin_unlock(&ch->lock);
-	err = wq_wait(&w, &ch->lock, deadline, 1);
+	int err = wq_wait(&w, &ch->lock, deadline, 1);
 	if (err && w.state == W_WAITING) {
 		wq_remove(&ch->senders, &w);
 		kr_spin_unlock(&ch->lock);
@@ -127,19 +157,34 @@ static int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
 	return err;
 }
 
-int kr_chan_send(kr_chan *ch, const void *elem) { return send(ch, elem, UINT64_MAX, 0); }
+static __attribute__((noinline)) int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
+{
+	kr_mp *self = kr__self();
+	int err = begin(ch, elem, self, try);
+	return err ? err : send_locked(ch, elem, self, deadline, try);
+}
+
+int kr_chan_send(kr_chan *ch, const void *elem)
+{
+	kr_mp *self = kr__self();
+	if (!fast_enter(ch, elem, self))
+		return send(ch, elem, UINT64_MAX, 0);
+	struct kr_waiter *r = ch->receivers.head;
+	if (ch->closed || !r || !scalar(ch->esize))
+		return send_locked(ch, elem, self, UINT64_MAX, 0);
+	return hand_off(ch, &ch->receivers, r->buf, elem);
+}
+
 int kr_chan_timedsend(kr_chan *ch, const void *elem, uint64_t deadline)
 {
 	return send(ch, elem, deadline, 0);
 }
 int kr_chan_trysend(kr_chan *ch, const void *elem) { return send(ch, elem, 0, 1); }
 
-static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
+/* The rest of a receive, ch locked and live. */
+static __attribute__((noinline)) int recv_locked(kr_chan *ch, void *elem, kr_mp *self,
+						 uint64_t deadline, int try)
 {
-	kr_mp *self = kr__self();
-	int err = begin(ch, elem, self, try);
-	if (err)
-		return err;
 	struct kr_waiter *s = NULL;
 	if (ch->count) {
 		put(elem, slot(ch, 0), ch->esize);
@@ -156,7 +201,7 @@ static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
 		struct kr_waiter w = {.mp = self, .buf = elem};
 		wq_push(&ch->receivers, &w);
 		kr_spin_unlock(&ch->lock);
-		err = wq_wait(&w, &ch->lock, deadline, 1);
+		int err = wq_wait(&w, &ch->lock, deadline, 1);
 		if (err && w.state == W_WAITING) {
 			wq_remove(&ch->receivers, &w);
 			kr_spin_unlock(&ch->lock);
@@ -164,12 +209,27 @@ static int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
 		return err;
 	}
 	kr_spin_unlock(&ch->lock);
-	if (s)
-		wq_wake(s, 0);
-	return 0;
+	return s ? wq_wake(s, 0) : 0;
 }
 
-int kr_chan_recv(kr_chan *ch, void *elem) { return recv(ch, elem, UINT64_MAX, 0); }
+static __attribute__((noinline)) int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
+{
+	kr_mp *self = kr__self();
+	int err = begin(ch, elem, self, try);
+	return err ? err : recv_locked(ch, elem, self, deadline, try);
+}
+
+int kr_chan_recv(kr_chan *ch, void *elem)
+{
+	kr_mp *self = kr__self();
+	if (!fast_enter(ch, elem, self))
+		return recv(ch, elem, UINT64_MAX, 0);
+	struct kr_waiter *s = ch->senders.head;
+	if (ch->count || !s || !scalar(ch->esize))
+		return recv_locked(ch, elem, self, UINT64_MAX, 0);
+	return hand_off(ch, &ch->senders, elem, s->buf);
+}
+
 int kr_chan_timedrecv(kr_chan *ch, void *elem, uint64_t deadline)
 {
 	return recv(ch, elem, deadline, 0);
