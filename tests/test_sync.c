@@ -2,6 +2,7 @@
  * behaviour, stress across VPs, timeouts and bad input. */
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include "karui.h"
@@ -554,6 +555,62 @@ static void chan_run(size_t cap)
 
 static void unbuffered_chan_delivers_everything_in_order(void) { chan_run(0); }
 static void bounded_chan_delivers_everything_in_order(void) { chan_run(16); }
+
+/* Elements of every size arrive whole: sizes copied inline (4, 8, 16) and
+ * others, handed to a waiting partner or passed through the ring, on 2 VPs.
+ * Byte j of element i is (i * 31 + j) & 0xff, plus the element size. */
+static size_t esize_now;
+
+static void fill(unsigned char *e, int i)
+{
+	for (size_t j = 0; j < esize_now; j++)
+		e[j] = (unsigned char)(i * 31 + j + esize_now);
+}
+
+static void *send_sized(void *a)
+{
+	unsigned char e[101];
+	for (int i = 0; i < 300; i++) {
+		fill(e, i);
+		KT_EQ(kr_chan_send(&ch, e), 0);
+		if (i % 7 == 0)
+			kr_yield(); /* let the receiver wait now and then */
+	}
+	return a;
+}
+
+static void *recv_sized(void *a)
+{
+	unsigned char e[101], want[101];
+	for (int i = 0; i < 300; i++) {
+		memset(e, 0xee, sizeof e);
+		KT_EQ(kr_chan_recv(&ch, e), 0);
+		fill(want, i);
+		KT_EQ(memcmp(e, want, esize_now), 0);
+		KT_EQ(e[esize_now], 0xee); /* nothing past the element */
+		if (i % 5 == 0)
+			kr_yield(); /* let the sender wait now and then */
+	}
+	return a;
+}
+
+static void chan_elements_of_every_size_arrive_whole(void)
+{
+	static const size_t sizes[] = {1, 3, 4, 8, 12, 16, 24, 100};
+	init(2);
+	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+		for (size_t cap = 0; cap <= 3; cap += 3) {
+			esize_now = sizes[k];
+			KT_EQ(kr_chan_init(&ch, esize_now, cap), 0);
+			kr_mp *m[2];
+			KT_EQ(kr_mp_create(&m[0], &small, send_sized, NULL), 0);
+			KT_EQ(kr_mp_create(&m[1], &small, recv_sized, NULL), 0);
+			for (int i = 0; i < 2; i++)
+				KT_EQ(kr_mp_join(m[i], NULL), 0);
+			KT_EQ(kr_chan_destroy(&ch), 0);
+		}
+	KT_EQ(kr_fini(), 0);
+}
 
 static uint64_t sum_sent;
 static uint32_t n_sent, n_recv;
@@ -1294,6 +1351,7 @@ int main(int argc, char **argv)
 	KT_RUN(bounded_chan_delivers_everything_in_order);
 	KT_RUN(chan_close_drains_then_reports_epipe);
 	KT_RUN(chan_timed_ops_add_up_on_two_vps);
+	KT_RUN(chan_elements_of_every_size_arrive_whole);
 	KT_RUN(stream_moves_bytes_in_order_through_a_small_ring);
 	KT_RUN(stream_moves_bytes_in_order_through_a_large_ring);
 	KT_RUN(stream_close_gives_eof_and_epipe);
