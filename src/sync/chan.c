@@ -13,7 +13,7 @@
  * partner with no call but the partner's wakeup, a tail call (the L2 fast
  * paths' rule): the lock is taken with a trylock, and anything else goes on
  * in send_locked / recv_locked, or from the start if the lock was busy.
- * A channel round trip went from 717 to 667 instructions.
+ * A channel round trip went from 717 to 665 instructions.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -91,13 +91,15 @@ int kr_sem_post(kr_sem *s)
 		return EINVAL;
 	}
 	struct kr_waiter *w = wq_pop(&s->q);
-	int err = 0;
-	if (!w && s->count < KR_SEM_MAX)
-		s->count++;
-	else if (!w)
-		err = EOVERFLOW;
+	if (!w) {
+		int err = s->count < KR_SEM_MAX ? 0 : EOVERFLOW;
+		if (!err)
+			s->count++;
+		kr_spin_unlock(&s->lock);
+		return err;
+	}
 	kr_spin_unlock(&s->lock);
-	return w ? wq_wake(w, 0) : err;
+	return wq_wake(w, 0);
 }
 
 int kr_sem_getvalue(kr_sem *s, long *value)

@@ -33,7 +33,7 @@
  * the thread was running: on a VP, a microprocess's stack, which can be a
  * single page with the microprocess's record at its top, and which is full
  * when the signal is the SIGSEGV of its guard page.  So every VP thread gets
- * an alternate signal stack (ALTSTACK bytes, untouched until a signal
+ * an alternate signal stack (64 KiB or more, untouched until a signal
  * comes) unless it has one already (an adopted thread's own, or a
  * sanitizer's), and handlers installed with SA_ONSTACK run there.  Threads
  * started here block every signal (kr_vp_allocate), so such handlers run on
