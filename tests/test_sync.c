@@ -664,6 +664,118 @@ static void chan_timed_ops_add_up_on_two_vps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A served waiter that ends before its server's wakeup.  The waiter sees
+ * DONE as soon as its server stores it; another wakeup (or a deadline) can
+ * let it return, end and be joined before the server's own wakeup comes,
+ * and that server's post or send must still report 0.  The window is a few
+ * instructions, so the test stops the server there: a hardware breakpoint
+ * on the wakeup's entry (perf_event_open with sigtrap) holds the server, a
+ * foreign thread, in its SIGTRAP handler until the waiter has been joined.
+ * Found by chan_timed_ops_add_up_on_two_vps under qemu, where a send
+ * reported ESRCH once. */
+#if defined(__x86_64__)
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+
+int kr__wake_waiter(kr_mp *mp); /* the servers' wakeup (core/internal.h) */
+
+static uint32_t held, released;
+
+static void hold_server(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)si, (void)uc;
+	__atomic_store_n(&held, 1, __ATOMIC_RELEASE);
+	while (!__atomic_load_n(&released, __ATOMIC_ACQUIRE))
+		nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
+}
+
+/* A breakpoint on kr__wake_waiter's entry for the calling thread, or -1. */
+static int break_at_wakeup(void)
+{
+	struct perf_event_attr a = {
+		.type = PERF_TYPE_BREAKPOINT,
+		.size = sizeof a,
+		.bp_type = HW_BREAKPOINT_X,
+		.bp_addr = (uintptr_t)kr__wake_waiter,
+		.bp_len = sizeof(long),
+		.sample_period = 1,
+		.sigtrap = 1,
+		.remove_on_exec = 1,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+	};
+	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+}
+
+static void *serve_held(void *what)
+{
+	int fd = break_at_wakeup();
+	if (fd < 0)
+		return (void *)(intptr_t)-errno;
+	uint64_t v = 7;
+	int r = what == &sem ? kr_sem_post(&sem) : kr_chan_trysend(&ch, &v);
+	close(fd);
+	return (void *)(intptr_t)r;
+}
+
+static void *wait_sem(void *a)
+{
+	KT_EQ(kr_sem_wait(&sem), 0);
+	return a;
+}
+
+static void *wait_chan(void *a)
+{
+	uint64_t v = 0;
+	KT_EQ(kr_chan_recv(&ch, &v), 0);
+	KT_EQ(v, 7);
+	return a;
+}
+
+static void served_waiter_ending_first_costs_its_server_nothing(void)
+{
+	struct sigaction sa = {.sa_sigaction = hold_server, .sa_flags = SA_SIGINFO};
+	KT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
+	int fd = break_at_wakeup();
+	if (fd < 0)
+		KT_SKIP("no hardware breakpoints for this thread (perf_event_open)");
+	close(fd);
+	init(1);
+	KT_EQ(kr_sem_init(&sem, 0), 0);
+	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), 0), 0);
+	void *(*waiter[2])(void *) = {wait_sem, wait_chan};
+	void *what[2] = {&sem, &ch};
+	for (int k = 0; k < 2; k++) {
+		held = released = 0;
+		kr_mp *w;
+		KT_EQ(kr_mp_create(&w, &small, waiter[k], NULL), 0);
+		KT_EQ(kr_yield(), 0); /* w runs and blocks (one VP, FIFO) */
+		pthread_t t;
+		KT_EQ(pthread_create(&t, NULL, serve_held, what[k]), 0);
+		for (int i = 0; !__atomic_load_n(&held, __ATOMIC_ACQUIRE); i++) {
+			KT_CHECK(i < 20000); /* 2 s: the server never reached its wakeup */
+			KT_EQ(kr_sleep_for(100000), 0);
+		}
+		KT_EQ(kr_wakeup(w), 0); /* w finds its wait served */
+		KT_EQ(kr_mp_join(w, NULL), 0);
+		KT_EQ(kr_wakeup(w), ESRCH); /* w is gone */
+		__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+		void *r;
+		pthread_join(t, &r);
+		KT_EQ((intptr_t)r, 0);
+	}
+	KT_EQ(kr_sem_destroy(&sem), 0);
+	KT_EQ(kr_chan_destroy(&ch), 0);
+	KT_EQ(kr_fini(), 0);
+}
+#else
+static void served_waiter_ending_first_costs_its_server_nothing(void)
+{
+	KT_SKIP("needs x86-64's hardware breakpoints (qemu-user has none)");
+}
+#endif
+
 static void *recv_one(void *a)
 {
 	uint64_t v;
@@ -1351,6 +1463,7 @@ int main(int argc, char **argv)
 	KT_RUN(bounded_chan_delivers_everything_in_order);
 	KT_RUN(chan_close_drains_then_reports_epipe);
 	KT_RUN(chan_timed_ops_add_up_on_two_vps);
+	KT_RUN(served_waiter_ending_first_costs_its_server_nothing);
 	KT_RUN(chan_elements_of_every_size_arrive_whole);
 	KT_RUN(stream_moves_bytes_in_order_through_a_small_ring);
 	KT_RUN(stream_moves_bytes_in_order_through_a_large_ring);

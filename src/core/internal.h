@@ -132,6 +132,12 @@ static inline kr_mp *kr__self(void)
 	return w ? w->cur : NULL;
 }
 
+/* kr_wakeup for L3's servers: 0 also when mp has ended.  A waiter that
+ * sees DONE before its server's wakeup (its deadline passed while it was
+ * being served, or another wakeup came) may return, end and be joined
+ * first; that wakeup is then owed to no one. */
+int kr__wake_waiter(kr_mp *mp);
+
 /* stack.c: a VP's cache of free stacks, a list per size class (slot 0 is
  * the one the fast paths below look at first) */
 #define KR_STACK_SLOTS 8

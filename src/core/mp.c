@@ -590,23 +590,25 @@ static int live_handle(const kr_mp *mp)
 	return __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE) == LIFE_LIVE;
 }
 
-/* kr_wakeup, and kr_mp_cancel: the cancel is stored before the wakeup.
- * Like create, no call in the common case, tail calls otherwise. */
-static inline __attribute__((always_inline)) int wake(kr_mp *mp, int cancel)
+/* kr_wakeup, kr_mp_cancel (the cancel is stored before the wakeup) and
+ * kr__wake_waiter; `ended` is what a stale handle gets.  Like create, no
+ * call in the common case, tail calls otherwise. */
+static inline __attribute__((always_inline)) int wake(kr_mp *mp, int cancel, int ended)
 {
 	if (!mp)
 		return EINVAL;
 	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
 		return EPERM;
 	if (!live_handle(mp))
-		return ESRCH;
+		return ended;
 	if (cancel)
 		__atomic_store_n(&mp->cancel, 1, __ATOMIC_RELEASE);
 	return wake_state(mp) ? ready_tail(W(), mp) : 0;
 }
 
-int kr_wakeup(kr_mp *mp) { return wake(mp, 0); }
-int kr_mp_cancel(kr_mp *mp) { return wake(mp, 1); }
+int kr_wakeup(kr_mp *mp) { return wake(mp, 0, ESRCH); }
+int kr_mp_cancel(kr_mp *mp) { return wake(mp, 1, ESRCH); }
+int kr__wake_waiter(kr_mp *mp) { return wake(mp, 0, 0); }
 
 /* The checks of a direct switch from the caller to mp. */
 static inline int direct_target_ok(struct kr_worker *w, kr_mp *mp)

@@ -100,14 +100,15 @@ static inline kr_waitq wq_take_all(kr_waitq *q)
 	return t;
 }
 
-/* A server's last touch: w is out of every queue.  Returns kr_wakeup's
- * 0 (a waiter's microprocess is alive), so that callers can end in it. */
+/* A server's last touch: w is out of every queue.  Returns 0, so that
+ * callers can end in it: the waiter may have ended already (see
+ * kr__wake_waiter), which is no error of the server's. */
 static inline int wq_wake(struct kr_waiter *w, int status)
 {
 	kr_mp *mp = w->mp;
 	w->status = status;
 	__atomic_store_n(&w->state, W_DONE, __ATOMIC_RELEASE);
-	return kr_wakeup(mp);
+	return kr__wake_waiter(mp);
 }
 
 /* Serve every waiter of a queue taken out of its object (no lock held). */
