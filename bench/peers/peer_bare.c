@@ -7,6 +7,17 @@
  * stack swap a `ret` always misses the return-stack predictor, which made
  * this floor ~3x slower than Boost's jump_fcontext (that also jumps).
  *   switch       two contexts ping-pong; one operation = one switch
+ *   pingpong / relay
+ *                the switches of chan_pingpong and chan_relay alone, in their
+ *                shape: each flow loops calling one blocking function, which
+ *                switches to the other flow; one operation = a round trip =
+ *                two switches.  The flows loop in two functions (pingpong) or
+ *                in one (relay).  These resume with `ret`, as karui's switch
+ *                does: there the return predictor is right as long as both
+ *                flows came down the same calls, and each switch costs one
+ *                misprediction where they did not (the flows' own loops in
+ *                pingpong).  Resuming with a jump instead misses at every
+ *                return after the switch, in both shapes.
  *   create_join  lay out a fresh frame on a reused stack, switch in, the
  *                entry switches straight back; create = writing the frame
  *   mutex        a test-and-test-and-set spin lock on an atomic word: lock =
@@ -23,8 +34,10 @@
 #define BARE_STACK (64 * 1024)
 
 /* Save the callee-saved registers on the current stack, store the stack
- * pointer to *from, load `to` and restore what it saved there. */
+ * pointer to *from, load `to` and restore what it saved there; resume with
+ * a jump, or with `ret` (_ret). */
 __attribute__((visibility("hidden"))) void kb_bare_swap(void **from, void *to);
+__attribute__((visibility("hidden"))) void kb_bare_swap_ret(void **from, void *to);
 
 #if defined(__x86_64__)
 /* frame, in words from the saved sp: r15 r14 r13 r12 rbx rbp resume address, then one
@@ -32,73 +45,76 @@ __attribute__((visibility("hidden"))) void kb_bare_swap(void **from, void *to);
 #define BARE_WORDS 8
 #define BARE_RET 6
 #define SPIN_PAUSE() __builtin_ia32_pause()
-__asm__(".pushsection .text\n"
-	".globl kb_bare_swap\n"
-	".hidden kb_bare_swap\n"
-	".type kb_bare_swap, @function\n"
-	".p2align 4\n"
-	"kb_bare_swap:\n"
-	"	pushq %rbp\n"
-	"	pushq %rbx\n"
-	"	pushq %r12\n"
-	"	pushq %r13\n"
-	"	pushq %r14\n"
-	"	pushq %r15\n"
-	"	movq %rsp, (%rdi)\n"
-	"	movq %rsi, %rsp\n"
-	"	popq %r15\n"
-	"	popq %r14\n"
-	"	popq %r13\n"
-	"	popq %r12\n"
-	"	popq %rbx\n"
-	"	popq %rbp\n"
-	"	popq %rcx\n"
-	"	jmp *%rcx\n"
-	".size kb_bare_swap, .-kb_bare_swap\n"
-	".popsection\n");
+#define BARE_SWAP(name, resume)                                                \
+	__asm__(".pushsection .text\n"                                         \
+		".globl " name "\n"                                            \
+		".hidden " name "\n"                                           \
+		".type " name ", @function\n"                                  \
+		".p2align 4\n" name ":\n"                                      \
+		"	pushq %rbp\n"                                           \
+		"	pushq %rbx\n"                                           \
+		"	pushq %r12\n"                                           \
+		"	pushq %r13\n"                                           \
+		"	pushq %r14\n"                                           \
+		"	pushq %r15\n"                                           \
+		"	movq %rsp, (%rdi)\n"                                    \
+		"	movq %rsi, %rsp\n"                                      \
+		"	popq %r15\n"                                            \
+		"	popq %r14\n"                                            \
+		"	popq %r13\n"                                            \
+		"	popq %r12\n"                                            \
+		"	popq %rbx\n"                                            \
+		"	popq %rbp\n" resume                                     \
+		".size " name ", .-" name "\n"                                 \
+		".popsection\n")
+#define BARE_JUMP "	popq %rcx\n	jmp *%rcx\n"
+#define BARE_RETURN "	ret\n"
 #elif defined(__aarch64__)
 /* frame, in words from the saved sp: x19..x30 (x30 = resume address),
  * d8..d15; 160 bytes, so sp stays 16-byte aligned */
 #define BARE_WORDS 20
 #define BARE_RET 11
 #define SPIN_PAUSE() __asm__ volatile("yield")
-__asm__(".pushsection .text\n"
-	".globl kb_bare_swap\n"
-	".hidden kb_bare_swap\n"
-	".type kb_bare_swap, %function\n"
-	".p2align 4\n"
-	"kb_bare_swap:\n"
-	"	sub sp, sp, #160\n"
-	"	stp x19, x20, [sp, #0]\n"
-	"	stp x21, x22, [sp, #16]\n"
-	"	stp x23, x24, [sp, #32]\n"
-	"	stp x25, x26, [sp, #48]\n"
-	"	stp x27, x28, [sp, #64]\n"
-	"	stp x29, x30, [sp, #80]\n"
-	"	stp d8, d9, [sp, #96]\n"
-	"	stp d10, d11, [sp, #112]\n"
-	"	stp d12, d13, [sp, #128]\n"
-	"	stp d14, d15, [sp, #144]\n"
-	"	mov x2, sp\n"
-	"	str x2, [x0]\n"
-	"	mov sp, x1\n"
-	"	ldp x19, x20, [sp, #0]\n"
-	"	ldp x21, x22, [sp, #16]\n"
-	"	ldp x23, x24, [sp, #32]\n"
-	"	ldp x25, x26, [sp, #48]\n"
-	"	ldp x27, x28, [sp, #64]\n"
-	"	ldp x29, x30, [sp, #80]\n"
-	"	ldp d8, d9, [sp, #96]\n"
-	"	ldp d10, d11, [sp, #112]\n"
-	"	ldp d12, d13, [sp, #128]\n"
-	"	ldp d14, d15, [sp, #144]\n"
-	"	add sp, sp, #160\n"
-	"	br x30\n"
-	".size kb_bare_swap, .-kb_bare_swap\n"
-	".popsection\n");
+#define BARE_SWAP(name, resume)                                                \
+	__asm__(".pushsection .text\n"                                         \
+		".globl " name "\n"                                            \
+		".hidden " name "\n"                                           \
+		".type " name ", %function\n"                                  \
+		".p2align 4\n" name ":\n"                                      \
+		"	sub sp, sp, #160\n"                                     \
+		"	stp x19, x20, [sp, #0]\n"                               \
+		"	stp x21, x22, [sp, #16]\n"                              \
+		"	stp x23, x24, [sp, #32]\n"                              \
+		"	stp x25, x26, [sp, #48]\n"                              \
+		"	stp x27, x28, [sp, #64]\n"                              \
+		"	stp x29, x30, [sp, #80]\n"                              \
+		"	stp d8, d9, [sp, #96]\n"                                \
+		"	stp d10, d11, [sp, #112]\n"                             \
+		"	stp d12, d13, [sp, #128]\n"                             \
+		"	stp d14, d15, [sp, #144]\n"                             \
+		"	mov x2, sp\n"                                           \
+		"	str x2, [x0]\n"                                         \
+		"	mov sp, x1\n"                                           \
+		"	ldp x19, x20, [sp, #0]\n"                               \
+		"	ldp x21, x22, [sp, #16]\n"                              \
+		"	ldp x23, x24, [sp, #32]\n"                              \
+		"	ldp x25, x26, [sp, #48]\n"                              \
+		"	ldp x27, x28, [sp, #64]\n"                              \
+		"	ldp x29, x30, [sp, #80]\n"                              \
+		"	ldp d8, d9, [sp, #96]\n"                                \
+		"	ldp d10, d11, [sp, #112]\n"                             \
+		"	ldp d12, d13, [sp, #128]\n"                             \
+		"	ldp d14, d15, [sp, #144]\n"                             \
+		"	add sp, sp, #160\n" resume                              \
+		".size " name ", .-" name "\n"                                 \
+		".popsection\n")
+#define BARE_JUMP "	br x30\n"
+#define BARE_RETURN "	ret\n"
 #else
 #error "peer_bare.c: only x86-64 and aarch64"
 #endif
+BARE_SWAP("kb_bare_swap", BARE_JUMP);
+BARE_SWAP("kb_bare_swap_ret", BARE_RETURN);
 
 static void *bare_main_sp, *bare_other_sp;
 static volatile long bare_sink;
@@ -165,6 +181,70 @@ int kb_bare_create_join(const kb_args *a, kb_res *r)
 	r->ns_per_op = (kb_now_ns() - t0) / (double)a->iters;
 	free(stk);
 	return 0;
+}
+
+/* pingpong and relay: flow 0 runs on the caller's stack, flow 1 on its
+ * own, and a flow blocks by switching to the other. */
+static void *flow_sp[2];
+static long flow_rounds;
+
+static __attribute__((noinline)) void flow_block(int me)
+{
+	kb_bare_swap_ret(&flow_sp[me], flow_sp[!me]);
+}
+
+/* pingpong: two loops, so the flows return from flow_block to different
+ * places.  Flow 1 outlives the run, suspended. */
+static __attribute__((noinline)) void flow_loop0(void)
+{
+	for (long i = 0; i < flow_rounds; i++)
+		flow_block(0);
+}
+
+static __attribute__((noinline)) void flow_loop1(void)
+{
+	for (;;)
+		flow_block(1);
+}
+
+/* relay: one loop for both flows */
+static __attribute__((noinline)) void flow_relay(int me)
+{
+	for (long i = 0; i < flow_rounds; i++)
+		flow_block(me);
+}
+
+static void flow_relay0(void) { flow_relay(0); }
+
+static void flow_relay1(void)
+{
+	flow_relay(1);
+	abort(); /* flow 0 stops first and never switches back */
+}
+
+/* a->iters round trips of flow 0 (run0) and flow 1 (entry1) */
+static int flow_pair(const kb_args *a, kb_res *r, void (*run0)(void), void (*entry1)(void))
+{
+	void *stk = malloc(BARE_STACK);
+	if (!stk)
+		return ENOMEM;
+	flow_rounds = a->iters > 0 ? a->iters : 1;
+	flow_sp[1] = bare_make(stk, BARE_STACK, entry1);
+	double t0 = kb_now_ns();
+	run0();
+	r->ns_per_op = (kb_now_ns() - t0) / (double)flow_rounds;
+	free(stk); /* flow 1 stays suspended for good */
+	return 0;
+}
+
+int kb_bare_pingpong(const kb_args *a, kb_res *r)
+{
+	return flow_pair(a, r, flow_loop0, flow_loop1);
+}
+
+int kb_bare_relay(const kb_args *a, kb_res *r)
+{
+	return flow_pair(a, r, flow_relay0, flow_relay1);
 }
 
 /* volatile as well as atomic: the compiler may not drop or merge the

@@ -102,6 +102,9 @@ int kb_fiber_rendezvous(const kb_args *a, kb_res *r);
 /* bare: a hand-written callee-saved-only switch, the floor */
 int kb_bare_switch(const kb_args *a, kb_res *r);
 int kb_bare_create_join(const kb_args *a, kb_res *r);
+/* bare: chan_pingpong's and chan_relay's switches alone (round trips) */
+int kb_bare_pingpong(const kb_args *a, kb_res *r);
+int kb_bare_relay(const kb_args *a, kb_res *r);
 
 /* bare: a test-and-test-and-set spin lock, the floor for mutex */
 int kb_spin_mutex(const kb_args *a, kb_res *r);
