@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "karui/ctx.h"
+#include "../src/arch/blocking.h"
 #include "../src/arch/frame.h"
 #include "kt.h"
 
@@ -100,6 +101,36 @@ static void switch_preserves_callee_saved_registers(void)
 	KT_EQ(g, g0 + 70000);
 }
 
+/* kr__blocking_call (KR_BLOCKING): the five arguments reach fn, fn's
+ * result reaches the caller, and the return by jump lands where the call
+ * was made, also after fn switched away and back, with the caller's
+ * callee-saved values intact. */
+static int blocked(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e)
+{
+	uintptr_t r = (uintptr_t)kr_ctx_switch(&main_ctx, &co_ctx, (void *)(a + b + c + d + e));
+	return (int)(r - a); /* echo adds 1 */
+}
+
+static __attribute__((noinline)) int through(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d,
+					     uintptr_t e)
+{
+	return KR_BLOCKING(blocked, a, b, c, d, e);
+}
+
+static void blocking_call_forwards_its_arguments_and_returns_past_a_switch(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, echo), 0);
+	uint64_t a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7;
+	for (int i = 0; i < 1000; i++) {
+		a += 1; b += 2; c += 3; d += 4; e += 5; f += 6; g += 7;
+		KT_EQ(through((uintptr_t)i, a, b, c, d), (int)(a + b + c + d + 1));
+		KT_EQ(kr__blocking_call((uintptr_t)i, e, f, g, a, (const void *)blocked),
+		      (int)(e + f + g + a + 1));
+	}
+	KT_EQ(a, 1001); KT_EQ(b, 2002); KT_EQ(c, 3003); KT_EQ(d, 4004);
+	KT_EQ(e, 5005); KT_EQ(f, 6006); KT_EQ(g, 7007);
+}
+
 static int co_round;
 static kr_ctx_transfer rounder(void *arg)
 {
@@ -184,6 +215,7 @@ int main(int argc, char **argv)
 	KT_RUN(saved_frame_has_resume_address_at_header_offset);
 	KT_RUN(switch_passes_values_both_ways);
 	KT_RUN(switch_preserves_callee_saved_registers);
+	KT_RUN(blocking_call_forwards_its_arguments_and_returns_past_a_switch);
 	KT_RUN(fp_control_state_belongs_to_each_context);
 	KT_RUN(entry_return_resumes_the_named_context);
 	KT_RUN(ctx_make_rejects_bad_input);

@@ -50,7 +50,7 @@ static int give_up(kr_entry *e, kr_waitq *q, struct kr_waiter *w, int err)
 	return err;
 }
 
-int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
+static __attribute__((noinline)) int entry_call(kr_entry *e, void *msg, uint64_t deadline)
 {
 	kr_mp *self = kr__self();
 	if (!self)
@@ -75,9 +75,15 @@ int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
 	return err;
 }
 
+/* A call always blocks: through KR_BLOCKING (arch/blocking.h). */
+int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
+{
+	return KR_BLOCKING(entry_call, e, msg, deadline, 0, 0);
+}
+
 int kr_entry_call(kr_entry *e, void *msg) { return kr_entry_timedcall(e, msg, UINT64_MAX); }
 
-int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
+static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, uint64_t deadline)
 {
 	kr_mp *self = kr__self();
 	if (!call)
@@ -102,6 +108,12 @@ int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
 	if (!err)
 		*call = w.aux;
 	return err;
+}
+
+/* An accept blocks unless a call waits: through KR_BLOCKING. */
+int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
+{
+	return KR_BLOCKING(entry_accept, e, call, deadline, 0, 0);
 }
 
 int kr_entry_accept(kr_entry *e, kr_call **call)

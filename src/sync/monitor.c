@@ -82,7 +82,8 @@ static int enqueue_or_take(kr_mutex *m, struct kr_waiter *w)
 	return 0;
 }
 
-static int lock_slow(kr_mutex *m, kr_mp *self, uintptr_t s, uint64_t deadline)
+static __attribute__((noinline)) int lock_slow(kr_mutex *m, kr_mp *self, uintptr_t s,
+					       uint64_t deadline)
 {
 	if (s == M_DEAD)
 		return EINVAL;
@@ -112,7 +113,7 @@ static inline int lock(kr_mutex *m, uint64_t deadline)
 	if (__builtin_expect(__atomic_compare_exchange_n(&m->state, &s, (uintptr_t)self, 0,
 							 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED), 1))
 		return 0;
-	return lock_slow(m, self, s, deadline);
+	return KR_BLOCKING(lock_slow, m, self, s, deadline, 0); /* arch/blocking.h */
 }
 
 int kr_mutex_lock(kr_mutex *m) { return lock(m, UINT64_MAX); }
@@ -197,7 +198,7 @@ static inline void count_waiters(kr_cond *c, int d)
 	__atomic_store_n(&c->nwait, c->nwait + d, __ATOMIC_RELAXED);
 }
 
-static int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
+static __attribute__((noinline)) int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
 {
 	kr_mp *self = kr__self();
 	if (!c || !m)
@@ -235,11 +236,15 @@ static int cond_wait(kr_cond *c, kr_mutex *m, uint64_t deadline)
 	return err;
 }
 
-int kr_cond_wait(kr_cond *c, kr_mutex *m) { return cond_wait(c, m, UINT64_MAX); }
+/* A condition wait always blocks: through KR_BLOCKING (arch/blocking.h). */
+int kr_cond_wait(kr_cond *c, kr_mutex *m)
+{
+	return KR_BLOCKING(cond_wait, c, m, UINT64_MAX, 0, 0);
+}
 
 int kr_cond_timedwait(kr_cond *c, kr_mutex *m, uint64_t deadline)
 {
-	return cond_wait(c, m, deadline);
+	return KR_BLOCKING(cond_wait, c, m, deadline, 0, 0);
 }
 
 /* Up to `max` waiters of c move onto their mutexes. */

@@ -4,7 +4,9 @@
  * One spin lock guards the count and the queue.  A post with waiters hands
  * its unit straight to the first one (the count stays 0), so a woken
  * microprocess never finds its unit taken by a newcomer.  kr_sem_post, like
- * the channel's send and receive, has a path with no call but the wakeup.
+ * the channel's send and receive, has a path with no call but the wakeup;
+ * kr_sem_wait takes a unit at hand with no call, and blocks through
+ * KR_BLOCKING (arch/blocking.h).
  */
 #include "wait.h"
 
@@ -28,7 +30,21 @@ int kr_sem_destroy(kr_sem *s)
 	return err;
 }
 
-static int sem_wait(kr_sem *s, uint64_t deadline, int try)
+/* The rest of a wait with no unit at hand, s locked and live: block. */
+static __attribute__((noinline)) int wait_locked(kr_sem *s, kr_mp *self, uint64_t deadline)
+{
+	struct kr_waiter w = {.mp = self};
+	wq_push(&s->q, &w);
+	kr_spin_unlock(&s->lock);
+	int err = wq_wait(&w, &s->lock, deadline, 1);
+	if (err && w.state == W_WAITING) {
+		wq_remove(&s->q, &w);
+		kr_spin_unlock(&s->lock);
+	}
+	return err;
+}
+
+static __attribute__((noinline)) int sem_wait(kr_sem *s, uint64_t deadline, int try)
 {
 	kr_mp *self = kr__self();
 	if (!s)
@@ -43,18 +59,27 @@ static int sem_wait(kr_sem *s, uint64_t deadline, int try)
 		kr_spin_unlock(&s->lock);
 		return err;
 	}
-	struct kr_waiter w = {.mp = self};
-	wq_push(&s->q, &w);
-	kr_spin_unlock(&s->lock);
-	int err = wq_wait(&w, &s->lock, deadline, 1);
-	if (err && w.state == W_WAITING) {
-		wq_remove(&s->q, &w);
-		kr_spin_unlock(&s->lock);
-	}
-	return err;
+	return KR_BLOCKING(wait_locked, s, self, deadline, 0, 0);
 }
 
-int kr_sem_wait(kr_sem *s) { return sem_wait(s, UINT64_MAX, 0); }
+/* Like kr_sem_post: the lock taken with a trylock, and a unit at hand
+ * taken with no call; a wait that blocks goes through KR_BLOCKING. */
+int kr_sem_wait(kr_sem *s)
+{
+	kr_mp *self = kr__self();
+	if (!s || !self || !kr_spin_trylock(&s->lock))
+		return sem_wait(s, UINT64_MAX, 0);
+	if (s->dead) {
+		kr_spin_unlock(&s->lock);
+		return EINVAL;
+	}
+	if (!s->count)
+		return KR_BLOCKING(wait_locked, s, self, UINT64_MAX, 0, 0);
+	s->count--;
+	kr_spin_unlock(&s->lock);
+	return 0;
+}
+
 int kr_sem_timedwait(kr_sem *s, uint64_t deadline) { return sem_wait(s, deadline, 0); }
 int kr_sem_trywait(kr_sem *s) { return sem_wait(s, 0, 1); }
 

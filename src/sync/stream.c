@@ -98,8 +98,8 @@ static void refill(kr_stream *s, kr_waitq *done)
 	}
 }
 
-static int write_until(kr_stream *s, const void *buf, size_t len, size_t *done,
-		       uint64_t deadline)
+static __attribute__((noinline)) int write_until(kr_stream *s, const void *buf, size_t len,
+						 size_t *done, uint64_t deadline)
 {
 	kr_mp *self = kr__self();
 	if (done)
@@ -148,18 +148,20 @@ static int write_until(kr_stream *s, const void *buf, size_t len, size_t *done,
 	return err;
 }
 
+/* Reads and writes that may block go through KR_BLOCKING (arch/blocking.h). */
 int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
 {
-	return write_until(s, buf, len, done, UINT64_MAX);
+	return KR_BLOCKING(write_until, s, buf, len, done, UINT64_MAX);
 }
 
 int kr_stream_timedwrite(kr_stream *s, const void *buf, size_t len, size_t *done,
 			 uint64_t deadline)
 {
-	return write_until(s, buf, len, done, deadline);
+	return KR_BLOCKING(write_until, s, buf, len, done, deadline);
 }
 
-static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
+static __attribute__((noinline)) int read_until(kr_stream *s, void *buf, size_t len, size_t *got,
+						uint64_t deadline)
 {
 	kr_mp *self = kr__self();
 	if (!got || (!buf && len))
@@ -217,12 +219,12 @@ static int read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t
 
 int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got)
 {
-	return read_until(s, buf, len, got, UINT64_MAX);
+	return KR_BLOCKING(read_until, s, buf, len, got, UINT64_MAX);
 }
 
 int kr_stream_timedread(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
 {
-	return read_until(s, buf, len, got, deadline);
+	return KR_BLOCKING(read_until, s, buf, len, got, deadline);
 }
 
 int kr_stream_close_write(kr_stream *s)

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "karui/sync.h"
+#include "../arch/blocking.h" /* KR_BLOCKING */
 #include "../core/internal.h" /* kr__self */
 
 enum { W_WAITING = 0, W_MOVED, W_DONE };

@@ -107,4 +107,26 @@ kr__ctx_trampoline:
 	.cfi_endproc
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
 
+/* int kr__blocking_call(a0..a4 [x0-x4], fn [x5]): fn(a0..a4), then return
+ * to the caller with a branch to x30, not `ret` (src/arch/blocking.h). */
+	.globl	kr__blocking_call
+	.hidden	kr__blocking_call
+	.type	kr__blocking_call, %function
+	.p2align 4
+kr__blocking_call:
+	.cfi_startproc
+	stp	x29, x30, [sp, #-16]!
+	.cfi_def_cfa_offset 16
+	.cfi_offset x29, -16
+	.cfi_offset x30, -8
+	mov	x29, sp
+	blr	x5
+	ldp	x29, x30, [sp], #16
+	.cfi_restore x29
+	.cfi_restore x30
+	.cfi_def_cfa_offset 0
+	br	x30
+	.cfi_endproc
+	.size	kr__blocking_call, .-kr__blocking_call
+
 	.section .note.GNU-stack,"",%progbits

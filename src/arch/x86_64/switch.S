@@ -103,4 +103,24 @@ kr__ctx_trampoline:
 	.cfi_endproc
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
 
+/* int kr__blocking_call(a0..a4 [rdi rsi rdx rcx r8], fn [r9]): fn(a0..a4),
+ * then return to the caller with a jump (src/arch/blocking.h). */
+	.globl	kr__blocking_call
+	.hidden	kr__blocking_call
+	.type	kr__blocking_call, @function
+	.p2align 4
+kr__blocking_call:
+	.cfi_startproc
+	subq	$8, %rsp	/* the ABI's alignment for the call */
+	.cfi_adjust_cfa_offset 8
+	call	*%r9
+	addq	$8, %rsp
+	.cfi_adjust_cfa_offset -8
+	popq	%rcx
+	.cfi_adjust_cfa_offset -8
+	.cfi_register rip, rcx
+	jmp	*%rcx
+	.cfi_endproc
+	.size	kr__blocking_call, .-kr__blocking_call
+
 	.section .note.GNU-stack,"",@progbits

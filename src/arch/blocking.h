@@ -1,0 +1,39 @@
+/*
+ * karui L1 — the return from a call that blocked.
+ *
+ * A microprocess that blocks is resumed by `ret` (switch.S), and the
+ * returns after that follow the return-stack predictor, which still holds
+ * the calls of the microprocess that blocked last.  Down to the primitive
+ * both came the same way, but the last return, into the caller's own code,
+ * goes where that other microprocess called from: a misprediction on every
+ * switch between two microprocesses that block in different functions
+ * (a producer and a consumer, a ping-pong), about 10 ns each on the
+ * development machine (karui-bench chan_pingpong, bare-switch row).
+ *
+ * So the part of a call that blocks runs through kr__blocking_call: the
+ * public function tail-calls it, it calls the blocking part (every
+ * microprocess's return from that part lands on the same address, so that
+ * return is predicted), and it returns to the public function's caller
+ * with an indirect jump, which the branch predictor gets right from the
+ * path that led to it.  A call that does not block never comes here.
+ * The prediction the jump leaves unused is a stale entry deep in the
+ * predictor's ring; once the blocked call really switched, the entries
+ * below the primitive's were the other microprocess's anyway.
+ *
+ * KR_BLOCKING(fn, a0, ... a4) is fn(a0, ..., a4) through kr__blocking_call:
+ * fn takes up to five integer or pointer arguments and returns int.  Use it
+ * as `return KR_BLOCKING(...)`, so that it is a tail call.
+ */
+#ifndef KARUI_ARCH_BLOCKING_H
+#define KARUI_ARCH_BLOCKING_H
+
+#include <stdint.h>
+
+int kr__blocking_call(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4,
+		      const void *fn);
+
+#define KR_BLOCKING(fn, a0, a1, a2, a3, a4)                                              \
+	kr__blocking_call((uintptr_t)(a0), (uintptr_t)(a1), (uintptr_t)(a2), (uintptr_t)(a3), \
+			  (uintptr_t)(a4), (const void *)(fn))
+
+#endif
