@@ -131,6 +131,26 @@ static void blocking_call_forwards_its_arguments_and_returns_past_a_switch(void)
 	KT_EQ(e, 5005); KT_EQ(f, 6006); KT_EQ(g, 7007);
 }
 
+/* kr__resumes counts the contexts resumed on this thread: what tells
+ * kr__blocking_call whether the call it made was switched out. */
+static int no_switch(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e)
+{
+	return (int)(a + b + c + d + e);
+}
+
+static void resumptions_are_counted_per_thread(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, echo), 0);
+	unsigned long n0 = kr__resumes;
+	for (int i = 0; i < 100; i++)
+		kr_ctx_switch(&main_ctx, &co_ctx, NULL);
+	KT_EQ(kr__resumes - n0, 200); /* there and back */
+	KT_EQ(kr__blocking_call(1, 2, 3, 4, 5, (const void *)no_switch), 15);
+	KT_EQ(kr__resumes - n0, 200);
+	KT_EQ(kr__blocking_call(7, 1, 2, 3, 4, (const void *)blocked), 11);
+	KT_EQ(kr__resumes - n0, 202);
+}
+
 static int co_round;
 static kr_ctx_transfer rounder(void *arg)
 {
@@ -216,6 +236,7 @@ int main(int argc, char **argv)
 	KT_RUN(switch_passes_values_both_ways);
 	KT_RUN(switch_preserves_callee_saved_registers);
 	KT_RUN(blocking_call_forwards_its_arguments_and_returns_past_a_switch);
+	KT_RUN(resumptions_are_counted_per_thread);
 	KT_RUN(fp_control_state_belongs_to_each_context);
 	KT_RUN(entry_return_resumes_the_named_context);
 	KT_RUN(ctx_make_rejects_bad_input);

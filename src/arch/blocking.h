@@ -15,10 +15,16 @@
  * microprocess's return from that part lands on the same address, so that
  * return is predicted), and it returns to the public function's caller
  * with an indirect jump, which the branch predictor gets right from the
- * path that led to it.  A call that does not block never comes here.
- * The prediction the jump leaves unused is a stale entry deep in the
- * predictor's ring; once the blocked call really switched, the entries
- * below the primitive's were the other microprocess's anyway.
+ * path that led to it.  The prediction the jump leaves unused is a stale
+ * entry deep in the predictor's ring; once the call really switched, the
+ * entries below the primitive's were the other microprocess's anyway.  If
+ * it did not (a channel with room in its ring, a stream with bytes, a wait
+ * that a wakeup beat), the predictor holds this microprocess's own calls,
+ * and a jump would leave them one out of step for every return after: so
+ * kr_ctx_switch counts, per thread, the contexts it resumes (kr__resumes),
+ * and kr__blocking_call returns with `ret` when the count did not move.
+ * (After a move to another VP it reads that thread's count; an equal count
+ * there only costs a misprediction.)
  *
  * KR_BLOCKING(fn, a0, ... a4) is fn(a0, ..., a4) through kr__blocking_call:
  * fn takes up to five integer or pointer arguments and returns int.  Use it
@@ -28,6 +34,8 @@
 #define KARUI_ARCH_BLOCKING_H
 
 #include <stdint.h>
+
+extern __thread unsigned long kr__resumes __attribute__((tls_model("initial-exec")));
 
 int kr__blocking_call(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4,
 		      const void *fn);

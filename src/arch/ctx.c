@@ -20,7 +20,10 @@
 #include <string.h>
 
 #include "karui/ctx.h"
+#include "blocking.h"
 #include "ctx_init.h"
+
+__thread unsigned long kr__resumes __attribute__((tls_model("initial-exec")));
 
 int kr_ctx_make(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
 {

@@ -11,8 +11,10 @@
  *
  * kr_chan_send and kr_chan_recv hand a scalar-sized element to a waiting
  * partner with no call but the partner's wakeup, a tail call (the L2 fast
- * paths' rule): the lock is taken with a trylock, and anything else goes on
- * in send_locked / recv_locked, or from the start if the lock was busy.
+ * paths' rule), and put it into or take it from the ring with no call when
+ * nobody waits on the other side: the lock is taken with a trylock, and
+ * anything else goes on in send_locked / recv_locked, or from the start if
+ * the lock was busy.
  * A channel round trip went from 717 to 665 instructions.  send_locked and
  * recv_locked, which may block, run through KR_BLOCKING (arch/blocking.h).
  */
@@ -171,9 +173,15 @@ int kr_chan_send(kr_chan *ch, const void *elem)
 	if (!fast_enter(ch, elem, self))
 		return send(ch, elem, UINT64_MAX, 0);
 	struct kr_waiter *r = ch->receivers.head;
-	if (ch->closed || !r || !scalar(ch->esize))
+	if (ch->closed || !scalar(ch->esize))
 		return KR_BLOCKING(send_locked, ch, elem, self, UINT64_MAX, 0);
-	return hand_off(ch, &ch->receivers, r->buf, elem);
+	if (r)
+		return hand_off(ch, &ch->receivers, r->buf, elem);
+	if (ch->count == ch->cap) /* unbuffered, or full: wait */
+		return KR_BLOCKING(send_locked, ch, elem, self, UINT64_MAX, 0);
+	put_scalar(slot(ch, ch->count++), elem, ch->esize);
+	kr_spin_unlock(&ch->lock);
+	return 0;
 }
 
 int kr_chan_timedsend(kr_chan *ch, const void *elem, uint64_t deadline)
@@ -226,9 +234,15 @@ int kr_chan_recv(kr_chan *ch, void *elem)
 	if (!fast_enter(ch, elem, self))
 		return recv(ch, elem, UINT64_MAX, 0);
 	struct kr_waiter *s = ch->senders.head;
-	if (ch->count || !s || !scalar(ch->esize))
+	if (!scalar(ch->esize) || (ch->count && s) || (!ch->count && !s))
 		return KR_BLOCKING(recv_locked, ch, elem, self, UINT64_MAX, 0);
-	return hand_off(ch, &ch->senders, elem, s->buf);
+	if (s) /* unbuffered, a sender waits */
+		return hand_off(ch, &ch->senders, elem, s->buf);
+	put_scalar(elem, slot(ch, 0), ch->esize); /* from the ring, no sender to refill it */
+	ch->head = (ch->head + 1) % ch->cap;
+	ch->count--;
+	kr_spin_unlock(&ch->lock);
+	return 0;
 }
 
 int kr_chan_timedrecv(kr_chan *ch, void *elem, uint64_t deadline)

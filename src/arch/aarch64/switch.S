@@ -55,6 +55,12 @@ kr_ctx_switch:
 .Lresume:			/* x1 = to, x2 = arg */
 	ldr	x4, [x1]
 	mov	sp, x4
+	adrp	x5, :gottprel:kr__resumes
+	ldr	x5, [x5, #:gottprel_lo12:kr__resumes]
+	mrs	x6, tpidr_el0
+	ldr	x7, [x6, x5]
+	add	x7, x7, #1
+	str	x7, [x6, x5]		/* this thread's resumptions (blocking.h) */
 	ldr	x3, [sp, #160]
 	msr	fpcr, x3
 	ldp	d8, d9, [sp, #0]
@@ -108,24 +114,39 @@ kr__ctx_trampoline:
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
 
 /* int kr__blocking_call(a0..a4 [x0-x4], fn [x5]): fn(a0..a4), then return
- * to the caller with a branch to x30, not `ret` (src/arch/blocking.h). */
+ * to the caller, with a branch to x30 rather than `ret` if this context was
+ * switched out meanwhile (the thread's resumption count moved;
+ * src/arch/blocking.h). */
 	.globl	kr__blocking_call
 	.hidden	kr__blocking_call
 	.type	kr__blocking_call, %function
 	.p2align 4
 kr__blocking_call:
 	.cfi_startproc
-	stp	x29, x30, [sp, #-16]!
-	.cfi_def_cfa_offset 16
-	.cfi_offset x29, -16
-	.cfi_offset x30, -8
+	stp	x29, x30, [sp, #-32]!
+	.cfi_def_cfa_offset 32
+	.cfi_offset x29, -32
+	.cfi_offset x30, -24
 	mov	x29, sp
+	adrp	x9, :gottprel:kr__resumes
+	ldr	x9, [x9, #:gottprel_lo12:kr__resumes]
+	mrs	x10, tpidr_el0
+	ldr	x10, [x10, x9]
+	str	x10, [sp, #16]
 	blr	x5
-	ldp	x29, x30, [sp], #16
+	adrp	x9, :gottprel:kr__resumes
+	ldr	x9, [x9, #:gottprel_lo12:kr__resumes]
+	mrs	x10, tpidr_el0
+	ldr	x10, [x10, x9]
+	ldr	x11, [sp, #16]
+	ldp	x29, x30, [sp], #32
 	.cfi_restore x29
 	.cfi_restore x30
 	.cfi_def_cfa_offset 0
-	br	x30
+	cmp	x10, x11
+	b.ne	1f
+	ret
+1:	br	x30
 	.cfi_endproc
 	.size	kr__blocking_call, .-kr__blocking_call
 

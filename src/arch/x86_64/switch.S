@@ -53,6 +53,8 @@ kr_ctx_switch:
 	movq	%rsp, (%rdi)
 .Lresume:			/* rsi = to, rdx = arg */
 	movq	(%rsi), %rsp
+	movq	kr__resumes@gottpoff(%rip), %rcx
+	incq	%fs:(%rcx)		/* this thread's resumptions (blocking.h) */
 	ldmxcsr	(%rsp)
 	fldcw	4(%rsp)
 	leaq	8(%rsp), %rsp
@@ -104,19 +106,26 @@ kr__ctx_trampoline:
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
 
 /* int kr__blocking_call(a0..a4 [rdi rsi rdx rcx r8], fn [r9]): fn(a0..a4),
- * then return to the caller with a jump (src/arch/blocking.h). */
+ * then return to the caller, with a jump if this context was switched out
+ * meanwhile (the thread's resumption count moved; src/arch/blocking.h). */
 	.globl	kr__blocking_call
 	.hidden	kr__blocking_call
 	.type	kr__blocking_call, @function
 	.p2align 4
 kr__blocking_call:
 	.cfi_startproc
-	subq	$8, %rsp	/* the ABI's alignment for the call */
+	movq	kr__resumes@gottpoff(%rip), %rax
+	pushq	%fs:(%rax)	/* also the ABI's alignment for the call */
 	.cfi_adjust_cfa_offset 8
 	call	*%r9
-	addq	$8, %rsp
+	movq	kr__resumes@gottpoff(%rip), %rcx
+	movq	%fs:(%rcx), %rcx
+	cmpq	%rcx, (%rsp)
+	leaq	8(%rsp), %rsp	/* keeps the flags */
 	.cfi_adjust_cfa_offset -8
-	popq	%rcx
+	jne	1f
+	ret
+1:	popq	%rcx
 	.cfi_adjust_cfa_offset -8
 	.cfi_register rip, rcx
 	jmp	*%rcx
