@@ -10,8 +10,8 @@
  * (a producer and a consumer, a ping-pong), about 10 ns each on the
  * development machine (karui-bench chan_pingpong, bare-switch row).
  *
- * So the part of a call that blocks runs through kr__blocking_call: the
- * public function tail-calls it, it calls the blocking part (every
+ * So the part of a call that may block runs through kr__blocking_call:
+ * the public function tail-calls it, it calls that part (every
  * microprocess's return from that part lands on the same address, so that
  * return is predicted), and it returns to the public function's caller
  * with an indirect jump, which the branch predictor gets right from the
