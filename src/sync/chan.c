@@ -150,14 +150,7 @@ static __attribute__((noinline)) int send_locked(kr_chan *ch, const void *elem, 
 		return EAGAIN;
 	}
 	struct kr_waiter w = {.mp = self, .buf = (void *)elem};
-	wq_push(&ch->senders, &w);
-	kr_spin_unlock(&ch->lock);
-	int err = wq_wait(&w, &ch->lock, deadline, 1);
-	if (err && w.state == W_WAITING) {
-		wq_remove(&ch->senders, &w);
-		kr_spin_unlock(&ch->lock);
-	}
-	return err;
+	return wq_block(&ch->senders, &ch->lock, &w, deadline);
 }
 
 static __attribute__((noinline)) int send(kr_chan *ch, const void *elem, uint64_t deadline, int try)
@@ -208,14 +201,7 @@ static __attribute__((noinline)) int recv_locked(kr_chan *ch, void *elem, kr_mp 
 		return ch->closed ? EPIPE : EAGAIN;
 	} else {
 		struct kr_waiter w = {.mp = self, .buf = elem};
-		wq_push(&ch->receivers, &w);
-		kr_spin_unlock(&ch->lock);
-		int err = wq_wait(&w, &ch->lock, deadline, 1);
-		if (err && w.state == W_WAITING) {
-			wq_remove(&ch->receivers, &w);
-			kr_spin_unlock(&ch->lock);
-		}
-		return err;
+		return wq_block(&ch->receivers, &ch->lock, &w, deadline);
 	}
 	kr_spin_unlock(&ch->lock);
 	return s ? wq_wake(s, 0) : 0;

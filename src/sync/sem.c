@@ -34,14 +34,7 @@ int kr_sem_destroy(kr_sem *s)
 static __attribute__((noinline)) int wait_locked(kr_sem *s, kr_mp *self, uint64_t deadline)
 {
 	struct kr_waiter w = {.mp = self};
-	wq_push(&s->q, &w);
-	kr_spin_unlock(&s->lock);
-	int err = wq_wait(&w, &s->lock, deadline, 1);
-	if (err && w.state == W_WAITING) {
-		wq_remove(&s->q, &w);
-		kr_spin_unlock(&s->lock);
-	}
-	return err;
+	return wq_block(&s->q, &s->lock, &w, deadline);
 }
 
 static __attribute__((noinline)) int sem_wait(kr_sem *s, uint64_t deadline, int try)

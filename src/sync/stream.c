@@ -201,15 +201,8 @@ static __attribute__((noinline)) int read_until(kr_stream *s, void *buf, size_t 
 	}
 	if (!n) {
 		struct kr_waiter w = {.mp = self, .buf = buf, .len = len};
-		wq_push(&s->readers, &w);
-		kr_spin_unlock(&s->lock);
-		err = wq_wait(&w, &s->lock, deadline, 1);
-		if (err && w.state == W_WAITING) {
-			wq_remove(&s->readers, &w);
-			kr_spin_unlock(&s->lock);
-			return err;
-		}
-		*got = w.done;
+		err = wq_block(&s->readers, &s->lock, &w, deadline);
+		*got = w.done; /* 0 if it gave up: nothing was moved */
 		return err;
 	}
 	kr_spin_unlock(&s->lock);

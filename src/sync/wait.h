@@ -156,4 +156,19 @@ static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline,
 	return w->status;
 }
 
+/* The common wait of a call: queue w in q (the object's lock held),
+ * unlock, wait (cancellable) until the deadline, and on a timeout or a
+ * cancel leave q again and unlock.  Inline, so that it costs no frame. */
+static inline int wq_block(kr_waitq *q, kr_spin *lock, struct kr_waiter *w, uint64_t deadline)
+{
+	wq_push(q, w);
+	kr_spin_unlock(lock);
+	int err = wq_wait(w, lock, deadline, 1);
+	if (err && w->state == W_WAITING) {
+		wq_remove(q, w);
+		kr_spin_unlock(lock);
+	}
+	return err;
+}
+
 #endif
