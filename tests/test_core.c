@@ -442,6 +442,134 @@ static void sleep_and_wakeup_hands_over_and_sleeps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* The default queue (ws) keeps one runnable microprocess per VP in a slot
+ * outside its lock.  Woken ones must still run in the order they were
+ * woken: the slot only ever holds the oldest. */
+static void *sleep_then_mark(void *a)
+{
+	kr_sleep();
+	trace[tlen++] = *(char *)a;
+	return NULL;
+}
+
+static void wakeups_run_in_their_order_on_one_vp(void)
+{
+	init(1);
+	kr_mp *m[3];
+	static const char *name[3] = {"a", "b", "c"};
+	tlen = 0;
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_mp_create(&m[i], NULL, sleep_then_mark, (void *)name[i]), 0);
+	kr_yield(); /* each runs and sleeps */
+	KT_EQ(tlen, 0);
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_wakeup(m[i]), 0);
+	kr_yield(); /* behind all three */
+	trace[tlen++] = 'm';
+	trace[tlen] = 0;
+	KT_CHECK(strcmp(trace, "abcm") == 0);
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Two microprocesses that wake each other and sleep at once: one that
+ * becomes runnable meanwhile must get its turn, not wait behind the pair
+ * for as long as it goes on (as it would if a wakeup always took the
+ * slot). */
+enum { BOUNCES = 1000, LATE_AT = 10 };
+static kr_mp *bn[2], *bn_late;
+static int bn_turn, bn_progress, bn_round;
+static void *note_round(void *a)
+{
+	bn_round = bn_progress;
+	return a;
+}
+
+static void *bouncer(void *a)
+{
+	int me = (int)(intptr_t)a;
+	for (int i = 0; i < BOUNCES; i++) {
+		while (bn_turn != me)
+			kr_sleep();
+		if (me == 0 && i == LATE_AT)
+			KT_EQ(kr_mp_create(&bn_late, NULL, note_round, NULL), 0);
+		bn_progress++;
+		bn_turn = !me;
+		kr_wakeup(bn[!me]);
+	}
+	return NULL;
+}
+
+static void a_bouncing_pair_does_not_starve_the_queue(void)
+{
+	init(1);
+	bn_round = -1;
+	KT_EQ(kr_mp_create(&bn[0], NULL, bouncer, (void *)0), 0);
+	KT_EQ(kr_mp_create(&bn[1], NULL, bouncer, (void *)1), 0);
+	KT_EQ(kr_mp_join(bn[0], NULL), 0);
+	KT_EQ(kr_mp_join(bn[1], NULL), 0);
+	KT_EQ(kr_mp_join(bn_late, NULL), 0);
+	KT_EQ(bn_progress, 2 * BOUNCES);
+	KT_CHECK(bn_round >= 2 * LATE_AT && bn_round <= 2 * LATE_AT + 2);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A microprocess that wakes another and then waits for it without a
+ * scheduling point leaves it in its VP's slot: an idle VP must take it
+ * from there.  Lost, the waker spins forever (bounded here). */
+static volatile int slot_flag, slot_asleep;
+static void *set_flag(void *a)
+{
+	slot_asleep = 1;
+	kr_sleep();
+	slot_flag = 1;
+	return a;
+}
+
+static void idle_vps_take_from_a_busy_vps_slot(void)
+{
+	init(2);
+	for (int i = 0; i < 300; i++) {
+		kr_mp *m;
+		slot_flag = slot_asleep = 0;
+		KT_EQ(kr_mp_create(&m, NULL, set_flag, NULL), 0);
+		while (!slot_asleep)
+			kr_yield();
+		kr_sleep_for(100000); /* until it sleeps (if not, no harm) */
+		KT_EQ(kr_wakeup(m), 0);
+		uint64_t t0 = kr_now();
+		while (!slot_flag && kr_now() - t0 < 5000000000ull)
+			; /* no scheduling point */
+		KT_CHECK(slot_flag);
+		if (!slot_flag)
+			break;
+		KT_EQ(kr_mp_join(m, NULL), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* kr_switch_to reaches a microprocess in the slot as well as one in the
+ * list, and the caller stays runnable behind the others. */
+static void switch_to_takes_from_the_slot_too(void)
+{
+	init(1);
+	kr_mp *a, *b;
+	tlen = 0;
+	KT_EQ(kr_mp_create(&a, NULL, mark, "a"), 0); /* into the slot */
+	KT_EQ(kr_switch_to(a), 0);                  /* the slot alone */
+	trace[tlen++] = 'm';
+	KT_EQ(kr_mp_create(&a, NULL, mark, "c"), 0); /* the slot */
+	KT_EQ(kr_mp_create(&b, NULL, mark, "d"), 0); /* the list */
+	KT_EQ(kr_switch_to(a), 0);                  /* the slot, with a list */
+	trace[tlen++] = 'n';
+	trace[tlen] = 0;
+	KT_CHECK(strcmp(trace, "amcdn") == 0);
+	KT_EQ(kr_mp_join(a, NULL), 0);
+	KT_EQ(kr_mp_join(b, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static kr_key key;
 static int dtor_calls;
 static void dtor(void *v)
@@ -971,6 +1099,10 @@ int main(int argc, char **argv)
 	KT_RUN(yield_runs_others_in_fifo_order);
 	KT_RUN(switch_to_runs_the_target_first);
 	KT_RUN(sleep_and_wakeup_hands_over_and_sleeps);
+	KT_RUN(wakeups_run_in_their_order_on_one_vp);
+	KT_RUN(a_bouncing_pair_does_not_starve_the_queue);
+	KT_RUN(idle_vps_take_from_a_busy_vps_slot);
+	KT_RUN(switch_to_takes_from_the_slot_too);
 	KT_RUN(keys_are_per_microprocess_with_destructors);
 	KT_RUN(keys_run_out_with_eagain);
 	KT_RUN(guard_page_turns_overflow_into_sigsegv);

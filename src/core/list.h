@@ -2,7 +2,9 @@
  * The doubly linked list of microprocesses that the built-in ready queues
  * are made of (through kr_mp.link).  O(1) push at either end, pop at the
  * head and removal of any member.  Not synchronised: callers hold the
- * queue's lock.
+ * queue's lock.  The head is stored atomically (relaxed), for a reader
+ * that only asks whether the list is empty without the lock (the default
+ * scheduler's slot).
  */
 #ifndef KARUI_CORE_LIST_H
 #define KARUI_CORE_LIST_H
@@ -13,18 +15,18 @@ struct mplist {
 	kr_mp *head, *tail;
 };
 
-static inline void mpl_push_tail(struct mplist *l, kr_mp *mp)
+static inline __attribute__((always_inline)) void mpl_push_tail(struct mplist *l, kr_mp *mp)
 {
 	mp->link.next = NULL;
 	mp->link.prev = l->tail;
 	if (l->tail)
 		l->tail->link.next = mp;
 	else
-		l->head = mp;
+		__atomic_store_n(&l->head, mp, __ATOMIC_RELAXED);
 	l->tail = mp;
 }
 
-static inline void mpl_push_head(struct mplist *l, kr_mp *mp)
+static inline __attribute__((always_inline)) void mpl_push_head(struct mplist *l, kr_mp *mp)
 {
 	mp->link.prev = NULL;
 	mp->link.next = l->head;
@@ -32,22 +34,22 @@ static inline void mpl_push_head(struct mplist *l, kr_mp *mp)
 		l->head->link.prev = mp;
 	else
 		l->tail = mp;
-	l->head = mp;
+	__atomic_store_n(&l->head, mp, __ATOMIC_RELAXED);
 }
 
-static inline void mpl_remove(struct mplist *l, kr_mp *mp)
+static inline __attribute__((always_inline)) void mpl_remove(struct mplist *l, kr_mp *mp)
 {
 	if (mp->link.prev)
 		mp->link.prev->link.next = mp->link.next;
 	else
-		l->head = mp->link.next;
+		__atomic_store_n(&l->head, mp->link.next, __ATOMIC_RELAXED);
 	if (mp->link.next)
 		mp->link.next->link.prev = mp->link.prev;
 	else
 		l->tail = mp->link.prev;
 }
 
-static inline kr_mp *mpl_pop_head(struct mplist *l)
+static inline __attribute__((always_inline)) kr_mp *mpl_pop_head(struct mplist *l)
 {
 	kr_mp *mp = l->head;
 	if (mp)

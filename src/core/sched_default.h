@@ -3,7 +3,9 @@
  * (mp.c) calls them directly when the default scheduler is in use instead
  * of through kr_sched_ops (see sched_default.c for the design).  With a
  * built-in list queue (fifo, lifo, ws) the queue operations are inlined
- * too; any other ready-queue module is called through its kr_rq_ops.
+ * too; any other ready-queue module is called through its kr_rq_ops.  With
+ * ws, a VP's instance also has a slot ahead of its list (sched_default.c,
+ * "The slot").
  */
 #ifndef KARUI_CORE_SCHED_DEFAULT_H
 #define KARUI_CORE_SCHED_DEFAULT_H
@@ -15,10 +17,12 @@
 
 struct inst {
 	_Alignas(64) kr_spin lock;
+	kr_mp *slot;            /* RQ_WS: the oldest runnable, outside the lock */
 	_Alignas(16) unsigned char q[];
 };
 
-enum { RQ_OTHER, RQ_LIST_TAIL, RQ_LIST_HEAD }; /* how push works, for lists */
+/* How push works, for lists; RQ_WS is a tail-pushed list with a slot. */
+enum { RQ_OTHER, RQ_LIST_TAIL, RQ_LIST_HEAD, RQ_WS };
 
 struct dsched {
 	const kr_rq_ops *rq;
@@ -45,12 +49,12 @@ static inline struct inst *own(struct dsched *d, kr_vp *vp)
 static inline __attribute__((always_inline)) void push_as(struct dsched *d, int kind,
 							  struct inst *i, kr_mp *mp)
 {
-	if (kind == RQ_LIST_TAIL)
-		mpl_push_tail((struct mplist *)i->q, mp);
+	if (kind == RQ_OTHER)
+		d->rq->push(i->q, mp);
 	else if (kind == RQ_LIST_HEAD)
 		mpl_push_head((struct mplist *)i->q, mp);
 	else
-		d->rq->push(i->q, mp);
+		mpl_push_tail((struct mplist *)i->q, mp);
 	/* atomic: take and reprio read it without the lock */
 	__atomic_store_n(&mp->queued, i, __ATOMIC_RELAXED);
 }
@@ -86,6 +90,88 @@ static inline kr_mp *pop_locked(struct dsched *d, struct inst *i)
 	return pop_as(d, d->kind, i);
 }
 
+/* The slot.  mp->queued holds its instance with bit 0 set while mp is in
+ * the slot. */
+static inline void *in_slot(struct inst *i) { return (char *)i + 1; }
+static inline struct inst *slot_of(void *queued)
+{
+	return (uintptr_t)queued & 1 ? (struct inst *)((char *)queued - 1) : NULL;
+}
+
+/* Take what the slot holds, if anything: the owner VP and idle VPs alike,
+ * so an exchange (seq_cst: an idle VP's last look, see sched_default.c). */
+static inline kr_mp *slot_take(struct inst *i)
+{
+	kr_mp *mp = __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST);
+	if (mp && (mp = __atomic_exchange_n(&i->slot, NULL, __ATOMIC_SEQ_CST)))
+		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
+	return mp;
+}
+
+/* The owner VP only: 1 if mp can go into the slot, which is empty and has
+ * nothing queued behind it (mp is then the oldest runnable of i).  The
+ * list's head is read without the lock: a foreign push it misses is
+ * concurrent with this one and may be ordered after it. */
+static inline int slot_free(struct inst *i)
+{
+	return !__atomic_load_n(&i->slot, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&((struct mplist *)i->q)->head, __ATOMIC_RELAXED);
+}
+
+/* The owner VP puts mp into its free slot.  `seen`: the exchange orders
+ * the store before the caller's read of nidle (sched_default.c, lost
+ * wakeups); a caller that wakes no one needs only a release store. */
+static inline void slot_put(struct inst *i, kr_mp *mp, int seen)
+{
+	__atomic_store_n(&mp->queued, in_slot(i), __ATOMIC_RELAXED);
+	if (seen)
+		(void)__atomic_exchange_n(&i->slot, mp, __ATOMIC_SEQ_CST);
+	else
+		__atomic_store_n(&i->slot, mp, __ATOMIC_RELEASE);
+}
+
+/* The owner VP, with prev to stay runnable behind what it takes: 1 if the
+ * slot holds something and nothing is queued behind it, so that taking it
+ * and putting prev into the slot keeps the order without the lock. */
+static inline int slot_swappable(struct inst *i)
+{
+	return __atomic_load_n(&i->slot, __ATOMIC_RELAXED) &&
+	       !__atomic_load_n(&((struct mplist *)i->q)->head, __ATOMIC_RELAXED);
+}
+
+/* The caller's VP makes prev runnable behind everything in its own i (i
+ * locked): into the slot when nothing else is queued, so that the next
+ * hand-over needs no lock. */
+static inline __attribute__((always_inline)) void requeue_locked(struct dsched *d, int kind,
+								 struct inst *i, kr_mp *prev)
+{
+	if (kind == RQ_WS && slot_free(i))
+		slot_put(i, prev, 0);
+	else
+		push_as(d, kind, i, prev);
+}
+
+/* next(prev) under i's lock: the oldest runnable (the slot's, else the
+ * list's head); prev, if any, stays runnable behind it. */
+static inline __attribute__((always_inline)) kr_mp *next_locked(struct dsched *d, int kind,
+								struct inst *i, kr_mp *prev)
+{
+	kr_mp *mp;
+	if (kind != RQ_WS) {
+		if (prev)
+			push_as(d, kind, i, prev);
+		return pop_as(d, kind, i);
+	}
+	if (!(mp = slot_take(i)))
+		mp = pop_as(d, kind, i);
+	if (!prev)
+		return mp;
+	if (!mp)
+		return prev; /* nothing else to run */
+	requeue_locked(d, kind, i, prev);
+	return mp;
+}
+
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
 struct inst *kr__d_foreign(struct dsched *d);
 
@@ -109,10 +195,11 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, k
 								  struct inst *i, kr_mp *prev)
 {
 	struct dsched *d = D(s);
+	kr_mp *mp;
+	if (d->kind == RQ_WS && !prev && (mp = slot_take(i)))
+		return mp;
 	kr_spin_lock(&i->lock);
-	if (prev)
-		push_locked(d, i, prev);
-	kr_mp *mp = pop_locked(d, i);
+	mp = next_locked(d, d->kind, i, prev);
 	kr_spin_unlock(&i->lock);
 	return mp ? mp : kr__d_steal(d, vp);
 }
@@ -124,18 +211,24 @@ static inline __attribute__((always_inline)) int list_trylock(struct dsched *d, 
 							      int *kind)
 {
 	*kind = d->kind;
-	return (*kind == RQ_LIST_TAIL || *kind == RQ_LIST_HEAD) && kr_spin_trylock(&i->lock);
+	return *kind != RQ_OTHER && kr_spin_trylock(&i->lock);
 }
 
-/* ready(mp) when it needs no call: a built-in list queue whose lock is free
- * at once.  KR_D_READY_IDLE: done, and some VP is idle (the caller calls
- * kr_sched_unpark(1)); KR_D_BUSY: nothing done. */
+/* ready(mp) when it needs no call: the caller's own slot when free, or a
+ * built-in list queue whose lock is free at once.  KR_D_READY_IDLE: done,
+ * and some VP is idle (the caller calls kr_sched_unpark(1)); KR_D_BUSY:
+ * nothing done. */
 enum { KR_D_BUSY, KR_D_READY, KR_D_READY_IDLE, KR_D_TAKEN, KR_D_ABSENT };
 static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, struct inst *i,
 								 kr_mp *mp)
 {
 	struct dsched *d = D(s);
-	int kind;
+	int kind = d->kind;
+	if (kind == RQ_WS && slot_free(i)) {
+		slot_put(i, mp, 1);
+		return __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) ? KR_D_READY_IDLE
+								    : KR_D_READY;
+	}
 	if (!list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	push_as(d, kind, i, mp);
@@ -156,6 +249,18 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 	if (!i)
 		return KR_D_ABSENT;
 	int kind;
+	if (i == in_slot(mine)) {
+		/* prev takes mp's place when nothing is queued behind it */
+		kr_mp *e = mp;
+		if ((prev && !slot_swappable(mine)) ||
+		    !__atomic_compare_exchange_n(&mine->slot, &e, NULL, 0, __ATOMIC_SEQ_CST,
+						 __ATOMIC_RELAXED))
+			return KR_D_BUSY;
+		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
+		if (prev)
+			slot_put(mine, prev, 0);
+		return KR_D_TAKEN;
+	}
 	if (i != mine || !list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	if (mp->queued != i) {
@@ -165,25 +270,29 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 	mpl_remove((struct mplist *)i->q, mp);
 	__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	if (prev)
-		push_as(d, kind, i, prev);
+		requeue_locked(d, kind, i, prev);
 	kr_spin_unlock(&i->lock);
 	return KR_D_TAKEN;
 }
 
-/* next(prev) when it needs no call: a built-in list queue whose lock is
- * free at once (prev NULL: the caller does not stay runnable).  NULL:
- * nothing done or nothing queued, take the general path; never NULL when
- * prev was pushed. */
+/* next(prev) when it needs no call: the caller's own slot, or a built-in
+ * list queue whose lock is free at once (prev NULL: the caller does not
+ * stay runnable).  NULL: nothing done or nothing queued, take the general
+ * path; never NULL when prev was pushed. */
 static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, struct inst *i,
 								   kr_mp *prev)
 {
 	struct dsched *d = D(s);
-	int kind;
+	int kind = d->kind;
+	kr_mp *mp;
+	if (kind == RQ_WS && (!prev || slot_swappable(i)) && (mp = slot_take(i))) {
+		if (prev)
+			slot_put(i, prev, 0);
+		return mp;
+	}
 	if (!list_trylock(d, i, &kind))
 		return NULL;
-	if (prev)
-		push_as(d, kind, i, prev);
-	kr_mp *mp = pop_as(d, kind, i);
+	mp = next_locked(d, kind, i, prev);
 	kr_spin_unlock(&i->lock);
 	return mp;
 }
@@ -198,6 +307,24 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 		struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
 		if (!i)
 			return ESRCH;
+		struct inst *si = slot_of(i);
+		if (si) {
+			/* failing: whoever took it clears mp->queued next, or
+			 * its owner is about to put it in */
+			kr_mp *e = mp;
+			if (!__atomic_compare_exchange_n(&si->slot, &e, NULL, 0, __ATOMIC_SEQ_CST,
+							 __ATOMIC_RELAXED)) {
+				kr_cpu_relax();
+				continue;
+			}
+			__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
+			if (prev) {
+				kr_spin_lock(&mine->lock);
+				push_locked(d, mine, prev);
+				kr_spin_unlock(&mine->lock);
+			}
+			return 0;
+		}
 		kr_spin_lock(&i->lock);
 		if (mp->queued != i) {
 			kr_spin_unlock(&i->lock);

@@ -47,6 +47,15 @@ struct kr_waiter {
 	void *aux;              /* cond: the mutex; accept: the call */
 };
 
+/* A waiter with only what every wait reads: the fields a primitive does
+ * not use stay unset (a channel's waiter: no len, done or aux). */
+static inline void wq_init(struct kr_waiter *w, kr_mp *self, void *buf)
+{
+	w->mp = self;
+	w->state = W_WAITING;
+	w->buf = buf;
+}
+
 static inline void wq_push(kr_waitq *q, struct kr_waiter *w)
 {
 	w->next = NULL;
