@@ -26,9 +26,9 @@
  * it).  Anyone takes from it with an exchange: the owner first of all,
  * idle VPs and thieves after the list.  So the common hand-over of one VP,
  * a microprocess waking another and then sleeping, costs a store and an
- * exchange instead of two lock round trips and list updates; a channel
- * round trip went from 723 to 641 instructions with the changes that came
- * with it, and from 51 to 46 ns.  A yield puts its caller into the slot it
+ * exchange instead of two lock round trips and list updates (a channel
+ * round trip: 711 to 629 instructions with the channel's own changes, 53
+ * to 47 ns; docs/benchmarks.md).  A yield puts its caller into the slot it
  * has just emptied when the list is empty: two microprocesses yielding to
  * each other never take the lock.  FIFO order holds: whatever goes into
  * the list while the slot is full is younger.  Unlike a slot that every
