@@ -518,12 +518,12 @@ static void a_bouncing_pair_does_not_starve_the_queue(void)
 /* A microprocess that wakes another and then waits for it without a
  * scheduling point leaves it in its VP's slot: an idle VP must take it
  * from there.  Lost, the waker spins forever (bounded here). */
-static volatile int slot_flag, slot_asleep;
+static int slot_flag, slot_asleep;
 static void *set_flag(void *a)
 {
-	slot_asleep = 1;
+	__atomic_store_n(&slot_asleep, 1, __ATOMIC_RELEASE);
 	kr_sleep();
-	slot_flag = 1;
+	__atomic_store_n(&slot_flag, 1, __ATOMIC_RELEASE);
 	return a;
 }
 
@@ -532,17 +532,20 @@ static void idle_vps_take_from_a_busy_vps_slot(void)
 	init(2);
 	for (int i = 0; i < 300; i++) {
 		kr_mp *m;
-		slot_flag = slot_asleep = 0;
+		__atomic_store_n(&slot_flag, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&slot_asleep, 0, __ATOMIC_RELAXED);
 		KT_EQ(kr_mp_create(&m, NULL, set_flag, NULL), 0);
-		while (!slot_asleep)
+		while (!__atomic_load_n(&slot_asleep, __ATOMIC_ACQUIRE))
 			kr_yield();
 		kr_sleep_for(100000); /* until it sleeps (if not, no harm) */
 		KT_EQ(kr_wakeup(m), 0);
 		uint64_t t0 = kr_now();
-		while (!slot_flag && kr_now() - t0 < 5000000000ull)
+		int seen;
+		while (!(seen = __atomic_load_n(&slot_flag, __ATOMIC_ACQUIRE)) &&
+		       kr_now() - t0 < 5000000000ull)
 			; /* no scheduling point */
-		KT_CHECK(slot_flag);
-		if (!slot_flag)
+		KT_CHECK(seen);
+		if (!seen)
 			break;
 		KT_EQ(kr_mp_join(m, NULL), 0);
 	}

@@ -383,7 +383,8 @@ void kr__stack_cache_free(struct kr_stack_cache *k)
 }
 
 /* Statistics read the per-VP counts without their owners' cooperation: a
- * snapshot that may be a moment old, never a torn number. */
+ * snapshot that may be a moment old, never a torn number.  A class's lock
+ * is never taken under S.lock: carve() takes them the other way round. */
 void kr__stack_stats(unsigned long *mapped, unsigned long *cached)
 {
 	unsigned long n = 0;
@@ -391,12 +392,13 @@ void kr__stack_stats(unsigned long *mapped, unsigned long *cached)
 	for (struct kr_stack_cache *k = S.caches; k; k = k->next)
 		for (unsigned i = 0; i < KR_STACK_SLOTS; i++)
 			n += __atomic_load_n(&k->slot[i].n, __ATOMIC_RELAXED);
-	for (unsigned i = 0; i < S.ncls; i++) {
+	pthread_mutex_unlock(&S.lock);
+	unsigned ncls = __atomic_load_n(&S.ncls, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < ncls; i++) {
 		pthread_mutex_lock(&S.cls[i].lock);
 		n += S.cls[i].npool + S.cls[i].ndirty;
 		pthread_mutex_unlock(&S.cls[i].lock);
 	}
-	pthread_mutex_unlock(&S.lock);
 	*mapped = __atomic_load_n(&S.mapped, __ATOMIC_RELAXED);
 	*cached = n;
 }
