@@ -118,6 +118,7 @@ static int d_vp_init(kr_sched *s, kr_vp *vp)
 	if (!d->shared) {
 		if (!(i = inst_new(d->rq)))
 			return ENOMEM;
+		i->slotted = d->kind == RQ_WS;
 		__atomic_store_n(&d->per[vp->id], i, __ATOMIC_RELEASE);
 	}
 	*kr_sched_vp_data(vp) = i;
@@ -156,7 +157,7 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 				__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 			kr_spin_unlock(&i->lock);
 		}
-		if (mp || (d->kind == RQ_WS && (mp = slot_take(i))))
+		if (mp || (i->slotted && (mp = slot_take(i))))
 			return mp;
 	}
 	return NULL;
@@ -176,7 +177,7 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 		kr_spin_lock(&i->lock);
 		mp = pop_locked(d, i);
 		kr_spin_unlock(&i->lock);
-		if (!mp && d->kind == RQ_WS)
+		if (!mp && i->slotted)
 			mp = slot_take(i);
 	}
 	if (!mp) {

@@ -17,7 +17,8 @@
 
 struct inst {
 	_Alignas(64) kr_spin lock;
-	kr_mp *slot;            /* RQ_WS: the oldest runnable, outside the lock */
+	int slotted;            /* RQ_WS: has the slot below */
+	kr_mp *slot;            /* the oldest runnable, outside the lock */
 	_Alignas(16) unsigned char q[];
 };
 
@@ -99,13 +100,24 @@ static inline struct inst *slot_of(void *queued)
 }
 
 /* Take what the slot holds, if anything: the owner VP and idle VPs alike,
- * so an exchange (seq_cst: an idle VP's last look, see sched_default.c). */
-static inline kr_mp *slot_take(struct inst *i)
+ * so an exchange (seq_cst: an idle VP's last look, see sched_default.c).
+ * slot_grab is the exchange, for a caller that has seen the slot full. */
+static inline kr_mp *slot_grab(struct inst *i)
 {
-	kr_mp *mp = __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST);
-	if (mp && (mp = __atomic_exchange_n(&i->slot, NULL, __ATOMIC_SEQ_CST)))
+	kr_mp *mp = __atomic_exchange_n(&i->slot, NULL, __ATOMIC_SEQ_CST);
+	if (mp)
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	return mp;
+}
+
+static inline kr_mp *slot_take(struct inst *i)
+{
+	return __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST) ? slot_grab(i) : NULL;
+}
+
+static inline int list_empty(struct inst *i)
+{
+	return !__atomic_load_n(&((struct mplist *)i->q)->head, __ATOMIC_RELAXED);
 }
 
 /* The owner VP only: 1 if mp can go into the slot, which is empty and has
@@ -114,8 +126,7 @@ static inline kr_mp *slot_take(struct inst *i)
  * concurrent with this one and may be ordered after it. */
 static inline int slot_free(struct inst *i)
 {
-	return !__atomic_load_n(&i->slot, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&((struct mplist *)i->q)->head, __ATOMIC_RELAXED);
+	return !__atomic_load_n(&i->slot, __ATOMIC_RELAXED) && list_empty(i);
 }
 
 /* The owner VP puts mp into its free slot.  `seen`: the exchange orders
@@ -130,22 +141,13 @@ static inline void slot_put(struct inst *i, kr_mp *mp, int seen)
 		__atomic_store_n(&i->slot, mp, __ATOMIC_RELEASE);
 }
 
-/* The owner VP, with prev to stay runnable behind what it takes: 1 if the
- * slot holds something and nothing is queued behind it, so that taking it
- * and putting prev into the slot keeps the order without the lock. */
-static inline int slot_swappable(struct inst *i)
-{
-	return __atomic_load_n(&i->slot, __ATOMIC_RELAXED) &&
-	       !__atomic_load_n(&((struct mplist *)i->q)->head, __ATOMIC_RELAXED);
-}
-
 /* The caller's VP makes prev runnable behind everything in its own i (i
  * locked): into the slot when nothing else is queued, so that the next
  * hand-over needs no lock. */
 static inline __attribute__((always_inline)) void requeue_locked(struct dsched *d, int kind,
 								 struct inst *i, kr_mp *prev)
 {
-	if (kind == RQ_WS && slot_free(i))
+	if (i->slotted && slot_free(i))
 		slot_put(i, prev, 0);
 	else
 		push_as(d, kind, i, prev);
@@ -157,7 +159,7 @@ static inline __attribute__((always_inline)) kr_mp *next_locked(struct dsched *d
 								struct inst *i, kr_mp *prev)
 {
 	kr_mp *mp;
-	if (kind != RQ_WS) {
+	if (!i->slotted) {
 		if (prev)
 			push_as(d, kind, i, prev);
 		return pop_as(d, kind, i);
@@ -196,7 +198,7 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, k
 {
 	struct dsched *d = D(s);
 	kr_mp *mp;
-	if (d->kind == RQ_WS && !prev && (mp = slot_take(i)))
+	if (i->slotted && !prev && (mp = slot_take(i)))
 		return mp;
 	kr_spin_lock(&i->lock);
 	mp = next_locked(d, d->kind, i, prev);
@@ -223,8 +225,8 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 								 kr_mp *mp)
 {
 	struct dsched *d = D(s);
-	int kind = d->kind;
-	if (kind == RQ_WS && slot_free(i)) {
+	int kind;
+	if (i->slotted && slot_free(i)) {
 		slot_put(i, mp, 1);
 		return __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) ? KR_D_READY_IDLE
 								    : KR_D_READY;
@@ -252,7 +254,7 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 	if (i == in_slot(mine)) {
 		/* prev takes mp's place when nothing is queued behind it */
 		kr_mp *e = mp;
-		if ((prev && !slot_swappable(mine)) ||
+		if ((prev && !list_empty(mine)) ||
 		    !__atomic_compare_exchange_n(&mine->slot, &e, NULL, 0, __ATOMIC_SEQ_CST,
 						 __ATOMIC_RELAXED))
 			return KR_D_BUSY;
@@ -283,9 +285,12 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, 
 								   kr_mp *prev)
 {
 	struct dsched *d = D(s);
-	int kind = d->kind;
+	int kind;
 	kr_mp *mp;
-	if (kind == RQ_WS && (!prev || slot_swappable(i)) && (mp = slot_take(i))) {
+	/* with prev: swap places with the slot's, if nothing is queued
+	 * behind it (the order holds without the lock) */
+	if (i->slotted && __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST) &&
+	    (!prev || list_empty(i)) && (mp = slot_grab(i))) {
 		if (prev)
 			slot_put(i, prev, 0);
 		return mp;
