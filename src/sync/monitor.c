@@ -247,26 +247,57 @@ int kr_cond_timedwait(kr_cond *c, kr_mutex *m, uint64_t deadline)
 	return KR_BLOCKING(cond_wait, c, m, deadline, 0, 0);
 }
 
-/* Up to `max` waiters of c move onto their mutexes. */
-static int cond_wake(kr_cond *c, unsigned long max)
+/* A signal or broadcast with nobody to wake: its result; else -1, and the
+ * caller takes c->lock (see the top: no lock when no one waits). */
+static inline int no_waiter(kr_cond *c)
 {
 	if (!c)
 		return EINVAL;
 	if (!__atomic_load_n(&c->nwait, __ATOMIC_RELAXED))
 		return __atomic_load_n(&c->dead, __ATOMIC_RELAXED) ? EINVAL : 0;
-	kr_waitq moved = {0};
+	return -1;
+}
+
+/* A waiter taken out of c (no lock held) moves onto its mutex. */
+static inline void move_to_mutex(struct kr_waiter *w)
+{
+	if (enqueue_or_take(w->aux, w))
+		wq_wake(w, 0);
+}
+
+/* Out of line, so that a signal with no waiter pushes nothing. */
+static __attribute__((noinline)) int signal_one(kr_cond *c)
+{
+	int err;
 	kr_spin_lock(&c->lock);
-	int err = c->dead ? EINVAL : 0;
-	for (struct kr_waiter *w; !err && max-- && (w = wq_pop(&c->q));) {
-		wq_push(&moved, w);
+	struct kr_waiter *w = c->dead ? NULL : wq_pop(&c->q);
+	if (w)
 		count_waiters(c, -1);
-	}
+	err = c->dead ? EINVAL : 0;
 	kr_spin_unlock(&c->lock);
-	for (struct kr_waiter *w; (w = wq_pop(&moved));)
-		if (enqueue_or_take(w->aux, w))
-			wq_wake(w, 0);
+	if (w)
+		move_to_mutex(w);
 	return err;
 }
 
-int kr_cond_signal(kr_cond *c) { return cond_wake(c, 1); }
-int kr_cond_broadcast(kr_cond *c) { return cond_wake(c, (unsigned long)-1); }
+int kr_cond_signal(kr_cond *c)
+{
+	int err = no_waiter(c);
+	return err >= 0 ? err : signal_one(c);
+}
+
+int kr_cond_broadcast(kr_cond *c)
+{
+	int err = no_waiter(c);
+	if (err >= 0)
+		return err;
+	kr_spin_lock(&c->lock);
+	err = c->dead ? EINVAL : 0;
+	kr_waitq moved = err ? (kr_waitq){0} : wq_take_all(&c->q);
+	if (!err)
+		__atomic_store_n(&c->nwait, 0, __ATOMIC_RELAXED); /* c->q is empty */
+	kr_spin_unlock(&c->lock);
+	for (struct kr_waiter *w; (w = wq_pop(&moved));)
+		move_to_mutex(w);
+	return err;
+}
