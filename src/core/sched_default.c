@@ -95,7 +95,7 @@ static int d_init(kr_sched *s, const kr_rq_ops *rq, unsigned nvp)
 		free(d);
 		return ENOMEM;
 	}
-	d->kind = rq == &kr_rq_ws ? RQ_WS : rq == &kr_rq_fifo ? RQ_LIST_TAIL
+	d->kind = rq == &kr_rq_fifo || rq == &kr_rq_ws ? RQ_LIST_TAIL
 		: rq == &kr_rq_lifo ? RQ_LIST_HEAD : RQ_OTHER;
 	s->data = d;
 	return 0;
@@ -118,7 +118,7 @@ static int d_vp_init(kr_sched *s, kr_vp *vp)
 	if (!d->shared) {
 		if (!(i = inst_new(d->rq)))
 			return ENOMEM;
-		i->slotted = d->kind == RQ_WS;
+		i->slotted = d->rq == &kr_rq_ws;
 		__atomic_store_n(&d->per[vp->id], i, __ATOMIC_RELEASE);
 	}
 	*kr_sched_vp_data(vp) = i;

@@ -17,13 +17,12 @@
 
 struct inst {
 	_Alignas(64) kr_spin lock;
-	int slotted;            /* RQ_WS: has the slot below */
+	int slotted;            /* kr_rq_ws: has the slot below */
 	kr_mp *slot;            /* the oldest runnable, outside the lock */
 	_Alignas(16) unsigned char q[];
 };
 
-/* How push works, for lists; RQ_WS is a tail-pushed list with a slot. */
-enum { RQ_OTHER, RQ_LIST_TAIL, RQ_LIST_HEAD, RQ_WS };
+enum { RQ_OTHER, RQ_LIST_TAIL, RQ_LIST_HEAD }; /* how push works, for lists */
 
 struct dsched {
 	const kr_rq_ops *rq;
@@ -325,7 +324,7 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 			__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 			if (prev) {
 				kr_spin_lock(&mine->lock);
-				push_locked(d, mine, prev);
+				requeue_locked(d, d->kind, mine, prev);
 				kr_spin_unlock(&mine->lock);
 			}
 			return 0;

@@ -268,12 +268,11 @@ static inline void move_to_mutex(struct kr_waiter *w)
 /* Out of line, so that a signal with no waiter pushes nothing. */
 static __attribute__((noinline)) int signal_one(kr_cond *c)
 {
-	int err;
 	kr_spin_lock(&c->lock);
-	struct kr_waiter *w = c->dead ? NULL : wq_pop(&c->q);
+	int err = c->dead ? EINVAL : 0;
+	struct kr_waiter *w = err ? NULL : wq_pop(&c->q);
 	if (w)
 		count_waiters(c, -1);
-	err = c->dead ? EINVAL : 0;
 	kr_spin_unlock(&c->lock);
 	if (w)
 		move_to_mutex(w);
