@@ -3,10 +3,15 @@
  * callee-saved registers (x86-64: rbp rbx r12-r15; aarch64: x19-x30 and
  * d8-d15), stores the stack pointer, loads the other one and resumes on the
  * other stack.  No FP control state, no signal mask, no system call.
+ * bare-fpctl is the same switch saving and restoring the FP control state
+ * as well (x86-64: MXCSR and the x87 control word; aarch64: FPCR), as the ABI
+ * asks of a switch between contexts and as karui's does: the floor for a
+ * switch that keeps each context's rounding mode and exception masks.
  * It resumes with an indirect jump (pop + jmp / br x30), not `ret`: after a
  * stack swap a `ret` always misses the return-stack predictor, which made
  * this floor ~3x slower than Boost's jump_fcontext (that also jumps).
- *   switch       two contexts ping-pong; one operation = one switch
+ *   switch       two contexts ping-pong; one operation = one switch (also
+ *                with the FP control state: bare-fpctl)
  *   pingpong / relay
  *                the switches of chan_pingpong and chan_relay alone, in their
  *                shape: each flow loops calling one blocking function, which
@@ -38,6 +43,7 @@
  * a jump, or with `ret` (_ret). */
 __attribute__((visibility("hidden"))) void kb_bare_swap(void **from, void *to);
 __attribute__((visibility("hidden"))) void kb_bare_swap_ret(void **from, void *to);
+__attribute__((visibility("hidden"))) void kb_bare_swap_fp(void **from, void *to);
 
 #if defined(__x86_64__)
 /* frame, in words from the saved sp: r15 r14 r13 r12 rbx rbp resume address, then one
@@ -45,7 +51,7 @@ __attribute__((visibility("hidden"))) void kb_bare_swap_ret(void **from, void *t
 #define BARE_WORDS 8
 #define BARE_RET 6
 #define SPIN_PAUSE() __builtin_ia32_pause()
-#define BARE_SWAP(name, resume)                                                \
+#define BARE_SWAP(name, save, load, resume)                                    \
 	__asm__(".pushsection .text\n"                                         \
 		".globl " name "\n"                                            \
 		".hidden " name "\n"                                           \
@@ -56,9 +62,9 @@ __attribute__((visibility("hidden"))) void kb_bare_swap_ret(void **from, void *t
 		"	pushq %r12\n"                                           \
 		"	pushq %r13\n"                                           \
 		"	pushq %r14\n"                                           \
-		"	pushq %r15\n"                                           \
+		"	pushq %r15\n" save                                      \
 		"	movq %rsp, (%rdi)\n"                                    \
-		"	movq %rsi, %rsp\n"                                      \
+		"	movq %rsi, %rsp\n" load                                 \
 		"	popq %r15\n"                                            \
 		"	popq %r14\n"                                            \
 		"	popq %r13\n"                                            \
@@ -69,13 +75,24 @@ __attribute__((visibility("hidden"))) void kb_bare_swap_ret(void **from, void *t
 		".popsection\n")
 #define BARE_JUMP "	popq %rcx\n	jmp *%rcx\n"
 #define BARE_RETURN "	ret\n"
+/* one word below the frame: MXCSR, then the x87 control word */
+#define BARE_FP_WORDS 1
+#define BARE_FP_SAVE "	subq $8, %rsp\n	stmxcsr (%rsp)\n	fnstcw 4(%rsp)\n"
+#define BARE_FP_LOAD "	ldmxcsr (%rsp)\n	fldcw 4(%rsp)\n	addq $8, %rsp\n"
+static uintptr_t bare_fp_now(void)
+{
+	uint32_t mxcsr;
+	uint16_t cw;
+	__asm__ volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(cw));
+	return mxcsr | (uintptr_t)cw << 32;
+}
 #elif defined(__aarch64__)
 /* frame, in words from the saved sp: x19..x30 (x30 = resume address),
  * d8..d15; 160 bytes, so sp stays 16-byte aligned */
 #define BARE_WORDS 20
 #define BARE_RET 11
 #define SPIN_PAUSE() __asm__ volatile("yield")
-#define BARE_SWAP(name, resume)                                                \
+#define BARE_SWAP(name, save, load, resume)                                    \
 	__asm__(".pushsection .text\n"                                         \
 		".globl " name "\n"                                            \
 		".hidden " name "\n"                                           \
@@ -91,10 +108,10 @@ __attribute__((visibility("hidden"))) void kb_bare_swap_ret(void **from, void *t
 		"	stp d8, d9, [sp, #96]\n"                                \
 		"	stp d10, d11, [sp, #112]\n"                             \
 		"	stp d12, d13, [sp, #128]\n"                             \
-		"	stp d14, d15, [sp, #144]\n"                             \
+		"	stp d14, d15, [sp, #144]\n" save                        \
 		"	mov x2, sp\n"                                           \
 		"	str x2, [x0]\n"                                         \
-		"	mov sp, x1\n"                                           \
+		"	mov sp, x1\n" load                                      \
 		"	ldp x19, x20, [sp, #0]\n"                               \
 		"	ldp x21, x22, [sp, #16]\n"                              \
 		"	ldp x23, x24, [sp, #32]\n"                              \
@@ -110,11 +127,22 @@ __attribute__((visibility("hidden"))) void kb_bare_swap_ret(void **from, void *t
 		".popsection\n")
 #define BARE_JUMP "	br x30\n"
 #define BARE_RETURN "	ret\n"
+/* two words below the frame (sp stays 16-byte aligned): FPCR, pad */
+#define BARE_FP_WORDS 2
+#define BARE_FP_SAVE "	mrs x9, fpcr\n	str x9, [sp, #-16]!\n"
+#define BARE_FP_LOAD "	ldr x9, [sp], #16\n	msr fpcr, x9\n"
+static uintptr_t bare_fp_now(void)
+{
+	uintptr_t fpcr;
+	__asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+	return fpcr;
+}
 #else
 #error "peer_bare.c: only x86-64 and aarch64"
 #endif
-BARE_SWAP("kb_bare_swap", BARE_JUMP);
-BARE_SWAP("kb_bare_swap_ret", BARE_RETURN);
+BARE_SWAP("kb_bare_swap", "", "", BARE_JUMP);
+BARE_SWAP("kb_bare_swap_ret", "", "", BARE_RETURN);
+BARE_SWAP("kb_bare_swap_fp", BARE_FP_SAVE, BARE_FP_LOAD, BARE_JUMP);
 
 static void *bare_main_sp, *bare_other_sp;
 static volatile long bare_sink;
@@ -140,6 +168,14 @@ static void bare_pong(void)
 	}
 }
 
+static void bare_pong_fp(void)
+{
+	for (;;) {
+		bare_sink++;
+		kb_bare_swap_fp(&bare_other_sp, bare_main_sp);
+	}
+}
+
 static void bare_back(void)
 {
 	bare_sink++;
@@ -147,7 +183,12 @@ static void bare_back(void)
 	abort(); /* never resumed */
 }
 
-int kb_bare_switch(const kb_args *a, kb_res *r)
+/* Two contexts switching with `swap`; `pong` runs the other one.  With
+ * fp_words, the other context's first frame holds this thread's FP control
+ * state below the registers, for its first restore. */
+static inline __attribute__((always_inline)) int
+bare_switch(const kb_args *a, kb_res *r, void (*swap)(void **, void *), void (*pong)(void),
+	    int fp_words)
 {
 	long rounds = a->iters / 2 > 0 ? a->iters / 2 : 1;
 	void *stk = malloc(BARE_STACK);
@@ -155,14 +196,27 @@ int kb_bare_switch(const kb_args *a, kb_res *r)
 
 	if (!stk)
 		return ENOMEM;
-	bare_other_sp = bare_make(stk, BARE_STACK, bare_pong);
-	kb_bare_swap(&bare_main_sp, bare_other_sp); /* start bare_pong */
+	uintptr_t *f = (uintptr_t *)bare_make(stk, BARE_STACK, pong) - fp_words;
+	if (fp_words)
+		f[0] = bare_fp_now();
+	bare_other_sp = f;
+	swap(&bare_main_sp, bare_other_sp); /* start pong */
 	t0 = kb_now_ns();
 	for (long i = 0; i < rounds; i++)
-		kb_bare_swap(&bare_main_sp, bare_other_sp);
+		swap(&bare_main_sp, bare_other_sp);
 	r->ns_per_op = (kb_now_ns() - t0) / (double)(2 * rounds);
-	free(stk); /* bare_pong stays suspended for good */
+	free(stk); /* pong stays suspended for good */
 	return 0;
+}
+
+int kb_bare_switch(const kb_args *a, kb_res *r)
+{
+	return bare_switch(a, r, kb_bare_swap, bare_pong, 0);
+}
+
+int kb_bare_fpctl_switch(const kb_args *a, kb_res *r)
+{
+	return bare_switch(a, r, kb_bare_swap_fp, bare_pong_fp, BARE_FP_WORDS);
 }
 
 int kb_bare_create_join(const kb_args *a, kb_res *r)

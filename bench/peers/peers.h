@@ -101,6 +101,8 @@ int kb_fiber_rendezvous(const kb_args *a, kb_res *r);
 
 /* bare: a hand-written callee-saved-only switch, the floor */
 int kb_bare_switch(const kb_args *a, kb_res *r);
+/* bare-fpctl: the same switch saving the FP control state as well */
+int kb_bare_fpctl_switch(const kb_args *a, kb_res *r);
 int kb_bare_create_join(const kb_args *a, kb_res *r);
 /* bare: chan_pingpong's and chan_relay's switches alone (round trips) */
 int kb_bare_pingpong(const kb_args *a, kb_res *r);
