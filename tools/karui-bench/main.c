@@ -7,8 +7,10 @@
  *   karui-bench count SYSTEM EXPERIMENT N     (one run, for callgrind)
  *   karui-bench serve-pthread                 (the http experiment's peer)
  *
- * Each (experiment, system) pair is run `repeats` times; the median is
- * reported with min and max, and every peer's ratio to karui's median
+ * Each (experiment, system) pair is run once to warm up (caches, branch
+ * predictors, the CPU's clock, the runtime's own caches: the run is not
+ * counted) and then `repeats` times; the median is reported with min and
+ * max, and every peer's ratio to karui's median
  * (peer / karui: above 1, karui is faster or smaller).  Progress goes to
  * stderr; results to stdout, as a table or as one JSON object per line.
  *
@@ -260,10 +262,12 @@ static void run_exp(const struct exp *e)
 		int got = 0, err = 0;
 		fprintf(stderr, "karui-bench: %s / %s ...\n", e->name, s->name);
 		if (s->fn) {
-			for (int r = 0; r < reps; r++) {
+			for (int r = -1; r < reps; r++) { /* r = -1: the warm-up */
 				kb_res res = {0, -1};
 				if ((err = s->fn(&a, &res)) != 0)
 					break;
+				if (r < 0)
+					continue;
 				ns[got] = res.ns_per_op;
 				rss[got++] = res.rss_kib;
 			}

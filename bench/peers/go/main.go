@@ -25,7 +25,8 @@
 //	             goroutine to a reader goroutine that reads into a 4096-byte
 //	             buffer and checks the total; one op = one block
 //
-// GOMAXPROCS is 1 for every experiment.  Each repeat prints one line:
+// GOMAXPROCS is 1 for every experiment.  A first run warms up and prints
+// nothing; then each repeat prints one line:
 //
 //	{"ns_per_op": <float>, "rss_kib": <float or -1>}
 //
@@ -393,6 +394,7 @@ func main() {
 		usage(fmt.Sprintf("unknown experiment %q", os.Args[1]))
 	}
 	runtime.GOMAXPROCS(1)
+	run() // the warm-up, not printed (karui-bench's rule for every system)
 	for i := int64(0); i < repeats; i++ {
 		r := run()
 		fmt.Printf("{\"ns_per_op\": %.3f, \"rss_kib\": %.1f}\n", r.nsPerOp, r.rssKiB)
