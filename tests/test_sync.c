@@ -940,6 +940,40 @@ static void stream_close_gives_eof_and_epipe(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* Copies into and out of the ring at every distance, modulo 4 KiB, near
+ * the one where memcpy meets 4 KiB aliasing (stream.c copies those in
+ * pieces) move every byte. */
+static void stream_copies_at_every_distance_arrive_whole(void)
+{
+	enum { N = 5000, PAGE = 4096 };
+	static unsigned char src[PAGE + N], dst[PAGE + N];
+	init(1);
+	kr_stream s;
+	KT_EQ(kr_stream_init(&s, 65536), 0);
+	size_t total = 0, covered = 0;
+	for (size_t d = PAGE - 70; d != 140; d = (d + 1) % PAGE) {
+		uintptr_t tail = (uintptr_t)s.buf + (s.head + s.count) % s.cap;
+		unsigned char *from = src + (tail - (uintptr_t)src - d) % PAGE;
+		for (size_t i = 0; i < N; i++)
+			from[i] = pattern(total + i);
+		size_t n = 0;
+		KT_EQ(kr_stream_write(&s, from, N, &n), 0);
+		KT_EQ(n, N);
+		uintptr_t head = (uintptr_t)s.buf + s.head;
+		unsigned char *to = dst + (head + d - (uintptr_t)dst) % PAGE;
+		memset(dst, 0, sizeof dst);
+		KT_EQ(kr_stream_read(&s, to, N, &n), 0);
+		KT_EQ(n, N);
+		for (size_t i = 0; i < N; i++)
+			KT_EQ(to[i], pattern(total + i));
+		total += N;
+		covered++;
+	}
+	KT_EQ(covered, 210);
+	KT_EQ(kr_stream_destroy(&s), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---------------- rendezvous ---------------- */
 
 static kr_entry ent;
@@ -1468,6 +1502,7 @@ int main(int argc, char **argv)
 	KT_RUN(stream_moves_bytes_in_order_through_a_small_ring);
 	KT_RUN(stream_moves_bytes_in_order_through_a_large_ring);
 	KT_RUN(stream_close_gives_eof_and_epipe);
+	KT_RUN(stream_copies_at_every_distance_arrive_whole);
 	KT_RUN(rendezvous_answers_every_call_once);
 	KT_RUN(rendezvous_timeouts_apply_before_acceptance_only);
 	KT_RUN(cancel_ends_every_cancellable_wait);
