@@ -1,13 +1,21 @@
 #define _GNU_SOURCE
 /* L3 io: karui's own I/O calls and blocking calls with VP hand-off.
- * ctest runs this file twice: as it is (io_uring where the kernel allows)
- * and with KARUI_IO=epoll, which forces the fallback back end. */
+ * ctest runs this file three times: as it is (io_uring where the kernel
+ * allows); with KARUI_IO=epoll, which forces the fallback back end; and
+ * with KARUI_TEST_DENY_URING=1, under a seccomp filter that refuses
+ * io_uring_setup with EPERM (as container runtimes do), where karui must
+ * fall back to epoll by itself. */
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -35,6 +43,34 @@ static double cpu_ms(void)
 
 static void mkpipe(int p[2]) { KT_EQ(pipe2(p, O_CLOEXEC), 0); }
 
+enum { NR_IO_URING_SETUP = 425 }; /* the same on x86-64 and aarch64 */
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* KARUI_TEST_DENY_URING: io_uring_setup fails with EPERM for this process
+ * and every test it forks.  0, or why the filter could not be installed. */
+static int deny_io_uring(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NR_IO_URING_SETUP, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+		return errno;
+	return 0;
+}
+
 /* ---------------- the back end ---------------- */
 
 static void backend_is_io_uring_unless_forced_or_unavailable(void)
@@ -44,7 +80,13 @@ static void backend_is_io_uring_unless_forced_or_unavailable(void)
 	KT_CHECK(b);
 	const char *want = getenv("KARUI_IO");
 	fprintf(stderr, "  back end: %s\n", b);
-	if (want && strcmp(want, "epoll") == 0) {
+	if (getenv("KARUI_TEST_DENY_URING")) {
+		/* the filter is in force, and karui fell back by itself */
+		errno = 0;
+		KT_EQ(syscall(NR_IO_URING_SETUP, 4, NULL), -1);
+		KT_EQ(errno, EPERM);
+		KT_CHECK(strcmp(b, "epoll") == 0);
+	} else if (want && strcmp(want, "epoll") == 0) {
 		KT_CHECK(strcmp(b, "epoll") == 0);
 	} else {
 #ifdef KARUI_HAVE_URING
@@ -915,6 +957,13 @@ static void epoll_wait_passes_on_when_its_waiter_runs_work(void)
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
+	if (getenv("KARUI_TEST_DENY_URING")) {
+		int err = deny_io_uring();
+		if (err) {
+			fprintf(stderr, "  skipped: no seccomp filter here: %s\n", strerror(err));
+			return KT_SKIP_CODE;
+		}
+	}
 	KT_RUN(backend_is_io_uring_unless_forced_or_unavailable);
 	KT_RUN(pipe_round_trips_between_microprocesses_on_two_vps);
 	KT_RUN(read_parks_only_the_calling_microprocess);
