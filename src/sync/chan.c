@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "copy.h"
 #include "wait.h"
 
 #define RING_MAX ((size_t)1 << 30) /* bytes */
@@ -72,7 +73,7 @@ static inline void put(void *dst, const void *src, size_t n)
 	if (scalar(n))
 		put_scalar(dst, src, n);
 	else
-		memcpy(dst, src, n);
+		kr__copy(dst, src, n);
 }
 
 static inline unsigned char *slot(kr_chan *ch, size_t i)

@@ -12,32 +12,24 @@
  * A read returns as soon as it has at least one byte, like read(2) on a
  * pipe; a write returns when all its bytes are in (the ring or a reader).
  *
- * Placement against 4 KiB aliasing.  A copy whose destination lies just
- * past its source modulo 4 KiB makes the loads wait on stores they only
- * seem to alias.  On the AMD Zen 3 of the development machine glibc's
- * memcpy, which moves 4 KiB and more with `rep movsb` there, then runs 25x
- * slower (1,370 ns for 4 KiB against 52), and karui-bench's stream row
- * went from 170 ns to 1,450 ns a block when the ring's malloc moved by a
- * few bytes.  Two things keep streams off that cliff:
- *   - a ring of a page or more starts half a page past a page boundary, so
- *     it is far, modulo 4 KiB, from the buffers that programs use most:
- *     page-aligned ones and large malloc blocks (16 bytes past a page);
- *   - a copy whose distance modulo 4 KiB is in [1, 64) anyway goes in 2 KiB
- *     pieces, below glibc's rep-movsb thresholds: 250 ns a block then,
- *     against 150 ns at other distances, the cost of the aliasing itself.
+ * The ring and 4 KiB aliasing.  A copy whose destination lies just past its
+ * source modulo 4 KiB is slow (copy.h), and a ring that a malloc places at
+ * random lands in that relation with a caller's buffer by chance.  So a
+ * ring of a page or more starts half a page past a page boundary, far,
+ * modulo 4 KiB, from the buffers that programs use most: page-aligned ones
+ * and large malloc blocks (16 bytes past a page).  Copies at the slow
+ * distances anyway go in pieces (kr__copy): 250 ns a 4 KiB block then,
+ * against 150 ns at other distances, the cost of the aliasing itself.
  */
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "copy.h"
 #include "wait.h"
 
 #define CAP_MAX ((size_t)1 << 30)
 
-enum { ALIAS_PAGE = 4096, ALIAS_NEAR = 64, PIECE = 2048, RING_SHIFT = ALIAS_PAGE / 2 };
-
-/* A ring of a page or more starts RING_SHIFT bytes into its allocation. */
-static size_t ring_shift(size_t cap) { return cap >= ALIAS_PAGE ? RING_SHIFT : 0; }
+/* A ring of a page or more starts half a page into its allocation. */
+static size_t ring_shift(size_t cap) { return cap >= KR_ALIAS_PAGE ? KR_ALIAS_PAGE / 2 : 0; }
 
 int kr_stream_init(kr_stream *s, size_t capacity)
 {
@@ -45,7 +37,7 @@ int kr_stream_init(kr_stream *s, size_t capacity)
 		return EINVAL;
 	size_t shift = ring_shift(capacity);
 	void *mem = NULL;
-	if (shift ? posix_memalign(&mem, ALIAS_PAGE, capacity + shift) != 0
+	if (shift ? posix_memalign(&mem, KR_ALIAS_PAGE, capacity + shift) != 0
 		  : !(mem = malloc(capacity)))
 		return ENOMEM;
 	*s = (kr_stream){.cap = capacity, .buf = (unsigned char *)mem + shift};
@@ -80,21 +72,6 @@ int kr_stream_destroy(kr_stream *s)
 	return 0;
 }
 
-/* memcpy, in pieces at the distances of the cliff (see the top). */
-static void copy(void *dst, const void *src, size_t n)
-{
-	size_t dist = ((uintptr_t)dst - (uintptr_t)src) % ALIAS_PAGE;
-	if (n <= PIECE || dist == 0 || dist >= ALIAS_NEAR) {
-		memcpy(dst, src, n);
-		return;
-	}
-	unsigned char *d = dst;
-	const unsigned char *s = src;
-	for (; n > PIECE; n -= PIECE, d += PIECE, s += PIECE)
-		memcpy(d, s, PIECE);
-	memcpy(d, s, n);
-}
-
 /* Copy up to n bytes into the ring's free space; returns the count. */
 static size_t ring_put(kr_stream *s, const unsigned char *p, size_t n)
 {
@@ -103,8 +80,8 @@ static size_t ring_put(kr_stream *s, const unsigned char *p, size_t n)
 		n = room;
 	size_t tail = (s->head + s->count) % s->cap;
 	size_t first = n < s->cap - tail ? n : s->cap - tail;
-	copy(s->buf + tail, p, first);
-	copy(s->buf, p + first, n - first);
+	kr__copy(s->buf + tail, p, first);
+	kr__copy(s->buf, p + first, n - first);
 	s->count += n;
 	return n;
 }
@@ -114,8 +91,8 @@ static size_t ring_get(kr_stream *s, unsigned char *p, size_t n)
 	if (n > s->count)
 		n = s->count;
 	size_t first = n < s->cap - s->head ? n : s->cap - s->head;
-	copy(p, s->buf + s->head, first);
-	copy(p + first, s->buf, n - first);
+	kr__copy(p, s->buf + s->head, first);
+	kr__copy(p + first, s->buf, n - first);
 	s->head = (s->head + n) % s->cap;
 	s->count -= n;
 	return n;
@@ -157,7 +134,7 @@ static __attribute__((noinline)) int write_until(kr_stream *s, const void *buf, 
 	}
 	for (struct kr_waiter *r; off < len && (r = wq_pop(&s->readers));) {
 		size_t n = len - off < r->len ? len - off : r->len;
-		copy(r->buf, p + off, n);
+		kr__copy(r->buf, p + off, n);
 		r->done = n;
 		off += n;
 		wq_push(&wake, r);
@@ -222,7 +199,7 @@ static __attribute__((noinline)) int read_until(kr_stream *s, void *buf, size_t 
 	/* the ring is empty: the rest straight from waiting writers' buffers */
 	for (struct kr_waiter *wr; n < len && !s->count && (wr = s->writers.head);) {
 		size_t k = wr->len - wr->done < len - n ? wr->len - wr->done : len - n;
-		copy((unsigned char *)buf + n, (unsigned char *)wr->buf + wr->done, k);
+		kr__copy((unsigned char *)buf + n, (unsigned char *)wr->buf + wr->done, k);
 		wr->done += k;
 		n += k;
 		if (wr->done < wr->len)
