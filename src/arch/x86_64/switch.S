@@ -107,7 +107,10 @@ kr__ctx_trampoline:
 
 /* int kr__blocking_call(a0..a4 [rdi rsi rdx rcx r8], fn [r9]): fn(a0..a4),
  * then return to the caller, with a jump if this context was switched out
- * meanwhile (the thread's resumption count moved; src/arch/blocking.h). */
+ * meanwhile (the thread's resumption count moved; src/arch/blocking.h).
+ * The jump is made from one of four sites, chosen by bits 0 and 3 of the
+ * target, so that two microprocesses that block from different call sites
+ * most often return through different jumps, each with one target. */
 	.globl	kr__blocking_call
 	.hidden	kr__blocking_call
 	.type	kr__blocking_call, @function
@@ -128,7 +131,16 @@ kr__blocking_call:
 1:	popq	%rcx
 	.cfi_adjust_cfa_offset -8
 	.cfi_register rip, rcx
+	testb	$1, %cl
+	jnz	3f
+	testb	$8, %cl
+	jnz	2f
 	jmp	*%rcx
+2:	jmp	*%rcx
+3:	testb	$8, %cl
+	jnz	4f
+	jmp	*%rcx
+4:	jmp	*%rcx
 	.cfi_endproc
 	.size	kr__blocking_call, .-kr__blocking_call
 
