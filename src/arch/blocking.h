@@ -36,9 +36,10 @@
  * (one target) did not move.  So on x86-64 the jump is made from one of
  * four sites chosen by two bits of the target (switch.S): two call sites
  * fall on different jumps three times in four, and each jump then has one
- * target, which the branch target buffer alone predicts.  In 200 runs
- * alternating with the single jump, 194 ran under 50 ns against 159, at a
- * cost of about 0.5 ns in the fast phase.  aarch64 keeps one jump (there is
+ * target, which needs no history to be predicted.  In 200 runs of a
+ * test program, alternating with the single jump, 194 ran under 50 ns
+ * against 159; the two tests cost about 0.6 ns per blocked call in the fast
+ * phase (docs/benchmarks.md).  aarch64 keeps one jump (there is
  * no aarch64 machine to measure on).
  *
  * KR_BLOCKING(fn, a0, ... a4) is fn(a0, ..., a4) through kr__blocking_call:
