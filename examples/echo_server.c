@@ -14,8 +14,8 @@ static void *echo(void *arg)
 	int fd = (int)(intptr_t)arg;
 	char buf[16384];
 	ssize_t n;
-	while ((n = kr_recv(fd, buf, sizeof buf, 0, KR_IO_FOREVER)) > 0)
-		if (kr_send(fd, buf, (size_t)n, 0, KR_IO_FOREVER) != n)
+	while ((n = kr_recv(fd, buf, sizeof buf, 0, KR_FOREVER)) > 0)
+		if (kr_send(fd, buf, (size_t)n, 0, KR_FOREVER) != n)
 			break;
 	kr_close(fd);
 	return NULL;

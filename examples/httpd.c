@@ -27,7 +27,7 @@ static ssize_t read_file(char **out)
 	size_t cap = 65536, len = 0;
 	char *b = malloc(cap);
 	ssize_t n = 0;
-	while (b && (n = kr_read(fd, b + len, cap - len, KR_IO_FOREVER)) > 0) {
+	while (b && (n = kr_read(fd, b + len, cap - len, KR_FOREVER)) > 0) {
 		len += (size_t)n;
 		if (len == cap && len < (16u << 20))
 			b = realloc(b, cap *= 2);
@@ -44,7 +44,7 @@ static ssize_t read_file(char **out)
 static ssize_t send_all(int fd, const char *b, size_t len)
 {
 	for (size_t done = 0; done < len;) {
-		ssize_t n = kr_send(fd, b + done, len - done, 0, KR_IO_FOREVER);
+		ssize_t n = kr_send(fd, b + done, len - done, 0, KR_FOREVER);
 		if (n < 0)
 			return n;
 		done += (size_t)n;
@@ -59,7 +59,7 @@ static void *conn(void *arg)
 	size_t have = 0;
 	int open_ = 1;
 	while (open_) {
-		ssize_t n = kr_recv(fd, in + have, sizeof in - have, 0, KR_IO_FOREVER);
+		ssize_t n = kr_recv(fd, in + have, sizeof in - have, 0, KR_FOREVER);
 		if (n <= 0)
 			break;
 		have += (size_t)n;
@@ -89,7 +89,7 @@ static void *conn(void *arg)
 				char h[256];
 				int hl = http_header(h, sizeof h, &r, (size_t)blen);
 				struct iovec v[2] = {{h, (size_t)hl}, {body, (size_t)blen}};
-				if (kr_writev(fd, v, 2, KR_IO_FOREVER) != hl + blen)
+				if (kr_writev(fd, v, 2, KR_FOREVER) != hl + blen)
 					open_ = 0; /* a short write: a real server would loop */
 			} else {
 				olen += (size_t)http_header(out + olen, sizeof out - olen, &r, (size_t)blen);

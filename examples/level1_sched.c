@@ -82,7 +82,7 @@ static kr_mp *l_idle(kr_sched *s, kr_vp *vp)
 	kr_mp *mp = pop(l);
 	kr_spin_unlock(&l->lock);
 	if (!mp) {
-		kr_vp_sleep(kr_sched_idle_usec());
+		kr_vp_sleep(kr_sched_idle_deadline());
 		kr_spin_lock(&l->lock);
 		mp = pop(l);
 		kr_spin_unlock(&l->lock);

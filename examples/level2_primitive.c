@@ -26,10 +26,10 @@ static void latch_wait(struct latch *l)
 		kr_spin_unlock(&l->lock);
 		return;
 	}
-	l->waiters[l->nwait++] = kr_self();
+	l->waiters[l->nwait++] = kr_mp_self();
 	kr_spin_unlock(&l->lock);
 	for (;;) {
-		kr_sleep();
+		kr_mp_park();
 		if (__atomic_load_n(&l->count, __ATOMIC_ACQUIRE) == 0)
 			return;
 	}
@@ -40,7 +40,7 @@ static void latch_count_down(struct latch *l)
 	kr_spin_lock(&l->lock);
 	if (--l->count == 0)
 		for (int i = 0; i < l->nwait; i++)
-			kr_wakeup(l->waiters[i]);
+			kr_mp_unpark(l->waiters[i]);
 	kr_spin_unlock(&l->lock);
 }
 
@@ -50,7 +50,7 @@ static long work;
 static void *worker(void *a)
 {
 	__atomic_fetch_add(&work, (long)(intptr_t)a, __ATOMIC_RELAXED);
-	kr_yield();
+	kr_mp_yield();
 	latch_count_down(&done);
 	return NULL;
 }

@@ -64,7 +64,7 @@ int main(void)
 	int err = kr_init(&cfg);
 	if (err)
 		return fprintf(stderr, "kr_init: %d\n", err), 1;
-	kr_mp_setprio(kr_self(), KR_PRIO_MAX); /* main's deadline: last */
+	kr_mp_setprio(kr_mp_self(), KR_PRIO_MAX); /* main's deadline: last */
 	const char *names[5] = {"v", "w", "x", "y", "z"};
 	int deadline[5] = {30, 10, 20, 5, 25};
 	kr_mp *m[5];
@@ -72,7 +72,7 @@ int main(void)
 		kr_attr at = {.flags = KR_MP_PRIO, .prio = deadline[i]};
 		kr_mp_create(&m[i], &at, job, (void *)names[i]);
 	}
-	kr_yield();
+	kr_mp_yield();
 	for (int i = 0; i < 5; i++)
 		kr_mp_join(m[i], NULL);
 	printf("order: %s\n", order);

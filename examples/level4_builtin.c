@@ -24,7 +24,7 @@ int main(void)
 	int err = kr_init(&cfg);
 	if (err)
 		return fprintf(stderr, "kr_init: %d\n", err), 1;
-	kr_mp_setprio(kr_self(), KR_PRIO_MIN); /* main runs after the workers */
+	kr_mp_setprio(kr_mp_self(), KR_PRIO_MIN); /* main runs after the workers */
 	kr_mp *m[4];
 	const char *names[4] = {"a", "b", "c", "d"};
 	int prio[4] = {5, 10, 10, 1};

@@ -125,7 +125,7 @@ static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn f
 	serve_stop_on_signal(ls);
 	kr_attr detached = {.stack_size = stack, .flags = KR_MP_DETACHED};
 	for (;;) {
-		int fd = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, KR_IO_FOREVER);
+		int fd = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, KR_FOREVER);
 		if (__atomic_load_n(&serve_stopping, __ATOMIC_ACQUIRE)) {
 			if (fd >= 0)
 				kr_close(fd);

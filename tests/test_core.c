@@ -55,7 +55,7 @@ static void exit_ends_the_microprocess_with_its_result(void)
 
 static void *add_one(void *a)
 {
-	kr_yield();
+	kr_mp_yield();
 	return (void *)((uintptr_t)a + 1);
 }
 
@@ -81,7 +81,7 @@ static void many_create_join_on_two_vps(void)
 
 static void *sleeper(void *a)
 {
-	kr_sleep();
+	kr_mp_park();
 	return a;
 }
 
@@ -93,8 +93,8 @@ static void join_of_detached_returns_einval(void)
 	KT_EQ(kr_mp_create(&m, &at, sleeper, NULL), 0);
 	KT_EQ(kr_mp_join(m, NULL), EINVAL);
 	KT_EQ(kr_mp_detach(m), EINVAL);
-	KT_EQ(kr_wakeup(m), 0);
-	kr_yield(); /* it runs to its end and is freed */
+	KT_EQ(kr_mp_unpark(m), 0);
+	kr_mp_yield(); /* it runs to its end and is freed */
 	KT_EQ(kr_mp_join(m, NULL), ESRCH);
 	KT_EQ(kr_fini(), 0);
 }
@@ -107,14 +107,14 @@ static void join_of_joined_returns_esrch(void)
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_mp_join(m, NULL), ESRCH);
 	KT_EQ(kr_mp_detach(m), ESRCH);
-	KT_EQ(kr_wakeup(m), ESRCH);
+	KT_EQ(kr_mp_unpark(m), ESRCH);
 	KT_EQ(kr_fini(), 0);
 }
 
 static void join_of_self_returns_edeadlk(void)
 {
 	init(1);
-	KT_EQ(kr_mp_join(kr_self(), NULL), EDEADLK);
+	KT_EQ(kr_mp_join(kr_mp_self(), NULL), EDEADLK);
 	KT_EQ(kr_mp_join(NULL, NULL), EINVAL);
 	KT_EQ(kr_fini(), 0);
 }
@@ -131,10 +131,10 @@ static void second_joiner_returns_einval(void)
 	kr_mp *j;
 	void *r;
 	KT_EQ(kr_mp_create(&target, NULL, sleeper, NULL), 0);
-	kr_yield(); /* target sleeps */
+	kr_mp_yield(); /* target sleeps */
 	KT_EQ(kr_mp_create(&j, NULL, second_joiner, NULL), 0);
 	/* main joins first: j's join must be refused */
-	KT_EQ(kr_wakeup(target), 0);
+	KT_EQ(kr_mp_unpark(target), 0);
 	KT_EQ(kr_mp_join(target, NULL), 0);
 	KT_EQ(kr_mp_join(j, &r), 0);
 	KT_CHECK((intptr_t)r == EINVAL || (intptr_t)r == ESRCH);
@@ -146,7 +146,7 @@ static void detach_of_ended_frees_it(void)
 	init(1);
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, ret_arg, NULL), 0);
-	kr_yield();
+	kr_mp_yield();
 	kr_stats st;
 	kr_stats_get(&st);
 	KT_EQ(st.mps_live, 0);
@@ -177,7 +177,7 @@ static void create_rejects_bad_input(void)
 	KT_EQ(kr_mp_create(&m, &min, nop, NULL), 0);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_mp_setprio(NULL, 1), EINVAL);
-	KT_EQ(kr_mp_setprio(kr_self(), KR_PRIO_MAX + 1), EINVAL);
+	KT_EQ(kr_mp_setprio(kr_mp_self(), KR_PRIO_MAX + 1), EINVAL);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -203,12 +203,12 @@ static void *off_vp(void *a)
 	kr_mp *m;
 	int *e = a;
 	e[0] = kr_mp_create(&m, NULL, nop, NULL);
-	e[1] = kr_yield();
-	e[2] = kr_sleep();
-	e[3] = kr_mp_join(kr_self(), NULL);
-	e[4] = kr_self() == NULL ? 0 : 1;
+	e[1] = kr_mp_yield();
+	e[2] = kr_mp_park();
+	e[3] = kr_mp_join(kr_mp_self(), NULL);
+	e[4] = kr_mp_self() == NULL ? 0 : 1;
 	e[5] = kr_fini();
-	e[6] = kr_setspecific(0, NULL);
+	e[6] = kr_key_set(0, NULL);
 	return NULL;
 }
 
@@ -233,12 +233,12 @@ static void fini_refuses_while_others_live_and_off_main(void)
 	kr_mp *m, *f;
 	void *r;
 	KT_EQ(kr_mp_create(&m, NULL, sleeper, NULL), 0);
-	kr_yield();
+	kr_mp_yield();
 	KT_EQ(kr_fini(), EBUSY);
 	KT_EQ(kr_mp_create(&f, NULL, child_fini, NULL), 0);
 	KT_EQ(kr_mp_join(f, &r), 0);
 	KT_EQ((intptr_t)r, EPERM);
-	KT_EQ(kr_wakeup(m), 0);
+	KT_EQ(kr_mp_unpark(m), 0);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
 }
@@ -248,9 +248,9 @@ static void wakeup_of_ended_returns_esrch(void)
 	init(1);
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, nop, NULL), 0);
-	kr_yield();
-	KT_EQ(kr_wakeup(m), ESRCH);
-	KT_EQ(kr_wakeup(NULL), EINVAL);
+	kr_mp_yield();
+	KT_EQ(kr_mp_unpark(m), ESRCH);
+	KT_EQ(kr_mp_unpark(NULL), EINVAL);
 	KT_EQ(kr_mp_cancel(m), ESRCH);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
@@ -259,13 +259,13 @@ static void wakeup_of_ended_returns_esrch(void)
 static void wakeup_before_sleep_is_kept(void)
 {
 	init(1);
-	KT_EQ(kr_wakeup(kr_self()), 0);
-	KT_EQ(kr_wakeup(kr_self()), 0); /* one permit, not two */
-	KT_EQ(kr_sleep(), 0);           /* returns at once */
+	KT_EQ(kr_mp_unpark(kr_mp_self()), 0);
+	KT_EQ(kr_mp_unpark(kr_mp_self()), 0); /* one permit, not two */
+	KT_EQ(kr_mp_park(), 0);           /* returns at once */
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, sleeper, NULL), 0);
-	kr_yield();
-	KT_EQ(kr_wakeup(m), 0);
+	kr_mp_yield();
+	KT_EQ(kr_mp_unpark(m), 0);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
 }
@@ -280,13 +280,13 @@ static void *ponger(void *a)
 {
 	int me = (int)(intptr_t)a;
 	while (!__atomic_load_n(&pp[!me], __ATOMIC_ACQUIRE))
-		kr_yield();
+		kr_mp_yield();
 	for (int i = 0; i < ROUNDS; i++) {
 		while (__atomic_load_n(&turn, __ATOMIC_ACQUIRE) != me)
-			kr_sleep();
+			kr_mp_park();
 		pp_count[me]++;
 		__atomic_store_n(&turn, !me, __ATOMIC_RELEASE);
-		kr_wakeup(pp[!me]);
+		kr_mp_unpark(pp[!me]);
 	}
 	return NULL;
 }
@@ -310,7 +310,7 @@ static int flag;
 static void *flag_sleeper(void *a)
 {
 	while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE))
-		kr_sleep();
+		kr_mp_park();
 	return a;
 }
 
@@ -318,7 +318,7 @@ static void *foreign_waker(void *a)
 {
 	usleep(20000);
 	__atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
-	return (void *)(intptr_t)kr_wakeup(a);
+	return (void *)(intptr_t)kr_mp_unpark(a);
 }
 
 static void wakeup_from_a_thread_that_is_no_vp(void)
@@ -340,7 +340,7 @@ static void *late_waker(void *a)
 {
 	usleep(300000);
 	__atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
-	kr_wakeup(a);
+	kr_mp_unpark(a);
 	return NULL;
 }
 
@@ -351,11 +351,11 @@ static void idle_process_uses_no_cpu(void)
 	init(2);
 	flag = 0;
 	pthread_t t;
-	pthread_create(&t, NULL, late_waker, kr_self());
+	pthread_create(&t, NULL, late_waker, kr_mp_self());
 	struct timespec c0, c1;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE))
-		kr_sleep();
+		kr_mp_park();
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	pthread_join(t, NULL);
 	double ms = (c1.tv_sec - c0.tv_sec) * 1e3 + (c1.tv_nsec - c0.tv_nsec) / 1e6;
@@ -370,7 +370,7 @@ static void *tracer(void *a)
 {
 	for (int i = 0; i < 3; i++) {
 		trace[tlen++] = *(char *)a;
-		kr_yield();
+		kr_mp_yield();
 	}
 	return NULL;
 }
@@ -403,42 +403,42 @@ static void switch_to_runs_the_target_first(void)
 	tlen = 0;
 	KT_EQ(kr_mp_create(&a, NULL, mark, "a"), 0);
 	KT_EQ(kr_mp_create(&b, NULL, mark, "b"), 0);
-	KT_EQ(kr_switch_to(b), 0); /* b was queued behind a */
+	KT_EQ(kr_mp_switch_to(b), 0); /* b was queued behind a */
 	trace[tlen++] = 'm';
 	KT_EQ(kr_mp_join(a, NULL), 0);
 	KT_EQ(kr_mp_join(b, NULL), 0);
 	trace[tlen] = 0;
 	KT_CHECK(trace[0] == 'b');
-	KT_EQ(kr_switch_to(kr_self()), EINVAL);
-	KT_EQ(kr_switch_to(NULL), EINVAL);
-	KT_EQ(kr_switch_to(a), ESRCH);
+	KT_EQ(kr_mp_switch_to(kr_mp_self()), EINVAL);
+	KT_EQ(kr_mp_switch_to(NULL), EINVAL);
+	KT_EQ(kr_mp_switch_to(a), ESRCH);
 	KT_EQ(kr_fini(), 0);
 }
 
 static void *wake_main_then_mark(void *a)
 {
 	trace[tlen++] = *(char *)a;
-	kr_wakeup(main_mp);
+	kr_mp_unpark(main_mp);
 	return NULL;
 }
 
 static void sleep_and_wakeup_hands_over_and_sleeps(void)
 {
 	init(1);
-	main_mp = kr_self();
+	main_mp = kr_mp_self();
 	kr_mp *a, *b;
 	tlen = 0;
 	KT_EQ(kr_mp_create(&a, NULL, sleeper, NULL), 0);
 	KT_EQ(kr_mp_create(&b, NULL, wake_main_then_mark, "b"), 0);
-	kr_switch_to(a); /* a now sleeps, b is queued */
+	kr_mp_switch_to(a); /* a now sleeps, b is queued */
 	/* main sleeps, a runs at once and ends, then b wakes main */
-	KT_EQ(kr_sleep_and_wakeup(a), 0);
+	KT_EQ(kr_mp_park_and_switch(a), 0);
 	trace[tlen++] = 'm';
 	trace[tlen] = 0;
 	KT_CHECK(strcmp(trace, "bm") == 0);
 	KT_EQ(kr_mp_join(a, NULL), 0);
 	KT_EQ(kr_mp_join(b, NULL), 0);
-	KT_EQ(kr_sleep_and_wakeup(a), ESRCH);
+	KT_EQ(kr_mp_park_and_switch(a), ESRCH);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -447,7 +447,7 @@ static void sleep_and_wakeup_hands_over_and_sleeps(void)
  * woken: the slot only ever holds the oldest. */
 static void *sleep_then_mark(void *a)
 {
-	kr_sleep();
+	kr_mp_park();
 	trace[tlen++] = *(char *)a;
 	return NULL;
 }
@@ -460,11 +460,11 @@ static void wakeups_run_in_their_order_on_one_vp(void)
 	tlen = 0;
 	for (int i = 0; i < 3; i++)
 		KT_EQ(kr_mp_create(&m[i], NULL, sleep_then_mark, (void *)name[i]), 0);
-	kr_yield(); /* each runs and sleeps */
+	kr_mp_yield(); /* each runs and sleeps */
 	KT_EQ(tlen, 0);
 	for (int i = 0; i < 3; i++)
-		KT_EQ(kr_wakeup(m[i]), 0);
-	kr_yield(); /* behind all three */
+		KT_EQ(kr_mp_unpark(m[i]), 0);
+	kr_mp_yield(); /* behind all three */
 	trace[tlen++] = 'm';
 	trace[tlen] = 0;
 	KT_CHECK(strcmp(trace, "abcm") == 0);
@@ -491,12 +491,12 @@ static void *bouncer(void *a)
 	int me = (int)(intptr_t)a;
 	for (int i = 0; i < BOUNCES; i++) {
 		while (bn_turn != me)
-			kr_sleep();
+			kr_mp_park();
 		if (me == 0 && i == LATE_AT)
 			KT_EQ(kr_mp_create(&bn_late, NULL, note_round, NULL), 0);
 		bn_progress++;
 		bn_turn = !me;
-		kr_wakeup(bn[!me]);
+		kr_mp_unpark(bn[!me]);
 	}
 	return NULL;
 }
@@ -522,7 +522,7 @@ static int slot_flag, slot_asleep;
 static void *set_flag(void *a)
 {
 	__atomic_store_n(&slot_asleep, 1, __ATOMIC_RELEASE);
-	kr_sleep();
+	kr_mp_park();
 	__atomic_store_n(&slot_flag, 1, __ATOMIC_RELEASE);
 	return a;
 }
@@ -536,9 +536,9 @@ static void idle_vps_take_from_a_busy_vps_slot(void)
 		__atomic_store_n(&slot_asleep, 0, __ATOMIC_RELAXED);
 		KT_EQ(kr_mp_create(&m, NULL, set_flag, NULL), 0);
 		while (!__atomic_load_n(&slot_asleep, __ATOMIC_ACQUIRE))
-			kr_yield();
-		kr_sleep_for(100000); /* until it sleeps (if not, no harm) */
-		KT_EQ(kr_wakeup(m), 0);
+			kr_mp_yield();
+		kr_mp_sleep_for(100000); /* until it sleeps (if not, no harm) */
+		KT_EQ(kr_mp_unpark(m), 0);
 		uint64_t t0 = kr_now();
 		int seen;
 		while (!(seen = __atomic_load_n(&slot_flag, __ATOMIC_ACQUIRE)) &&
@@ -552,7 +552,7 @@ static void idle_vps_take_from_a_busy_vps_slot(void)
 	KT_EQ(kr_fini(), 0);
 }
 
-/* kr_switch_to reaches a microprocess in the slot as well as one in the
+/* kr_mp_switch_to reaches a microprocess in the slot as well as one in the
  * list, and the caller stays runnable behind the others. */
 static void switch_to_takes_from_the_slot_too(void)
 {
@@ -560,11 +560,11 @@ static void switch_to_takes_from_the_slot_too(void)
 	kr_mp *a, *b;
 	tlen = 0;
 	KT_EQ(kr_mp_create(&a, NULL, mark, "a"), 0); /* into the slot */
-	KT_EQ(kr_switch_to(a), 0);                  /* the slot alone */
+	KT_EQ(kr_mp_switch_to(a), 0);                  /* the slot alone */
 	trace[tlen++] = 'm';
 	KT_EQ(kr_mp_create(&a, NULL, mark, "c"), 0); /* the slot */
 	KT_EQ(kr_mp_create(&b, NULL, mark, "d"), 0); /* the list */
-	KT_EQ(kr_switch_to(a), 0);                  /* the slot, with a list */
+	KT_EQ(kr_mp_switch_to(a), 0);                  /* the slot, with a list */
 	trace[tlen++] = 'n';
 	trace[tlen] = 0;
 	KT_CHECK(strcmp(trace, "amcdn") == 0);
@@ -583,11 +583,11 @@ static void dtor(void *v)
 
 static void *keyed(void *a)
 {
-	if (kr_getspecific(key) != NULL)
+	if (kr_key_get(key) != NULL)
 		return (void *)1;
-	kr_setspecific(key, a);
-	kr_yield();
-	return kr_getspecific(key) == a ? NULL : (void *)2;
+	kr_key_set(key, a);
+	kr_mp_yield();
+	return kr_key_get(key) == a ? NULL : (void *)2;
 }
 
 static void keys_are_per_microprocess_with_destructors(void)
@@ -602,15 +602,15 @@ static void keys_are_per_microprocess_with_destructors(void)
 	KT_EQ(kr_mp_join(b, &rb), 0);
 	KT_CHECK(ra == NULL && rb == NULL);
 	KT_EQ(dtor_calls, 2);
-	KT_EQ(kr_setspecific(key, (void *)3), 0);
-	KT_EQ((uintptr_t)kr_getspecific(key), 3);
+	KT_EQ(kr_key_set(key, (void *)3), 0);
+	KT_EQ((uintptr_t)kr_key_get(key), 3);
 	KT_EQ(kr_key_delete(key), 0);
-	KT_CHECK(kr_getspecific(key) == NULL);
+	KT_CHECK(kr_key_get(key) == NULL);
 	KT_EQ(kr_key_delete(key), EINVAL);
-	KT_EQ(kr_setspecific(key, NULL), EINVAL);
+	KT_EQ(kr_key_set(key, NULL), EINVAL);
 	kr_key k2;
 	KT_EQ(kr_key_create(&k2, NULL), 0); /* reuses the slot, not the value */
-	KT_CHECK(kr_getspecific(k2) == NULL);
+	KT_CHECK(kr_key_get(k2) == NULL);
 	KT_EQ(kr_key_create(NULL, NULL), EINVAL);
 	KT_EQ(kr_fini(), 0);
 }
@@ -662,7 +662,7 @@ static void priority_queue_runs_highest_first_and_changes_live(void)
 {
 	kr_config c = {.rq = &kr_rq_prio};
 	KT_EQ(kr_init(&c), 0);
-	KT_EQ(kr_mp_setprio(kr_self(), KR_PRIO_MIN), 0);
+	KT_EQ(kr_mp_setprio(kr_mp_self(), KR_PRIO_MIN), 0);
 	kr_mp *m[4];
 	int prios[4] = {3, 9, 5, 9};
 	for (int i = 0; i < 4; i++) {
@@ -673,7 +673,7 @@ static void priority_queue_runs_highest_first_and_changes_live(void)
 	int p;
 	KT_EQ(kr_mp_getprio(m[0], &p), 0);
 	KT_EQ(p, 20);
-	kr_yield();
+	kr_mp_yield();
 	for (int i = 0; i < 4; i++)
 		KT_EQ(kr_mp_join(m[i], NULL), 0);
 	KT_EQ(nord, 4);
@@ -689,7 +689,7 @@ static void *spin_vp(void *a)
 		for (int j = 0; j < 20000; j++) /* ~10 us of work per step */
 			burn += (unsigned long)j * j;
 		__atomic_fetch_add(&seen[kr_vp_id(kr_vp_self())], 1, __ATOMIC_RELAXED);
-		kr_yield();
+		kr_mp_yield();
 	}
 	return NULL;
 }
@@ -722,13 +722,13 @@ static long sm_detached_done, sm_child_sum;
 
 static void *sm_child(void *a)
 {
-	kr_yield();
+	kr_mp_yield();
 	return (void *)((intptr_t)a * 2);
 }
 
 static void *sm_detached(void *a)
 {
-	kr_yield();
+	kr_mp_yield();
 	__atomic_fetch_add(&sm_detached_done, 1, __ATOMIC_RELAXED);
 	return a;
 }
@@ -738,13 +738,13 @@ static void *sm_worker(void *a)
 	int me = (int)(intptr_t)a, pair = me / 2, side = me % 2;
 	kr_mp *partner = NULL;
 	while (!(partner = __atomic_load_n(&sm[me ^ 1], __ATOMIC_ACQUIRE)))
-		kr_yield();
+		kr_mp_yield();
 	unsigned r = (unsigned)me * 2654435761u;
 	for (int i = 0; i < SROUNDS; i++) {
 		r = r * 1103515245u + 12345u;
 		switch ((r >> 16) % 5) {
 		case 0:
-			kr_yield();
+			kr_mp_yield();
 			break;
 		case 1: {
 			kr_mp *c;
@@ -763,18 +763,18 @@ static void *sm_worker(void *a)
 		}
 		case 3: {
 			kr_mp *t = sm[(r >> 8) % SM];
-			int e = (r >> 12) & 1 ? kr_switch_to(t) : kr_sleep_and_wakeup(t);
+			int e = (r >> 12) & 1 ? kr_mp_switch_to(t) : kr_mp_park_and_switch(t);
 			KT_CHECK(e == 0 || e == EBUSY || e == ESRCH || e == EINVAL);
 			break;
 		}
 		default:
-			KT_EQ(kr_mp_setprio(kr_self(), (int)((r >> 4) % (KR_PRIO_MAX + 1))), 0);
+			KT_EQ(kr_mp_setprio(kr_mp_self(), (int)((r >> 4) % (KR_PRIO_MAX + 1))), 0);
 		}
 		/* a strict hand-off with the partner every round */
 		while (__atomic_load_n(&sm_turn[pair], __ATOMIC_ACQUIRE) != side)
-			kr_sleep();
+			kr_mp_park();
 		__atomic_store_n(&sm_turn[pair], !side, __ATOMIC_RELEASE);
-		kr_wakeup(partner);
+		kr_mp_unpark(partner);
 	}
 	return NULL;
 }
@@ -788,7 +788,7 @@ static void *sm_poker(void *a)
 		r = r * 1103515245u + 12345u;
 		kr_mp *t = __atomic_load_n(&sm[(r >> 8) % SM], __ATOMIC_ACQUIRE);
 		if (t) {
-			int e = kr_wakeup(t);
+			int e = kr_mp_unpark(t);
 			KT_CHECK(e == 0 || e == ESRCH);
 		}
 		usleep(50);
@@ -812,7 +812,7 @@ static void mixed_run(const kr_rq_ops *rq)
 	long detached = 0;
 	kr_stats st;
 	do { /* detached children may still be finishing on other VPs */
-		kr_yield();
+		kr_mp_yield();
 		KT_EQ(kr_stats_get(&st), 0);
 	} while (st.mps_live != 0);
 	detached = __atomic_load_n(&sm_detached_done, __ATOMIC_RELAXED);
@@ -854,7 +854,7 @@ static void fini_from_another_vp_returns_to_the_first_thread(void)
 	KT_EQ(kr_mp_create(&b, NULL, busy, NULL), 0);
 	/* yield until VP 1 has stolen the main microprocess */
 	for (int i = 0; i < 100000 && kr_vp_id(kr_vp_self()) == 0; i++) {
-		kr_yield();
+		kr_mp_yield();
 		if (kr_vp_id(kr_vp_self()) == 0)
 			usleep(100);
 	}
@@ -876,13 +876,13 @@ static void sleep_timed_ends_at_the_deadline_or_at_a_wakeup(void)
 {
 	init(1);
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_sleep_timed(t0 + 3000000), ETIMEDOUT);
+	KT_EQ(kr_mp_park_until(t0 + 3000000), ETIMEDOUT);
 	KT_CHECK(kr_now() >= t0 + 3000000);
-	KT_EQ(kr_sleep_timed(t0), ETIMEDOUT);         /* passed already */
-	KT_EQ(kr_wakeup(kr_self()), 0);
-	KT_EQ(kr_sleep_timed(kr_now() + 1000000000), 0); /* a pending permit */
+	KT_EQ(kr_mp_park_until(t0), ETIMEDOUT);         /* passed already */
+	KT_EQ(kr_mp_unpark(kr_mp_self()), 0);
+	KT_EQ(kr_mp_park_until(kr_now() + 1000000000), 0); /* a pending permit */
 	KT_EQ(kr_fini(), 0);
-	KT_EQ(kr_sleep_timed(0), EPERM);
+	KT_EQ(kr_mp_park_until(0), EPERM);
 }
 
 static void *cancel_later(void *a)
@@ -897,26 +897,26 @@ static void cancel_ends_a_cancellable_sleep(void)
 {
 	init(1);
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_sleep_cancellable(t0 + 2000000), ETIMEDOUT);
-	KT_EQ(kr_wakeup(kr_self()), 0);
-	KT_EQ(kr_sleep_cancellable(UINT64_MAX), 0);
-	KT_EQ(kr_mp_cancel(kr_self()), 0);
-	KT_EQ(kr_sleep_cancellable(UINT64_MAX), ECANCELED); /* pending: at once */
-	KT_EQ(kr_sleep(), 0); /* its wakeup was left as a permit: at once too */
+	KT_EQ(kr_mp_park_cancellable(t0 + 2000000), ETIMEDOUT);
+	KT_EQ(kr_mp_unpark(kr_mp_self()), 0);
+	KT_EQ(kr_mp_park_cancellable(KR_FOREVER), 0);
+	KT_EQ(kr_mp_cancel(kr_mp_self()), 0);
+	KT_EQ(kr_mp_park_cancellable(KR_FOREVER), ECANCELED); /* pending: at once */
+	KT_EQ(kr_mp_park(), 0); /* its wakeup was left as a permit: at once too */
 	pthread_t t;
-	KT_EQ(pthread_create(&t, NULL, cancel_later, kr_self()), 0);
-	KT_EQ(kr_sleep_cancellable(UINT64_MAX), ECANCELED);
+	KT_EQ(pthread_create(&t, NULL, cancel_later, kr_mp_self()), 0);
+	KT_EQ(kr_mp_park_cancellable(KR_FOREVER), ECANCELED);
 	void *r;
 	pthread_join(t, &r);
 	KT_EQ((intptr_t)r, 0);
 	KT_EQ(kr_fini(), 0);
-	KT_EQ(kr_sleep_cancellable(0), EPERM);
+	KT_EQ(kr_mp_park_cancellable(0), EPERM);
 }
 
 static void *wake_later(void *a)
 {
-	kr_sleep_for(2000000);
-	kr_wakeup(a);
+	kr_mp_sleep_for(2000000);
+	kr_mp_unpark(a);
 	return NULL;
 }
 
@@ -926,12 +926,12 @@ static void woken_timed_sleep_leaves_no_late_timer(void)
 {
 	init(2);
 	kr_mp *m;
-	KT_EQ(kr_mp_create(&m, NULL, wake_later, kr_self()), 0);
+	KT_EQ(kr_mp_create(&m, NULL, wake_later, kr_mp_self()), 0);
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_sleep_timed(t0 + 200000000), 0);
+	KT_EQ(kr_mp_park_until(t0 + 200000000), 0);
 	KT_CHECK(kr_now() < t0 + 200000000);
 	uint64_t t1 = kr_now();
-	KT_EQ(kr_sleep_timed(t1 + 300000000), ETIMEDOUT);
+	KT_EQ(kr_mp_park_until(t1 + 300000000), ETIMEDOUT);
 	KT_CHECK(kr_now() >= t1 + 300000000);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
@@ -939,20 +939,20 @@ static void woken_timed_sleep_leaves_no_late_timer(void)
 
 static void *poke(void *a)
 {
-	kr_wakeup(a);
+	kr_mp_unpark(a);
 	return NULL;
 }
 
-/* kr_sleep_for lets its time pass whatever wakes it, and keeps the wakeup. */
+/* kr_mp_sleep_for lets its time pass whatever wakes it, and keeps the wakeup. */
 static void sleep_for_passes_its_time_and_keeps_wakeups(void)
 {
 	init(1);
 	kr_mp *m;
-	KT_EQ(kr_mp_create(&m, NULL, poke, kr_self()), 0);
+	KT_EQ(kr_mp_create(&m, NULL, poke, kr_mp_self()), 0);
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_sleep_for(5000000), 0);
+	KT_EQ(kr_mp_sleep_for(5000000), 0);
 	KT_CHECK(kr_now() >= t0 + 5000000);
-	KT_EQ(kr_sleep(), 0); /* the poke's permit: returns at once */
+	KT_EQ(kr_mp_park(), 0); /* the poke's permit: returns at once */
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
 }
@@ -961,7 +961,7 @@ static uint32_t late;
 static void *timed_sleeper(void *a)
 {
 	uint64_t d = kr_now() + (uintptr_t)a * 1000;
-	if (kr_sleep_timed(d) != ETIMEDOUT || kr_now() < d)
+	if (kr_mp_park_until(d) != ETIMEDOUT || kr_now() < d)
 		__atomic_fetch_add(&late, 1, __ATOMIC_RELAXED);
 	return NULL;
 }
@@ -970,7 +970,7 @@ static void *busy_yielder(void *a)
 {
 	uint64_t end = kr_now() + 50000000;
 	while (kr_now() < end)
-		kr_yield();
+		kr_mp_yield();
 	return a;
 }
 
@@ -1031,7 +1031,7 @@ static void freed_stacks_keep_memory_until_the_vp_goes_idle(void)
 			KT_EQ(kr_mp_join(m[i], NULL), 0);
 		kr_stats_get(&s1);
 		long busy = rss_kib();
-		KT_EQ(kr_sleep_for(20 * 1000 * 1000), 0); /* the VP sleeps */
+		KT_EQ(kr_mp_sleep_for(20 * 1000 * 1000), 0); /* the VP sleeps */
 		long idle = rss_kib();
 		fprintf(stderr, "  round %d: %ld KiB kept after the joins, %ld KiB once idle"
 				" (%lu stacks carved)\n",

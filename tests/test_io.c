@@ -118,8 +118,8 @@ static void *echo_pipe(void *a)
 	struct pp *p = a;
 	char b[8];
 	for (int i = 0; i < p->rounds; i++) {
-		KT_EQ(kr_read(p->in, b, sizeof b, KR_IO_FOREVER), 8);
-		KT_EQ(kr_write(p->out, b, 8, KR_IO_FOREVER), 8);
+		KT_EQ(kr_read(p->in, b, sizeof b, KR_FOREVER), 8);
+		KT_EQ(kr_write(p->out, b, 8, KR_FOREVER), 8);
 	}
 	return NULL;
 }
@@ -135,8 +135,8 @@ static void pipe_round_trips_between_microprocesses_on_two_vps(void)
 	KT_EQ(kr_mp_create(&m, &small, echo_pipe, &p), 0);
 	for (int i = 0; i < p.rounds; i++) {
 		uint64_t v = (uint64_t)i * 2654435761u, r = 0;
-		KT_EQ(kr_write(a[1], &v, 8, KR_IO_FOREVER), 8);
-		KT_EQ(kr_read(b[0], &r, 8, KR_IO_FOREVER), 8);
+		KT_EQ(kr_write(a[1], &v, 8, KR_FOREVER), 8);
+		KT_EQ(kr_read(b[0], &r, 8, KR_FOREVER), 8);
 		KT_EQ(r, v);
 	}
 	KT_EQ(kr_mp_join(m, NULL), 0);
@@ -154,9 +154,9 @@ static void *ticker(void *a)
 	int *fd = a;
 	for (int i = 0; i < 1000; i++) {
 		ticks++;
-		kr_yield();
+		kr_mp_yield();
 	}
-	KT_EQ(kr_write(*fd, "x", 1, KR_IO_FOREVER), 1);
+	KT_EQ(kr_write(*fd, "x", 1, KR_FOREVER), 1);
 	return NULL;
 }
 
@@ -168,7 +168,7 @@ static void read_parks_only_the_calling_microprocess(void)
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, &small, ticker, &p[1]), 0);
 	char c = 0;
-	KT_EQ(kr_read(p[0], &c, 1, KR_IO_FOREVER), 1); /* on the one VP */
+	KT_EQ(kr_read(p[0], &c, 1, KR_FOREVER), 1); /* on the one VP */
 	KT_EQ(c, 'x');
 	KT_EQ(ticks, 1000);
 	KT_EQ(kr_mp_join(m, NULL), 0);
@@ -184,12 +184,12 @@ static void readv_and_writev_move_scattered_bytes(void)
 	mkpipe(p);
 	char a[] = "karui", b[] = " micro", c[] = "processes";
 	struct iovec out[3] = {{a, 5}, {b, 6}, {c, 9}};
-	KT_EQ(kr_writev(p[1], out, 3, KR_IO_FOREVER), 20);
+	KT_EQ(kr_writev(p[1], out, 3, KR_FOREVER), 20);
 	char x[7] = {0}, y[14] = {0};
 	struct iovec in[2] = {{x, 6}, {y, 14}};
-	KT_EQ(kr_readv(p[0], in, 2, KR_IO_FOREVER), 20);
+	KT_EQ(kr_readv(p[0], in, 2, KR_FOREVER), 20);
 	KT_CHECK(memcmp(x, "karui ", 6) == 0 && memcmp(y, "microprocesses", 14) == 0);
-	KT_EQ(kr_readv(p[0], in, -1, KR_IO_FOREVER), -EINVAL);
+	KT_EQ(kr_readv(p[0], in, -1, KR_FOREVER), -EINVAL);
 	kr_close(p[0]);
 	kr_close(p[1]);
 	KT_EQ(kr_fini(), 0);
@@ -205,15 +205,15 @@ static void regular_files_are_read_and_written(void)
 	static char buf[1 << 16], back[1 << 16];
 	for (size_t i = 0; i < sizeof buf; i++)
 		buf[i] = (char)(i * 7);
-	KT_EQ(kr_write_all(fd, buf, sizeof buf, KR_IO_FOREVER), (long)sizeof buf);
+	KT_EQ(kr_write_all(fd, buf, sizeof buf, KR_FOREVER), (long)sizeof buf);
 	KT_EQ(lseek(fd, 0, SEEK_SET), 0);
 	size_t got = 0;
 	while (got < sizeof back) {
-		ssize_t n = kr_read(fd, back + got, sizeof back - got, KR_IO_FOREVER);
+		ssize_t n = kr_read(fd, back + got, sizeof back - got, KR_FOREVER);
 		KT_CHECK(n > 0);
 		got += (size_t)n;
 	}
-	KT_EQ(kr_read(fd, back, 1, KR_IO_FOREVER), 0); /* end of file */
+	KT_EQ(kr_read(fd, back, 1, KR_FOREVER), 0); /* end of file */
 	KT_CHECK(memcmp(buf, back, sizeof buf) == 0);
 	kr_close(fd);
 	KT_EQ(kr_fini(), 0);
@@ -253,7 +253,7 @@ static void *blocked_reader(void *a)
 	struct blk *b = a;
 	char c;
 	b->vp = kr_vp_id(kr_vp_self());
-	b->res = kr_read(b->fd, &c, 1, KR_IO_FOREVER);
+	b->res = kr_read(b->fd, &c, 1, KR_FOREVER);
 	return NULL;
 }
 
@@ -278,9 +278,9 @@ static void cancel_ends_blocked_reads_and_loses_nothing(void)
 			b[i] = (struct blk){.fd = p[0], .res = 99};
 			KT_EQ(kr_mp_create(&m[i], &small, blocked_reader, &b[i]), 0);
 			if (i % 2)
-				kr_yield(); /* let the other VP take some */
+				kr_mp_yield(); /* let the other VP take some */
 		}
-		KT_EQ(kr_sleep_for(30 * MS), 0); /* all block */
+		KT_EQ(kr_mp_sleep_for(30 * MS), 0); /* all block */
 		unsigned on[2] = {0, 0};
 		for (int i = 0; i < N; i++) {
 			KT_EQ(b[i].res, 99);
@@ -327,9 +327,9 @@ static void close_ends_reads_on_every_vp_and_spares_the_next_fd(void)
 	for (int i = 0; i < N; i++) {
 		b[i] = (struct blk){.fd = p[0], .res = 99};
 		KT_EQ(kr_mp_create(&m[i], &small, blocked_reader, &b[i]), 0);
-		kr_yield();
+		kr_mp_yield();
 	}
-	KT_EQ(kr_sleep_for(30 * MS), 0); /* all block */
+	KT_EQ(kr_mp_sleep_for(30 * MS), 0); /* all block */
 	int fd = p[0];
 	KT_EQ(kr_close(p[0]), 0);
 	for (int i = 0; i < N; i++) {
@@ -344,7 +344,7 @@ static void close_ends_reads_on_every_vp_and_spares_the_next_fd(void)
 	struct blk nb = {.fd = q[0], .res = 99};
 	kr_mp *r;
 	KT_EQ(kr_mp_create(&r, &small, blocked_reader, &nb), 0);
-	KT_EQ(kr_sleep_for(20 * MS), 0);
+	KT_EQ(kr_mp_sleep_for(20 * MS), 0);
 	KT_EQ(nb.res, 99); /* still waiting: nothing cancelled it */
 	KT_EQ(write(q[1], "n", 1), 1);
 	KT_EQ(kr_mp_join(r, NULL), 0);
@@ -358,7 +358,7 @@ static void close_ends_reads_on_every_vp_and_spares_the_next_fd(void)
 static void *off_vp(void *a)
 {
 	char c;
-	*(long *)a = kr_read(0, &c, 1, KR_IO_FOREVER);
+	*(long *)a = kr_read(0, &c, 1, KR_FOREVER);
 	return NULL;
 }
 
@@ -367,18 +367,18 @@ static void bad_input_is_refused(void)
 	init(1);
 	char c;
 	struct sockaddr_in sa;
-	KT_EQ(kr_read(-1, &c, 1, KR_IO_FOREVER), -EBADF);
+	KT_EQ(kr_read(-1, &c, 1, KR_FOREVER), -EBADF);
 	KT_EQ(kr_io_cancel(-1), -EBADF);
 	KT_EQ(kr_close(-1), -EBADF);
 	int p[2];
 	mkpipe(p);
 	KT_EQ(kr_close(p[0]), 0);
-	KT_EQ(kr_read(p[0], &c, 1, KR_IO_FOREVER), -EBADF); /* closed */
-	KT_EQ(kr_accept(p[1], (struct sockaddr *)&sa, NULL, 0, KR_IO_FOREVER), -EINVAL);
-	KT_EQ(kr_accept(p[1], NULL, NULL, 12345, KR_IO_FOREVER), -EINVAL);
-	KT_EQ(kr_connect(p[1], NULL, 0, KR_IO_FOREVER), -EINVAL);
-	KT_EQ(kr_poll(p[1], 0, KR_IO_FOREVER), -EINVAL);
-	KT_EQ(kr_recv(p[1], &c, 1, 0, KR_IO_FOREVER), -ENOTSOCK);
+	KT_EQ(kr_read(p[0], &c, 1, KR_FOREVER), -EBADF); /* closed */
+	KT_EQ(kr_accept(p[1], (struct sockaddr *)&sa, NULL, 0, KR_FOREVER), -EINVAL);
+	KT_EQ(kr_accept(p[1], NULL, NULL, 12345, KR_FOREVER), -EINVAL);
+	KT_EQ(kr_connect(p[1], NULL, 0, KR_FOREVER), -EINVAL);
+	KT_EQ(kr_poll(p[1], 0, KR_FOREVER), -EINVAL);
+	KT_EQ(kr_recv(p[1], &c, 1, 0, KR_FOREVER), -ENOTSOCK);
 	pthread_t t;
 	long res = 0;
 	KT_EQ(pthread_create(&t, NULL, off_vp, &res), 0);
@@ -417,11 +417,11 @@ static void *echo_conn(void *a)
 	int fd = (int)(intptr_t)a;
 	char buf[512];
 	for (;;) {
-		ssize_t n = kr_recv(fd, buf, sizeof buf, 0, KR_IO_FOREVER);
+		ssize_t n = kr_recv(fd, buf, sizeof buf, 0, KR_FOREVER);
 		KT_CHECK(n >= 0);
 		if (n == 0)
 			break;
-		KT_EQ(kr_send(fd, buf, (size_t)n, 0, KR_IO_FOREVER), n);
+		KT_EQ(kr_send(fd, buf, (size_t)n, 0, KR_FOREVER), n);
 	}
 	kr_close(fd);
 	return NULL;
@@ -433,7 +433,7 @@ static void *acceptor(void *a)
 	for (int i = 0; i < CONNS; i++) {
 		struct sockaddr_in peer;
 		socklen_t l = sizeof peer;
-		int fd = kr_accept(ls, (struct sockaddr *)&peer, &l, SOCK_CLOEXEC, KR_IO_FOREVER);
+		int fd = kr_accept(ls, (struct sockaddr *)&peer, &l, SOCK_CLOEXEC, KR_FOREVER);
 		KT_CHECK(fd >= 0);
 		KT_EQ(peer.sin_family, AF_INET);
 		kr_mp *m;
@@ -457,7 +457,7 @@ static void *client(void *a)
 	for (unsigned i = 0; i < MSGS; i++) {
 		char msg[64], back[64];
 		int n = snprintf(msg, sizeof msg, "client %u message %u", id, i);
-		KT_EQ(kr_write_all(s, msg, (size_t)n, KR_IO_FOREVER), n);
+		KT_EQ(kr_write_all(s, msg, (size_t)n, KR_FOREVER), n);
 		int got = 0;
 		while (got < n) {
 			ssize_t r = kr_read(s, back + got, sizeof back - (size_t)got, in_ms(10000));
@@ -490,7 +490,7 @@ static void tcp_echo_serves_many_connections_on_two_vps(void)
 		kr_stats_get(&st);
 		if (st.mps_live == 0) /* the main microprocess is not counted */
 			break;
-		kr_sleep_for(2 * MS);
+		kr_mp_sleep_for(2 * MS);
 	}
 	kr_close(ls);
 	free(cl);
@@ -514,7 +514,7 @@ static void connect_to_a_closed_port_is_refused(void)
 static void *blocked_acceptor(void *a)
 {
 	struct blk *b = a;
-	b->res = kr_accept(b->fd, NULL, NULL, 0, KR_IO_FOREVER);
+	b->res = kr_accept(b->fd, NULL, NULL, 0, KR_FOREVER);
 	return NULL;
 }
 
@@ -534,14 +534,14 @@ static void cancel_of_a_microprocess_ends_only_its_io_wait(void)
 	for (int i = 0; i < 4; i++)
 		KT_EQ(kr_mp_create(&m[i], &small, i < 3 ? blocked_reader : blocked_acceptor, &b[i]),
 		      0);
-	KT_EQ(kr_sleep_for(30 * MS), 0); /* all four block */
+	KT_EQ(kr_mp_sleep_for(30 * MS), 0); /* all four block */
 	KT_EQ(kr_mp_cancel(m[1]), 0);
 	KT_EQ(kr_mp_cancel(m[3]), 0);
 	KT_EQ(kr_mp_join(m[1], NULL), 0);
 	KT_EQ(kr_mp_join(m[3], NULL), 0);
 	KT_EQ(b[1].res, -ECANCELED);
 	KT_EQ(b[3].res, -ECANCELED);
-	KT_EQ(kr_sleep_for(10 * MS), 0);
+	KT_EQ(kr_mp_sleep_for(10 * MS), 0);
 	KT_EQ(b[0].res, 99); /* still waiting */
 	KT_EQ(b[2].res, 99);
 	KT_EQ(write(p[1], "yz", 2), 2);
@@ -574,9 +574,9 @@ static void *stress_writer(void *a)
 {
 	struct spair *s = a;
 	for (uint64_t i = 0; i < SNUM; i++) {
-		KT_EQ(kr_write_all(s->p[1], &i, sizeof i, KR_IO_FOREVER), (ssize_t)sizeof i);
+		KT_EQ(kr_write_all(s->p[1], &i, sizeof i, KR_FOREVER), (ssize_t)sizeof i);
 		if (i % 8 == 0)
-			kr_yield();
+			kr_mp_yield();
 	}
 	return NULL;
 }
@@ -588,7 +588,7 @@ static void *stress_reader(void *a)
 	unsigned char buf[8];
 	size_t have = 0;
 	while (s->got < SNUM) {
-		uint64_t dl = rand_r(&seed) % 4 ? KR_IO_FOREVER
+		uint64_t dl = rand_r(&seed) % 4 ? KR_FOREVER
 						  : kr_now() + (uint64_t)(rand_r(&seed) % 50) * 1000;
 		ssize_t n = kr_read(s->p[0], buf + have, sizeof buf - have, dl);
 		if (n == -ECANCELED) {
@@ -620,7 +620,7 @@ static void *stress_canceller(void *a)
 	unsigned seed = 7;
 	while (__atomic_load_n(&stress_readers_left, __ATOMIC_ACQUIRE)) {
 		kr_mp_cancel(sp[rand_r(&seed) % SPAIRS].reader);
-		kr_sleep_for(20 * 1000);
+		kr_mp_sleep_for(20 * 1000);
 	}
 	return NULL;
 }
@@ -675,7 +675,7 @@ static void *park_on_pipe(void *a)
 {
 	int fd = (int)(intptr_t)a;
 	char c;
-	KT_EQ(kr_read(fd, &c, 1, KR_IO_FOREVER), 1);
+	KT_EQ(kr_read(fd, &c, 1, KR_FOREVER), 1);
 	return NULL;
 }
 
@@ -687,9 +687,9 @@ static void microprocesses_waiting_on_io_use_no_cpu(void)
 	kr_mp *m[100];
 	for (int i = 0; i < 100; i++)
 		KT_EQ(kr_mp_create(&m[i], &small, park_on_pipe, (void *)(intptr_t)p[0]), 0);
-	KT_EQ(kr_sleep_for(30 * MS), 0);
+	KT_EQ(kr_mp_sleep_for(30 * MS), 0);
 	double c0 = cpu_ms();
-	KT_EQ(kr_sleep_for(300 * MS), 0);
+	KT_EQ(kr_mp_sleep_for(300 * MS), 0);
 	double c1 = cpu_ms();
 	char ones[100];
 	memset(ones, 1, sizeof ones);
@@ -721,8 +721,8 @@ static void *plain_blocking_read(void *a)
 static void *short_worker(void *a)
 {
 	for (int i = 0; i < 200; i++)
-		kr_yield();
-	KT_EQ(kr_sleep_for(10 * MS), 0);
+		kr_mp_yield();
+	KT_EQ(kr_mp_sleep_for(10 * MS), 0);
 	finished[__atomic_fetch_add(&nfinished, 1, __ATOMIC_RELAXED)] = (int)(intptr_t)a;
 	return NULL;
 }
@@ -781,7 +781,7 @@ static void *reader_then_unblock(void *a)
 static void *blocks_until_unblocked(void *a)
 {
 	(void)a;
-	KT_EQ(kr_sleep_for(20 * MS), 0); /* the read is in flight by now */
+	KT_EQ(kr_mp_sleep_for(20 * MS), 0); /* the read is in flight by now */
 	KT_EQ(kr_blocking_enter(), 0);
 	struct pollfd pf = {.fd = unblock_pipe[0], .events = POLLIN};
 	int n = poll(&pf, 1, 5000);
@@ -793,8 +793,8 @@ static void *blocks_until_unblocked(void *a)
 static void *late_kr_writer(void *a)
 {
 	(void)a;
-	KT_EQ(kr_sleep_for(50 * MS), 0);
-	KT_EQ(kr_write(moved_pipe[1], "m", 1, KR_IO_FOREVER), 1);
+	KT_EQ(kr_mp_sleep_for(50 * MS), 0);
+	KT_EQ(kr_write(moved_pipe[1], "m", 1, KR_FOREVER), 1);
 	return NULL;
 }
 
@@ -867,7 +867,7 @@ static void io_is_watched_after_a_spare_retires(void)
 	mkpipe(spare_a);
 	char c;
 	KT_EQ(write(spare_q[1], "0", 1), 1);
-	KT_EQ(kr_read(spare_q[0], &c, 1, KR_IO_FOREVER), 1); /* karui knows the fd */
+	KT_EQ(kr_read(spare_q[0], &c, 1, KR_FOREVER), 1); /* karui knows the fd */
 	pthread_t t;
 	KT_EQ(pthread_create(&t, NULL, edge_then_data, NULL), 0);
 	kr_mp *m[2];

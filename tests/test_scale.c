@@ -11,7 +11,7 @@
 
 static void *sleeper(void *a)
 {
-	kr_sleep();
+	kr_mp_park();
 	return a;
 }
 
@@ -21,14 +21,14 @@ static long fill(kr_mp **m, long n, const kr_attr *at, int *err)
 	for (; made < n; made++)
 		if ((*err = kr_mp_create(&m[made], at, sleeper, (void *)made)) != 0)
 			break;
-	kr_yield(); /* all run and go to sleep */
+	kr_mp_yield(); /* all run and go to sleep */
 	return made;
 }
 
 static void drain(kr_mp **m, long made)
 {
 	for (long i = 0; i < made; i++)
-		KT_EQ(kr_wakeup(m[i]), 0);
+		KT_EQ(kr_mp_unpark(m[i]), 0);
 	for (long i = 0; i < made; i++) {
 		void *r;
 		KT_EQ(kr_mp_join(m[i], &r), 0);

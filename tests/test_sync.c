@@ -58,7 +58,7 @@ static void sem_hands_units_to_waiters_in_fifo_order(void)
 	kr_mp *m[4];
 	for (int i = 0; i < 4; i++)
 		KT_EQ(kr_mp_create(&m[i], NULL, sem_taker, (void *)(uintptr_t)i), 0);
-	kr_yield(); /* all four block */
+	kr_mp_yield(); /* all four block */
 	KT_EQ(norder, 0);
 	KT_EQ(kr_sem_post_n(&sem, 3), 0);
 	/* a newcomer cannot take a unit handed to a waiter */
@@ -97,7 +97,7 @@ static void sem_rejects_bad_input(void)
 	KT_EQ(kr_sem_trywait(&s), EAGAIN);
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, sem_blocker, &s), 0);
-	kr_yield();
+	kr_mp_yield();
 	KT_EQ(kr_sem_destroy(&s), EBUSY); /* waited on */
 	KT_EQ(kr_sem_post(&s), 0);
 	void *r;
@@ -147,7 +147,7 @@ static void *producer(void *a)
 	for (int i = 0; i < 10; i++) {
 		KT_EQ(kr_sem_post(&items), 0);
 		if (i % 3 == 0)
-			kr_yield();
+			kr_mp_yield();
 	}
 	return a;
 }
@@ -199,7 +199,7 @@ static void *locker(void *a)
 		KT_EQ(kr_mutex_lock(&mu), 0);
 		long c = counter;
 		if (i % 5 == 0)
-			kr_yield(); /* others run and block on mu */
+			kr_mp_yield(); /* others run and block on mu */
 		counter = c + 1;
 		KT_EQ(kr_mutex_unlock(&mu), 0);
 	}
@@ -260,7 +260,7 @@ static void mutex_rejects_bad_input(void)
 static void *hold_a_while(void *a)
 {
 	KT_EQ(kr_mutex_lock(&mu), 0);
-	kr_sleep_for(20 * MS);
+	kr_mp_sleep_for(20 * MS);
 	KT_EQ(kr_mutex_unlock(&mu), 0);
 	return a;
 }
@@ -273,7 +273,7 @@ static void mutex_timedlock_times_out_and_leaves_no_trace(void)
 	KT_EQ(kr_mp_create(&h, NULL, hold_a_while, NULL), 0);
 	while (kr_mutex_trylock(&mu) == 0) { /* until h holds it */
 		kr_mutex_unlock(&mu);
-		kr_yield();
+		kr_mp_yield();
 	}
 	uint64_t t0 = kr_now();
 	KT_EQ(kr_mutex_timedlock(&mu, t0 + 2 * MS), ETIMEDOUT);
@@ -296,7 +296,7 @@ static void *locker_timed(void *a)
 		KT_EQ(e, 0);
 		long c = counter;
 		if (i % 4 == 0)
-			kr_yield();
+			kr_mp_yield();
 		counter = c + 1;
 		__atomic_fetch_add(&locked_times, 1, __ATOMIC_RELAXED);
 		KT_EQ(kr_mutex_unlock(&mu), 0);
@@ -382,12 +382,12 @@ static void signalled_waiter_wakes_owning_the_mutex(void)
 	flag = 0;
 	kr_mp *w;
 	KT_EQ(kr_mp_create(&w, NULL, cond_waiter, NULL), 0);
-	kr_yield();
+	kr_mp_yield();
 	KT_EQ(kr_mutex_lock(&mu), 0);
 	flag = 1;
 	KT_EQ(kr_cond_signal(&cv[0]), 0);
 	KT_EQ(kr_cond_destroy(&cv[0]), 0); /* nobody waits on it now */
-	kr_yield(); /* the waiter is on the mutex: it cannot run yet */
+	kr_mp_yield(); /* the waiter is on the mutex: it cannot run yet */
 	KT_EQ(seen, 0);
 	flag = 2;
 	KT_CHECK(mu.state & 1); /* it waits on the mutex */
@@ -466,7 +466,7 @@ static void cond_destroy_while_waited_on_is_ebusy(void)
 	flag = 0;
 	kr_mp *w;
 	KT_EQ(kr_mp_create(&w, NULL, cond_waiter, NULL), 0);
-	kr_yield();
+	kr_mp_yield();
 	KT_EQ(kr_cond_destroy(&cv[0]), EBUSY);
 	KT_EQ(kr_mutex_lock(&mu), 0);
 	flag = 1;
@@ -579,7 +579,7 @@ static void *send_sized(void *a)
 		fill(e, i);
 		KT_EQ(kr_chan_send(&ch, e), 0);
 		if (i % 7 == 0)
-			kr_yield(); /* let the receiver wait now and then */
+			kr_mp_yield(); /* let the receiver wait now and then */
 	}
 	return a;
 }
@@ -594,7 +594,7 @@ static void *recv_sized(void *a)
 		KT_EQ(memcmp(e, want_e, esize_now), 0);
 		KT_EQ(e[esize_now], 0xee); /* nothing past the element */
 		if (i % 5 == 0)
-			kr_yield(); /* let the sender wait now and then */
+			kr_mp_yield(); /* let the sender wait now and then */
 	}
 	return a;
 }
@@ -755,16 +755,16 @@ static void served_waiter_ending_first_costs_its_server_nothing(void)
 		held = released = 0;
 		kr_mp *w;
 		KT_EQ(kr_mp_create(&w, &small, waiter[k], NULL), 0);
-		KT_EQ(kr_yield(), 0); /* w runs and blocks (one VP, FIFO) */
+		KT_EQ(kr_mp_yield(), 0); /* w runs and blocks (one VP, FIFO) */
 		pthread_t t;
 		KT_EQ(pthread_create(&t, NULL, serve_held, what[k]), 0);
 		for (int i = 0; !__atomic_load_n(&held, __ATOMIC_ACQUIRE); i++) {
 			KT_CHECK(i < 20000); /* 2 s: the server never reached its wakeup */
-			KT_EQ(kr_sleep_for(100000), 0);
+			KT_EQ(kr_mp_sleep_for(100000), 0);
 		}
-		KT_EQ(kr_wakeup(w), 0); /* w finds its wait served */
+		KT_EQ(kr_mp_unpark(w), 0); /* w finds its wait served */
 		KT_EQ(kr_mp_join(w, NULL), 0);
-		KT_EQ(kr_wakeup(w), ESRCH); /* w is gone */
+		KT_EQ(kr_mp_unpark(w), ESRCH); /* w is gone */
 		__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
 		void *r;
 		pthread_join(t, &r);
@@ -819,7 +819,7 @@ static void chan_close_drains_then_reports_epipe(void)
 	KT_EQ(kr_chan_init(&c, 8, 0), 0);
 	kr_mp *r;
 	KT_EQ(kr_mp_create(&r, NULL, recv_one, &c), 0);
-	kr_yield();
+	kr_mp_yield();
 	KT_EQ(kr_chan_destroy(&c), EBUSY);
 	t0 = kr_now();
 	KT_EQ(kr_chan_timedrecv(&c, &out, t0 + 2 * MS), ETIMEDOUT);
@@ -934,7 +934,7 @@ static void stream_close_gives_eof_and_epipe(void)
 	KT_EQ(kr_stream_init(&s, 64), 0);
 	kr_mp *w;
 	KT_EQ(kr_mp_create(&w, NULL, stream_write_big, &s), 0);
-	kr_yield();
+	kr_mp_yield();
 	KT_EQ(kr_stream_destroy(&s), EBUSY);
 	KT_EQ(kr_stream_close_read(&s), 0);
 	void *r;
@@ -991,7 +991,7 @@ static void *server(void *a)
 		long *msg = kr_call_msg(c);
 		*msg += 1;
 		if (i % 7 == 0)
-			kr_yield(); /* the caller stays blocked meanwhile */
+			kr_mp_yield(); /* the caller stays blocked meanwhile */
 		KT_EQ(kr_entry_reply(c, 0), 0);
 	}
 	return NULL;
@@ -1026,10 +1026,10 @@ static void rendezvous_answers_every_call_once(void)
 static void *late_acceptor(void *a)
 {
 	kr_call *c;
-	kr_sleep_for(5 * MS);
+	kr_mp_sleep_for(5 * MS);
 	if (kr_entry_accept(&ent, &c))
 		return (void *)1;
-	kr_sleep_for(5 * MS); /* past the caller's deadline: it must wait */
+	kr_mp_sleep_for(5 * MS); /* past the caller's deadline: it must wait */
 	return (void *)(intptr_t)kr_entry_reply(c, 42);
 }
 
@@ -1124,7 +1124,7 @@ static void *w_accept(void *a)
 static void *w_sleep(void *a)
 {
 	(void)a;
-	return (void *)(intptr_t)kr_sleep_for(60000 * MS);
+	return (void *)(intptr_t)kr_mp_sleep_for(60000 * MS);
 }
 
 /* One microprocess blocked in each cancellable wait: each returns
@@ -1142,7 +1142,7 @@ static void cancel_ends_every_cancellable_wait(void)
 	kr_mp *m[N];
 	for (int i = 0; i < N; i++)
 		KT_EQ(kr_mp_create(&m[i], NULL, fn[i], NULL), 0);
-	kr_sleep_for(5 * MS); /* all of them block */
+	kr_mp_sleep_for(5 * MS); /* all of them block */
 	KT_EQ(kr_cond_destroy(&ccv), EBUSY); /* really waited on */
 	for (int i = 0; i < N; i++)
 		KT_EQ(kr_mp_cancel(m[i]), 0);
@@ -1189,16 +1189,16 @@ static void cancel_ends_exactly_one_wait(void)
 	init(1);
 	KT_EQ(kr_sem_init(&csem, 0), 0);
 	KT_EQ(kr_mp_cancel(NULL), EINVAL);
-	kr_mp *self = kr_self();
+	kr_mp *self = kr_mp_self();
 	KT_EQ(kr_mp_cancel(self), 0);
 	KT_EQ(kr_sem_post(&csem), 0);
 	KT_EQ(kr_sem_wait(&csem), 0); /* no wait needed: not cancelled */
-	KT_EQ(kr_sleep_timed(kr_now() + 1 * MS), 0); /* the cancel's wakeup; kept */
+	KT_EQ(kr_mp_park_until(kr_now() + 1 * MS), 0); /* the cancel's wakeup; kept */
 	KT_EQ(kr_sem_timedwait(&csem, kr_now() + 1000 * MS), ECANCELED);
 	KT_EQ(kr_sem_timedwait(&csem, kr_now() + 1 * MS), ETIMEDOUT); /* used up */
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, take_twice, NULL), 0);
-	kr_yield(); /* m blocks */
+	kr_mp_yield(); /* m blocks */
 	KT_EQ(kr_sem_post(&csem), 0); /* m is served ... */
 	KT_EQ(kr_mp_cancel(m), 0);    /* ... before the cancel comes */
 	void *r;
@@ -1227,7 +1227,7 @@ static void *random_canceller(void *a)
 		KT_CHECK(e == 0 || e == ESRCH);
 		if (e == 0)
 			__atomic_fetch_add(&s_cancels, 1, __ATOMIC_RELEASE);
-		kr_sleep_for(10000); /* about one cancel in ten waits */
+		kr_mp_sleep_for(10000); /* about one cancel in ten waits */
 	}
 	return a;
 }
@@ -1273,11 +1273,11 @@ static void *cancelled_consumer(void *a)
 static void *unit_poster(void *a)
 {
 	while (!__atomic_load_n(&s_cancels, __ATOMIC_ACQUIRE))
-		kr_sleep_for(10000);
+		kr_mp_sleep_for(10000);
 	for (int i = 0; i < SN * 10 / 8; i++) {
 		KT_EQ(kr_sem_post(&csem), 0);
 		if (i % 4 == 0)
-			kr_yield();
+			kr_mp_yield();
 	}
 	return a;
 }
@@ -1333,7 +1333,7 @@ static void *token_maker(void *a)
 		KT_EQ(kr_cond_signal(&ccv), 0);
 		KT_EQ(kr_mutex_unlock(&cmu), 0);
 		if (i % 20 == 0)
-			kr_yield();
+			kr_mp_yield();
 	}
 	return a;
 }
@@ -1383,7 +1383,7 @@ static void *timed_acceptor(void *a)
 			continue;
 		*(long *)kr_call_msg(c) += 100;
 		if (__atomic_add_fetch(&r_accepted, 1, __ATOMIC_RELAXED) % 5 == 0)
-			kr_yield(); /* the caller waits past its deadline */
+			kr_mp_yield(); /* the caller waits past its deadline */
 		KT_EQ(kr_entry_reply(c, 0), 0);
 	}
 	return a;
@@ -1468,9 +1468,9 @@ static void blocked_microprocesses_use_no_cpu(void)
 	kr_mp **m = calloc(1000, sizeof *m);
 	for (unsigned i = 0; i < 1000; i++)
 		KT_EQ(kr_mp_create(&m[i], &small, block_on_sem, NULL), 0);
-	KT_EQ(kr_sleep_for(20 * MS), 0); /* they all run and block */
+	KT_EQ(kr_mp_sleep_for(20 * MS), 0); /* they all run and block */
 	double c0 = cpu_ms();
-	KT_EQ(kr_sleep_for(300 * MS), 0);
+	KT_EQ(kr_mp_sleep_for(300 * MS), 0);
 	double c1 = cpu_ms();
 	KT_EQ(kr_sem_post_n(&sem, 1000), 0);
 	for (unsigned i = 0; i < 1000; i++)

@@ -68,7 +68,7 @@ static long n_yield;
 static void *yielder(void *a)
 {
 	for (long i = 0; i < n_yield; i++)
-		kr_yield();
+		kr_mp_yield();
 	return a;
 }
 
@@ -77,14 +77,14 @@ static void *switcher(void *a)
 {
 	int me = (int)(intptr_t)a;
 	for (long i = 0; i < n_yield; i++)
-		kr_switch_to(peer[!me]);
+		kr_mp_switch_to(peer[!me]);
 	return a;
 }
 
 static void *sleeper(void *a)
 {
 	for (long i = 0; i < n_yield; i++)
-		kr_sleep();
+		kr_mp_park();
 	return a;
 }
 
@@ -106,8 +106,8 @@ static void workload(long n)
 	KT_EQ(kr_mp_join(peer[1], NULL), 0);
 	KT_EQ(kr_mp_create(&a, NULL, sleeper, NULL), 0);
 	for (long i = 0; i < n; i++) {
-		KT_EQ(kr_wakeup(a), 0);
-		kr_yield();
+		KT_EQ(kr_mp_unpark(a), 0);
+		kr_mp_yield();
 	}
 	KT_EQ(kr_mp_join(a, NULL), 0);
 }

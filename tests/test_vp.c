@@ -114,7 +114,7 @@ static void wakeup_before_sleep_is_kept(void)
 	KT_EQ(kr_vp_sleep(0), ETIMEDOUT); /* nothing pending */
 	KT_EQ(kr_vp_wakeup(1), 0);
 	double t0 = now_ms();
-	KT_EQ(kr_vp_sleep(5 * 1000 * 1000), 0); /* returns at once */
+	KT_EQ(kr_vp_sleep(kr_now() + 5000000000ull), 0); /* returns at once */
 	KT_CHECK(now_ms() - t0 < 1000);
 	/* pending wakeups are capped at one per live VP */
 	KT_EQ(kr_vp_wakeup(100), 0);
@@ -128,7 +128,7 @@ static void sleep_times_out(void)
 	kr_vp *me;
 	KT_EQ(kr_vp_adopt(&me), 0);
 	double t0 = now_ms();
-	KT_EQ(kr_vp_sleep(30000), ETIMEDOUT);
+	KT_EQ(kr_vp_sleep(kr_now() + 30000000), ETIMEDOUT);
 	KT_CHECK(now_ms() - t0 >= 29);
 	KT_EQ(kr_vp_release(), 0);
 }
@@ -136,7 +136,7 @@ static void sleep_times_out(void)
 static uint32_t woke;
 static void sleep_long(kr_vp *vp, void *arg)
 {
-	int r = kr_vp_sleep(UINT64_MAX);
+	int r = kr_vp_sleep(KR_FOREVER);
 	__atomic_store_n(&woke, r == 0 ? 1 : 2, __ATOMIC_RELEASE);
 }
 

@@ -4,7 +4,7 @@
  * A microprocess (mp) is a user-level lightweight process: its own stack
  * and saved context, scheduled by karui's user-level scheduler onto the
  * process's virtual processors (L0).  Creating, joining, switching and
- * sleep/wakeup never enter the kernel once stacks are cached.
+ * park/unpark never enter the kernel once stacks are cached.
  *
  * Start-up: kr_init() turns the calling thread into VP 0 and the calling
  * code into the main microprocess, and starts cfg->vps - 1 more VPs.
@@ -15,12 +15,14 @@
  * yields or exits.  A microprocess can move between VPs between two
  * scheduling points, so `thread_local` data it sees is its current VP's:
  * use microprocess-local keys (kr_key_*) for per-microprocess data, and
- * don't keep addresses of thread_local objects across kr_yield, kr_sleep,
+ * don't keep addresses of thread_local objects across kr_mp_yield, kr_mp_park,
  * kr_mp_join or any call that can block.
  *
- * Sleep / wakeup: every microprocess has one wakeup permit.  kr_wakeup(t)
- * makes a sleeping t runnable, or, if t is not sleeping, leaves the permit
- * set so that t's next kr_sleep returns at once.  Wakeups never get lost,
+ * Park / unpark (the seed's sleep / wakeup): every microprocess has one
+ * wakeup permit.  kr_mp_unpark(t) makes a parked t runnable, or, if t is
+ * not parked, leaves the permit set so that t's next kr_mp_park returns at
+ * once.  Parking waits for an unpark; sleeping (kr_mp_sleep_for / _until)
+ * lets time pass and ignores unparks.  Wakeups never get lost,
  * and may come from any thread, VP or not.
  *
  * Handles are like pthread_t: a joinable microprocess's handle stays valid
@@ -29,7 +31,7 @@
  * Until then a stale handle is recognised and refused (ESRCH / EINVAL).
  *
  * All calls return 0 or an errno code; on a thread that is no VP of an
- * initialised karui every call but kr_wakeup returns EPERM.
+ * initialised karui every call but kr_mp_unpark returns EPERM.
  */
 #ifndef KARUI_CORE_H
 #define KARUI_CORE_H
@@ -103,15 +105,15 @@ int kr_mp_join(kr_mp *mp, void **result);
  * detached already; ESRCH: ended and joined. */
 int kr_mp_detach(kr_mp *mp);
 
-kr_mp *kr_self(void);            /* NULL off a VP */
+kr_mp *kr_mp_self(void);            /* NULL off a VP */
 unsigned long kr_mp_id(const kr_mp *mp);
 
 /* Let every other runnable microprocess of this VP's queue go first
  * (as the ready-queue policy orders them). */
-int kr_yield(void);
+int kr_mp_yield(void);
 
-/* Block until kr_wakeup (or return at once, consuming a pending permit). */
-int kr_sleep(void);
+/* Park until kr_mp_unpark (or return at once, consuming a pending permit). */
+int kr_mp_park(void);
 
 /* Around a call that may block the kernel thread and has no karui
  * version (a read of a regular file, getaddrinfo, a foreign library):
@@ -127,54 +129,53 @@ int kr_sleep(void);
 int kr_blocking_enter(void);
 int kr_blocking_leave(void);
 
-/* Time: kr_now() is CLOCK_MONOTONIC in nanoseconds; deadlines below are
- * on that clock, UINT64_MAX meaning none.  Deadlines live in the timer heap
- * of the VP the sleeper went to sleep on, checked at its scheduling points
+/* Time: kr_now() (vp.h) is CLOCK_MONOTONIC in nanoseconds; deadlines
+ * below are on that clock, KR_FOREVER meaning none.  Deadlines live in the timer heap
+ * of the VP the waiter went to wait on, checked at its scheduling points
  * and by idle VPs (an idle VP sleeps no longer than the earliest deadline
  * of any VP).  Scheduling is non-preemptive, so a deadline can pass late by
  * as long as the microprocesses running at that moment keep their VPs. */
-uint64_t kr_now(void);
 
-/* kr_sleep with a deadline: 0 when woken (or a permit was pending),
+/* kr_mp_park with a deadline: 0 when woken (or a permit was pending),
  * ETIMEDOUT when the deadline passed first; ENOMEM: no room for the timer. */
-int kr_sleep_timed(uint64_t deadline);
+int kr_mp_park_until(uint64_t deadline);
 
 /* Let time pass: until `deadline`, or for `ns` nanoseconds.  Wakeups that
- * come meanwhile do not end it; they stay pending for the next kr_sleep.
+ * come meanwhile do not end it; they stay pending for the next kr_mp_park.
  * A cancel does: ECANCELED. */
-int kr_sleep_until(uint64_t deadline);
-int kr_sleep_for(uint64_t ns);
+int kr_mp_sleep_until(uint64_t deadline);
+int kr_mp_sleep_for(uint64_t ns);
 
-/* Make mp runnable if it sleeps, else set its permit.  From any thread.
+/* Make mp runnable if it is parked, else set its permit.  From any thread.
  * EINVAL: NULL; ESRCH: mp has ended. */
-int kr_wakeup(kr_mp *mp);
+int kr_mp_unpark(kr_mp *mp);
 
 /* Cancellation.  kr_mp_cancel(mp) ends the wait mp is blocked in, or the
  * next one it starts, with ECANCELED: one cancel ends one wait.  A
- * cancellable wait is kr_sleep_cancellable, kr_sleep_until / _for, every
+ * cancellable wait is kr_mp_park_cancellable, kr_mp_sleep_until / _for, every
  * blocking call of sync.h but mutex locking and barriers, and every call
  * of io.h while it waits; one that ends with ECANCELED has left no trace
  * (no unit taken, nothing sent or received, no call accepted).  A wait
  * that is being served when the cancel comes completes, and the cancel
- * stays pending for the next one.  Not cancellable: kr_sleep,
- * kr_sleep_timed, kr_mp_join, mutex locking, barriers, and what runs
+ * stays pending for the next one.  Not cancellable: kr_mp_park,
+ * kr_mp_park_until, kr_mp_join, mutex locking, barriers, and what runs
  * between kr_blocking_enter and _leave.  From any thread, like
- * kr_wakeup (it also wakes mp once); EINVAL: NULL; ESRCH: mp has ended. */
+ * kr_mp_unpark (it also wakes mp once); EINVAL: NULL; ESRCH: mp has ended. */
 int kr_mp_cancel(kr_mp *mp);
 
-/* kr_sleep_timed that a cancel ends too: ECANCELED, consuming it; a
+/* kr_mp_park_until that a cancel ends too: ECANCELED, consuming it; a
  * cancel already pending ends it at once.  For primitives of one's own. */
-int kr_sleep_cancellable(uint64_t deadline);
+int kr_mp_park_cancellable(uint64_t deadline);
 
-/* Hand the processor straight to mp, which must be sleeping or ready; the
+/* Hand the processor straight to mp, which must be parked or ready; the
  * caller stays runnable.  EINVAL: NULL or the caller itself; EBUSY: mp is
  * running or being woken elsewhere; ESRCH: mp has ended. */
-int kr_switch_to(kr_mp *mp);
+int kr_mp_switch_to(kr_mp *mp);
 
-/* The composite of seed 000 §3.1 level 2: the caller sleeps and mp is woken
- * and run at once on this VP.  Errors as kr_switch_to; on error the caller
- * has not slept. */
-int kr_sleep_and_wakeup(kr_mp *mp);
+/* The composite of seed 000 §3.1 level 2 (the seed's sleep_and_wakeup):
+ * the caller parks and mp is unparked and run at once on this VP.  Errors
+ * as kr_mp_switch_to; on error the caller has not parked. */
+int kr_mp_park_and_switch(kr_mp *mp);
 
 /* Priorities (used by priority ready queues; others keep but ignore them).
  * A change takes effect at once, also for a queued microprocess — the
@@ -189,8 +190,8 @@ int kr_mp_getprio(const kr_mp *mp, int *prio);
 typedef unsigned kr_key;
 int kr_key_create(kr_key *key, void (*destructor)(void *));
 int kr_key_delete(kr_key key);
-int kr_setspecific(kr_key key, const void *value);
-void *kr_getspecific(kr_key key); /* NULL if unset, bad key, or off a VP */
+int kr_key_set(kr_key key, const void *value);
+void *kr_key_get(kr_key key); /* NULL if unset, bad key, or off a VP */
 
 /* Counters of this process's scheduler, for tests and tools. */
 typedef struct kr_stats {

@@ -60,7 +60,9 @@ void *kr_ctx_switch(kr_ctx *from, kr_ctx *to, void *arg);
  * finished: it can hand its own stack to the resumed side through arg. */
 __attribute__((noreturn)) void kr_ctx_jump(kr_ctx *to, void *arg);
 
-/* ---- spin locks: test-and-test-and-set with pause / yield back-off ---- */
+/* ---- spin locks: test-and-test-and-set with pause / yield back-off ----
+ * For an application's own scheduler or queues (level 0 and 1).  karui's
+ * own code uses an inline copy of the same lock (src/arch/spin.h). */
 
 typedef struct kr_spin {
 	uint32_t v; /* 0 free, 1 held; only touched through __atomic builtins */
@@ -79,24 +81,11 @@ static inline void kr_cpu_relax(void)
 #endif
 }
 
-void kr_spin_lock_slow(kr_spin *l);
-
-static inline int kr_spin_trylock(kr_spin *l)
-{
-	return __atomic_load_n(&l->v, __ATOMIC_RELAXED) == 0 &&
-	       __atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) == 0;
-}
-
-static inline void kr_spin_lock(kr_spin *l)
-{
-	if (__builtin_expect(__atomic_exchange_n(&l->v, 1, __ATOMIC_ACQUIRE) != 0, 0))
-		kr_spin_lock_slow(l);
-}
-
-static inline void kr_spin_unlock(kr_spin *l)
-{
-	__atomic_store_n(&l->v, 0, __ATOMIC_RELEASE);
-}
+/* Take the lock, spinning (then yielding the processor) while it is held. */
+void kr_spin_lock(kr_spin *l);
+/* 1 if the lock was free and is now the caller's, else 0. */
+int kr_spin_trylock(kr_spin *l);
+void kr_spin_unlock(kr_spin *l);
 
 #ifdef __cplusplus
 }

@@ -23,7 +23,7 @@
  *
  * Results are the kernel's convention, as io_uring reports them: what the
  * system call returns, or a negative errno code (errno is not touched).
- * Every call takes an absolute kr_now() deadline (KR_IO_FOREVER: none) and
+ * Every call takes an absolute kr_now() deadline (KR_FOREVER: none) and
  * returns -ETIMEDOUT when it passes first; nothing was transferred then.
  * Calls off a VP return -EPERM, but for kr_io_cancel and kr_close, which
  * any thread may make.
@@ -52,8 +52,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define KR_IO_FOREVER UINT64_MAX
 
 ssize_t kr_read(int fd, void *buf, size_t len, uint64_t deadline);
 ssize_t kr_write(int fd, const void *buf, size_t len, uint64_t deadline);

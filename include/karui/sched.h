@@ -5,8 +5,8 @@
  *
  *   4  pick a built-in ready queue:      kr_config.rq = &kr_rq_prio, ...
  *   3  write a ready-queue module:       a kr_rq_ops of your own
- *   2  add primitives on sleep/wakeup:   kr_sleep, kr_wakeup, kr_switch_to,
- *                                        kr_sleep_and_wakeup (core.h)
+ *   2  add primitives on sleep/wakeup:   kr_mp_park, kr_mp_unpark, kr_mp_switch_to,
+ *                                        kr_mp_park_and_switch (core.h)
  *   1  write a scheduler module:         a kr_sched_ops of your own
  *   0  write a scheduler on L0 + L1 only: vp.h and ctx.h, no core at all
  *
@@ -99,17 +99,17 @@ struct kr_sched_ops {
 
 extern const kr_sched_ops kr_sched_default;
 
-/* For an idle callback: how long a VP may sleep before some VP's timer is
- * due, in microseconds for kr_vp_sleep (0: one is due; UINT64_MAX: none).
- * The core expires due timers each time round the idle loop. */
-uint64_t kr_sched_idle_usec(void);
+/* For an idle callback: the earliest deadline of any VP's timers (a
+ * kr_now() time; KR_FOREVER: none), until which a VP may sleep.  The core
+ * expires due timers each time round the idle loop. */
+uint64_t kr_sched_idle_deadline(void);
 
 /* How an idle callback waits: on L0 (kr_vp_sleep), or, when an event
  * source is set (and no other VP is waiting on it, unless each VP waits
  * on its own), on the event source, so that I/O completions wake it too.
- * Returns when woken, when something completed, or after usec (UINT64_MAX:
- * no limit).  Idle VPs return the memory of freed stacks here first. */
-void kr_sched_park(uint64_t usec);
+ * Returns when woken, when something completed, or at the deadline
+ * (KR_FOREVER: none).  Idle VPs return the memory of freed stacks here first. */
+void kr_sched_park(uint64_t deadline);
 
 /* For a ready callback that saw an idle VP: kr_vp_wakeup(n), and a kick
  * for the VP waiting on the event source, if one is. */
@@ -118,7 +118,7 @@ void kr_sched_unpark(unsigned n);
 /* An event source (karui's I/O layer sets one): the core calls `poll` at
  * every 8th scheduling point of a busy VP and each time round the idle
  * loop, and `wait` in kr_sched_park.  poll and wait submit what was queued
- * and wake the microprocesses whose requests completed (kr_wakeup).
+ * and wake the microprocesses whose requests completed (kr_mp_unpark).
  *
  * Without KR_POLLER_PER_VP one VP at a time waits on the source, the
  * others on L0, and `kick` (any thread) makes a running or imminent wait
@@ -130,7 +130,7 @@ void kr_sched_unpark(unsigned n);
 enum { KR_POLLER_PER_VP = 1 };
 typedef struct kr_poller {
 	void (*poll)(void *arg);
-	void (*wait)(void *arg, uint64_t usec);
+	void (*wait)(void *arg, uint64_t deadline);
 	void (*kick)(void *arg);
 	void (*leave)(void *arg);
 	void (*fini)(void *arg); /* optional: kr_fini, after every VP stopped */

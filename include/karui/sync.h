@@ -3,8 +3,8 @@
  * (seed 000 §2.2 level 3): semaphores, monitors (mutex + condition
  * variables), barriers, channels, byte streams and Ada-style rendezvous.
  *
- * Everything here is built on the level-2 calls of core.h (kr_sleep,
- * kr_wakeup, kr_sleep_and_wakeup, kr_sleep_timed, kr_sleep_cancellable),
+ * Everything here is built on the level-2 calls of core.h (kr_mp_park,
+ * kr_mp_unpark, kr_mp_park_and_switch, kr_mp_park_until, kr_mp_park_cancellable),
  * as the seed intends: the sources are a prototype for an application's
  * own primitives.
  *
@@ -25,7 +25,7 @@
  *    barging), a channel element, stream bytes (one copy, writer's buffer
  *    to reader's).  A signalled condition waiter moves straight onto the
  *    mutex's queue (wait morphing) and wakes up owning it.
- *  - Timed calls take an absolute kr_now() deadline (UINT64_MAX: none) and
+ *  - Timed calls take an absolute kr_now() deadline (KR_FOREVER: none) and
  *    return ETIMEDOUT when it passes first, leaving no trace in the object.
  *  - Cancellation (kr_mp_cancel, core.h): every blocking call here but
  *    mutex locking and barrier waits returns ECANCELED when the caller is
@@ -33,7 +33,7 @@
  *    trace than a timeout.  Mutex locking and barriers are not cancellable:
  *    leaving them half way would break the program's invariants (the lock
  *    a caller assumes it holds, a round's count).
- *  - kr_sleep may return early in a microprocess that also uses these
+ *  - kr_mp_park may return early in a microprocess that also uses these
  *    objects (a late wakeup can leave its permit set): level-2 code loops
  *    on its own condition, as every primitive here does.
  */
@@ -191,7 +191,7 @@ typedef struct kr_entry {
 	kr_waitq callers, acceptors;
 } kr_entry;
 
-typedef struct kr_waiter kr_call; /* an accepted call, until its reply */
+typedef struct kr_call kr_call; /* an accepted call, until its reply (opaque) */
 
 int kr_entry_init(kr_entry *e);
 int kr_entry_destroy(kr_entry *e);

@@ -7,7 +7,7 @@
  *
  *   kr_vp_allocate(n, fn, arg, out)  start n VPs, each running fn(vp, arg)
  *   kr_vp_adopt(&vp)                  make the calling thread a VP (e.g. main)
- *   kr_vp_sleep(usec)                 park the calling VP for at most usec
+ *   kr_vp_sleep(deadline)             park the calling VP until a wakeup or deadline
  *   kr_vp_wakeup(n)                   resume up to n parked VPs
  *   kr_vp_switch()                    give this VP's processor to another
  *                                     thread of the system (see below)
@@ -64,6 +64,12 @@ enum kr_vp_status {
 #define KR_VP_AREA_SIZE 256     /* bytes of private area per VP */
 #define KR_VP_SPIN_NS 20000     /* bounded spin before a sleep parks */
 
+/* Time, for every layer: kr_now() is CLOCK_MONOTONIC in nanoseconds, and
+ * every call of karui that waits takes an absolute deadline on that clock,
+ * KR_FOREVER meaning none. */
+#define KR_FOREVER UINT64_MAX
+uint64_t kr_now(void);
+
 /* Start n VPs running fn(vp, arg); *out (n entries, may be NULL) receives
  * their handles.  All start or none does.  EINVAL: n == 0 or fn NULL;
  * EAGAIN: more than KR_VP_MAX live VPs, or the kernel refused a thread;
@@ -88,10 +94,11 @@ unsigned kr_vp_count(void);            /* live VPs */
 int kr_vp_status(const kr_vp *vp);     /* enum kr_vp_status */
 void *kr_vp_area(kr_vp *vp);           /* KR_VP_AREA_SIZE bytes, zeroed */
 
-/* Park the calling VP until a wakeup or until usec microseconds have passed
- * (0: only consume a pending wakeup; UINT64_MAX: no limit).
- * Returns 0 when woken, ETIMEDOUT, or EPERM on a thread that is no VP. */
-int kr_vp_sleep(uint64_t usec);
+/* Park the calling VP until a wakeup or until the kr_now() deadline
+ * (a deadline already past, such as 0: only consume a pending wakeup;
+ * KR_FOREVER: no limit).  Returns 0 when woken, ETIMEDOUT, or EPERM on a
+ * thread that is no VP. */
+int kr_vp_sleep(uint64_t deadline);
 
 /* Resume up to n sleeping VPs, keeping the rest as pending wakeups (at most
  * one per live VP).  EINVAL: n == 0. */

@@ -22,6 +22,7 @@
 #include "karui/ctx.h"
 #include "blocking.h"
 #include "ctx_init.h"
+#include "spin.h"
 
 __thread unsigned long kr__resumes __attribute__((tls_model("initial-exec")));
 
@@ -37,7 +38,7 @@ int kr_ctx_make(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
 
 enum { KR_SPIN_PAUSE_MAX = 64, KR_SPIN_YIELD_AFTER = 16 };
 
-void kr_spin_lock_slow(kr_spin *l)
+void kr__spin_lock_slow(kr_spin *l)
 {
 	unsigned pause = 1, rounds = 0;
 	for (;;) {
@@ -57,3 +58,7 @@ void kr_spin_lock_slow(kr_spin *l)
 			return;
 	}
 }
+
+void kr_spin_lock(kr_spin *l) { kr__spin_lock(l); }
+int kr_spin_trylock(kr_spin *l) { return kr__spin_trylock(l); }
+void kr_spin_unlock(kr_spin *l) { kr__spin_unlock(l); }

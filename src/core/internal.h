@@ -13,6 +13,7 @@
 #include "karui/ctx.h"
 #include "karui/sched.h"
 #include "../vp/vp_internal.h"
+#include "../arch/spin.h"
 #include "../arch/tls.h"
 
 /* mp->wstate: the wakeup protocol (see mp.c) */
@@ -85,7 +86,7 @@ struct kr_timer {
 };
 struct kr_timers {
 	kr_spin lock;
-	uint64_t next;          /* earliest deadline, UINT64_MAX: none (atomic) */
+	uint64_t next;          /* earliest deadline, KR_FOREVER: none (atomic) */
 	struct kr_timer **v;
 	uint32_t n, cap;
 };
@@ -124,7 +125,7 @@ struct kr_sched {
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
 
-/* kr_self() inline, for the layers above L2 inside the library: the
+/* kr_mp_self() inline, for the layers above L2 inside the library: the
  * primitives of L3 take the caller's identity on every call. */
 static inline kr_mp *kr__self(void)
 {
@@ -132,7 +133,7 @@ static inline kr_mp *kr__self(void)
 	return w ? w->cur : NULL;
 }
 
-/* kr_wakeup for L3's servers: 0 also when mp has ended.  A waiter that
+/* kr_mp_unpark for L3's servers: 0 also when mp has ended.  A waiter that
  * sees DONE before its server's wakeup (its deadline passed while it was
  * being served, or another wakeup came) may return, end and be joined
  * first; that wakeup is then owed to no one. */

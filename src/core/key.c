@@ -8,7 +8,7 @@
  * generation, so values stored under a deleted key are never returned for a
  * new key that reuses the slot: each stored value carries the generation it
  * was stored under.  A microprocess's values live in a table allocated on
- * its first kr_setspecific and freed when it ends, after the destructors
+ * its first kr_key_set and freed when it ends, after the destructors
  * (up to KR_KEY_DTOR_ROUNDS rounds, as POSIX does, since a destructor may
  * store again).  The key table is guarded by a mutex: creating and deleting
  * keys is rare; get/set touch only the caller's own table.
@@ -77,7 +77,7 @@ int kr_key_delete(kr_key key)
 	return ok ? 0 : EINVAL;
 }
 
-int kr_setspecific(kr_key key, const void *value)
+int kr_key_set(kr_key key, const void *value)
 {
 	kr_mp *mp = self();
 	if (!mp)
@@ -92,7 +92,7 @@ int kr_setspecific(kr_key key, const void *value)
 	return 0;
 }
 
-void *kr_getspecific(kr_key key)
+void *kr_key_get(kr_key key)
 {
 	kr_mp *mp = self();
 	unsigned s;

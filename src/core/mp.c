@@ -24,10 +24,10 @@
  *            a VP that is leaving X must not wait for Y while the VP that
  *            is leaving Y waits for X.  route() sends such a switch through
  *            the idle context, which finishes leaving X first.
- *   wstate   the wakeup permit: RUN, SLEEP or NOTIFIED.  kr_sleep moves
+ *   wstate   the wakeup permit: RUN, SLEEP or NOTIFIED.  kr_mp_park moves
  *            RUN -> SLEEP with one CAS *before* switching away (a NOTIFIED
- *            permit makes the CAS fail; kr_sleep consumes it with an
- *            acquire RMW and returns).  kr_wakeup moves SLEEP -> RUN (only
+ *            permit makes the CAS fail; kr_mp_park consumes it with an
+ *            acquire RMW and returns).  kr_mp_unpark moves SLEEP -> RUN (only
  *            the winner of that CAS makes the microprocess ready: never
  *            twice), or RUN / NOTIFIED -> NOTIFIED, always with a release
  *            RMW, so whoever consumes the permit sees what every waker
@@ -40,7 +40,7 @@
  *
  * Join: mp->join holds JS_NONE, JS_DETACHED, JS_DONE or the joiner's
  * record.  The joiner CASes NONE -> itself and blocks without going through
- * kr_sleep: it is in no queue and its permit is untouched (a kr_wakeup meant
+ * kr_mp_park: it is in no queue and its permit is untouched (a kr_mp_unpark meant
  * for it stays pending), so only mp's exit can resume it.  The exit CASes
  * NONE / joiner -> DONE and, if there was a joiner, switches straight to it
  * (no ready queue, no claim: the seed's sleep_and_wakeup).
@@ -258,7 +258,7 @@ static void timer_fire(struct kr_timer *t)
  * whether this point is one to look; timers_run looks. */
 static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 {
-	return __builtin_expect(__atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != UINT64_MAX ||
+	return __builtin_expect(__atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
 				__atomic_load_n(&G.poller_on, __ATOMIC_RELAXED), 0) &&
 	       !(++w->ticks & 7);
 }
@@ -268,7 +268,7 @@ static __attribute__((noinline)) void timers_run(struct kr_worker *w)
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
 		G.poller.poll(G.poller.arg);
 	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
-	if (next == UINT64_MAX)
+	if (next == KR_FOREVER)
 		return;
 	uint64_t now = kr_now();
 	if (now >= next)
@@ -289,7 +289,7 @@ static void timers_run_all(void)
 		if (!o)
 			continue;
 		uint64_t next = __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE);
-		if (next == UINT64_MAX)
+		if (next == KR_FOREVER)
 			continue;
 		if (!now)
 			now = kr_now();
@@ -298,19 +298,16 @@ static void timers_run_all(void)
 	}
 }
 
-uint64_t kr_sched_idle_usec(void)
+uint64_t kr_sched_idle_deadline(void)
 {
-	uint64_t first = UINT64_MAX;
+	uint64_t first = KR_FOREVER;
 	for (unsigned i = 0; i < KR_VP_MAX; i++) {
 		struct kr_worker *o = __atomic_load_n(&workers[i], __ATOMIC_ACQUIRE);
-		uint64_t next = o ? __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE) : UINT64_MAX;
+		uint64_t next = o ? __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE) : KR_FOREVER;
 		if (next < first)
 			first = next;
 	}
-	if (first == UINT64_MAX)
-		return UINT64_MAX;
-	uint64_t now = kr_now();
-	return first <= now ? 0 : (first - now + 999) / 1000;
+	return first;
 }
 
 /* ---------------- the event source ---------------- */
@@ -342,13 +339,13 @@ int kr_poller_set(const kr_poller *p)
  * is one; kr_sched_unpark posts the L0 wakeup (seq_cst) and then looks for
  * a poller to kick.  One of the two sees the other, as in L0's own
  * protocol. */
-void kr_sched_park(uint64_t usec)
+void kr_sched_park(uint64_t deadline)
 {
 	kr__stacks_trim();
 	struct kr_worker *w = W(), *none = NULL;
 	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
 	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {
-		G.poller.wait(G.poller.arg, usec);
+		G.poller.wait(G.poller.arg, deadline);
 		return;
 	}
 	if (on && __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
@@ -356,13 +353,13 @@ void kr_sched_park(uint64_t usec)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		if (kr_vp_sleep(0) != 0) {
 			kr_vp_publish(KR_VP_SLEEPING);
-			G.poller.wait(G.poller.arg, usec);
+			G.poller.wait(G.poller.arg, deadline);
 			kr_vp_publish(KR_VP_RUNNING);
 		}
 		__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
 		return;
 	}
-	kr_vp_sleep(usec);
+	kr_vp_sleep(deadline);
 }
 
 void kr_sched_unpark(unsigned n)
@@ -456,7 +453,7 @@ static void sleep_self(struct kr_worker *w, kr_mp *self)
 	block(w, self);
 }
 
-int kr_sleep(void)
+int kr_mp_park(void)
 {
 	struct kr_worker *w = W();
 	if (!w)
@@ -505,14 +502,14 @@ static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *
 
 static inline int sleep_timed(struct kr_worker *w, kr_mp *self, uint64_t deadline)
 {
-	if (deadline == UINT64_MAX) {
+	if (deadline == KR_FOREVER) {
 		sleep_self(w, self);
 		return 0;
 	}
 	return sleep_deadline(w, self, deadline);
 }
 
-int kr_sleep_timed(uint64_t deadline)
+int kr_mp_park_until(uint64_t deadline)
 {
 	struct kr_worker *w = W();
 	if (!w)
@@ -531,7 +528,7 @@ static inline int take_cancel(kr_mp *self)
 /* A cancel stored before its wakeup is seen after any sleep that wakeup
  * ends, or that a permit it left ends at once.  The record is read again
  * after the sleep rather than kept in a register across it (see block). */
-int kr_sleep_cancellable(uint64_t deadline)
+int kr_mp_park_cancellable(uint64_t deadline)
 {
 	struct kr_worker *w = W();
 	if (!w)
@@ -542,22 +539,22 @@ int kr_sleep_cancellable(uint64_t deadline)
 	return take_cancel(W()->cur) ? ECANCELED : err;
 }
 
-int kr_sleep_until(uint64_t deadline)
+int kr_mp_sleep_until(uint64_t deadline)
 {
 	if (!W())
 		return EPERM;
 	int woken = 0, err;
-	while ((err = kr_sleep_cancellable(deadline)) == 0)
+	while ((err = kr_mp_park_cancellable(deadline)) == 0)
 		woken = 1;
-	if (woken) /* keep the wakeups that came meanwhile for the next kr_sleep */
+	if (woken) /* keep the wakeups that came meanwhile for the next kr_mp_park */
 		wake_state(W()->cur);
 	return err == ETIMEDOUT ? 0 : err;
 }
 
-int kr_sleep_for(uint64_t ns)
+int kr_mp_sleep_for(uint64_t ns)
 {
 	uint64_t now = kr_now();
-	return kr_sleep_until(ns > UINT64_MAX - 1 - now ? UINT64_MAX - 1 : now + ns);
+	return kr_mp_sleep_until(ns > KR_FOREVER - 1 - now ? KR_FOREVER - 1 : now + ns);
 }
 
 /* Claim a sleeping mp (SLEEP -> RUN).  1: the caller now owns making it run.
@@ -590,7 +587,7 @@ static int live_handle(const kr_mp *mp)
 	return __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE) == LIFE_LIVE;
 }
 
-/* kr_wakeup, kr_mp_cancel (the cancel is stored before the wakeup) and
+/* kr_mp_unpark, kr_mp_cancel (the cancel is stored before the wakeup) and
  * kr__wake_waiter; `ended` is what a stale handle gets.  Like create, no
  * call in the common case, tail calls otherwise. */
 static inline __attribute__((always_inline)) int wake(kr_mp *mp, int cancel, int ended)
@@ -606,7 +603,7 @@ static inline __attribute__((always_inline)) int wake(kr_mp *mp, int cancel, int
 	return wake_state(mp) ? ready_tail(W(), mp) : 0;
 }
 
-int kr_wakeup(kr_mp *mp) { return wake(mp, 0, ESRCH); }
+int kr_mp_unpark(kr_mp *mp) { return wake(mp, 0, ESRCH); }
 int kr_mp_cancel(kr_mp *mp) { return wake(mp, 1, ESRCH); }
 int kr__wake_waiter(kr_mp *mp) { return wake(mp, 0, 0); }
 
@@ -648,8 +645,8 @@ static __attribute__((noinline)) int switch_to_slow(struct kr_worker *w, kr_mp *
 	return direct_slow(w, self, mp, SELF_QUEUED);
 }
 
-/* Like kr_yield, no call in the common case but the switch. */
-int kr_switch_to(kr_mp *mp)
+/* Like kr_mp_yield, no call in the common case but the switch. */
+int kr_mp_switch_to(kr_mp *mp)
 {
 	struct kr_worker *w = W();
 	int err = direct_target_ok(w, mp);
@@ -691,7 +688,7 @@ static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, 
 	return direct_slow(w, self, mp, announce_sleep(self) ? SELF_QUEUED : SELF_READY);
 }
 
-int kr_sleep_and_wakeup(kr_mp *mp)
+int kr_mp_park_and_switch(kr_mp *mp)
 {
 	struct kr_worker *w = W();
 	int err = direct_target_ok(w, mp);
@@ -716,7 +713,7 @@ int kr_sleep_and_wakeup(kr_mp *mp)
 	return 0;
 }
 
-/* kr_yield's general path: the timers' turn (`due`), another scheduler, a
+/* kr_mp_yield's general path: the timers' turn (`due`), another scheduler, a
  * busy queue lock. */
 static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 {
@@ -730,9 +727,9 @@ static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 }
 
 /* The common case makes no call but the switch, and what it leaves to the
- * general path it leaves with a tail call: so kr_yield saves no register of
+ * general path it leaves with a tail call: so kr_mp_yield saves no register of
  * its own, the switch saves the caller's (seed 002). */
-int kr_yield(void)
+int kr_mp_yield(void)
 {
 	struct kr_worker *w = W();
 	if (!w)
@@ -749,7 +746,7 @@ int kr_yield(void)
 	return 0;
 }
 
-kr_mp *kr_self(void) { return kr__self(); }
+kr_mp *kr_mp_self(void) { return kr__self(); }
 
 unsigned long kr_mp_id(const kr_mp *mp) { return mp ? mp->id : 0; }
 
@@ -898,7 +895,7 @@ static __attribute__((noinline)) kr_ctx_transfer end_keys(kr_mp *self, void *res
 	return end_rest(self, result);
 }
 
-/* Like the other fast paths (see kr_yield), no call when a joiner waits and
+/* Like the other fast paths (see kr_mp_yield), no call when a joiner waits and
  * no key is set: the general cases are tail calls. */
 static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 {
@@ -933,7 +930,7 @@ int kr_mp_join(kr_mp *mp, void **result)
 	uintptr_t j = JS_NONE;
 	if (__atomic_compare_exchange_n(&mp->join, &j, (uintptr_t)self, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
-		/* Not a kr_sleep: the joiner is in no queue and its permit is
+		/* Not a kr_mp_park: the joiner is in no queue and its permit is
 		 * untouched, so nothing but mp's exit resumes it. */
 		block(w, self);
 	} else if (j != JS_DONE) {

@@ -4,7 +4,7 @@
  *   kr_rq_fifo  one FIFO for the process (KR_RQ_SHARED): strict arrival
  *               order across VPs, as the seed's default scheduler.
  *   kr_rq_lifo  one LIFO for the process: the newest runnable first (good
- *               cache reuse for fork-join; kr_yield is then a no-op while
+ *               cache reuse for fork-join; kr_mp_yield is then a no-op while
  *               nothing newer is runnable).
  *   kr_rq_prio  one queue for the process ordered by priority, FIFO among
  *               equals: 32 lists and a bitmap, O(1) everything.  A queued
@@ -16,7 +16,7 @@
  *
  * The default scheduler holds the instance's lock around every call, so
  * these are plain sequential code (sched.h).  Removal is O(1) everywhere,
- * which kr_switch_to needs.
+ * which kr_mp_switch_to needs.
  */
 #include <errno.h>
 

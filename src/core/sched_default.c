@@ -152,10 +152,10 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 		if (!i)
 			continue;
 		kr_mp *mp = NULL;
-		if (kr_spin_trylock(&i->lock)) {
+		if (kr__spin_trylock(&i->lock)) {
 			if ((mp = d->rq->steal(i->q)))
 				__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
-			kr_spin_unlock(&i->lock);
+			kr__spin_unlock(&i->lock);
 		}
 		if (mp || (i->slotted && (mp = slot_take(i))))
 			return mp;
@@ -174,14 +174,14 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 		struct inst *i = __atomic_load_n(&d->per[k], __ATOMIC_ACQUIRE);
 		if (!i)
 			continue;
-		kr_spin_lock(&i->lock);
+		kr__spin_lock(&i->lock);
 		mp = pop_locked(d, i);
-		kr_spin_unlock(&i->lock);
+		kr__spin_unlock(&i->lock);
 		if (!mp && i->slotted)
 			mp = slot_take(i);
 	}
 	if (!mp) {
-		kr_sched_park(kr_sched_idle_usec());
+		kr_sched_park(kr_sched_idle_deadline());
 		mp = kr__d_next(s, vp, NULL);
 	}
 	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_RELAXED);
@@ -201,13 +201,13 @@ static void d_reprio(kr_sched *s, kr_mp *mp, int prio)
 				return;
 			continue;
 		}
-		kr_spin_lock(&i->lock);
+		kr__spin_lock(&i->lock);
 		if (mp->queued == i) {
 			d->rq->reprio(i->q, mp, prio);
-			kr_spin_unlock(&i->lock);
+			kr__spin_unlock(&i->lock);
 			return;
 		}
-		kr_spin_unlock(&i->lock);
+		kr__spin_unlock(&i->lock);
 	}
 }
 

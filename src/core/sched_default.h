@@ -184,10 +184,10 @@ static inline __attribute__((always_inline)) void kr__d_ready_in(kr_sched *s, st
 {
 	struct dsched *d = D(s);
 	struct inst *i = mine ? mine : kr__d_foreign(d);
-	kr_spin_lock(&i->lock);
+	kr__spin_lock(&i->lock);
 	push_locked(d, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
-	kr_spin_unlock(&i->lock);
+	kr__spin_unlock(&i->lock);
 	if (idle)
 		kr_sched_unpark(1);
 }
@@ -199,9 +199,9 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_in(kr_sched *s, k
 	kr_mp *mp;
 	if (i->slotted && !prev && (mp = slot_take(i)))
 		return mp;
-	kr_spin_lock(&i->lock);
+	kr__spin_lock(&i->lock);
 	mp = next_locked(d, d->kind, i, prev);
-	kr_spin_unlock(&i->lock);
+	kr__spin_unlock(&i->lock);
 	return mp ? mp : kr__d_steal(d, vp);
 }
 
@@ -212,7 +212,7 @@ static inline __attribute__((always_inline)) int list_trylock(struct dsched *d, 
 							      int *kind)
 {
 	*kind = d->kind;
-	return *kind != RQ_OTHER && kr_spin_trylock(&i->lock);
+	return *kind != RQ_OTHER && kr__spin_trylock(&i->lock);
 }
 
 /* ready(mp) when it needs no call: the caller's own slot when free, or a
@@ -234,7 +234,7 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 		return KR_D_BUSY;
 	push_as(d, kind, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
-	kr_spin_unlock(&i->lock);
+	kr__spin_unlock(&i->lock);
 	return idle ? KR_D_READY_IDLE : KR_D_READY;
 }
 
@@ -265,14 +265,14 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 	if (i != mine || !list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	if (mp->queued != i) {
-		kr_spin_unlock(&i->lock);
+		kr__spin_unlock(&i->lock);
 		return KR_D_BUSY;
 	}
 	mpl_remove((struct mplist *)i->q, mp);
 	__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	if (prev)
 		requeue_locked(d, kind, i, prev);
-	kr_spin_unlock(&i->lock);
+	kr__spin_unlock(&i->lock);
 	return KR_D_TAKEN;
 }
 
@@ -297,7 +297,7 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, 
 	if (!list_trylock(d, i, &kind))
 		return NULL;
 	mp = next_locked(d, kind, i, prev);
-	kr_spin_unlock(&i->lock);
+	kr__spin_unlock(&i->lock);
 	return mp;
 }
 
@@ -323,15 +323,15 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 			}
 			__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 			if (prev) {
-				kr_spin_lock(&mine->lock);
+				kr__spin_lock(&mine->lock);
 				requeue_locked(d, d->kind, mine, prev);
-				kr_spin_unlock(&mine->lock);
+				kr__spin_unlock(&mine->lock);
 			}
 			return 0;
 		}
-		kr_spin_lock(&i->lock);
+		kr__spin_lock(&i->lock);
 		if (mp->queued != i) {
-			kr_spin_unlock(&i->lock);
+			kr__spin_unlock(&i->lock);
 			continue;
 		}
 		if (d->kind != RQ_OTHER)
@@ -342,11 +342,11 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 		struct inst *pi = prev ? mine : NULL;
 		if (pi == i)
 			push_locked(d, i, prev);
-		kr_spin_unlock(&i->lock);
+		kr__spin_unlock(&i->lock);
 		if (pi && pi != i) {
-			kr_spin_lock(&pi->lock);
+			kr__spin_lock(&pi->lock);
 			push_locked(d, pi, prev);
-			kr_spin_unlock(&pi->lock);
+			kr__spin_unlock(&pi->lock);
 		}
 		return 0;
 	}

@@ -3,37 +3,29 @@
  * scheduler's timer heap; CLOCK_MONOTONIC).
  *
  * A timer is a node on the stack of the microprocess that sleeps with a
- * deadline (kr_sleep_timed in mp.c), armed in the heap of the VP it went to
+ * deadline (kr_mp_park_until in mp.c), armed in the heap of the VP it went to
  * sleep on: a binary min-heap of node pointers, each node knowing its index
  * so that cancelling is O(log n).  A spin lock guards each heap, because
  * the sleeper may be resumed, and cancel its timer, on another VP, and idle
  * VPs expire the timers of busy ones.  h->next mirrors the earliest
- * deadline (UINT64_MAX: empty) for lock-free polling on the switch paths.
+ * deadline (KR_FOREVER: empty) for lock-free polling on the switch paths.
  *
  * Firing and cancelling race.  Expiry takes a due node out under the lock
  * and marks it FIRING; the fire callback (mp.c) decides the outcome and
  * marks it FIRED, after which nobody touches the node again.  A cancel that
  * finds the node gone from the heap waits for FIRED — a window of a few
- * instructions with no lock held — so that when kr_sleep_timed returns, its
+ * instructions with no lock held — so that when kr_mp_park_until returns, its
  * node is dead and no late timer can wake the microprocess's next sleep.
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "internal.h"
-
-uint64_t kr_now(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 void kr__timers_init(struct kr_timers *h)
 {
 	h->lock = (kr_spin)KR_SPIN_INIT;
-	h->next = UINT64_MAX;
+	h->next = KR_FOREVER;
 	h->v = NULL;
 	h->n = h->cap = 0;
 }
@@ -83,7 +75,7 @@ static void sift_down(struct kr_timers *h, uint32_t i)
 
 static void publish_next(struct kr_timers *h)
 {
-	__atomic_store_n(&h->next, h->n ? h->v[0]->when : UINT64_MAX, __ATOMIC_RELEASE);
+	__atomic_store_n(&h->next, h->n ? h->v[0]->when : KR_FOREVER, __ATOMIC_RELEASE);
 }
 
 /* Take node i out of the heap (lock held). */
@@ -101,12 +93,12 @@ static void unlink_at(struct kr_timers *h, uint32_t i)
 
 int kr__timer_arm(struct kr_timers *h, struct kr_timer *t)
 {
-	kr_spin_lock(&h->lock);
+	kr__spin_lock(&h->lock);
 	if (h->n == h->cap) {
 		uint32_t cap = h->cap ? 2 * h->cap : 16;
 		struct kr_timer **v = realloc(h->v, cap * sizeof *v);
 		if (!v) {
-			kr_spin_unlock(&h->lock);
+			kr__spin_unlock(&h->lock);
 			return ENOMEM;
 		}
 		h->v = v;
@@ -117,21 +109,21 @@ int kr__timer_arm(struct kr_timers *h, struct kr_timer *t)
 	put(h, h->n++, t);
 	sift_up(h, t->idx);
 	publish_next(h);
-	kr_spin_unlock(&h->lock);
+	kr__spin_unlock(&h->lock);
 	return 0;
 }
 
 int kr__timer_cancel(struct kr_timer *t)
 {
 	struct kr_timers *h = t->heap;
-	kr_spin_lock(&h->lock);
+	kr__spin_lock(&h->lock);
 	/* FIRING -> FIRED happens outside the lock: an atomic read */
 	int armed = __atomic_load_n(&t->state, __ATOMIC_RELAXED) == KR_TIMER_ARMED;
 	if (armed) {
 		unlink_at(h, t->idx);
 		publish_next(h);
 	}
-	kr_spin_unlock(&h->lock);
+	kr__spin_unlock(&h->lock);
 	if (!armed)
 		while (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != KR_TIMER_FIRED)
 			kr_cpu_relax();
@@ -141,16 +133,16 @@ int kr__timer_cancel(struct kr_timer *t)
 void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr_timer *))
 {
 	for (;;) {
-		kr_spin_lock(&h->lock);
+		kr__spin_lock(&h->lock);
 		if (!h->n || h->v[0]->when > now) {
-			kr_spin_unlock(&h->lock);
+			kr__spin_unlock(&h->lock);
 			return;
 		}
 		struct kr_timer *t = h->v[0];
 		unlink_at(h, 0);
 		publish_next(h);
 		__atomic_store_n(&t->state, KR_TIMER_FIRING, __ATOMIC_RELAXED);
-		kr_spin_unlock(&h->lock);
+		kr__spin_unlock(&h->lock);
 		fire(t);
 	}
 }

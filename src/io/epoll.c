@@ -64,12 +64,12 @@ static struct fdrec *rec_get(int fd)
 		return NULL;
 	struct fdrec *t = __atomic_load_n(&E.tab[c], __ATOMIC_ACQUIRE);
 	if (!t) {
-		kr_spin_lock(&E.tab_lock);
+		kr__spin_lock(&E.tab_lock);
 		if (!(t = E.tab[c])) {
 			t = calloc(CHUNK, sizeof *t);
 			__atomic_store_n(&E.tab[c], t, __ATOMIC_RELEASE);
 		}
-		kr_spin_unlock(&E.tab_lock);
+		kr__spin_unlock(&E.tab_lock);
 		if (!t)
 			return NULL;
 	}
@@ -102,7 +102,7 @@ static int rec_register(struct fdrec *r, int fd)
 static void serve(struct fdrec *r, uint32_t ev)
 {
 	kr_waitq woken[2] = {{0}};
-	kr_spin_lock(&r->lock);
+	kr__spin_lock(&r->lock);
 	if (ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
 		__atomic_fetch_add(&r->seq[0], 1, __ATOMIC_RELEASE);
 		woken[0] = wq_take_all(&r->q[0]);
@@ -111,7 +111,7 @@ static void serve(struct fdrec *r, uint32_t ev)
 		__atomic_fetch_add(&r->seq[1], 1, __ATOMIC_RELEASE);
 		woken[1] = wq_take_all(&r->q[1]);
 	}
-	kr_spin_unlock(&r->lock);
+	kr__spin_unlock(&r->lock);
 	wq_wake_all(&woken[0], 0);
 	wq_wake_all(&woken[1], 0);
 }
@@ -143,10 +143,15 @@ static void e_poll(void *arg)
 	drain(0);
 }
 
-static void e_wait(void *arg, uint64_t usec)
+static void e_wait(void *arg, uint64_t deadline)
 {
 	(void)arg;
-	drain(usec == UINT64_MAX ? -1 : usec / 1000 >= INT_MAX ? INT_MAX : (int)((usec + 999) / 1000));
+	if (deadline == KR_FOREVER) {
+		drain(-1);
+		return;
+	}
+	uint64_t now = kr_now(), ms = deadline > now ? (deadline - now + 999999) / 1000000 : 0;
+	drain(ms >= INT_MAX ? INT_MAX : (int)ms);
 }
 
 static void e_kick(void *arg)
@@ -248,17 +253,17 @@ static unsigned dirs(const struct kr_ioreq *r)
 static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], uint64_t deadline)
 {
 	struct kr_waiter w[2] = {{.mp = kr__self()}, {.mp = kr__self()}};
-	kr_spin_lock(&r->lock);
+	kr__spin_lock(&r->lock);
 	for (int d = 0; d < 2; d++)
 		if ((want >> d & 1) && __atomic_load_n(&r->seq[d], __ATOMIC_RELAXED) != seen[d]) {
-			kr_spin_unlock(&r->lock);
+			kr__spin_unlock(&r->lock);
 			return 0;
 		}
 	for (int d = 0; d < 2; d++)
 		if (want >> d & 1)
 			wq_push(&r->q[d], &w[d]);
 	__atomic_fetch_add(&E.waiting, 1, __ATOMIC_RELAXED);
-	kr_spin_unlock(&r->lock);
+	kr__spin_unlock(&r->lock);
 	/* Done when either node is served; then take the other one out. */
 	int status = 0, cancellable = 1;
 	for (;;) {
@@ -268,9 +273,9 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 			status = d0 ? w[0].status : w[1].status;
 			break;
 		}
-		int err = cancellable ? kr_sleep_cancellable(deadline) : kr_sleep_timed(deadline);
+		int err = cancellable ? kr_mp_park_cancellable(deadline) : kr_mp_park_until(deadline);
 		if (err) {
-			kr_spin_lock(&r->lock);
+			kr__spin_lock(&r->lock);
 			int still = 1;
 			for (int d = 0; d < 2; d++)
 				if ((want >> d & 1) && w[d].state != W_WAITING)
@@ -279,25 +284,25 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 				for (int d = 0; d < 2; d++)
 					if (want >> d & 1)
 						wq_remove(&r->q[d], &w[d]);
-				kr_spin_unlock(&r->lock);
+				kr__spin_unlock(&r->lock);
 				__atomic_fetch_sub(&E.waiting, 1, __ATOMIC_RELAXED);
 				return -err;
 			}
-			kr_spin_unlock(&r->lock);
+			kr__spin_unlock(&r->lock);
 			/* being served: wait for it, keeping a cancel for later */
 			if (err == ECANCELED)
 				kr_mp_cancel(w[0].mp);
-			deadline = UINT64_MAX;
+			deadline = KR_FOREVER;
 			cancellable = 0;
 		}
 	}
 	/* the other direction's node, if it is still queued */
 	if (want == 3) {
-		kr_spin_lock(&r->lock);
+		kr__spin_lock(&r->lock);
 		for (int d = 0; d < 2; d++)
 			if (w[d].state == W_WAITING)
 				wq_remove(&r->q[d], &w[d]);
-		kr_spin_unlock(&r->lock);
+		kr__spin_unlock(&r->lock);
 		/* a server may be between taking it out and waking it */
 		for (int d = 0; d < 2; d++)
 			while (__atomic_load_n(&w[d].state, __ATOMIC_ACQUIRE) == W_MOVED)
@@ -328,7 +333,7 @@ static long e_run(struct kr_ioreq *r)
 		long n = attempt(r);
 		if (n != -EAGAIN)
 			return n;
-		if (r->deadline != KR_IO_FOREVER && kr_now() >= r->deadline)
+		if (r->deadline != KR_FOREVER && kr_now() >= r->deadline)
 			return -ETIMEDOUT;
 		if ((err = wait_ready(rec, want, seen, r->deadline)) != 0)
 			return err;
@@ -341,10 +346,10 @@ static int e_cancel(int fd)
 	if (!r)
 		return -EBADF;
 	kr_waitq woken[2];
-	kr_spin_lock(&r->lock);
+	kr__spin_lock(&r->lock);
 	for (int d = 0; d < 2; d++)
 		woken[d] = wq_take_all(&r->q[d]);
-	kr_spin_unlock(&r->lock);
+	kr__spin_unlock(&r->lock);
 	wq_wake_all(&woken[0], ECANCELED);
 	wq_wake_all(&woken[1], ECANCELED);
 	return 0;

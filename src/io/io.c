@@ -66,7 +66,7 @@ const char *kr_io_backend(void)
 
 static long run(struct kr_ioreq *r)
 {
-	if (!kr_self())
+	if (!kr_mp_self())
 		return -EPERM;
 	if (r->fd < 0)
 		return -EBADF;

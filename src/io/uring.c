@@ -18,7 +18,7 @@
  * loop) or wait submits what is queued and collects the completions in one
  * io_uring_enter, and only if there is something to submit or the kernel
  * flagged completions (IORING_SQ_TASKRUN).  For each completion: read the
- * record's mp, store the result, mark it done (release), kr_wakeup(mp); the
+ * record's mp, store the result, mark it done (release), kr_mp_unpark(mp); the
  * record is not touched after the mark.
  *
  * An idle VP waits in its ring for a completion, its timers' deadline, or
@@ -200,7 +200,7 @@ static void complete(struct ring *r, struct done *d, int res)
 		__atomic_fetch_sub(&d->slot->inflight, 1, __ATOMIC_RELEASE);
 	d->res = res == -ECANCELED && r->leaving ? RETRY : res;
 	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
-	kr_wakeup(mp);
+	kr_mp_unpark(mp);
 }
 
 /* One ring has cancelled.  The last one wakes the caller: a microprocess,
@@ -212,7 +212,7 @@ static void ack(struct xcancel *x)
 	if (__atomic_sub_fetch(&x->pending, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	if (mp)
-		kr_wakeup(mp);
+		kr_mp_unpark(mp);
 	else
 		syscall(SYS_futex, &x->pending, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
@@ -278,13 +278,13 @@ static void u_poll(void *arg)
 		poll_ring(r);
 }
 
-static void u_wait(void *arg, uint64_t usec)
+static void u_wait(void *arg, uint64_t deadline)
 {
 	(void)arg;
 	struct ring *r = own();
 	uint32_t *word;
 	if (!r) {
-		kr_vp_sleep(usec);
+		kr_vp_sleep(deadline);
 		return;
 	}
 	/* No spin first, unlike kr_vp_sleep: with wrk on the other core, a
@@ -300,11 +300,12 @@ static void u_wait(void *arg, uint64_t usec)
 		io_uring_sqe_set_data64(sqe, T_FUTEX);
 		r->futex_armed = 1;
 	}
-	struct __kernel_timespec ts = {.tv_sec = (long long)(usec / 1000000),
-				       .tv_nsec = (long long)(usec % 1000000) * 1000};
+	uint64_t now = kr_now(), left = deadline > now ? deadline - now : 0;
+	struct __kernel_timespec ts = {.tv_sec = (long long)(left / 1000000000u),
+				       .tv_nsec = (long long)(left % 1000000000u)};
 	struct io_uring_cqe *cqe;
 	r->sleeping = 1;
-	io_uring_submit_and_wait_timeout(&r->io, &cqe, 1, usec == UINT64_MAX ? NULL : &ts, NULL);
+	io_uring_submit_and_wait_timeout(&r->io, &cqe, 1, deadline == KR_FOREVER ? NULL : &ts, NULL);
 	reap(r);
 	r->sleeping = 0;
 	kr_vp_sleep_end(r->futex_armed);
@@ -444,13 +445,13 @@ static long u_run(struct kr_ioreq *r)
 			return -errno;
 	}
 	struct fdslot *s = slot(r->fd);
-	int timed = r->deadline != KR_IO_FOREVER, cancelled = 0;
+	int timed = r->deadline != KR_FOREVER, cancelled = 0;
 	uint32_t gen = s ? __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) : 0;
 	for (;;) {
 		struct ring *ring = own();
 		if (!ring)
 			return -own_err();
-		struct done d = {.mp = kr_self(), .ring = ring, .slot = s};
+		struct done d = {.mp = kr_mp_self(), .ring = ring, .slot = s};
 		struct io_uring_sqe *sqe = sqe_get(&ring->io, timed ? 2 : 1);
 		prep(sqe, r);
 		io_uring_sqe_set_data(sqe, &d);
@@ -472,8 +473,8 @@ static long u_run(struct kr_ioreq *r)
 		 * next wait. */
 		while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE)) {
 			if (cancelled) {
-				kr_sleep();
-			} else if (kr_sleep_cancellable(UINT64_MAX) == ECANCELED) {
+				kr_mp_park();
+			} else if (kr_mp_park_cancellable(KR_FOREVER) == ECANCELED) {
 				cancelled = 1;
 				cancel_req(&d);
 			}
@@ -515,7 +516,7 @@ static int u_cancel(int fd)
 	int err = me ? 0 : io_uring_queue_init(8, &tmp, 0);
 	if (err)
 		return err;
-	struct xcancel x = {.mp = kr_self(), .fd = fd};
+	struct xcancel x = {.mp = kr_mp_self(), .fd = fd};
 	struct ring *to[KR_VP_MAX];
 	unsigned n = 0;
 	for (unsigned i = 0; i < KR_VP_MAX; i++)
@@ -541,7 +542,7 @@ static int u_cancel(int fd)
 	io_uring_submit(from);
 	if (me) {
 		while (__atomic_load_n(&x.pending, __ATOMIC_ACQUIRE))
-			kr_sleep();
+			kr_mp_park();
 		return 0;
 	}
 	uint32_t left;

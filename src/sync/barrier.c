@@ -20,11 +20,11 @@ int kr_barrier_destroy(kr_barrier *b)
 {
 	if (!b)
 		return EINVAL;
-	kr_spin_lock(&b->lock);
+	kr__spin_lock(&b->lock);
 	int err = b->dead || !b->count ? EINVAL : b->arrived ? EBUSY : 0;
 	if (!err)
 		b->dead = 1;
-	kr_spin_unlock(&b->lock);
+	kr__spin_unlock(&b->lock);
 	return err;
 }
 
@@ -35,20 +35,20 @@ int kr_barrier_wait(kr_barrier *b)
 		return EINVAL;
 	if (!self)
 		return EPERM;
-	kr_spin_lock(&b->lock);
+	kr__spin_lock(&b->lock);
 	if (b->dead || !b->count) {
-		kr_spin_unlock(&b->lock);
+		kr__spin_unlock(&b->lock);
 		return EINVAL;
 	}
 	if (++b->arrived == b->count) {
 		kr_waitq all = wq_take_all(&b->q);
 		b->arrived = 0;
-		kr_spin_unlock(&b->lock);
+		kr__spin_unlock(&b->lock);
 		wq_wake_all(&all, 0);
 		return KR_BARRIER_SERIAL;
 	}
 	struct kr_waiter w = {.mp = self};
 	wq_push(&b->q, &w);
-	kr_spin_unlock(&b->lock);
-	return wq_wait(&w, &b->lock, UINT64_MAX, 0);
+	kr__spin_unlock(&b->lock);
+	return wq_wait(&w, &b->lock, KR_FOREVER, 0);
 }

@@ -42,7 +42,7 @@ int kr_chan_destroy(kr_chan *ch)
 {
 	if (!ch)
 		return EINVAL;
-	kr_spin_lock(&ch->lock);
+	kr__spin_lock(&ch->lock);
 	int err = ch->dead || !ch->esize ? EINVAL
 		  : ch->senders.head || ch->receivers.head ? EBUSY : 0;
 	if (!err) {
@@ -50,7 +50,7 @@ int kr_chan_destroy(kr_chan *ch)
 		free(ch->buf);
 		ch->buf = NULL;
 	}
-	kr_spin_unlock(&ch->lock);
+	kr__spin_unlock(&ch->lock);
 	return err;
 }
 
@@ -88,9 +88,9 @@ static int enter(kr_chan *ch)
 {
 	if (!ch)
 		return EINVAL;
-	kr_spin_lock(&ch->lock);
+	kr__spin_lock(&ch->lock);
 	if (!live(ch)) {
-		kr_spin_unlock(&ch->lock);
+		kr__spin_unlock(&ch->lock);
 		return EINVAL;
 	}
 	return 0;
@@ -110,11 +110,11 @@ static int begin(kr_chan *ch, const void *elem, kr_mp *self, int try)
  * nothing held, and the general path follows (for a dead channel too). */
 static inline int fast_enter(kr_chan *ch, const void *elem, kr_mp *self)
 {
-	if (!ch || !elem || !self || !kr_spin_trylock(&ch->lock))
+	if (!ch || !elem || !self || !kr__spin_trylock(&ch->lock))
 		return 0;
 	if (live(ch))
 		return 1;
-	kr_spin_unlock(&ch->lock);
+	kr__spin_unlock(&ch->lock);
 	return 0;
 }
 
@@ -124,7 +124,7 @@ static inline int hand_off(kr_chan *ch, kr_waitq *q, void *dst, const void *src)
 {
 	struct kr_waiter *w = wq_pop(q);
 	put_scalar(dst, src, ch->esize);
-	kr_spin_unlock(&ch->lock);
+	kr__spin_unlock(&ch->lock);
 	return wq_wake(w, 0);
 }
 
@@ -142,22 +142,22 @@ static __attribute__((noinline)) int send_locked(kr_chan *ch, const void *elem, 
 						 uint64_t deadline, int try)
 {
 	if (ch->closed) {
-		kr_spin_unlock(&ch->lock);
+		kr__spin_unlock(&ch->lock);
 		return EPIPE;
 	}
 	struct kr_waiter *r = wq_pop(&ch->receivers);
 	if (r) {
 		put(r->buf, elem, ch->esize);
-		kr_spin_unlock(&ch->lock);
+		kr__spin_unlock(&ch->lock);
 		return wq_wake(r, 0);
 	}
 	if (ch->count < ch->cap) {
 		put(slot(ch, ch->count++), elem, ch->esize);
-		kr_spin_unlock(&ch->lock);
+		kr__spin_unlock(&ch->lock);
 		return 0;
 	}
 	if (try) {
-		kr_spin_unlock(&ch->lock);
+		kr__spin_unlock(&ch->lock);
 		return EAGAIN;
 	}
 	return send_wait(ch, elem, self, deadline);
@@ -174,16 +174,16 @@ int kr_chan_send(kr_chan *ch, const void *elem)
 {
 	kr_mp *self = kr__self();
 	if (!fast_enter(ch, elem, self))
-		return send(ch, elem, UINT64_MAX, 0);
+		return send(ch, elem, KR_FOREVER, 0);
 	struct kr_waiter *r = ch->receivers.head;
 	if (ch->closed || !scalar(ch->esize))
-		return KR_BLOCKING(send_locked, ch, elem, self, UINT64_MAX, 0);
+		return KR_BLOCKING(send_locked, ch, elem, self, KR_FOREVER, 0);
 	if (r)
 		return hand_off(ch, &ch->receivers, r->buf, elem);
 	if (ch->count == ch->cap) /* unbuffered, or full: wait */
-		return KR_BLOCKING(send_wait, ch, elem, self, UINT64_MAX, 0);
+		return KR_BLOCKING(send_wait, ch, elem, self, KR_FOREVER, 0);
 	put_scalar(slot(ch, ch->count++), elem, ch->esize);
-	kr_spin_unlock(&ch->lock);
+	kr__spin_unlock(&ch->lock);
 	return 0;
 }
 
@@ -217,12 +217,12 @@ static __attribute__((noinline)) int recv_locked(kr_chan *ch, void *elem, kr_mp 
 	} else if ((s = wq_pop(&ch->senders))) {
 		put(elem, s->buf, ch->esize);
 	} else if (ch->closed || try) {
-		kr_spin_unlock(&ch->lock);
+		kr__spin_unlock(&ch->lock);
 		return ch->closed ? EPIPE : EAGAIN;
 	} else {
 		return recv_wait(ch, elem, self, deadline);
 	}
-	kr_spin_unlock(&ch->lock);
+	kr__spin_unlock(&ch->lock);
 	return s ? wq_wake(s, 0) : 0;
 }
 
@@ -237,18 +237,18 @@ int kr_chan_recv(kr_chan *ch, void *elem)
 {
 	kr_mp *self = kr__self();
 	if (!fast_enter(ch, elem, self))
-		return recv(ch, elem, UINT64_MAX, 0);
+		return recv(ch, elem, KR_FOREVER, 0);
 	struct kr_waiter *s = ch->senders.head;
 	if (!ch->count && !s && !ch->closed) /* nothing to take: wait */
-		return KR_BLOCKING(recv_wait, ch, elem, self, UINT64_MAX, 0);
+		return KR_BLOCKING(recv_wait, ch, elem, self, KR_FOREVER, 0);
 	if (!scalar(ch->esize) || (ch->count && s) || !(ch->count || s))
-		return KR_BLOCKING(recv_locked, ch, elem, self, UINT64_MAX, 0);
+		return KR_BLOCKING(recv_locked, ch, elem, self, KR_FOREVER, 0);
 	if (s) /* unbuffered, a sender waits */
 		return hand_off(ch, &ch->senders, elem, s->buf);
 	put_scalar(elem, slot(ch, 0), ch->esize); /* from the ring, no sender to refill it */
 	ch->head = (ch->head + 1) % ch->cap;
 	ch->count--;
-	kr_spin_unlock(&ch->lock);
+	kr__spin_unlock(&ch->lock);
 	return 0;
 }
 
@@ -264,14 +264,14 @@ int kr_chan_close(kr_chan *ch)
 	if (err)
 		return err;
 	if (ch->closed) {
-		kr_spin_unlock(&ch->lock);
+		kr__spin_unlock(&ch->lock);
 		return EPIPE;
 	}
 	ch->closed = 1;
 	/* receivers wait only on an empty ring, senders only on a full one:
 	 * both get EPIPE now */
 	kr_waitq r = wq_take_all(&ch->receivers), s = wq_take_all(&ch->senders);
-	kr_spin_unlock(&ch->lock);
+	kr__spin_unlock(&ch->lock);
 	wq_wake_all(&r, EPIPE);
 	wq_wake_all(&s, EPIPE);
 	return 0;

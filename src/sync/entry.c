@@ -22,9 +22,9 @@ static int enter(kr_entry *e)
 {
 	if (!e)
 		return EINVAL;
-	kr_spin_lock(&e->lock);
+	kr__spin_lock(&e->lock);
 	if (e->dead) {
-		kr_spin_unlock(&e->lock);
+		kr__spin_unlock(&e->lock);
 		return EINVAL;
 	}
 	return 0;
@@ -38,7 +38,7 @@ int kr_entry_destroy(kr_entry *e)
 	err = e->callers.head || e->acceptors.head ? EBUSY : 0;
 	if (!err)
 		e->dead = 1;
-	kr_spin_unlock(&e->lock);
+	kr__spin_unlock(&e->lock);
 	return err;
 }
 
@@ -46,7 +46,7 @@ int kr_entry_destroy(kr_entry *e)
 static int give_up(kr_entry *e, kr_waitq *q, struct kr_waiter *w, int err)
 {
 	wq_remove(q, w);
-	kr_spin_unlock(&e->lock);
+	kr__spin_unlock(&e->lock);
 	return err;
 }
 
@@ -63,11 +63,11 @@ static __attribute__((noinline)) int entry_call(kr_entry *e, void *msg, uint64_t
 	if (a) {
 		w.state = W_MOVED;
 		a->aux = &w;
-		kr_spin_unlock(&e->lock);
+		kr__spin_unlock(&e->lock);
 		wq_wake(a, 0);
 	} else {
 		wq_push(&e->callers, &w);
-		kr_spin_unlock(&e->lock);
+		kr__spin_unlock(&e->lock);
 	}
 	err = wq_wait(&w, &e->lock, deadline, 1);
 	if (err && w.state == W_WAITING)
@@ -81,7 +81,7 @@ int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
 	return KR_BLOCKING(entry_call, e, msg, deadline, 0, 0);
 }
 
-int kr_entry_call(kr_entry *e, void *msg) { return kr_entry_timedcall(e, msg, UINT64_MAX); }
+int kr_entry_call(kr_entry *e, void *msg) { return kr_entry_timedcall(e, msg, KR_FOREVER); }
 
 static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, uint64_t deadline)
 {
@@ -95,18 +95,18 @@ static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, u
 		return err;
 	struct kr_waiter *c = wq_pop(&e->callers);
 	if (c) {
-		kr_spin_unlock(&e->lock);
-		*call = c;
+		kr__spin_unlock(&e->lock);
+		*call = (kr_call *)c;
 		return 0;
 	}
 	struct kr_waiter w = {.mp = self};
 	wq_push(&e->acceptors, &w);
-	kr_spin_unlock(&e->lock);
+	kr__spin_unlock(&e->lock);
 	err = wq_wait(&w, &e->lock, deadline, 1);
 	if (err && w.state == W_WAITING)
 		return give_up(e, &e->acceptors, &w, err);
 	if (!err)
-		*call = w.aux;
+		*call = (kr_call *)w.aux;
 	return err;
 }
 
@@ -118,15 +118,18 @@ int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
 
 int kr_entry_accept(kr_entry *e, kr_call **call)
 {
-	return kr_entry_timedaccept(e, call, UINT64_MAX);
+	return kr_entry_timedaccept(e, call, KR_FOREVER);
 }
 
-void *kr_call_msg(kr_call *call) { return call ? call->buf : NULL; }
+/* A kr_call is the caller's waiter record, under an opaque name. */
+static struct kr_waiter *waiter(kr_call *call) { return (struct kr_waiter *)call; }
+
+void *kr_call_msg(kr_call *call) { return call ? waiter(call)->buf : NULL; }
 
 int kr_entry_reply(kr_call *call, int status)
 {
 	if (!call)
 		return EINVAL;
-	wq_wake(call, status);
+	wq_wake(waiter(call), status);
 	return 0;
 }

@@ -62,13 +62,13 @@ int kr_mutex_destroy(kr_mutex *m)
  * 1: w got it (the caller wakes it or returns). */
 static int enqueue_or_take(kr_mutex *m, struct kr_waiter *w)
 {
-	kr_spin_lock(&m->lock);
+	kr__spin_lock(&m->lock);
 	uintptr_t s = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
 	for (;;) {
 		if (s == 0) {
 			if (__atomic_compare_exchange_n(&m->state, &s, (uintptr_t)w->mp, 0,
 							__ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-				kr_spin_unlock(&m->lock);
+				kr__spin_unlock(&m->lock);
 				return 1;
 			}
 		} else if ((s & M_WAITERS) ||
@@ -78,7 +78,7 @@ static int enqueue_or_take(kr_mutex *m, struct kr_waiter *w)
 		}
 	}
 	wq_push(&m->q, w);
-	kr_spin_unlock(&m->lock);
+	kr__spin_unlock(&m->lock);
 	return 0;
 }
 
@@ -97,7 +97,7 @@ static __attribute__((noinline)) int lock_slow(kr_mutex *m, kr_mp *self, uintptr
 		wq_remove(&m->q, &w);
 		if (!m->q.head) /* stable: bit 0 is set and we hold m->lock */
 			__atomic_store_n(&m->state, m->state & ~M_WAITERS, __ATOMIC_RELAXED);
-		kr_spin_unlock(&m->lock);
+		kr__spin_unlock(&m->lock);
 	}
 	return err;
 }
@@ -116,7 +116,7 @@ static inline int lock(kr_mutex *m, uint64_t deadline)
 	return KR_BLOCKING(lock_slow, m, self, s, deadline, 0); /* arch/blocking.h */
 }
 
-int kr_mutex_lock(kr_mutex *m) { return lock(m, UINT64_MAX); }
+int kr_mutex_lock(kr_mutex *m) { return lock(m, KR_FOREVER); }
 int kr_mutex_timedlock(kr_mutex *m, uint64_t deadline) { return lock(m, deadline); }
 
 int kr_mutex_trylock(kr_mutex *m)
@@ -134,11 +134,11 @@ int kr_mutex_trylock(kr_mutex *m)
  * caller wakes it. */
 static struct kr_waiter *hand_over(kr_mutex *m)
 {
-	kr_spin_lock(&m->lock);
+	kr__spin_lock(&m->lock);
 	struct kr_waiter *w = wq_pop(&m->q);
 	__atomic_store_n(&m->state, (uintptr_t)w->mp | (m->q.head ? M_WAITERS : 0),
 			 __ATOMIC_RELEASE);
-	kr_spin_unlock(&m->lock);
+	kr__spin_unlock(&m->lock);
 	return w;
 }
 
@@ -184,11 +184,11 @@ int kr_cond_destroy(kr_cond *c)
 {
 	if (!c)
 		return EINVAL;
-	kr_spin_lock(&c->lock);
+	kr__spin_lock(&c->lock);
 	int err = c->dead ? EINVAL : c->q.head ? EBUSY : 0;
 	if (!err)
 		__atomic_store_n(&c->dead, 1, __ATOMIC_RELAXED); /* signal reads it unlocked */
-	kr_spin_unlock(&c->lock);
+	kr__spin_unlock(&c->lock);
 	return err;
 }
 
@@ -211,17 +211,17 @@ static __attribute__((noinline)) int cond_wait(kr_cond *c, kr_mutex *m, uint64_t
 	if ((s & ~M_WAITERS) != (uintptr_t)self)
 		return EPERM;
 	struct kr_waiter w = {.mp = self, .aux = m};
-	kr_spin_lock(&c->lock);
+	kr__spin_lock(&c->lock);
 	if (c->dead) {
-		kr_spin_unlock(&c->lock);
+		kr__spin_unlock(&c->lock);
 		return EINVAL;
 	}
 	wq_push(&c->q, &w);
 	count_waiters(c, 1);
-	kr_spin_unlock(&c->lock);
+	kr__spin_unlock(&c->lock);
 	struct kr_waiter *next;
 	release(m, &next);
-	if (next && deadline == UINT64_MAX)
+	if (next && deadline == KR_FOREVER)
 		wq_wake_and_block(next, 0);
 	else if (next)
 		wq_wake(next, 0);
@@ -230,8 +230,8 @@ static __attribute__((noinline)) int cond_wait(kr_cond *c, kr_mutex *m, uint64_t
 		/* not signalled: leave c, then take m back as a plain locker */
 		wq_remove(&c->q, &w);
 		count_waiters(c, -1);
-		kr_spin_unlock(&c->lock);
-		lock(m, UINT64_MAX);
+		kr__spin_unlock(&c->lock);
+		lock(m, KR_FOREVER);
 	}
 	return err;
 }
@@ -239,7 +239,7 @@ static __attribute__((noinline)) int cond_wait(kr_cond *c, kr_mutex *m, uint64_t
 /* A condition wait always blocks: through KR_BLOCKING (arch/blocking.h). */
 int kr_cond_wait(kr_cond *c, kr_mutex *m)
 {
-	return KR_BLOCKING(cond_wait, c, m, UINT64_MAX, 0, 0);
+	return KR_BLOCKING(cond_wait, c, m, KR_FOREVER, 0, 0);
 }
 
 int kr_cond_timedwait(kr_cond *c, kr_mutex *m, uint64_t deadline)
@@ -268,12 +268,12 @@ static inline void move_to_mutex(struct kr_waiter *w)
 /* Out of line, so that a signal with no waiter pushes nothing. */
 static __attribute__((noinline)) int signal_one(kr_cond *c)
 {
-	kr_spin_lock(&c->lock);
+	kr__spin_lock(&c->lock);
 	int err = c->dead ? EINVAL : 0;
 	struct kr_waiter *w = err ? NULL : wq_pop(&c->q);
 	if (w)
 		count_waiters(c, -1);
-	kr_spin_unlock(&c->lock);
+	kr__spin_unlock(&c->lock);
 	if (w)
 		move_to_mutex(w);
 	return err;
@@ -290,12 +290,12 @@ int kr_cond_broadcast(kr_cond *c)
 	int err = no_waiter(c);
 	if (err >= 0)
 		return err;
-	kr_spin_lock(&c->lock);
+	kr__spin_lock(&c->lock);
 	err = c->dead ? EINVAL : 0;
 	kr_waitq moved = err ? (kr_waitq){0} : wq_take_all(&c->q);
 	if (!err)
 		__atomic_store_n(&c->nwait, 0, __ATOMIC_RELAXED); /* c->q is empty */
-	kr_spin_unlock(&c->lock);
+	kr__spin_unlock(&c->lock);
 	for (struct kr_waiter *w; (w = wq_pop(&moved));)
 		move_to_mutex(w);
 	return err;

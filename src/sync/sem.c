@@ -22,11 +22,11 @@ int kr_sem_destroy(kr_sem *s)
 {
 	if (!s)
 		return EINVAL;
-	kr_spin_lock(&s->lock);
+	kr__spin_lock(&s->lock);
 	int err = s->dead ? EINVAL : s->q.head ? EBUSY : 0;
 	if (!err)
 		s->dead = 1;
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	return err;
 }
 
@@ -44,12 +44,12 @@ static __attribute__((noinline)) int sem_wait(kr_sem *s, uint64_t deadline, int 
 		return EINVAL;
 	if (!self && !try)
 		return EPERM;
-	kr_spin_lock(&s->lock);
+	kr__spin_lock(&s->lock);
 	if (s->dead || s->count > 0 || try) {
 		int err = s->dead ? EINVAL : s->count > 0 ? 0 : EAGAIN;
 		if (!err)
 			s->count--;
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return err;
 	}
 	return KR_BLOCKING(wait_locked, s, self, deadline, 0, 0);
@@ -60,16 +60,16 @@ static __attribute__((noinline)) int sem_wait(kr_sem *s, uint64_t deadline, int 
 int kr_sem_wait(kr_sem *s)
 {
 	kr_mp *self = kr__self();
-	if (!s || !self || !kr_spin_trylock(&s->lock))
-		return sem_wait(s, UINT64_MAX, 0);
+	if (!s || !self || !kr__spin_trylock(&s->lock))
+		return sem_wait(s, KR_FOREVER, 0);
 	if (s->dead) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EINVAL;
 	}
 	if (!s->count)
-		return KR_BLOCKING(wait_locked, s, self, UINT64_MAX, 0, 0);
+		return KR_BLOCKING(wait_locked, s, self, KR_FOREVER, 0, 0);
 	s->count--;
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	return 0;
 }
 
@@ -81,7 +81,7 @@ __attribute__((noinline)) int kr_sem_post_n(kr_sem *s, long n)
 	if (!s || n < 1 || n > KR_SEM_MAX)
 		return EINVAL;
 	kr_waitq wake = {0};
-	kr_spin_lock(&s->lock);
+	kr__spin_lock(&s->lock);
 	int err = s->dead ? EINVAL : 0;
 	/* While anyone waits the count is 0, so only a post with no waiters
 	 * can overflow it. */
@@ -93,7 +93,7 @@ __attribute__((noinline)) int kr_sem_post_n(kr_sem *s, long n)
 			wq_push(&wake, w); /* a unit each, handed over */
 		s->count += left;
 	}
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	wq_wake_all(&wake, 0);
 	return err;
 }
@@ -102,10 +102,10 @@ __attribute__((noinline)) int kr_sem_post_n(kr_sem *s, long n)
  * lock is free at once. */
 int kr_sem_post(kr_sem *s)
 {
-	if (!s || !kr_spin_trylock(&s->lock))
+	if (!s || !kr__spin_trylock(&s->lock))
 		return kr_sem_post_n(s, 1);
 	if (s->dead) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EINVAL;
 	}
 	struct kr_waiter *w = wq_pop(&s->q);
@@ -113,10 +113,10 @@ int kr_sem_post(kr_sem *s)
 		int err = s->count < KR_SEM_MAX ? 0 : EOVERFLOW;
 		if (!err)
 			s->count++;
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return err;
 	}
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	return wq_wake(w, 0);
 }
 
@@ -124,9 +124,9 @@ int kr_sem_getvalue(kr_sem *s, long *value)
 {
 	if (!s || !value)
 		return EINVAL;
-	kr_spin_lock(&s->lock);
+	kr__spin_lock(&s->lock);
 	int err = s->dead ? EINVAL : 0;
 	*value = s->count;
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	return err;
 }

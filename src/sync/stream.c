@@ -48,9 +48,9 @@ static int enter(kr_stream *s)
 {
 	if (!s)
 		return EINVAL;
-	kr_spin_lock(&s->lock);
+	kr__spin_lock(&s->lock);
 	if (s->dead || !s->cap) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EINVAL;
 	}
 	return 0;
@@ -62,13 +62,13 @@ int kr_stream_destroy(kr_stream *s)
 	if (err)
 		return err;
 	if (s->readers.head || s->writers.head) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EBUSY;
 	}
 	s->dead = 1;
 	free(s->buf - ring_shift(s->cap));
 	s->buf = NULL;
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	return 0;
 }
 
@@ -129,7 +129,7 @@ static __attribute__((noinline)) int write_until(kr_stream *s, const void *buf, 
 	size_t off = 0;
 	kr_waitq wake = {0};
 	if (s->rclosed || s->wclosed) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EPIPE;
 	}
 	for (struct kr_waiter *r; off < len && (r = wq_pop(&s->readers));) {
@@ -142,7 +142,7 @@ static __attribute__((noinline)) int write_until(kr_stream *s, const void *buf, 
 	if (!s->writers.head) /* keep the byte order behind earlier writers */
 		off += ring_put(s, p + off, len - off);
 	if (off == len) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		wq_wake_all(&wake, 0);
 		if (done)
 			*done = len;
@@ -150,12 +150,12 @@ static __attribute__((noinline)) int write_until(kr_stream *s, const void *buf, 
 	}
 	struct kr_waiter w = {.mp = self, .buf = (void *)buf, .len = len, .done = off};
 	wq_push(&s->writers, &w);
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	wq_wake_all(&wake, 0);
 	err = wq_wait(&w, &s->lock, deadline, 1);
 	if (err && w.state == W_WAITING) { /* what is in stays in */
 		wq_remove(&s->writers, &w);
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 	}
 	if (done)
 		*done = w.done;
@@ -165,7 +165,7 @@ static __attribute__((noinline)) int write_until(kr_stream *s, const void *buf, 
 /* Reads and writes that may block go through KR_BLOCKING (arch/blocking.h). */
 int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
 {
-	return KR_BLOCKING(write_until, s, buf, len, done, UINT64_MAX);
+	return KR_BLOCKING(write_until, s, buf, len, done, KR_FOREVER);
 }
 
 int kr_stream_timedwrite(kr_stream *s, const void *buf, size_t len, size_t *done,
@@ -187,11 +187,11 @@ static __attribute__((noinline)) int read_until(kr_stream *s, void *buf, size_t 
 	if (err)
 		return err;
 	if (len == 0) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return 0;
 	}
 	if (s->rclosed) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EPIPE;
 	}
 	kr_waitq wake = {0};
@@ -210,7 +210,7 @@ static __attribute__((noinline)) int read_until(kr_stream *s, void *buf, size_t 
 	refill(s, &wake);
 	*got = n;
 	if (!n && s->wclosed) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return 0; /* end of stream */
 	}
 	if (!n) {
@@ -219,14 +219,14 @@ static __attribute__((noinline)) int read_until(kr_stream *s, void *buf, size_t 
 		*got = w.done; /* 0 if it gave up: nothing was moved */
 		return err;
 	}
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	wq_wake_all(&wake, 0);
 	return 0;
 }
 
 int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got)
 {
-	return KR_BLOCKING(read_until, s, buf, len, got, UINT64_MAX);
+	return KR_BLOCKING(read_until, s, buf, len, got, KR_FOREVER);
 }
 
 int kr_stream_timedread(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
@@ -240,13 +240,13 @@ int kr_stream_close_write(kr_stream *s)
 	if (err)
 		return err;
 	if (s->wclosed) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EPIPE;
 	}
 	s->wclosed = 1;
 	/* they wait on an empty ring: end of stream */
 	kr_waitq r = wq_take_all(&s->readers);
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	wq_wake_all(&r, 0);
 	return 0;
 }
@@ -257,13 +257,13 @@ int kr_stream_close_read(kr_stream *s)
 	if (err)
 		return err;
 	if (s->rclosed) {
-		kr_spin_unlock(&s->lock);
+		kr__spin_unlock(&s->lock);
 		return EPIPE;
 	}
 	s->rclosed = 1;
 	kr_waitq w = wq_take_all(&s->writers);
 	s->count = 0; /* nobody will read it */
-	kr_spin_unlock(&s->lock);
+	kr__spin_unlock(&s->lock);
 	wq_wake_all(&w, EPIPE);
 	return 0;
 }

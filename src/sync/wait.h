@@ -12,7 +12,7 @@
  * wakeup it did not expect only costs a loop.  After DONE the server never
  * touches the node again: it reads `mp` first.
  *
- * Timeouts.  When kr_sleep_timed reports the deadline, the waiter takes
+ * Timeouts.  When kr_mp_park_until reports the deadline, the waiter takes
  * the object's lock and looks: still WAITING means still queued, and it
  * leaves (the caller unlinks it and unlocks); anything else means a server
  * already took it, and the hand-over is completed as if no deadline had
@@ -22,7 +22,7 @@
  *
  * Direct hand-off.  A microprocess that serves a waiter and is about to
  * block itself (a condition wait releasing a contended mutex) gives the VP
- * straight to the waiter with kr_sleep_and_wakeup: no trip through the
+ * straight to the waiter with kr_mp_park_and_switch: no trip through the
  * ready queue (seed 000's sleep_and_wakeup).
  */
 #ifndef KARUI_SYNC_WAIT_H
@@ -136,8 +136,8 @@ static inline void wq_wake_and_block(struct kr_waiter *w, int status)
 	kr_mp *mp = w->mp;
 	w->status = status;
 	__atomic_store_n(&w->state, W_DONE, __ATOMIC_RELEASE);
-	if (kr_sleep_and_wakeup(mp) != 0)
-		kr_wakeup(mp);
+	if (kr_mp_park_and_switch(mp) != 0)
+		kr_mp_unpark(mp);
 }
 
 /* Wait until w is DONE and return its status; or, when the deadline
@@ -150,15 +150,15 @@ static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline,
 			  int cancellable)
 {
 	while (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != W_DONE) {
-		int err = cancellable ? kr_sleep_cancellable(deadline) : kr_sleep_timed(deadline);
+		int err = cancellable ? kr_mp_park_cancellable(deadline) : kr_mp_park_until(deadline);
 		if (err) {
-			kr_spin_lock(lock);
+			kr__spin_lock(lock);
 			if (__atomic_load_n(&w->state, __ATOMIC_RELAXED) == W_WAITING)
 				return err;
-			kr_spin_unlock(lock);
+			kr__spin_unlock(lock);
 			if (err == ECANCELED)
 				kr_mp_cancel(w->mp);
-			deadline = UINT64_MAX; /* being served: wait for it */
+			deadline = KR_FOREVER; /* being served: wait for it */
 			cancellable = 0;
 		}
 	}
@@ -171,11 +171,11 @@ static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline,
 static inline int wq_block(kr_waitq *q, kr_spin *lock, struct kr_waiter *w, uint64_t deadline)
 {
 	wq_push(q, w);
-	kr_spin_unlock(lock);
+	kr__spin_unlock(lock);
 	int err = wq_wait(w, lock, deadline, 1);
 	if (err && w->state == W_WAITING) {
 		wq_remove(q, w);
-		kr_spin_unlock(lock);
+		kr__spin_unlock(lock);
 	}
 	return err;
 }

@@ -335,24 +335,24 @@ static int take_token(void)
 	return 0;
 }
 
-static double now_ns(void)
+uint64_t kr_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-int kr_vp_sleep(uint64_t usec)
+int kr_vp_sleep(uint64_t deadline)
 {
 	kr_vp *vp = kr__vp_self;
 	if (!vp)
 		return EPERM;
 	if (take_token())
 		return 0;
-	if (usec == 0)
+	uint64_t start = kr_now();
+	if (start >= deadline)
 		return ETIMEDOUT;
-	double start = now_ns(), deadline = usec == UINT64_MAX ? -1 : start + usec * 1e3;
-	for (unsigned i = 0; now_ns() - start < KR_VP_SPIN_NS; i++) {
+	while (kr_now() - start < KR_VP_SPIN_NS) {
 		if (take_token())
 			return 0;
 		for (unsigned j = 0; j < 64; j++)
@@ -367,12 +367,13 @@ int kr_vp_sleep(uint64_t usec)
 			break;
 		}
 		struct timespec rel, *prel = NULL;
-		if (deadline >= 0) {
-			double left = deadline - now_ns();
-			if (left <= 0)
+		if (deadline != KR_FOREVER) {
+			uint64_t now = kr_now();
+			if (now >= deadline)
 				break;
-			rel.tv_sec = (time_t)(left / 1e9);
-			rel.tv_nsec = (long)(left - rel.tv_sec * 1e9);
+			uint64_t left = deadline - now;
+			rel.tv_sec = (time_t)(left / 1000000000u);
+			rel.tv_nsec = (long)(left % 1000000000u);
 			prel = &rel;
 		}
 		syscall(SYS_futex, &sem.tokens, FUTEX_WAIT_PRIVATE, 0, prel, NULL, 0);

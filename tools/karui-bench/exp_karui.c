@@ -36,7 +36,7 @@ static long per_mp;
 static void *yielder(void *a)
 {
 	for (long i = 0; i < per_mp; i++)
-		kr_yield();
+		kr_mp_yield();
 	return a;
 }
 
@@ -61,9 +61,9 @@ static void *switcher(void *a)
 {
 	int me = (int)(intptr_t)a;
 	while (!__atomic_load_n(&peer[!me], __ATOMIC_ACQUIRE))
-		kr_yield();
+		kr_mp_yield();
 	for (long i = 0; i < per_mp; i++)
-		kr_switch_to(peer[!me]);
+		kr_mp_switch_to(peer[!me]);
 	return NULL;
 }
 
@@ -134,7 +134,7 @@ int kb_karui_create_batch(const kb_args *a, kb_res *r)
 
 static void *sleeper(void *a)
 {
-	kr_sleep();
+	kr_mp_park();
 	return a;
 }
 
@@ -150,11 +150,11 @@ int kb_karui_many(const kb_args *a, kb_res *r)
 	for (; made < a->n; made++)
 		if ((err = kr_mp_create(&m[made], &at, sleeper, NULL)) != 0)
 			break;
-	kr_yield(); /* every one runs and goes to sleep */
+	kr_mp_yield(); /* every one runs and goes to sleep */
 	r->ns_per_op = (kb_now_ns() - t0) / (made ? made : 1);
 	r->rss_kib = kb_rss_kib() - rss0;
 	for (long i = 0; i < made; i++)
-		kr_wakeup(m[i]);
+		kr_mp_unpark(m[i]);
 	for (long i = 0; i < made; i++)
 		kr_mp_join(m[i], NULL);
 	free(m);

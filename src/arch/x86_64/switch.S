@@ -21,8 +21,8 @@
  * Resumption, and the return-stack predictor.  Every switch is entered by
  * a `call`, which pushes a prediction.  A context suspended here is resumed
  * with `ret`, which consumes exactly that prediction; it is right whenever
- * both sides were suspended at the same call site (kr_yield against
- * kr_yield: the common case), and the predictor stays balanced either way.
+ * both sides were suspended at the same call site (kr_mp_yield against
+ * kr_mp_yield: the common case), and the predictor stays balanced either way.
  * A context that has never run (its resume address is the trampoline) is
  * entered with `jmp`, leaving the creator's prediction in place for the
  * `ret` that will resume the creator when the new context ends through the
