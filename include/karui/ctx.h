@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "karui/vp.h" /* kr_cpu_relax */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -69,17 +71,6 @@ typedef struct kr_spin {
 } kr_spin;
 
 #define KR_SPIN_INIT {0}
-
-static inline void kr_cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
 
 /* Take the lock, spinning (then yielding the processor) while it is held. */
 void kr_spin_lock(kr_spin *l);

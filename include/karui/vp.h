@@ -136,6 +136,19 @@ int kr_vp_publish(int status);
 /* Give the processor away (sched_yield).  EPERM on a thread that is no VP. */
 int kr_vp_switch(void);
 
+/* Tell the processor that the caller is spinning (x86 pause, Arm yield):
+ * for the wait loops of VPs and of the layers above. */
+static inline void kr_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -21,7 +21,8 @@
  * it did not (a channel with room in its ring, a stream with bytes, a wait
  * that a wakeup beat), the predictor holds this microprocess's own calls,
  * and a jump would leave them one out of step for every return after: so
- * kr_ctx_switch counts, per thread, the contexts it resumes (kr__resumes),
+ * the core's switch (kr__ctx_switch, not the public kr_ctx_switch) counts,
+ * per thread, the contexts it resumes (kr__resumes),
  * and kr__blocking_call returns with `ret` when the count did not move.
  * (After a move to another VP it reads that thread's count; an equal count
  * there only costs a misprediction.)

@@ -32,7 +32,7 @@ int kr_ctx_make(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
 		return EINVAL;
 	uintptr_t top = ((uintptr_t)stack_lo + size) & ~(uintptr_t)15;
 	memset((void *)(top - KR_FRAME_SIZE), 0, KR_FRAME_SIZE);
-	kr__ctx_init(ctx, stack_lo, size, entry);
+	kr__ctx_init(ctx, stack_lo, size, entry, kr__ctx_trampoline);
 	return 0;
 }
 

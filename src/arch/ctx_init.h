@@ -16,12 +16,22 @@
 
 void kr__ctx_trampoline(void);
 
-/* A fresh context whose stack ends (exclusive) at `end`. */
-static inline void kr__ctx_init_below(kr_ctx *ctx, void *end, kr_ctx_entry entry)
+/* The core's switch (switch.S): kr_ctx_switch and kr_ctx_jump that also
+ * count the thread's resumptions (blocking.h), and the trampoline of the
+ * contexts it makes. */
+void *kr__ctx_switch(kr_ctx *from, kr_ctx *to, void *arg);
+__attribute__((noreturn)) void kr__ctx_jump(kr_ctx *to, void *arg);
+void kr__ctx_trampoline_counted(void);
+
+/* A fresh context whose stack ends (exclusive) at `end`, first entered
+ * through `trampoline`: kr__ctx_trampoline for kr_ctx_switch,
+ * kr__ctx_trampoline_counted for kr__ctx_switch. */
+static inline void kr__ctx_init_below(kr_ctx *ctx, void *end, kr_ctx_entry entry,
+				      void (*trampoline)(void))
 {
 	uintptr_t top = (uintptr_t)end & ~(uintptr_t)15;
 	unsigned char *f = (unsigned char *)(top - KR_FRAME_SIZE);
-	void *e = (void *)entry, *r = (void *)kr__ctx_trampoline;
+	void *e = (void *)entry, *r = (void *)trampoline;
 	memcpy(f + KR_FRAME_ENTRY, &e, sizeof e);
 	memcpy(f + KR_FRAME_RESUME, &r, sizeof r);
 #if defined(__x86_64__)
@@ -35,9 +45,10 @@ static inline void kr__ctx_init_below(kr_ctx *ctx, void *end, kr_ctx_entry entry
 	ctx->sp = f;
 }
 
-static inline void kr__ctx_init(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry)
+static inline void kr__ctx_init(kr_ctx *ctx, void *stack_lo, size_t size, kr_ctx_entry entry,
+				void (*trampoline)(void))
 {
-	kr__ctx_init_below(ctx, (unsigned char *)stack_lo + size, entry);
+	kr__ctx_init_below(ctx, (unsigned char *)stack_lo + size, entry, trampoline);
 }
 
 #endif

@@ -227,11 +227,11 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
 	void *fake;
 	ASAN_START(w, &fake, next);
 	TSAN_SWITCH(w, next);
-	finish(kr_ctx_switch(&self->ctx, to, self));
+	finish(kr__ctx_switch(&self->ctx, to, self));
 	ASAN_FINISH(fake);
 #else
 	TSAN_SWITCH(w, next);
-	finish(kr_ctx_switch(&self->ctx, to, self));
+	finish(kr__ctx_switch(&self->ctx, to, self));
 #endif
 }
 
@@ -768,7 +768,7 @@ static kr_ctx_transfer mp_entry(void *from)
 	/* TSan keeps a shadow call stack per fiber: announce the switch only
 	 * where no function returns after it */
 	TSAN_SWITCH(W(), W()->cur);
-	kr_ctx_jump(t.to, t.arg);
+	kr__ctx_jump(t.to, t.arg);
 #endif
 	return t;
 }
@@ -789,7 +789,7 @@ static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, 
 	unsigned long n = c->created + 1;
 	mp->id = n * KR_VP_MAX + w->vp->id;
 	__atomic_store_n(&c->created, n, __ATOMIC_RELAXED);
-	kr__ctx_init_below(&mp->ctx, mp, mp_entry); /* the stack ends at its record */
+	kr__ctx_init_below(&mp->ctx, mp, mp_entry, kr__ctx_trampoline_counted); /* the stack ends at its record */
 	TSAN_NEW(mp);
 	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
 }
@@ -911,7 +911,7 @@ int kr_mp_exit(void *result)
 		return EPERM;
 	kr_ctx_transfer t = mp_end(w->cur, result);
 	TSAN_SWITCH(W(), W()->cur);
-	kr_ctx_jump(t.to, t.arg);
+	kr__ctx_jump(t.to, t.arg);
 }
 
 int kr_mp_join(kr_mp *mp, void **result)
@@ -1126,11 +1126,11 @@ static void idle_loop(struct kr_worker *w)
 		void *fake;
 		ASAN_START(w, &fake, mp);
 		TSAN_SWITCH(w, mp);
-		void *from = kr_ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
 		ASAN_FINISH(fake);
 #else
 		TSAN_SWITCH(w, mp);
-		void *from = kr_ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
 #endif
 		w->cur = NULL;
 		finish(from);
@@ -1276,7 +1276,8 @@ int kr_init(const kr_config *cfg)
 	}
 	w->idle_stack_lo = idle->stack_lo;
 	w->idle_stack_size = idle->stack_size;
-	kr_ctx_make(&w->idle_ctx, idle->stack_lo, idle->stack_size, idle_entry);
+	kr__ctx_init(&w->idle_ctx, idle->stack_lo, idle->stack_size, idle_entry,
+		     kr__ctx_trampoline_counted);
 	w->tsan_idle = TSAN_FIBER();
 	main->tsan_fiber = TSAN_THREAD();
 	const void *lo;

@@ -60,7 +60,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "karui/ctx.h"
 #include "vp_internal.h"
 
 __thread kr_vp *kr__vp_self __attribute__((tls_model("initial-exec")));

@@ -25,18 +25,16 @@
  * consumes the return-stack prediction its own `bl` pushed; a context that
  * has never run (x30 is the trampoline) is entered with `br`, keeping the
  * creator's prediction for the `ret` that resumes it when the new context
- * ends (see the x86-64 file for the measurement behind this).  x0 carries
- * the switch's arg to the resumed side.  Only unprivileged instructions; no
+ * ends (see the x86-64 file).  As there, kr__ctx_switch, kr__ctx_jump and
+ * kr__ctx_trampoline_counted are the core's copies, which also count the
+ * thread's resumptions (src/arch/blocking.h).  x0 carries the switch's arg
+ * to the resumed side.  Only unprivileged instructions; no
  * system call.
  */
 	.text
 
-/* void *kr_ctx_switch(kr_ctx *from [x0], kr_ctx *to [x1], void *arg [x2]) */
-	.globl	kr_ctx_switch
-	.type	kr_ctx_switch, %function
-	.p2align 4
-kr_ctx_switch:
-	.cfi_startproc
+/* Save the caller's context at [x0]: what every switch below starts with. */
+.macro SAVE
 	sub	sp, sp, #176
 	stp	d8, d9, [sp, #0]
 	stp	d10, d11, [sp, #16]
@@ -52,15 +50,22 @@ kr_ctx_switch:
 	str	x3, [sp, #160]
 	mov	x4, sp
 	str	x4, [x0]
-.Lresume:			/* x1 = to, x2 = arg */
+.endm
+
+/* Resume the context at [x1] with arg x2.  count: add one to the thread's
+ * resumptions first (the core's switch; src/arch/blocking.h).  tramp: the
+ * trampoline of the contexts this switch makes fresh. */
+.macro RESUME count, tramp
 	ldr	x4, [x1]
 	mov	sp, x4
+.if \count
 	adrp	x5, :gottprel:kr__resumes
 	ldr	x5, [x5, #:gottprel_lo12:kr__resumes]
 	mrs	x6, tpidr_el0
 	ldr	x7, [x6, x5]
 	add	x7, x7, #1
-	str	x7, [x6, x5]		/* this thread's resumptions (blocking.h) */
+	str	x7, [x6, x5]
+.endif
 	ldr	x3, [sp, #160]
 	msr	fpcr, x3
 	ldp	d8, d9, [sp, #0]
@@ -75,12 +80,33 @@ kr_ctx_switch:
 	ldp	x29, x30, [sp, #144]
 	add	sp, sp, #176
 	mov	x0, x2
-	adr	x3, kr__ctx_trampoline
+	adr	x3, \tramp
 	cmp	x30, x3
-	b.eq	.Lfresh
+	b.eq	1f
 	ret
-.Lfresh:
-	br	x30
+1:	br	x30
+.endm
+
+/* First resumption of a fresh context: x19 = entry, x0 = arg.  When the
+ * entry returns {to [x0], arg [x1]} the context is over: resume `to`. */
+.macro TRAMPOLINE resume
+	.cfi_undefined x30	/* outermost frame: debuggers stop unwinding here */
+	mov	x29, #0
+	blr	x19
+	mov	x2, x1
+	mov	x1, x0
+	b	\resume
+.endm
+
+/* void *kr_ctx_switch(kr_ctx *from [x0], kr_ctx *to [x1], void *arg [x2]) */
+	.globl	kr_ctx_switch
+	.type	kr_ctx_switch, %function
+	.p2align 4
+kr_ctx_switch:
+	.cfi_startproc
+	SAVE
+.Lresume:			/* x1 = to, x2 = arg */
+	RESUME	0, kr__ctx_trampoline
 	.cfi_endproc
 	.size	kr_ctx_switch, .-kr_ctx_switch
 
@@ -96,22 +122,50 @@ kr_ctx_jump:
 	.cfi_endproc
 	.size	kr_ctx_jump, .-kr_ctx_jump
 
-/* First resumption of a fresh context: x19 = entry, x0 = arg.  When the
- * entry returns {to [x0], arg [x1]} the context is over: resume `to`. */
 	.globl	kr__ctx_trampoline
 	.hidden	kr__ctx_trampoline
 	.type	kr__ctx_trampoline, %function
 	.p2align 4
 kr__ctx_trampoline:
 	.cfi_startproc
-	.cfi_undefined x30	/* outermost frame: debuggers stop unwinding here */
-	mov	x29, #0
-	blr	x19
-	mov	x2, x1
-	mov	x1, x0
-	b	.Lresume
+	TRAMPOLINE .Lresume
 	.cfi_endproc
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
+
+/* The core's switch, jump and trampoline: the same, counting resumptions. */
+	.globl	kr__ctx_switch
+	.hidden	kr__ctx_switch
+	.type	kr__ctx_switch, %function
+	.p2align 4
+kr__ctx_switch:
+	.cfi_startproc
+	SAVE
+.Lresume_counted:
+	RESUME	1, kr__ctx_trampoline_counted
+	.cfi_endproc
+	.size	kr__ctx_switch, .-kr__ctx_switch
+
+	.globl	kr__ctx_jump
+	.hidden	kr__ctx_jump
+	.type	kr__ctx_jump, %function
+	.p2align 4
+kr__ctx_jump:
+	.cfi_startproc
+	mov	x2, x1
+	mov	x1, x0
+	b	.Lresume_counted
+	.cfi_endproc
+	.size	kr__ctx_jump, .-kr__ctx_jump
+
+	.globl	kr__ctx_trampoline_counted
+	.hidden	kr__ctx_trampoline_counted
+	.type	kr__ctx_trampoline_counted, %function
+	.p2align 4
+kr__ctx_trampoline_counted:
+	.cfi_startproc
+	TRAMPOLINE .Lresume_counted
+	.cfi_endproc
+	.size	kr__ctx_trampoline_counted, .-kr__ctx_trampoline_counted
 
 /* int kr__blocking_call(a0..a4 [x0-x4], fn [x5]): fn(a0..a4), then return
  * to the caller, with a branch to x30 rather than `ret` if this context was

@@ -26,21 +26,22 @@
  * A context that has never run (its resume address is the trampoline) is
  * entered with `jmp`, leaving the creator's prediction in place for the
  * `ret` that will resume the creator when the new context ends through the
- * trampoline.  Resuming everything with `jmp` was measured: it leaves one
- * stale prediction per switch, so later returns mispredict (yield 18.5 ns
- * against 11.5 ns with this scheme, on the development machine).
+ * trampoline.  Resuming everything with `jmp` would leave one stale
+ * prediction per switch, so that later returns mispredict.
+ *
+ * kr_ctx_switch, kr_ctx_jump and kr__ctx_trampoline are L1's, for any
+ * user of contexts.  The core switches with kr__ctx_switch, kr__ctx_jump
+ * and kr__ctx_trampoline_counted, which also count the thread's
+ * resumptions for the return from a blocked call (src/arch/blocking.h):
+ * a level-0 user does not pay for that.
  *
  * rax carries the switch's arg to the resumed side.  Only unprivileged
  * instructions; no system call.
  */
 	.text
 
-/* void *kr_ctx_switch(kr_ctx *from [rdi], kr_ctx *to [rsi], void *arg [rdx]) */
-	.globl	kr_ctx_switch
-	.type	kr_ctx_switch, @function
-	.p2align 4
-kr_ctx_switch:
-	.cfi_startproc
+/* Save the caller's context at (rdi): what every switch below starts with. */
+.macro SAVE
 	pushq	%rbp
 	pushq	%rbx
 	pushq	%r15
@@ -51,10 +52,17 @@ kr_ctx_switch:
 	stmxcsr	(%rsp)
 	fnstcw	4(%rsp)
 	movq	%rsp, (%rdi)
-.Lresume:			/* rsi = to, rdx = arg */
+.endm
+
+/* Resume the context at (rsi) with arg rdx.  count: add one to the
+ * thread's resumptions first (the core's switch; src/arch/blocking.h).
+ * tramp: the trampoline of the contexts this switch makes fresh. */
+.macro RESUME count, tramp
 	movq	(%rsi), %rsp
+.if \count
 	movq	kr__resumes@gottpoff(%rip), %rcx
-	incq	%fs:(%rcx)		/* this thread's resumptions (blocking.h) */
+	incq	%fs:(%rcx)
+.endif
 	ldmxcsr	(%rsp)
 	fldcw	4(%rsp)
 	leaq	8(%rsp), %rsp
@@ -65,13 +73,35 @@ kr_ctx_switch:
 	popq	%rbx
 	popq	%rbp
 	movq	%rdx, %rax
-	leaq	kr__ctx_trampoline(%rip), %rcx
+	leaq	\tramp(%rip), %rcx
 	cmpq	%rcx, (%rsp)
-	je	.Lfresh
+	je	1f
 	ret
-.Lfresh:
-	addq	$8, %rsp
+1:	addq	$8, %rsp
 	jmp	*%rcx
+.endm
+
+/* First resumption of a fresh context: r12 = entry, rax = arg; the stack
+ * pointer is 16-byte aligned here, so the call gives entry the ABI's
+ * alignment.  When the entry returns {to [rax], arg [rdx]} the context is
+ * over: resume `to`, with the call/return predictions balanced. */
+.macro TRAMPOLINE resume
+	.cfi_undefined rip	/* outermost frame: debuggers stop unwinding here */
+	movq	%rax, %rdi
+	call	*%r12
+	movq	%rax, %rsi
+	jmp	\resume
+.endm
+
+/* void *kr_ctx_switch(kr_ctx *from [rdi], kr_ctx *to [rsi], void *arg [rdx]) */
+	.globl	kr_ctx_switch
+	.type	kr_ctx_switch, @function
+	.p2align 4
+kr_ctx_switch:
+	.cfi_startproc
+	SAVE
+.Lresume:			/* rsi = to, rdx = arg */
+	RESUME	0, kr__ctx_trampoline
 	.cfi_endproc
 	.size	kr_ctx_switch, .-kr_ctx_switch
 
@@ -87,23 +117,50 @@ kr_ctx_jump:
 	.cfi_endproc
 	.size	kr_ctx_jump, .-kr_ctx_jump
 
-/* First resumption of a fresh context: r12 = entry, rax = arg; the stack
- * pointer is 16-byte aligned here, so the call gives entry the ABI's
- * alignment.  When the entry returns {to [rax], arg [rdx]} the context is
- * over: resume `to`, with the call/return predictions balanced. */
 	.globl	kr__ctx_trampoline
 	.hidden	kr__ctx_trampoline
 	.type	kr__ctx_trampoline, @function
 	.p2align 4
 kr__ctx_trampoline:
 	.cfi_startproc
-	.cfi_undefined rip	/* outermost frame: debuggers stop unwinding here */
-	movq	%rax, %rdi
-	call	*%r12
-	movq	%rax, %rsi
-	jmp	.Lresume
+	TRAMPOLINE .Lresume
 	.cfi_endproc
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
+
+/* The core's switch, jump and trampoline: the same, counting resumptions. */
+	.globl	kr__ctx_switch
+	.hidden	kr__ctx_switch
+	.type	kr__ctx_switch, @function
+	.p2align 4
+kr__ctx_switch:
+	.cfi_startproc
+	SAVE
+.Lresume_counted:
+	RESUME	1, kr__ctx_trampoline_counted
+	.cfi_endproc
+	.size	kr__ctx_switch, .-kr__ctx_switch
+
+	.globl	kr__ctx_jump
+	.hidden	kr__ctx_jump
+	.type	kr__ctx_jump, @function
+	.p2align 4
+kr__ctx_jump:
+	.cfi_startproc
+	movq	%rsi, %rdx
+	movq	%rdi, %rsi
+	jmp	.Lresume_counted
+	.cfi_endproc
+	.size	kr__ctx_jump, .-kr__ctx_jump
+
+	.globl	kr__ctx_trampoline_counted
+	.hidden	kr__ctx_trampoline_counted
+	.type	kr__ctx_trampoline_counted, @function
+	.p2align 4
+kr__ctx_trampoline_counted:
+	.cfi_startproc
+	TRAMPOLINE .Lresume_counted
+	.cfi_endproc
+	.size	kr__ctx_trampoline_counted, .-kr__ctx_trampoline_counted
 
 /* int kr__blocking_call(a0..a4 [rdi rsi rdx rcx r8], fn [r9]): fn(a0..a4),
  * then return to the caller, with a jump if this context was switched out
