@@ -1,17 +1,37 @@
-# karui — `make test` runs the whole suite, `make demo` the experiments.
-# Both install the Debian packages they need first (scripts/deps.sh).
+# karui — `make` builds the library alone (build-lib/lib: libkarui.a,
+# libkarui.so) and `make install PREFIX=...` installs it; they need only a C
+# compiler, CMake and liburing, and install no package.  `make test` runs the
+# whole suite, `make demo` the experiments: both install the Debian packages
+# they need first (scripts/deps.sh) and build everything in build/.
 
 BUILD   := build
+LIB     := build-lib
 ASAN    := build-asan
 TSAN    := build-tsan
 ARM     := build-aarch64
 CMAKE   := cmake -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 CTEST   := ctest --output-on-failure --timeout 900
+PREFIX  ?= /usr/local
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all deps build test test-native test-asan test-tsan test-aarch64 demo bench clean
+# The library alone: Ninja when there is one, else CMake's default generator.
+LIBCMAKE := cmake $(if $(shell command -v ninja 2>/dev/null),-G Ninja) \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKARUI_BUILD_TESTS=OFF \
+	-DKARUI_BUILD_EXAMPLES=OFF -DKARUI_BENCH=OFF -DKARUI_INSTALL=ON
 
-all: build
+.PHONY: all lib install deps build test test-native test-asan test-tsan test-aarch64 demo bench clean
+
+all: lib
+
+lib:
+	@$(LIBCMAKE) -S . -B $(LIB) >/dev/null
+	@cmake --build $(LIB) --parallel
+
+# headers, libkarui.so.1 and libkarui.a, karui.pc and the CMake package
+install:
+	@$(LIBCMAKE) -S . -B $(LIB) -DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)) >/dev/null
+	@cmake --build $(LIB) --parallel
+	@cmake --install $(LIB)
 
 deps:
 	@scripts/deps.sh
@@ -59,4 +79,4 @@ bench: build
 	@$(BUILD)/bin/karui-bench run all
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(TSAN) $(ARM)
+	rm -rf $(BUILD) $(LIB) $(ASAN) $(TSAN) $(ARM)

@@ -4,9 +4,11 @@
  *   L2 karui/core.h   microprocesses;  karui/sched.h  scheduling modules
  *   L3 karui/sync.h   semaphores, monitors, barriers, channels, streams,
  *                     rendezvous;  karui/io.h  I/O that parks only the
- *                     calling microprocess  */
+ *                     calling microprocess
+ *      karui/version.h  KARUI_VERSION_* and kr_version()  */
 #ifndef KARUI_H
 #define KARUI_H
+#include "karui/version.h"
 #include "karui/vp.h"
 #include "karui/ctx.h"
 #include "karui/core.h"

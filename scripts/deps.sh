@@ -13,6 +13,7 @@ have_cmd ninja || want ninja-build
 have_cmd gcc || want gcc
 have_cmd g++ || want g++
 have_cmd python3 || want python3
+have_cmd pkg-config || want pkgconf
 have_cmd valgrind || want valgrind
 have_cmd qemu-aarch64 || want qemu-user
 have_cmd aarch64-linux-gnu-gcc || want gcc-aarch64-linux-gnu
