@@ -1077,6 +1077,43 @@ static void sa_onstack_handlers_run_on_the_vps_signal_stack(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* The application's SIGSEGV handler, installed with SA_ONSTACK, runs for
+ * the overflow of a microprocess on any VP, on that VP's alternate stack
+ */
+static void exit_with_vp(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)si, (void)uc;
+	stack_t ss;
+	int on = sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+	_exit(on ? 50 + (int)kr_vp_id(kr_vp_self()) : 40);
+}
+
+static void overflow_with_own_handler(unsigned vp)
+{
+	struct sigaction sa = {.sa_sigaction = exit_with_vp, .sa_flags = SA_SIGINFO | SA_ONSTACK};
+	sigemptyset(&sa.sa_mask);
+	KT_EQ(sigaction(SIGSEGV, &sa, NULL), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		init(vp + 1);
+		kr_mp *m;
+		KT_EQ(kr_mp_create(&m, NULL, overflow, NULL), 0);
+		if (vp == 0)
+			kr_mp_join(m, NULL);
+		/* hold VP 0 without a scheduling point: VP 1 takes m */
+		for (uint64_t end = kr_now() + 10ull * 1000 * 1000 * 1000; kr_now() < end;)
+			;
+		_exit(3);
+	}
+	int st;
+	KT_EQ(waitpid(pid, &st, 0), pid);
+	KT_CHECK(WIFEXITED(st));
+	KT_EQ(WEXITSTATUS(st), 50 + (int)vp);
+}
+
+static void own_sigsegv_handler_runs_for_an_overflow_on_vp_0(void) { overflow_with_own_handler(0); }
+static void own_sigsegv_handler_runs_for_an_overflow_on_vp_1(void) { overflow_with_own_handler(1); }
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -1109,6 +1146,8 @@ int main(int argc, char **argv)
 	KT_RUN(keys_are_per_microprocess_with_destructors);
 	KT_RUN(keys_run_out_with_eagain);
 	KT_RUN(guard_page_turns_overflow_into_sigsegv);
+	KT_RUN(own_sigsegv_handler_runs_for_an_overflow_on_vp_0);
+	KT_RUN(own_sigsegv_handler_runs_for_an_overflow_on_vp_1);
 	KT_RUN(priority_queue_runs_highest_first_and_changes_live);
 	KT_RUN(work_spreads_to_idle_vps);
 	KT_RUN(mixed_operations_on_four_vps_add_up);
