@@ -53,6 +53,9 @@ typedef struct kr_sched_ops kr_sched_ops;
 #define KR_STACK_MIN 4096u            /* smallest stack, mp record included */
 #define KR_STACK_DEFAULT (64u * 1024) /* when kr_attr.stack_size is 0 */
 #define KR_STACK_MAX (1ul << 30)
+/* below a stack unless KR_MP_NOGUARD (or the page size, if larger): a
+ * frame larger than this may step over it (docs/limits.md) */
+#define KR_STACK_GUARD (64u * 1024)
 
 #define KR_PRIO_MIN 0
 #define KR_PRIO_MAX 31
@@ -60,12 +63,13 @@ typedef struct kr_sched_ops kr_sched_ops;
 
 enum kr_mp_flags {
 	KR_MP_DETACHED = 1u << 0, /* start detached: nobody joins it */
-	KR_MP_NOGUARD = 1u << 1,  /* no guard page below the stack (seed's red zone off) */
+	KR_MP_NOGUARD = 1u << 1,  /* no guard below the stack (seed's red zone off) */
 	KR_MP_PRIO = 1u << 2,     /* use kr_attr.prio instead of the creator's priority */
 };
 
 typedef struct kr_attr {
-	size_t stack_size; /* bytes; 0: KR_STACK_DEFAULT; rounded up to pages */
+	size_t stack_size; /* bytes; 0: KR_STACK_DEFAULT; rounded up to a size
+	                      class: whole pages to 32 KiB, then < 25% more */
 	unsigned flags;    /* enum kr_mp_flags */
 	int prio;          /* with KR_MP_PRIO: KR_PRIO_MIN..KR_PRIO_MAX */
 } kr_attr;
@@ -198,6 +202,10 @@ typedef struct kr_stats {
 	unsigned long mps_live;     /* created and not yet ended */
 	unsigned long stacks_mapped;/* stacks carved from reservations so far */
 	unsigned long stacks_cached;/* idle stacks in caches and the pool */
+	unsigned long stacks_trimmed;   /* times an idle stack's memory was returned */
+	unsigned long stack_trim_calls; /* madvise calls that returned it */
+	int stack_guards_inline;    /* 1: guards cost no mapping (MADV_GUARD_INSTALL);
+	                               0: each splits one (docs/limits.md) */
 } kr_stats;
 int kr_stats_get(kr_stats *st);
 

@@ -108,7 +108,8 @@ uint64_t kr_sched_idle_deadline(void);
  * source is set (and no other VP is waiting on it, unless each VP waits
  * on its own), on the event source, so that I/O completions wake it too.
  * Returns when woken, when something completed, or at the deadline
- * (KR_FOREVER: none).  Idle VPs return the memory of freed stacks here first. */
+ * (KR_FOREVER: none).  Idle VPs return here the memory of stacks left
+ * unused for a while, and return by the time the next ones may be. */
 void kr_sched_park(uint64_t deadline);
 
 /* For a ready callback that saw an idle VP: kr_vp_wakeup(n), and a kick

@@ -31,7 +31,8 @@
  * unless it had one of its own when it became a VP: a handler installed
  * with SA_ONSTACK runs there instead of on the stack of the interrupted
  * microprocess, which may be one page, or full (its guard page's SIGSEGV).
- * Threads that kr_vp_allocate starts block every signal.
+ * Threads that kr_vp_allocate starts block every signal but those of
+ * their own faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS).
  *
  * kr_vp_switch: Linux offers no unprivileged directed yield to a chosen
  * thread, so this is sched_yield(): the caller's processor goes to another

@@ -61,6 +61,7 @@ struct kr_mp {
 	kr_mp *free_next;       /* stack cache links while LIFE_FREE */
 	unsigned long id;
 	uint32_t cancel;        /* a kr_mp_cancel not yet consumed: atomic */
+	uint32_t region;        /* the region's number in its class (stack.c) */
 	/* line 2 */
 	uint32_t is_main;
 	/* the stack region: [stack_lo, stack_lo + stack_size) usable, this
@@ -69,7 +70,7 @@ struct kr_mp {
 	size_t stack_size;
 	void *tsan_fiber;       /* ThreadSanitizer builds only */
 };
-_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, cancel) < 128,
+_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, region) < 128,
 	       "the hot fields of a record fit its first two cache lines");
 
 
@@ -156,23 +157,49 @@ int kr__stacks_init(size_t per_vp_cache);
 void kr__stacks_fini(void);
 struct kr_stack_cache *kr__stack_cache_new(void);
 void kr__stack_cache_free(struct kr_stack_cache *c);
-/* a record at the top of a stack of `size` bytes (mp included); its fields
- * other than the stack's are for the caller to set */
+/* a record at the top of a stack of `size` bytes (mp included, rounded up
+ * to its class); its fields other than the stack's are for the caller */
 kr_mp *kr__stack_get(struct kr_stack_cache *c, size_t size, int guard);
 void kr__stack_put_slow(struct kr_stack_cache *c, kr_mp *mp);
-void kr__stack_stats(unsigned long *mapped, unsigned long *cached);
-void kr__stacks_trim(void);     /* a VP is about to sleep */
+void kr__stack_stats(kr_stats *st);     /* the stacks_* fields */
+/* An idle VP returns the memory of stacks left unused for a while; it
+ * should look again at the time returned (KR_FOREVER: nothing is kept). */
+uint64_t kr__stacks_trim(uint64_t now);
 
-/* A size class of stacks: its pool and the reservation being carved. */
+/* The size of the class a stack of `size` bytes comes from: whole pages
+ * up to 32 KiB, then multiples of a quarter of the power of two below. */
+static inline size_t kr__stack_class_size(size_t size)
+{
+	size_t p = (size + 4095) >> 12;
+	if (p <= 8)
+		return p << 12;
+	size_t step = (size_t)1 << (61 - __builtin_clzl(p - 1));
+	return ((p + step - 1) & ~(step - 1)) << 12;
+}
+
+/* A size class of stacks (stack.c).  Its regions are numbered in carving
+ * order, 64 to a block of neighbours; each is in exactly one place: live,
+ * in a VP's cache, dirty, clean or trimming. */
+struct kr_stack_block {
+	unsigned char *base;    /* the lowest stack byte of its region 0 */
+	uint64_t dirty, clean;  /* free regions: memory kept / returned */
+};
 struct kr_stack_class {
-	size_t size;    /* region bytes without the guard page: stack + record */
+	size_t size;    /* region bytes without the guard: stack + record */
+	size_t stride;  /* size + guard */
 	int guard;
-	pthread_mutex_t lock;   /* pool and carving */
-	unsigned char **pool;   /* region bases (lowest stack byte), returned */
-	size_t npool, cappool;
-	unsigned char **dirty;  /* region bases whose memory is kept */
-	size_t ndirty, capdirty;
+	pthread_mutex_t lock;   /* all below */
+	struct kr_stack_block *blk;
+	uint64_t *any_dirty, *any_clean;        /* a bit per block: a bit set in it */
+	size_t nblk, capblk;
+	size_t low_dirty, low_clean;    /* no bit set in any_* words below these */
+	size_t ndirty;          /* __atomic: trim peeks at it */
+	size_t low;             /* fewest dirty since the last trim */
+	size_t nclean, trimming, carved;
+	uint32_t next;          /* number of the next region carved */
 	unsigned char *cur, *end;       /* the reservation being carved */
+	size_t chunk;           /* length of the next reservation */
+	struct kr_stack_chunk *chunks;  /* every reservation, for kr_fini */
 };
 
 /* The first class of the VP's own cache, inline, with no call: NULL when

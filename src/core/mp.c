@@ -341,7 +341,9 @@ int kr_poller_set(const kr_poller *p)
  * protocol. */
 void kr_sched_park(uint64_t deadline)
 {
-	kr__stacks_trim();
+	uint64_t trim = kr__stacks_trim(kr_now());
+	if (trim < deadline)
+		deadline = trim;
 	struct kr_worker *w = W(), *none = NULL;
 	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
 	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {
@@ -814,7 +816,7 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 		if (attr->stack_size) {
 			if (attr->stack_size < KR_STACK_MIN || attr->stack_size > KR_STACK_MAX)
 				return EINVAL;
-			size = (attr->stack_size + 4095) & ~(size_t)4095;
+			size = kr__stack_class_size(attr->stack_size);
 		}
 		if (flags & KR_MP_PRIO) {
 			if (attr->prio < KR_PRIO_MIN || attr->prio > KR_PRIO_MAX)
@@ -1383,6 +1385,6 @@ int kr_stats_get(kr_stats *st)
 	if (!st)
 		return EINVAL;
 	st->mps_live = live_count();
-	kr__stack_stats(&st->stacks_mapped, &st->stacks_cached);
+	kr__stack_stats(st);
 	return 0;
 }

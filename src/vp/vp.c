@@ -36,9 +36,11 @@
  * an alternate signal stack (64 KiB or more, untouched until a signal
  * comes) unless it has one already (an adopted thread's own, or a
  * sanitizer's), and handlers installed with SA_ONSTACK run there.  Threads
- * started here block every signal (kr_vp_allocate), so such handlers run on
- * them for the signals of their own faults only; VP 0 and adopted threads
- * keep the application's mask.
+ * started here block every signal but those of their own faults (SIGSEGV,
+ * SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS: a fault signal that is blocked
+ * kills the process without running its handler), so such handlers run on
+ * them for their own faults only; VP 0 and adopted threads keep the
+ * application's mask.
  *
  * Rejected: a futex word per VP with a list of sleepers (the wakeup of a VP
  * that is between "announce idle" and "sleep" needs extra states; the
@@ -180,6 +182,15 @@ static void *vp_thread(void *p)
 	if (!gate_wait(g))
 		return NULL;
 	vp->upper = NULL;
+	sigset_t faults;
+	sigemptyset(&faults);
+	sigaddset(&faults, SIGSEGV);
+	sigaddset(&faults, SIGBUS);
+	sigaddset(&faults, SIGILL);
+	sigaddset(&faults, SIGFPE);
+	sigaddset(&faults, SIGTRAP);
+	sigaddset(&faults, SIGSYS);
+	pthread_sigmask(SIG_UNBLOCK, &faults, NULL);
 	altstack_install(vp);
 	kr__vp_self = vp;
 	kr__vp_set_status(vp, KR_VP_RUNNING);
@@ -218,7 +229,8 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 	}
 	pthread_mutex_unlock(&reg_lock);
 	/* Every thread waits at the gate; fn runs only if all were created.
-	 * Threads start with all signals blocked and inherit nothing else. */
+	 * Threads start with all signals blocked and inherit nothing else
+	 * (vp_thread unblocks the fault signals). */
 	struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
 	unsigned started = 0;
 	sigset_t all, old;
