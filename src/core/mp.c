@@ -1159,9 +1159,10 @@ static struct kr_worker *worker_new(kr_vp *vp)
 		free(w);
 		return NULL;
 	}
-	vp->upper = w;
+	vp->upper = w; /* VP 0: kr_vp_release refuses until teardown clears it */
 	int err = OPS->vp_init(SCHED, vp);
 	if (err) {
+		vp->upper = NULL;
 		kr__stack_cache_free(w->stacks);
 		free(w);
 		return NULL;
@@ -1268,6 +1269,7 @@ int kr_init(const kr_config *cfg)
 	if (!idle) {
 		if (w)
 			worker_free(vp0->id);
+		vp0->upper = NULL;
 		kr_vp_release();
 		free(main);
 		G.sched.ops->fini(SCHED);
@@ -1346,12 +1348,14 @@ static void teardown(void)
 	G.sched.ops->fini(SCHED);
 	kr__w = NULL;
 	TSAN_DROP(w->tsan_idle);
+	kr_vp *vp0 = w->vp;
 	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		if (workers[i])
 			worker_free(i);
 	free(G.main);
 	G.main = NULL;
 	G.w0 = NULL;
+	vp0->upper = NULL;
 	kr_vp_release();
 	kr__stacks_fini();
 }
