@@ -1077,6 +1077,37 @@ static void sa_onstack_handlers_run_on_the_vps_signal_stack(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- life cycle against misuse and races ---------------- */
+
+/* Two plain threads call kr_init at once: one starts karui, the other is
+ * told EBUSY, however far the first one has got. */
+static pthread_barrier_t init_bar;
+
+static void *racing_init(void *a)
+{
+	pthread_barrier_wait(&init_bar);
+	int err = kr_init(NULL);
+	pthread_barrier_wait(&init_bar); /* both have tried */
+	if (err == 0)
+		KT_EQ(kr_fini(), 0);
+	return (void *)(intptr_t)err;
+}
+
+static void concurrent_inits_let_exactly_one_start(void)
+{
+	KT_EQ(pthread_barrier_init(&init_bar, NULL, 2), 0);
+	for (int round = 0; round < 300; round++) {
+		pthread_t t[2];
+		void *r[2];
+		for (int i = 0; i < 2; i++)
+			KT_EQ(pthread_create(&t[i], NULL, racing_init, NULL), 0);
+		for (int i = 0; i < 2; i++)
+			KT_EQ(pthread_join(t[i], &r[i]), 0);
+		KT_EQ((r[0] == 0) + (r[1] == 0), 1);
+		KT_EQ((intptr_t)r[0] + (intptr_t)r[1], EBUSY);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -1121,5 +1152,6 @@ int main(int argc, char **argv)
 	KT_RUN(woken_timed_sleep_leaves_no_late_timer);
 	KT_RUN(sleep_for_passes_its_time_and_keeps_wakeups);
 	KT_RUN(many_deadlines_fire_on_busy_and_idle_vps);
+	KT_RUN(concurrent_inits_let_exactly_one_start);
 	return kt_finish();
 }

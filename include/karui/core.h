@@ -78,7 +78,8 @@ typedef struct kr_config {
 } kr_config;
 
 /* Start karui on the calling thread.  EINVAL: vps > KR_VP_MAX, or an ops
- * table without its mandatory functions; EBUSY: already started;
+ * table without its mandatory functions; EBUSY: already started, or being
+ * started or stopped by another thread, or the caller is a VP already;
  * EAGAIN / ENOMEM: no threads or memory. */
 int kr_init(const kr_config *cfg);
 

@@ -79,6 +79,8 @@ static struct {
 	kr_vp **vps;            /* VPs 1.. started by kr_init */
 	unsigned nvps;
 	pthread_mutex_t lock;   /* kr_init against a concurrent kr_init */
+	int busy;               /* under lock: from kr_init's check to the end
+	                           of its failure, or of kr_fini */
 	/* the event source (sched.h) */
 	kr_poller poller;
 	uint32_t poller_on;     /* poller set: busy VPs poll it */
@@ -1226,6 +1228,14 @@ static int ops_valid(const kr_config *cfg)
 
 static void teardown(void);
 
+/* kr_init failed, or kr_fini is over: another kr_init may start. */
+static void unclaim(void)
+{
+	pthread_mutex_lock(&G.lock);
+	G.busy = 0;
+	pthread_mutex_unlock(&G.lock);
+}
+
 int kr_init(const kr_config *cfg)
 {
 	kr_config def = {0};
@@ -1234,11 +1244,14 @@ int kr_init(const kr_config *cfg)
 	unsigned nvp = cfg->vps ? cfg->vps : 1;
 	if (nvp > KR_VP_MAX || !ops_valid(cfg))
 		return EINVAL;
+	/* The claim is made under the lock, and held until kr_fini is over:
+	 * a second kr_init sees it however far the first one has got. */
 	pthread_mutex_lock(&G.lock);
-	if (G.running || kr_vp_self()) {
+	if (G.busy || kr_vp_self()) {
 		pthread_mutex_unlock(&G.lock);
 		return EBUSY;
 	}
+	G.busy = 1;
 	int err = kr__stacks_init(cfg->stack_cache ? cfg->stack_cache : 64);
 	memset(cnt, 0, sizeof cnt);
 	G.sched.ops = cfg->sched ? cfg->sched : &kr_sched_default;
@@ -1253,8 +1266,10 @@ int kr_init(const kr_config *cfg)
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);
-	if (err)
+	if (err) {
+		unclaim();
 		return err;
+	}
 
 	kr_vp *vp0;
 	kr_mp *main = calloc(1, sizeof *main);
@@ -1262,6 +1277,7 @@ int kr_init(const kr_config *cfg)
 		free(main);
 		G.sched.ops->fini(SCHED);
 		kr__stacks_fini();
+		unclaim();
 		return err ? err : ENOMEM;
 	}
 	struct kr_worker *w = worker_new(vp0);
@@ -1274,6 +1290,7 @@ int kr_init(const kr_config *cfg)
 		free(main);
 		G.sched.ops->fini(SCHED);
 		kr__stacks_fini();
+		unclaim();
 		return ENOMEM;
 	}
 	w->idle_stack_lo = idle->stack_lo;
@@ -1303,6 +1320,7 @@ int kr_init(const kr_config *cfg)
 		if (err) {
 			/* kr_vp_allocate starts all or none */
 			teardown();
+			unclaim();
 			return err;
 		}
 	}
@@ -1378,6 +1396,7 @@ int kr_fini(void)
 		block(w, self);
 	}
 	teardown();
+	unclaim();
 	return 0;
 }
 
