@@ -1,4 +1,5 @@
 /* L2: microprocess life cycle, sleep/wakeup, switching, keys, bad input. */
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include "kt.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
 /* The guard-page test wants the kernel's SIGSEGV, not ASan's report of it. */
 const char *__asan_default_options(void) { return "handle_segv=0"; }
 #endif
@@ -1108,6 +1110,66 @@ static void concurrent_inits_let_exactly_one_start(void)
 	}
 }
 
+/* One key slot created and deleted 2^23 times, past the point where its
+ * generation used to overflow the bits a key has for it: every key the
+ * slot gives out can be set and read. */
+static void keys_stay_valid_through_any_number_of_reuses(void)
+{
+	init(1);
+	for (long i = 0; i < (1L << 23) + 8; i++) {
+		kr_key k;
+		KT_EQ(kr_key_create(&k, NULL), 0);
+		if (kr_key_set(k, (void *)i) != 0 || kr_key_get(k) != (void *)i) {
+			fprintf(stderr, "  key %#x of cycle %ld refused\n", k, i);
+			_exit(1);
+		}
+		KT_EQ(kr_key_delete(k), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* The main microprocess's keys: their destructors run at kr_fini, and its
+ * table goes with them, so cycles of kr_init / kr_key_set / kr_fini do
+ * not grow the heap (the AddressSanitizer build checks with its leak
+ * checker, whose allocator mallinfo2 does not see). */
+static int main_dtor_calls;
+static void main_dtor(void *v)
+{
+	free(v);
+	main_dtor_calls++;
+}
+
+static size_t heap_in_use(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return 0;
+#else
+	return mallinfo2().uordblks;
+#endif
+}
+
+static void main_keys_are_destroyed_at_fini(void)
+{
+	enum { ROUNDS = 300 };
+	size_t before = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		if (round == 20) /* once the allocator has settled */
+			before = heap_in_use();
+		init(1);
+		kr_key k;
+		KT_EQ(kr_key_create(&k, main_dtor), 0);
+		KT_EQ(kr_key_set(k, malloc(16)), 0);
+		KT_EQ(kr_fini(), 0);
+		KT_EQ(main_dtor_calls, round + 1);
+		KT_EQ(kr_key_delete(k), 0);
+	}
+	/* a leaked table per round would be 2 KiB */
+	KT_CHECK(heap_in_use() < before + (ROUNDS - 20) * 2048 / 4);
+#if defined(__SANITIZE_ADDRESS__)
+	KT_EQ(__lsan_do_recoverable_leak_check(), 0);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -1153,5 +1215,7 @@ int main(int argc, char **argv)
 	KT_RUN(sleep_for_passes_its_time_and_keeps_wakeups);
 	KT_RUN(many_deadlines_fire_on_busy_and_idle_vps);
 	KT_RUN(concurrent_inits_let_exactly_one_start);
+	KT_RUN(keys_stay_valid_through_any_number_of_reuses);
+	KT_RUN(main_keys_are_destroyed_at_fini);
 	return kt_finish();
 }

@@ -84,7 +84,9 @@ typedef struct kr_config {
 int kr_init(const kr_config *cfg);
 
 /* Stop karui.  Only the main microprocess may call it (EPERM otherwise),
- * and only when every other microprocess has ended (EBUSY otherwise). */
+ * and only when every other microprocess has ended (EBUSY otherwise).  The
+ * main microprocess ends here: the destructors of its keys run first (and
+ * if they start microprocesses, EBUSY after all). */
 int kr_fini(void);
 
 /* Create a microprocess running fn(arg).  EINVAL: fn or out NULL, stack
@@ -185,8 +187,9 @@ int kr_mp_setprio(kr_mp *mp, int prio);
 int kr_mp_getprio(const kr_mp *mp, int *prio);
 
 /* Microprocess-local storage, like pthread keys.  Destructors run at exit
- * for non-NULL values.  EAGAIN: all KR_KEYS_MAX keys in use; EINVAL: bad
- * or deleted key; ENOMEM. */
+ * for non-NULL values (the main microprocess's at kr_fini).  A key stays
+ * valid however often keys are created and deleted.  EAGAIN: all
+ * KR_KEYS_MAX keys in use; EINVAL: bad or deleted key; ENOMEM. */
 #define KR_KEYS_MAX 128
 typedef unsigned kr_key;
 int kr_key_create(kr_key *key, void (*destructor)(void *));

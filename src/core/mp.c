@@ -1385,6 +1385,14 @@ int kr_fini(void)
 		return EPERM;
 	if (live_count() != 0)
 		return EBUSY;
+	/* The main microprocess ends here: its keys' destructors run (they
+	 * may block, and start microprocesses: then EBUSY after all). */
+	if (w->cur->keys) {
+		kr__keys_run_destructors(w->cur);
+		w = W();
+		if (live_count() != 0)
+			return EBUSY;
+	}
 	kr_mp *self = w->cur;
 	if (w != G.w0) {
 		/* Get back onto the thread kr_init was called on: sleep, and
