@@ -945,6 +945,41 @@ static void stream_close_gives_eof_and_epipe(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A reader blocked on an empty stream whose read side someone else closes
+ * gets EPIPE at once, with nothing read, as a read that starts then does. */
+static void *read_a_while(void *a)
+{
+	char b[16];
+	size_t got = 7;
+	int err = kr_stream_timedread(a, b, sizeof b, &got, kr_now() + 2000 * MS);
+	return (void *)(intptr_t)(err == EPIPE && got == 0 ? 0 : err ? err : -1);
+}
+
+static void close_read_wakes_blocked_readers_with_epipe(void)
+{
+	init(1);
+	kr_stream s;
+	KT_EQ(kr_stream_init(&s, 64), 0);
+	kr_mp *r[2];
+	for (int i = 0; i < 2; i++)
+		KT_EQ(kr_mp_create(&r[i], NULL, read_a_while, &s), 0);
+	KT_EQ(kr_mp_yield(), 0); /* both block on the empty ring */
+	KT_EQ(kr_stream_destroy(&s), EBUSY);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_stream_close_read(&s), 0);
+	for (int i = 0; i < 2; i++) {
+		void *res;
+		KT_EQ(kr_mp_join(r[i], &res), 0);
+		KT_EQ((intptr_t)res, 0);
+	}
+	KT_CHECK(kr_now() - t0 < 1000 * MS); /* not at their deadline */
+	size_t got;
+	char b[4];
+	KT_EQ(kr_stream_read(&s, b, sizeof b, &got), EPIPE);
+	KT_EQ(kr_stream_destroy(&s), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* Copies into and out of the ring at every distance, modulo 4 KiB, near
  * the one where memcpy meets 4 KiB aliasing (stream.c copies those in
  * pieces) move every byte. */
@@ -1517,5 +1552,6 @@ int main(int argc, char **argv)
 	KT_RUN(rendezvous_calls_add_up_under_timeouts_and_cancellation);
 	KT_RUN(stream_bytes_add_up_under_timeouts_and_cancellation);
 	KT_RUN(blocked_microprocesses_use_no_cpu);
+	KT_RUN(close_read_wakes_blocked_readers_with_epipe);
 	return kt_finish();
 }

@@ -181,7 +181,9 @@ int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got);
 int kr_stream_timedread(kr_stream *s, void *buf, size_t len, size_t *got,
 			uint64_t deadline);
 int kr_stream_close_write(kr_stream *s); /* readers see EOF once drained */
-int kr_stream_close_read(kr_stream *s);  /* writers get EPIPE */
+/* No more reads: what is buffered is dropped, and writers, readers that
+ * wait and later reads and writes get EPIPE (a reader's *got is 0). */
+int kr_stream_close_read(kr_stream *s);
 
 /* ---------------- rendezvous (Ada entries) ---------------- */
 
