@@ -217,6 +217,37 @@ static void mutex_excludes_across_two_vps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A microprocess that ends holding a mutex leaves it held, by no one
+ * alive: the next microprocess created in its record (the stack cache is
+ * LIFO) does not own it. */
+static void *lock_and_end(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	return a;
+}
+
+static void *try_the_held_mutex(void *a)
+{
+	int timed = kr_mutex_timedlock(&mu, kr_now() + 2 * MS);
+	int unlock = kr_mutex_unlock(&mu);
+	return (void *)(intptr_t)(timed == ETIMEDOUT && unlock == EPERM ? 0 : timed * 1000 + unlock);
+}
+
+static void mutex_of_an_ended_owner_is_not_the_next_microprocess_in_its_record(void)
+{
+	init(1);
+	KT_EQ(kr_mutex_init(&mu), 0);
+	kr_mp *m;
+	void *r;
+	KT_EQ(kr_mp_create(&m, NULL, lock_and_end, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_mp_create(&m, NULL, try_the_held_mutex, NULL), 0);
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_mutex_trylock(&mu), EBUSY);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void *unlock_other(void *a)
 {
 	return (void *)(intptr_t)kr_mutex_unlock(a);
@@ -774,8 +805,63 @@ static void served_waiter_ending_first_costs_its_server_nothing(void)
 	KT_EQ(kr_chan_destroy(&ch), 0);
 	KT_EQ(kr_fini(), 0);
 }
+
+static int parked_and_back;
+
+static void *park_then_note(void *a)
+{
+	kr_mp_park();
+	parked_and_back = 1;
+	return a;
+}
+
+/* The same held server, whose waiter ends and is joined, and a new
+ * microprocess that parks in the waiter's record (the stack cache is
+ * LIFO) before the server's wakeup comes: the wakeup carries the ended
+ * waiter's generation, and the new microprocess stays parked. */
+static void late_wakeup_spares_the_next_microprocess_in_its_record(void)
+{
+	struct sigaction sa = {.sa_sigaction = hold_server, .sa_flags = SA_SIGINFO};
+	KT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
+	int fd = break_at_wakeup();
+	if (fd < 0)
+		KT_SKIP("no hardware breakpoints for this thread (perf_event_open)");
+	close(fd);
+	init(1);
+	KT_EQ(kr_sem_init(&sem, 0), 0);
+	held = released = 0;
+	kr_mp *w, *next;
+	KT_EQ(kr_mp_create(&w, &small, wait_sem, NULL), 0);
+	KT_EQ(kr_mp_yield(), 0); /* w blocks on sem */
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, serve_held, &sem), 0);
+	for (int i = 0; !__atomic_load_n(&held, __ATOMIC_ACQUIRE); i++) {
+		KT_CHECK(i < 20000);
+		KT_EQ(kr_mp_sleep_for(100000), 0);
+	}
+	KT_EQ(kr_mp_unpark(w), 0); /* w finds its wait served and ends */
+	KT_EQ(kr_mp_join(w, NULL), 0);
+	KT_EQ(kr_mp_create(&next, &small, park_then_note, NULL), 0);
+	KT_EQ(kr_mp_yield(), 0); /* next parks, where w was */
+	__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+	void *r;
+	pthread_join(t, &r);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_mp_yield(), 0);
+	KT_EQ(parked_and_back, 0);
+	KT_EQ(kr_mp_unpark(next), 0);
+	KT_EQ(kr_mp_join(next, NULL), 0);
+	KT_EQ(parked_and_back, 1);
+	KT_EQ(kr_sem_destroy(&sem), 0);
+	KT_EQ(kr_fini(), 0);
+}
 #else
 static void served_waiter_ending_first_costs_its_server_nothing(void)
+{
+	KT_SKIP("needs x86-64's hardware breakpoints (qemu-user has none)");
+}
+
+static void late_wakeup_spares_the_next_microprocess_in_its_record(void)
 {
 	KT_SKIP("needs x86-64's hardware breakpoints (qemu-user has none)");
 }
@@ -1552,6 +1638,8 @@ int main(int argc, char **argv)
 	KT_RUN(rendezvous_calls_add_up_under_timeouts_and_cancellation);
 	KT_RUN(stream_bytes_add_up_under_timeouts_and_cancellation);
 	KT_RUN(blocked_microprocesses_use_no_cpu);
+	KT_RUN(late_wakeup_spares_the_next_microprocess_in_its_record);
+	KT_RUN(mutex_of_an_ended_owner_is_not_the_next_microprocess_in_its_record);
 	KT_RUN(close_read_wakes_blocked_readers_with_epipe);
 	return kt_finish();
 }

@@ -18,8 +18,9 @@
  *                  (kr__stacks_trim), or past DIRTY_MAX, it is
  *                  madvise(MADV_DONTNEED)'d whole: its memory goes back to
  *                  the kernel and the address range stays for reuse
- *                  (`pool`).  Either way its record reads LIFE_FREE, so a
- *                  stale handle is still recognised.  Returning each stack
+ *                  (`pool`).  Either way its record reads as ended, or
+ *                  zeroed, so a stale handle is still recognised (mp.c's
+ *                  generations).  Returning each stack
  *                  at once cost a system call per microprocess past the
  *                  caches (50,835 madvise calls in one create_batch run
  *                  of the benchmark; 835 now).
@@ -330,7 +331,6 @@ void kr__stack_put_slow(struct kr_stack_cache *k, kr_mp *mp)
 	struct kr_stack_class *c = (struct kr_stack_class *)mp->cls;
 	if (KR_SANITIZED && region_of(c, mp) != mp->stack_lo)
 		abort(); /* the sanitizer builds check region_of on every return */
-	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
 	unsigned char *b[1 + BATCH];
 	size_t n = 0;
 	int si = slot_of(k, c);

@@ -7,8 +7,10 @@
  * fails, so under m->lock a state with bit 0 set cannot change: the
  * unlocker hands the mutex to the first waiter (state = its token) and
  * wakes it owning the mutex — no barging, no thundering herd.  A token is
- * the microprocess's record (64-byte aligned), or, on a thread that is no
- * VP (trylock/unlock only), the address of a thread-local word.
+ * the microprocess's handle (core/internal.h), whose generation keeps a
+ * microprocess created in the record of one that ended holding the mutex
+ * from passing for its owner; or, on a thread that is no VP (trylock and
+ * unlock only), the address of a thread-local word.
  *
  * Condition variables.  A waiter queues on c (under c->lock), then
  * releases the mutex.  Signal moves the first waiter onto the mutex
@@ -32,7 +34,7 @@
 
 static __thread _Alignas(8) char foreign_token;
 
-/* The caller's token: its microprocess, or its thread's word off a VP. */
+/* The caller's token: its microprocess's handle, or its thread's word off a VP. */
 static inline uintptr_t token(void)
 {
 	kr_mp *self = kr__self();
