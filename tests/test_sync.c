@@ -1144,6 +1144,61 @@ static void rendezvous_answers_every_call_once(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A second reply to an answered call is refused and reaches nobody: the
+ * caller has moved on, here to a second call whose waiter sits at the
+ * same address, which only its own kr_call answers.  So are replies from
+ * another microprocess and from a thread that is no VP. */
+static int call_status[2];
+
+static void *call_twice(void *a)
+{
+	long v = 1;
+	call_status[0] = kr_entry_call(&ent, &v);
+	v = 2;
+	call_status[1] = kr_entry_call(&ent, &v);
+	return a;
+}
+
+static void *reply_to(void *c) { return (void *)(intptr_t)kr_entry_reply(c, 13); }
+
+static void *foreign_reply(void *c)
+{
+	return (void *)(intptr_t)(kr_entry_reply(c, 13) * 1000 + (kr_call_msg(c) != NULL));
+}
+
+static void second_reply_is_refused_and_reaches_nobody(void)
+{
+	init(1);
+	KT_EQ(kr_entry_init(&ent), 0);
+	kr_mp *caller, *other;
+	KT_EQ(kr_mp_create(&caller, NULL, call_twice, NULL), 0);
+	KT_EQ(kr_mp_yield(), 0); /* the first call waits */
+	kr_call *c1, *c2;
+	KT_EQ(kr_entry_accept(&ent, &c1), 0);
+	KT_EQ(*(long *)kr_call_msg(c1), 1);
+	KT_EQ(kr_entry_reply(c1, 7), 0);
+	KT_EQ(kr_mp_yield(), 0); /* the caller returns, and its second call waits */
+	KT_EQ(call_status[0], 7);
+	KT_EQ(kr_entry_reply(c1, 9), EINVAL);
+	KT_CHECK(kr_call_msg(c1) == NULL);
+	KT_EQ(kr_entry_accept(&ent, &c2), 0);
+	KT_EQ(*(long *)kr_call_msg(c2), 2);
+	KT_EQ(kr_entry_reply(c1, 9), EINVAL); /* whatever address c2 has */
+	void *r;
+	KT_EQ(kr_mp_create(&other, NULL, reply_to, c2), 0);
+	KT_EQ(kr_mp_join(other, &r), 0);
+	KT_EQ((intptr_t)r, EINVAL); /* c2 is not other's */
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, foreign_reply, c2), 0);
+	KT_EQ(pthread_join(t, &r), 0);
+	KT_EQ((intptr_t)r, EPERM * 1000);
+	KT_EQ(kr_entry_reply(c2, 11), 0);
+	KT_EQ(kr_mp_join(caller, NULL), 0);
+	KT_EQ(call_status[1], 11);
+	KT_EQ(kr_entry_destroy(&ent), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void *late_acceptor(void *a)
 {
 	kr_call *c;
@@ -1639,6 +1694,7 @@ int main(int argc, char **argv)
 	KT_RUN(stream_bytes_add_up_under_timeouts_and_cancellation);
 	KT_RUN(blocked_microprocesses_use_no_cpu);
 	KT_RUN(late_wakeup_spares_the_next_microprocess_in_its_record);
+	KT_RUN(second_reply_is_refused_and_reaches_nobody);
 	KT_RUN(mutex_of_an_ended_owner_is_not_the_next_microprocess_in_its_record);
 	KT_RUN(close_read_wakes_blocked_readers_with_epipe);
 	return kt_finish();

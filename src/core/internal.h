@@ -78,6 +78,9 @@ struct kr_mp {
 	kr_mp *free_next;       /* stack cache links while free */
 	unsigned long id;
 	kr_mp *handle;          /* this life's handle (internal.h: generations) */
+	uintptr_t upper;        /* owned by L3 (sync/entry.c: the calls this
+	                           microprocess accepted and has not answered);
+	                           0 at each create */
 	/* line 2 */
 	uint32_t is_main;
 	/* the stack region: [stack_lo, stack_lo + stack_size) usable, this
@@ -86,7 +89,7 @@ struct kr_mp {
 	size_t stack_size;
 	void *tsan_fiber;       /* ThreadSanitizer builds only */
 };
-_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, handle) + 8 <= 128,
+_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, upper) + 8 <= 128,
 	       "the hot fields of a record fit its first two cache lines");
 
 

@@ -879,6 +879,7 @@ static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, 
 	mp->arg = arg;
 	mp->on_cpu = 0;
 	mp->prio = prio;
+	mp->upper = 0;
 	struct counters *c = w->cnt;
 	unsigned long n = c->created + 1;
 	mp->id = n * KR_VP_MAX + w->vp->id;
