@@ -248,6 +248,32 @@ static void mutex_of_an_ended_owner_is_not_the_next_microprocess_in_its_record(v
 	KT_EQ(kr_fini(), 0);
 }
 
+/* The same for threads that are no VP: one that took the mutex with
+ * trylock and ended leaves it held, and a later thread (which may get the
+ * same thread-local storage) does not own it. */
+static void *trylock_and_end(void *a)
+{
+	return (void *)(intptr_t)kr_mutex_trylock(a);
+}
+
+static void *unlock_foreign(void *a)
+{
+	return (void *)(intptr_t)kr_mutex_unlock(a);
+}
+
+static void mutex_of_an_ended_thread_is_not_a_later_threads(void)
+{
+	KT_EQ(kr_mutex_init(&mu), 0);
+	for (int i = 0; i < 20; i++) {
+		pthread_t t;
+		void *r;
+		KT_EQ(pthread_create(&t, NULL, i ? unlock_foreign : trylock_and_end, &mu), 0);
+		KT_EQ(pthread_join(t, &r), 0);
+		KT_EQ((intptr_t)r, i ? EPERM : 0);
+	}
+	KT_EQ(kr_mutex_trylock(&mu), EBUSY);
+}
+
 static void *unlock_other(void *a)
 {
 	return (void *)(intptr_t)kr_mutex_unlock(a);
@@ -1696,6 +1722,7 @@ int main(int argc, char **argv)
 	KT_RUN(late_wakeup_spares_the_next_microprocess_in_its_record);
 	KT_RUN(second_reply_is_refused_and_reaches_nobody);
 	KT_RUN(mutex_of_an_ended_owner_is_not_the_next_microprocess_in_its_record);
+	KT_RUN(mutex_of_an_ended_thread_is_not_a_later_threads);
 	KT_RUN(close_read_wakes_blocked_readers_with_epipe);
 	return kt_finish();
 }
