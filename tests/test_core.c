@@ -1,4 +1,5 @@
 /* L2: microprocess life cycle, sleep/wakeup, switching, keys, bad input. */
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include "kt.h"
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
 /* The guard-page test wants the kernel's SIGSEGV, not ASan's report of it. */
 const char *__asan_default_options(void) { return "handle_segv=0"; }
 #endif
@@ -1296,6 +1298,288 @@ static void overflow_with_own_handler(unsigned vp)
 
 static void own_sigsegv_handler_runs_for_an_overflow_on_vp_0(void) { overflow_with_own_handler(0); }
 static void own_sigsegv_handler_runs_for_an_overflow_on_vp_1(void) { overflow_with_own_handler(1); }
+/* ---------------- life cycle against misuse and races ---------------- */
+
+/* Two plain threads call kr_init at once: one starts karui, the other is
+ * told EBUSY, however far the first one has got. */
+static pthread_barrier_t init_bar;
+
+static void *racing_init(void *a)
+{
+	pthread_barrier_wait(&init_bar);
+	int err = kr_init(NULL);
+	pthread_barrier_wait(&init_bar); /* both have tried */
+	if (err == 0)
+		KT_EQ(kr_fini(), 0);
+	return (void *)(intptr_t)err;
+}
+
+static void concurrent_inits_let_exactly_one_start(void)
+{
+	KT_EQ(pthread_barrier_init(&init_bar, NULL, 2), 0);
+	for (int round = 0; round < 300; round++) {
+		pthread_t t[2];
+		void *r[2];
+		for (int i = 0; i < 2; i++)
+			KT_EQ(pthread_create(&t[i], NULL, racing_init, NULL), 0);
+		for (int i = 0; i < 2; i++)
+			KT_EQ(pthread_join(t[i], &r[i]), 0);
+		KT_EQ((r[0] == 0) + (r[1] == 0), 1);
+		KT_EQ((intptr_t)r[0] + (intptr_t)r[1], EBUSY);
+	}
+}
+
+static int parked_and_back;
+
+static void *park_then_note(void *a)
+{
+	kr_mp_park();
+	parked_and_back = 1;
+	return a;
+}
+
+/* The old handle of the caller's own record is no more the caller's. */
+static void *use_old_handle(void *old)
+{
+	int a = kr_mp_join(old, NULL), b = kr_mp_switch_to(old), c = kr_mp_park_and_switch(old);
+	return (void *)(intptr_t)(a == ESRCH && b == ESRCH && c == ESRCH ? 0 : a * 10000 + b * 100 + c);
+}
+
+/* A joined microprocess's record goes to the next create at once (the
+ * cache is LIFO): its old handle still names nothing. */
+static void stale_handle_does_not_name_the_next_microprocess_in_its_record(void)
+{
+	init(1);
+	kr_mp *old, *m;
+	int p;
+	void *r;
+	KT_EQ(kr_mp_create(&old, NULL, nop, NULL), 0);
+	KT_EQ(kr_mp_join(old, NULL), 0);
+	KT_EQ(kr_mp_create(&m, NULL, use_old_handle, old), 0);
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_mp_create(&m, NULL, park_then_note, (void *)5), 0);
+	KT_EQ(kr_mp_yield(), 0); /* m runs and parks */
+	KT_EQ(kr_mp_unpark(old), ESRCH);
+	KT_EQ(kr_mp_cancel(old), ESRCH);
+	KT_EQ(kr_mp_switch_to(old), ESRCH);
+	KT_EQ(kr_mp_park_and_switch(old), ESRCH);
+	KT_EQ(kr_mp_setprio(old, KR_PRIO_MIN), ESRCH);
+	KT_EQ(kr_mp_getprio(old, &p), ESRCH);
+	KT_EQ(kr_mp_detach(old), ESRCH);
+	KT_EQ(kr_mp_join(old, NULL), ESRCH);
+	KT_EQ(kr_mp_id(old), 0);
+	KT_CHECK(kr_mp_id(m) != 0);
+	KT_EQ(kr_mp_yield(), 0);
+	KT_EQ(parked_and_back, 0); /* still parked: nothing reached it */
+	KT_EQ(kr_mp_getprio(m, &p), 0);
+	KT_EQ(p, KR_PRIO_DEFAULT);
+	KT_EQ(kr_mp_unpark(m), 0);
+	KT_EQ(kr_mp_join(m, &r), 0); /* still joinable: not detached */
+	KT_EQ((uintptr_t)r, 5);
+	KT_EQ(parked_and_back, 1);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Two microprocesses on two VPs join (or one joins and one detaches) a
+ * microprocess that has ended: exactly one succeeds and frees it. */
+static kr_mp *race_target;
+static uint32_t race_arrived, race_go;
+
+static void *race_reap(void *detach)
+{
+	__atomic_add_fetch(&race_arrived, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&race_go, __ATOMIC_ACQUIRE))
+		kr_mp_yield();
+	return (void *)(intptr_t)(detach ? kr_mp_detach(race_target) : kr_mp_join(race_target, NULL));
+}
+
+static void racing_joins_of_an_ended_microprocess_let_one_win(void)
+{
+	init(2);
+	for (int round = 0; round < 2000; round++) {
+		KT_EQ(kr_mp_create(&race_target, NULL, nop, NULL), 0);
+		kr_stats st;
+		do { /* until it has ended */
+			KT_EQ(kr_mp_yield(), 0);
+			KT_EQ(kr_stats_get(&st), 0);
+		} while (st.mps_live);
+		race_arrived = race_go = 0;
+		kr_mp *r[2];
+		void *res[2];
+		for (int i = 0; i < 2; i++)
+			KT_EQ(kr_mp_create(&r[i], NULL, race_reap,
+					   (void *)(uintptr_t)(i && (round & 1))), 0);
+		while (__atomic_load_n(&race_arrived, __ATOMIC_SEQ_CST) < 2)
+			KT_EQ(kr_mp_yield(), 0);
+		__atomic_store_n(&race_go, 1, __ATOMIC_RELEASE);
+		for (int i = 0; i < 2; i++)
+			KT_EQ(kr_mp_join(r[i], &res[i]), 0);
+		KT_EQ((res[0] == 0) + (res[1] == 0), 1);
+		for (int i = 0; i < 2; i++)
+			KT_CHECK(res[i] == 0 || (intptr_t)res[i] == ESRCH);
+	}
+	kr_stats st;
+	KT_EQ(kr_stats_get(&st), 0);
+	KT_EQ(st.mps_live, 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Joins that would wait for themselves: A joins B joins C joins A on one
+ * VP, in that order (the last gets EDEADLK, and the others' joins then
+ * complete); and two microprocesses on two VPs that join each other at
+ * once (at least one gets EDEADLK, and neither is left waiting). */
+static kr_mp *cyc[3];
+static int cyc_err[3];
+
+static void *join_next(void *a)
+{
+	int i = (int)(intptr_t)a;
+	void *r = NULL;
+	cyc_err[i] = kr_mp_join(cyc[(i + 1) % 3], &r);
+	return r;
+}
+
+static uint32_t pair_go;
+static int pair_err[2];
+
+static void *join_peer(void *a)
+{
+	int i = (int)(intptr_t)a;
+	while (!__atomic_load_n(&pair_go, __ATOMIC_ACQUIRE))
+		kr_mp_yield();
+	pair_err[i] = kr_mp_join(cyc[!i], NULL);
+	return NULL;
+}
+
+static void joins_that_close_a_cycle_return_edeadlk(void)
+{
+	init(1);
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_mp_create(&cyc[i], NULL, join_next, (void *)(intptr_t)i), 0);
+	KT_EQ(kr_mp_yield(), 0); /* 0 joins 1, 1 joins 2, 2 joins 0: EDEADLK */
+	KT_EQ(kr_mp_join(cyc[0], NULL), 0);
+	KT_EQ(cyc_err[2], EDEADLK);
+	KT_EQ(cyc_err[1], 0);
+	KT_EQ(cyc_err[0], 0);
+	KT_EQ(kr_fini(), 0);
+
+	init(2);
+	for (int round = 0; round < 1000; round++) {
+		pair_go = 0;
+		pair_err[0] = pair_err[1] = -1;
+		for (int i = 0; i < 2; i++)
+			KT_EQ(kr_mp_create(&cyc[i], NULL, join_peer, (void *)(intptr_t)i), 0);
+		__atomic_store_n(&pair_go, 1, __ATOMIC_RELEASE);
+		kr_stats st;
+		do {
+			KT_EQ(kr_mp_yield(), 0);
+			KT_EQ(kr_stats_get(&st), 0);
+		} while (__atomic_load_n(&pair_err[0], __ATOMIC_RELAXED) < 0 ||
+			 __atomic_load_n(&pair_err[1], __ATOMIC_RELAXED) < 0);
+		KT_CHECK(pair_err[0] == EDEADLK || pair_err[1] == EDEADLK);
+		/* whichever its peer did not reap is main's to join */
+		for (int i = 0; i < 2; i++) {
+			int err = kr_mp_join(cyc[i], NULL);
+			KT_CHECK(err == 0 || err == ESRCH);
+		}
+		KT_EQ(kr_stats_get(&st), 0);
+		KT_EQ(st.mps_live, 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* One key slot created and deleted 2^23 times, past the point where its
+ * generation used to overflow the bits a key has for it: every key the
+ * slot gives out can be set and read. */
+static void keys_stay_valid_through_any_number_of_reuses(void)
+{
+	init(1);
+	for (long i = 0; i < (1L << 23) + 8; i++) {
+		kr_key k;
+		KT_EQ(kr_key_create(&k, NULL), 0);
+		if (kr_key_set(k, (void *)i) != 0 || kr_key_get(k) != (void *)i) {
+			fprintf(stderr, "  key %#x of cycle %ld refused\n", k, i);
+			_exit(1);
+		}
+		KT_EQ(kr_key_delete(k), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* The main microprocess's keys: their destructors run at kr_fini, and its
+ * table goes with them, so cycles of kr_init / kr_key_set / kr_fini do
+ * not grow the heap (the AddressSanitizer build checks with its leak
+ * checker, whose allocator mallinfo2 does not see). */
+static int main_dtor_calls;
+static void main_dtor(void *v)
+{
+	free(v);
+	main_dtor_calls++;
+}
+
+static size_t heap_in_use(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return 0;
+#else
+	return mallinfo2().uordblks;
+#endif
+}
+
+static void main_keys_are_destroyed_at_fini(void)
+{
+	enum { ROUNDS = 300 };
+	size_t before = 0;
+	for (int round = 0; round < ROUNDS; round++) {
+		if (round == 20) /* once the allocator has settled */
+			before = heap_in_use();
+		init(1);
+		kr_key k;
+		KT_EQ(kr_key_create(&k, main_dtor), 0);
+		KT_EQ(kr_key_set(k, malloc(16)), 0);
+		KT_EQ(kr_fini(), 0);
+		KT_EQ(main_dtor_calls, round + 1);
+		KT_EQ(kr_key_delete(k), 0);
+	}
+	/* a leaked table per round would be 2 KiB */
+	KT_CHECK(heap_in_use() < before + (ROUNDS - 20) * 2048 / 4);
+#if defined(__SANITIZE_ADDRESS__)
+	KT_EQ(__lsan_do_recoverable_leak_check(), 0);
+#endif
+}
+
+/* Karui calls inside a blocking section: a sleep there lets its VP run
+ * others, and the section goes on wherever the microprocess resumes, so
+ * kr_blocking_leave finds it; one that ends inside a section ends it. */
+static void *enter_and_end(void *a)
+{
+	KT_EQ(kr_blocking_enter(), 0);
+	return a;
+}
+
+static void karui_calls_inside_a_blocking_section_keep_it_with_the_microprocess(void)
+{
+	init(2);
+	for (int round = 0; round < 200; round++) {
+		KT_EQ(kr_blocking_enter(), 0);
+		KT_EQ(kr_vp_status(kr_vp_self()), KR_VP_BLOCKED);
+		KT_EQ(kr_mp_sleep_for(20000), 0); /* resumed by whichever VP saw the timer */
+		KT_EQ(kr_vp_status(kr_vp_self()), KR_VP_BLOCKED);
+		KT_EQ(kr_mp_yield(), 0);
+		KT_EQ(kr_blocking_leave(), 0);
+		KT_EQ(kr_vp_status(kr_vp_self()), KR_VP_RUNNING);
+	}
+	KT_EQ(kr_fini(), 0);
+	init(1);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, enter_and_end, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0); /* it ended on this VP, inside a section */
+	KT_EQ(kr_vp_status(kr_vp_self()), KR_VP_RUNNING);
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_fini(), 0);
+}
 
 int main(int argc, char **argv)
 {
@@ -1348,5 +1632,12 @@ int main(int argc, char **argv)
 	KT_RUN(woken_timed_sleep_leaves_no_late_timer);
 	KT_RUN(sleep_for_passes_its_time_and_keeps_wakeups);
 	KT_RUN(many_deadlines_fire_on_busy_and_idle_vps);
+	KT_RUN(concurrent_inits_let_exactly_one_start);
+	KT_RUN(stale_handle_does_not_name_the_next_microprocess_in_its_record);
+	KT_RUN(racing_joins_of_an_ended_microprocess_let_one_win);
+	KT_RUN_T(joins_that_close_a_cycle_return_edeadlk, 60);
+	KT_RUN(keys_stay_valid_through_any_number_of_reuses);
+	KT_RUN(main_keys_are_destroyed_at_fini);
+	KT_RUN(karui_calls_inside_a_blocking_section_keep_it_with_the_microprocess);
 	return kt_finish();
 }

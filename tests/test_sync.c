@@ -217,6 +217,63 @@ static void mutex_excludes_across_two_vps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A microprocess that ends holding a mutex leaves it held, by no one
+ * alive: the next microprocess created in its record (the stack cache is
+ * LIFO) does not own it. */
+static void *lock_and_end(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	return a;
+}
+
+static void *try_the_held_mutex(void *a)
+{
+	int timed = kr_mutex_timedlock(&mu, kr_now() + 2 * MS);
+	int unlock = kr_mutex_unlock(&mu);
+	return (void *)(intptr_t)(timed == ETIMEDOUT && unlock == EPERM ? 0 : timed * 1000 + unlock);
+}
+
+static void mutex_of_an_ended_owner_is_not_the_next_microprocess_in_its_record(void)
+{
+	init(1);
+	KT_EQ(kr_mutex_init(&mu), 0);
+	kr_mp *m;
+	void *r;
+	KT_EQ(kr_mp_create(&m, NULL, lock_and_end, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_mp_create(&m, NULL, try_the_held_mutex, NULL), 0);
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_mutex_trylock(&mu), EBUSY);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* The same for threads that are no VP: one that took the mutex with
+ * trylock and ended leaves it held, and a later thread (which may get the
+ * same thread-local storage) does not own it. */
+static void *trylock_and_end(void *a)
+{
+	return (void *)(intptr_t)kr_mutex_trylock(a);
+}
+
+static void *unlock_foreign(void *a)
+{
+	return (void *)(intptr_t)kr_mutex_unlock(a);
+}
+
+static void mutex_of_an_ended_thread_is_not_a_later_threads(void)
+{
+	KT_EQ(kr_mutex_init(&mu), 0);
+	for (int i = 0; i < 20; i++) {
+		pthread_t t;
+		void *r;
+		KT_EQ(pthread_create(&t, NULL, i ? unlock_foreign : trylock_and_end, &mu), 0);
+		KT_EQ(pthread_join(t, &r), 0);
+		KT_EQ((intptr_t)r, i ? EPERM : 0);
+	}
+	KT_EQ(kr_mutex_trylock(&mu), EBUSY);
+}
+
 static void *unlock_other(void *a)
 {
 	return (void *)(intptr_t)kr_mutex_unlock(a);
@@ -774,8 +831,63 @@ static void served_waiter_ending_first_costs_its_server_nothing(void)
 	KT_EQ(kr_chan_destroy(&ch), 0);
 	KT_EQ(kr_fini(), 0);
 }
+
+static int parked_and_back;
+
+static void *park_then_note(void *a)
+{
+	kr_mp_park();
+	parked_and_back = 1;
+	return a;
+}
+
+/* The same held server, whose waiter ends and is joined, and a new
+ * microprocess that parks in the waiter's record (the stack cache is
+ * LIFO) before the server's wakeup comes: the wakeup carries the ended
+ * waiter's generation, and the new microprocess stays parked. */
+static void late_wakeup_spares_the_next_microprocess_in_its_record(void)
+{
+	struct sigaction sa = {.sa_sigaction = hold_server, .sa_flags = SA_SIGINFO};
+	KT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
+	int fd = break_at_wakeup();
+	if (fd < 0)
+		KT_SKIP("no hardware breakpoints for this thread (perf_event_open)");
+	close(fd);
+	init(1);
+	KT_EQ(kr_sem_init(&sem, 0), 0);
+	held = released = 0;
+	kr_mp *w, *next;
+	KT_EQ(kr_mp_create(&w, &small, wait_sem, NULL), 0);
+	KT_EQ(kr_mp_yield(), 0); /* w blocks on sem */
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, serve_held, &sem), 0);
+	for (int i = 0; !__atomic_load_n(&held, __ATOMIC_ACQUIRE); i++) {
+		KT_CHECK(i < 20000);
+		KT_EQ(kr_mp_sleep_for(100000), 0);
+	}
+	KT_EQ(kr_mp_unpark(w), 0); /* w finds its wait served and ends */
+	KT_EQ(kr_mp_join(w, NULL), 0);
+	KT_EQ(kr_mp_create(&next, &small, park_then_note, NULL), 0);
+	KT_EQ(kr_mp_yield(), 0); /* next parks, where w was */
+	__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+	void *r;
+	pthread_join(t, &r);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(kr_mp_yield(), 0);
+	KT_EQ(parked_and_back, 0);
+	KT_EQ(kr_mp_unpark(next), 0);
+	KT_EQ(kr_mp_join(next, NULL), 0);
+	KT_EQ(parked_and_back, 1);
+	KT_EQ(kr_sem_destroy(&sem), 0);
+	KT_EQ(kr_fini(), 0);
+}
 #else
 static void served_waiter_ending_first_costs_its_server_nothing(void)
+{
+	KT_SKIP("needs x86-64's hardware breakpoints (qemu-user has none)");
+}
+
+static void late_wakeup_spares_the_next_microprocess_in_its_record(void)
 {
 	KT_SKIP("needs x86-64's hardware breakpoints (qemu-user has none)");
 }
@@ -945,6 +1057,41 @@ static void stream_close_gives_eof_and_epipe(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A reader blocked on an empty stream whose read side someone else closes
+ * gets EPIPE at once, with nothing read, as a read that starts then does. */
+static void *read_a_while(void *a)
+{
+	char b[16];
+	size_t got = 7;
+	int err = kr_stream_timedread(a, b, sizeof b, &got, kr_now() + 2000 * MS);
+	return (void *)(intptr_t)(err == EPIPE && got == 0 ? 0 : err ? err : -1);
+}
+
+static void close_read_wakes_blocked_readers_with_epipe(void)
+{
+	init(1);
+	kr_stream s;
+	KT_EQ(kr_stream_init(&s, 64), 0);
+	kr_mp *r[2];
+	for (int i = 0; i < 2; i++)
+		KT_EQ(kr_mp_create(&r[i], NULL, read_a_while, &s), 0);
+	KT_EQ(kr_mp_yield(), 0); /* both block on the empty ring */
+	KT_EQ(kr_stream_destroy(&s), EBUSY);
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_stream_close_read(&s), 0);
+	for (int i = 0; i < 2; i++) {
+		void *res;
+		KT_EQ(kr_mp_join(r[i], &res), 0);
+		KT_EQ((intptr_t)res, 0);
+	}
+	KT_CHECK(kr_now() - t0 < 1000 * MS); /* not at their deadline */
+	size_t got;
+	char b[4];
+	KT_EQ(kr_stream_read(&s, b, sizeof b, &got), EPIPE);
+	KT_EQ(kr_stream_destroy(&s), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* Copies into and out of the ring at every distance, modulo 4 KiB, near
  * the one where memcpy meets 4 KiB aliasing (stream.c copies those in
  * pieces) move every byte. */
@@ -1019,6 +1166,61 @@ static void rendezvous_answers_every_call_once(void)
 	run_all(200, caller, NULL);
 	for (int i = 0; i < 2; i++)
 		KT_EQ(kr_mp_join(s[i], NULL), 0);
+	KT_EQ(kr_entry_destroy(&ent), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A second reply to an answered call is refused and reaches nobody: the
+ * caller has moved on, here to a second call whose waiter sits at the
+ * same address, which only its own kr_call answers.  So are replies from
+ * another microprocess and from a thread that is no VP. */
+static int call_status[2];
+
+static void *call_twice(void *a)
+{
+	long v = 1;
+	call_status[0] = kr_entry_call(&ent, &v);
+	v = 2;
+	call_status[1] = kr_entry_call(&ent, &v);
+	return a;
+}
+
+static void *reply_to(void *c) { return (void *)(intptr_t)kr_entry_reply(c, 13); }
+
+static void *foreign_reply(void *c)
+{
+	return (void *)(intptr_t)(kr_entry_reply(c, 13) * 1000 + (kr_call_msg(c) != NULL));
+}
+
+static void second_reply_is_refused_and_reaches_nobody(void)
+{
+	init(1);
+	KT_EQ(kr_entry_init(&ent), 0);
+	kr_mp *caller, *other;
+	KT_EQ(kr_mp_create(&caller, NULL, call_twice, NULL), 0);
+	KT_EQ(kr_mp_yield(), 0); /* the first call waits */
+	kr_call *c1, *c2;
+	KT_EQ(kr_entry_accept(&ent, &c1), 0);
+	KT_EQ(*(long *)kr_call_msg(c1), 1);
+	KT_EQ(kr_entry_reply(c1, 7), 0);
+	KT_EQ(kr_mp_yield(), 0); /* the caller returns, and its second call waits */
+	KT_EQ(call_status[0], 7);
+	KT_EQ(kr_entry_reply(c1, 9), EINVAL);
+	KT_CHECK(kr_call_msg(c1) == NULL);
+	KT_EQ(kr_entry_accept(&ent, &c2), 0);
+	KT_EQ(*(long *)kr_call_msg(c2), 2);
+	KT_EQ(kr_entry_reply(c1, 9), EINVAL); /* whatever address c2 has */
+	void *r;
+	KT_EQ(kr_mp_create(&other, NULL, reply_to, c2), 0);
+	KT_EQ(kr_mp_join(other, &r), 0);
+	KT_EQ((intptr_t)r, EINVAL); /* c2 is not other's */
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, foreign_reply, c2), 0);
+	KT_EQ(pthread_join(t, &r), 0);
+	KT_EQ((intptr_t)r, EPERM * 1000);
+	KT_EQ(kr_entry_reply(c2, 11), 0);
+	KT_EQ(kr_mp_join(caller, NULL), 0);
+	KT_EQ(call_status[1], 11);
 	KT_EQ(kr_entry_destroy(&ent), 0);
 	KT_EQ(kr_fini(), 0);
 }
@@ -1517,5 +1719,10 @@ int main(int argc, char **argv)
 	KT_RUN(rendezvous_calls_add_up_under_timeouts_and_cancellation);
 	KT_RUN(stream_bytes_add_up_under_timeouts_and_cancellation);
 	KT_RUN(blocked_microprocesses_use_no_cpu);
+	KT_RUN(late_wakeup_spares_the_next_microprocess_in_its_record);
+	KT_RUN(second_reply_is_refused_and_reaches_nobody);
+	KT_RUN(mutex_of_an_ended_owner_is_not_the_next_microprocess_in_its_record);
+	KT_RUN(mutex_of_an_ended_thread_is_not_a_later_threads);
+	KT_RUN(close_read_wakes_blocked_readers_with_epipe);
 	return kt_finish();
 }

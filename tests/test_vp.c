@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "karui/core.h"
 #include "karui/vp.h"
 #include "kt.h"
 
@@ -247,6 +248,21 @@ static void allocate_is_all_or_none(void)
 		KT_CHECK(v[i] == NULL);
 }
 
+/* The thread karui runs on stays a VP until kr_fini: releasing it from
+ * under karui is refused. */
+static void release_of_the_vp_karui_runs_on_returns_ebusy(void)
+{
+	KT_EQ(kr_init(NULL), 0);
+	kr_vp *vp = kr_vp_self();
+	KT_CHECK(vp != NULL);
+	KT_EQ(kr_vp_release(), EBUSY);
+	KT_CHECK(kr_vp_self() == vp);
+	KT_EQ(kr_vp_status(vp), KR_VP_RUNNING);
+	KT_EQ(kr_fini(), 0);
+	KT_CHECK(kr_vp_self() == NULL);
+	KT_EQ(kr_vp_release(), EPERM);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -260,5 +276,6 @@ int main(int argc, char **argv)
 	KT_RUN(a_queued_source_wait_does_not_swallow_a_wakeup);
 	KT_RUN(join_of_self_returns_edeadlk);
 	KT_RUN(allocate_is_all_or_none);
+	KT_RUN(release_of_the_vp_karui_runs_on_returns_ebusy);
 	return kt_finish();
 }

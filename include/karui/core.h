@@ -28,7 +28,15 @@
  * Handles are like pthread_t: a joinable microprocess's handle stays valid
  * until it is joined; after that (and after a detached one ends) its memory
  * goes back to the stack cache and may be reused by a new microprocess.
- * Until then a stale handle is recognised and refused (ESRCH / EINVAL).
+ * Unlike a pthread_t, a handle carries the generation of the life it
+ * names, and every call that takes one checks it: a stale handle is
+ * refused (ESRCH; kr_mp_id returns 0), also once its memory holds a new
+ * microprocess, and acts on nothing.  The generation has 16 bits: a
+ * handle kept while its record is reused tens of thousands of times may
+ * name a new microprocess again (docs/limits.md).  The wakeups karui owes
+ * a microprocess internally (a server's, an I/O completion's) carry its
+ * generation too, so a late one never reaches the next microprocess in
+ * the same memory.
  *
  * All calls return 0 or an errno code; on a thread that is no VP of an
  * initialised karui every call but kr_mp_unpark returns EPERM.
@@ -82,12 +90,15 @@ typedef struct kr_config {
 } kr_config;
 
 /* Start karui on the calling thread.  EINVAL: vps > KR_VP_MAX, or an ops
- * table without its mandatory functions; EBUSY: already started;
+ * table without its mandatory functions; EBUSY: already started, or being
+ * started or stopped by another thread, or the caller is a VP already;
  * EAGAIN / ENOMEM: no threads or memory. */
 int kr_init(const kr_config *cfg);
 
 /* Stop karui.  Only the main microprocess may call it (EPERM otherwise),
- * and only when every other microprocess has ended (EBUSY otherwise). */
+ * and only when every other microprocess has ended (EBUSY otherwise).  The
+ * main microprocess ends here: the destructors of its keys run first (and
+ * if they start microprocesses, EBUSY after all). */
 int kr_fini(void);
 
 /* Create a microprocess running fn(arg).  EINVAL: fn or out NULL, stack
@@ -100,16 +111,22 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg);
  * returns EPERM. */
 int kr_mp_exit(void *result);
 
-/* Wait for mp to end and collect its result (result may be NULL).
- * EINVAL: NULL, detached, or already being joined; EDEADLK: mp is the
- * caller; ESRCH: mp has been joined already (stale handle). */
+/* Wait for mp to end and collect its result (result may be NULL).  Of
+ * joins and detaches of one microprocess, at most one succeeds.  EINVAL:
+ * NULL, detached, or being joined by another; EDEADLK: mp is the caller,
+ * or waits for it: mp joins the caller, or joins one that joins it, and
+ * so on (of two joins that close such a cycle at once, at least one
+ * returns EDEADLK); ESRCH: mp has been joined already, or was detached
+ * and has ended (stale handle). */
 int kr_mp_join(kr_mp *mp, void **result);
 
-/* Nobody will join mp; its resources go when it ends.  EINVAL: NULL or
- * detached already; ESRCH: ended and joined. */
+/* Nobody will join mp; its resources go when it ends.  EINVAL: NULL,
+ * detached already, or being joined; ESRCH: as kr_mp_join. */
 int kr_mp_detach(kr_mp *mp);
 
 kr_mp *kr_mp_self(void);            /* NULL off a VP */
+/* A number that names mp for as long as the process runs; 0 for NULL or
+ * a stale handle. */
 unsigned long kr_mp_id(const kr_mp *mp);
 
 /* Let every other runnable microprocess of this VP's queue go first
@@ -127,9 +144,13 @@ int kr_mp_park(void);
  * enter publishes the VP as BLOCKED and makes sure the configured number
  * of VPs still run microprocesses: a parked spare VP is resumed, or a new
  * one started, and it takes over the other microprocesses, the blocked
- * VP's queue included.  Between the two calls the microprocess makes no
- * other karui call.  enter: EBUSY if already inside; leave: EINVAL if not;
- * both EPERM off a VP. */
+ * VP's queue included.  The section belongs to the microprocess: karui
+ * calls made inside it work, and one that waits (a contended lock, a
+ * sleep, a yield) counts its VP as running again while it waits, and
+ * begins the section again on the VP it resumes on, so that
+ * kr_blocking_leave ends it wherever the microprocess is then; one that
+ * ends inside it ends it too.  enter: EBUSY if already inside; leave:
+ * EINVAL if not; both EPERM off a VP. */
 int kr_blocking_enter(void);
 int kr_blocking_leave(void);
 
@@ -183,13 +204,15 @@ int kr_mp_park_and_switch(kr_mp *mp);
 
 /* Priorities (used by priority ready queues; others keep but ignore them).
  * A change takes effect at once, also for a queued microprocess — the
- * seed's dynamic priority.  EINVAL: NULL or out of range. */
+ * seed's dynamic priority.  EINVAL: NULL or out of range; ESRCH: setprio,
+ * mp has ended; getprio, a stale handle. */
 int kr_mp_setprio(kr_mp *mp, int prio);
 int kr_mp_getprio(const kr_mp *mp, int *prio);
 
 /* Microprocess-local storage, like pthread keys.  Destructors run at exit
- * for non-NULL values.  EAGAIN: all KR_KEYS_MAX keys in use; EINVAL: bad
- * or deleted key; ENOMEM. */
+ * for non-NULL values (the main microprocess's at kr_fini).  A key stays
+ * valid however often keys are created and deleted.  EAGAIN: all
+ * KR_KEYS_MAX keys in use; EINVAL: bad or deleted key; ENOMEM. */
 #define KR_KEYS_MAX 128
 typedef unsigned kr_key;
 int kr_key_create(kr_key *key, void (*destructor)(void *));

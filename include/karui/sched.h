@@ -18,7 +18,11 @@
  * module with KR_RQ_SHARED has one instance for the whole process (strict
  * order across VPs, one lock); otherwise each VP has its own and idle VPs
  * steal through `steal`.  A queued microprocess's links (kr_rq_link) belong
- * to the module while it is queued.
+ * to the module while it is queued.  The kr_mp pointers that modules are
+ * given name microprocesses while the module holds them; they are not the
+ * handles of core.h (those carry a generation): a module compares them
+ * with each other, hands them back, and gives them to kr_mp_rqlink and
+ * kr_mp_prio, not to the calls of core.h.
  *
  * Scheduler module (level 1).  Decides where a microprocess that becomes
  * runnable goes, which one a VP runs next, and what an idle VP does.  It is

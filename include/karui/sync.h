@@ -181,7 +181,9 @@ int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got);
 int kr_stream_timedread(kr_stream *s, void *buf, size_t len, size_t *got,
 			uint64_t deadline);
 int kr_stream_close_write(kr_stream *s); /* readers see EOF once drained */
-int kr_stream_close_read(kr_stream *s);  /* writers get EPIPE */
+/* No more reads: what is buffered is dropped, and writers, readers that
+ * wait and later reads and writes get EPIPE (a reader's *got is 0). */
+int kr_stream_close_read(kr_stream *s);
 
 /* ---------------- rendezvous (Ada entries) ---------------- */
 
@@ -201,12 +203,17 @@ int kr_entry_destroy(kr_entry *e);
  * accepted; once accepted it waits for the reply. */
 int kr_entry_call(kr_entry *e, void *msg);
 int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline);
-/* Wait for a call; *call is then the caller's, to be answered once. */
+/* Wait for a call; *call is then the caller's, to be answered once, by
+ * the microprocess that accepted it. */
 int kr_entry_accept(kr_entry *e, kr_call **call);
 int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline);
+/* The call's message; NULL unless the caller accepted the call and has
+ * not answered it. */
 void *kr_call_msg(kr_call *call);
 /* End the rendezvous: the caller resumes, its kr_entry_call returning
- * `status`.  EINVAL: NULL. */
+ * `status`.  EINVAL: NULL, a call answered already, or one the caller did
+ * not accept (nothing is touched then: the caller of an answered call may
+ * have moved on); EPERM: off a VP. */
 int kr_entry_reply(kr_call *call, int status);
 
 #ifdef __cplusplus

@@ -82,7 +82,8 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out);
 int kr_vp_adopt(kr_vp **out);
 
 /* The calling adopted thread stops being a VP.  EPERM: not a VP;
- * EINVAL: the VP was started by kr_vp_allocate (return from fn instead). */
+ * EINVAL: the VP was started by kr_vp_allocate (return from fn instead);
+ * EBUSY: karui runs on it (kr_init made it a VP; kr_fini releases it). */
 int kr_vp_release(void);
 
 /* Wait for a VP started by kr_vp_allocate to return from fn, then free it.

@@ -16,13 +16,31 @@
 #include "../arch/spin.h"
 #include "../arch/tls.h"
 
-/* mp->wstate: the wakeup protocol (see mp.c) */
-enum { WS_RUN = 0, WS_SLEEP = 1, WS_NOTIFIED = 2 };
-/* mp->join: the join protocol (or the joiner's record) */
-enum { JS_NONE = 0, JS_DETACHED = 1, JS_WAITING = 2, JS_DONE = 3 };
-/* mp->life: what the memory holds.  0 is what a cached (zeroed or
- * recycled) record reads as. */
-enum { LIFE_FREE = 0, LIFE_LIVE = 0x6b72756du /* "kr mu" */, LIFE_ENDED = 0x656e6464u };
+/* Generations.  Every life of a record has a generation, 1..65535, that
+ * the record's state words carry and the handles too: a handle is the
+ * record's address with the generation in its top 16 bits, which user
+ * addresses leave free on x86-64 and aarch64 (below 2^47 and 2^48 unless a
+ * mapping asks for more).  Every call that takes a handle checks its
+ * generation, and those that change the record's state (wakeups, cancels,
+ * claims, join, detach) in the same atomic operation, so a stale handle,
+ * or a late internal wakeup, never acts on a new life of the record.  A
+ * record fresh from the stack pool reads generation 0, which no handle
+ * has.  See mp.c. */
+#define KR_GEN_SHIFT 48
+#define KR_ADDR_MASK (((uintptr_t)1 << KR_GEN_SHIFT) - 1)
+_Static_assert(sizeof(void *) == 8, "handles keep their generation in a pointer's top bits");
+
+/* mp->wstate: the wakeup protocol (see mp.c) in bits 0-1, a pending
+ * cancel in bit 2, the generation in bits 16-31: the record's present
+ * life's while it lives, the next one's once it has ended.  The states
+ * are numbered so that a wakeup takes one off any but NOTIFIED. */
+enum { WS_NOTIFIED = 0, WS_RUN = 1, WS_SLEEP = 2, WS_STATE = 3, WS_CANCEL = 4 };
+#define WS_GEN 0xffff0000u
+/* mp->join: the join protocol in the low bits (or the joiner's record),
+ * the generation in the top 16 bits.  REAPED: ended, and joined (its
+ * joiner releases it), or detached; it carries no generation, which is as
+ * good: the life is over for every handle. */
+enum { JS_NONE = 0, JS_DETACHED = 1, JS_REAPED = 2, JS_DONE = 3 };
 
 #if defined(__SANITIZE_ADDRESS__)
 #define KR_SANITIZED 1 /* reused stacks are unpoisoned in stack.c */
@@ -47,8 +65,7 @@ struct kr_mp {
 	void *queued;           /* default scheduler: instance it is queued in;
 	                           NULL in no queue, as when it ends: a record
 	                           comes out of the cache with NULL here */
-	uintptr_t join;         /* JS_* or the joiner's record: atomic */
-	uint32_t life;          /* LIFE_*: atomic */
+	uintptr_t join;         /* generation | JS_* or the joiner's record: atomic */
 	int prio;
 	/* line 1 */
 	union {
@@ -58,19 +75,22 @@ struct kr_mp {
 	void *arg;
 	struct kr_keyvals *keys;/* lazily allocated */
 	const struct kr_stack_class *cls;
-	kr_mp *free_next;       /* stack cache links while LIFE_FREE */
+	kr_mp *free_next;       /* stack cache links while free */
 	unsigned long id;
-	uint32_t cancel;        /* a kr_mp_cancel not yet consumed: atomic */
-	uint32_t region;        /* the region's number in its class (stack.c) */
+	kr_mp *handle;          /* this life's handle (internal.h: generations) */
+	uintptr_t upper;        /* owned by L3 (sync/entry.c: the calls this
+	                           microprocess accepted and has not answered);
+	                           0 at each create */
 	/* line 2 */
 	uint32_t is_main;
+	uint32_t region;        /* the region's number in its class (stack.c) */
 	/* the stack region: [stack_lo, stack_lo + stack_size) usable, this
 	 * record at its top */
 	unsigned char *stack_lo;
 	size_t stack_size;
 	void *tsan_fiber;       /* ThreadSanitizer builds only */
 };
-_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, region) < 128,
+_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, upper) + 8 <= 128,
 	       "the hot fields of a record fit its first two cache lines");
 
 
@@ -126,18 +146,30 @@ struct kr_sched {
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
 
-/* kr_mp_self() inline, for the layers above L2 inside the library: the
- * primitives of L3 take the caller's identity on every call. */
-static inline kr_mp *kr__self(void)
+/* A handle's record. */
+static inline kr_mp *kr__rec(const kr_mp *h) { return (kr_mp *)((uintptr_t)h & KR_ADDR_MASK); }
+
+/* The running microprocess's record, NULL off a VP (and in an idle loop). */
+static inline kr_mp *kr__cur(void)
 {
 	struct kr_worker *w = KR_TLS_GET(kr__w);
 	return w ? w->cur : NULL;
 }
 
+/* kr_mp_self() inline, for the layers above L2 inside the library: the
+ * primitives of L3 take the caller's identity (its handle, so that every
+ * wakeup they owe it carries its generation) on every call. */
+static inline kr_mp *kr__self(void)
+{
+	kr_mp *mp = kr__cur();
+	return mp ? mp->handle : NULL;
+}
+
 /* kr_mp_unpark for L3's servers: 0 also when mp has ended.  A waiter that
  * sees DONE before its server's wakeup (its deadline passed while it was
  * being served, or another wakeup came) may return, end and be joined
- * first; that wakeup is then owed to no one. */
+ * first; that wakeup is then owed to no one, and its generation keeps it
+ * from a new microprocess in the same record. */
 int kr__wake_waiter(kr_mp *mp);
 
 /* stack.c: a VP's cache of free stacks, a list per size class (slot 0 is
@@ -231,7 +263,6 @@ static inline void kr__stack_put(struct kr_stack_cache *k, kr_mp *mp)
 		kr__stack_put_slow(k, mp);
 		return;
 	}
-	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
 	mp->free_next = k->slot[0].head;
 	k->slot[0].head = mp;
 	k->slot[0].n++;

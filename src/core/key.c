@@ -7,11 +7,17 @@
  * A key is slot | generation << 8.  kr_key_delete bumps the slot's
  * generation, so values stored under a deleted key are never returned for a
  * new key that reuses the slot: each stored value carries the generation it
- * was stored under.  A microprocess's values live in a table allocated on
- * its first kr_key_set and freed when it ends, after the destructors
- * (up to KR_KEY_DTOR_ROUNDS rounds, as POSIX does, since a destructor may
- * store again).  The key table is guarded by a mutex: creating and deleting
- * keys is rare; get/set touch only the caller's own table.
+ * was stored under.  The generation is odd while the slot is in use and
+ * counts modulo 2^24, what a kr_key has room for, so every key stays
+ * valid however often its slot has been reused (a value kept through 2^23
+ * deletions of its slot could come back, as with any count of fixed size).
+ *
+ * A microprocess's values live in a table allocated on its first
+ * kr_key_set and freed when it ends (the main microprocess's at kr_fini),
+ * after the destructors (up to KR_KEY_DTOR_ROUNDS rounds, as POSIX does,
+ * since a destructor may store again).  The key table is guarded by a
+ * mutex: creating and deleting keys is rare; get/set touch only the
+ * caller's own table.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,8 +35,10 @@ struct kr_keyvals {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+#define GEN_MASK 0xffffffu /* the bits of a kr_key above the slot's 8 */
+
 static struct {
-	unsigned gen; /* odd: in use */
+	unsigned gen; /* odd: in use; below 2^24 */
 	void (*dtor)(void *);
 } keys[KR_KEYS_MAX];
 
@@ -57,7 +65,7 @@ int kr_key_create(kr_key *key, void (*destructor)(void *))
 	for (unsigned s = 0; s < KR_KEYS_MAX; s++)
 		if (!(keys[s].gen & 1)) {
 			keys[s].dtor = destructor;
-			__atomic_store_n(&keys[s].gen, keys[s].gen + 1, __ATOMIC_RELEASE);
+			__atomic_store_n(&keys[s].gen, (keys[s].gen + 1) & GEN_MASK, __ATOMIC_RELEASE);
 			*key = s | keys[s].gen << 8;
 			pthread_mutex_unlock(&lock);
 			return 0;
@@ -72,7 +80,7 @@ int kr_key_delete(kr_key key)
 	pthread_mutex_lock(&lock);
 	int ok = key_ok(key, &s);
 	if (ok)
-		__atomic_store_n(&keys[s].gen, keys[s].gen + 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&keys[s].gen, (keys[s].gen + 1) & GEN_MASK, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&lock);
 	return ok ? 0 : EINVAL;
 }

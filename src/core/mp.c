@@ -31,19 +31,50 @@
  *            the winner of that CAS makes the microprocess ready: never
  *            twice), or RUN / NOTIFIED -> NOTIFIED, always with a release
  *            RMW, so whoever consumes the permit sees what every waker
- *            wrote before waking it.
+ *            wrote before waking it.  A cancel sets its bit in the RMW of
+ *            its wakeup.
+ *
+ * Generations (internal.h).  A record is reused as soon as its microprocess
+ * has been joined, or has ended detached, and a handle or an internal
+ * wakeup (a server's, an I/O completion's) may still name it.  So wstate
+ * and join carry the record's generation, the handles too, and every RMW
+ * made for a handle expects the handle's generation: a stale one fails,
+ * and acts on nothing.  wstate's generation goes up by one when the
+ * microprocess ends, so that from then on no wakeup, cancel or claim acts
+ * on it, and the next create takes it as it is; join's stays until the
+ * record is reaped.  So a stale handle could name a new life only after
+ * 65,535 more.  A record that comes back from the stack pool has been
+ * zeroed, and takes the creating VP's count instead, so that it does not
+ * start again where its stale handles are (it may, by chance, land on
+ * one of them).
+ * Rejected: a handle that indexes a table of records (a load more on every
+ * call, and a table to grow); the 64-byte alignment's six low bits for more
+ * generation bits (a handle would no longer serve as a mutex's owner
+ * token, whose low bits the mutex uses).
  *
  * An ending microprocess cannot free its own stack while running on it.
  * It sets on_cpu = 2 before its last switch; finish() on the next context
  * then returns the stack (detached case).  A joiner frees the stack itself
  * after waiting for on_cpu == 0.
  *
- * Join: mp->join holds JS_NONE, JS_DETACHED, JS_DONE or the joiner's
- * record.  The joiner CASes NONE -> itself and blocks without going through
- * kr_mp_park: it is in no queue and its permit is untouched (a kr_mp_unpark meant
- * for it stays pending), so only mp's exit can resume it.  The exit CASes
- * NONE / joiner -> DONE and, if there was a joiner, switches straight to it
- * (no ready queue, no claim: the seed's sleep_and_wakeup).
+ * Join: mp->join holds JS_NONE, JS_DETACHED, JS_DONE, JS_REAPED or the
+ * joiner's record.  The joiner CASes NONE -> itself and blocks without
+ * going through kr_mp_park: it is in no queue and its permit is untouched
+ * (a kr_mp_unpark meant for it stays pending), so only mp's exit can resume
+ * it.  The exit CASes NONE -> DONE, or joiner -> REAPED and switches
+ * straight to it (no ready queue, no claim: the seed's sleep_and_wakeup);
+ * a detached one stores REAPED.  Whoever moves DONE -> REAPED (a join or a
+ * detach of an ended microprocess) releases the record: one CAS, one
+ * winner.  Before blocking, a joiner walks up the chain of its own joiners
+ * (join_cycle): if it leads to the microprocess it joins, the join would
+ * wait for itself, and it is undone with EDEADLK.  The registering CAS and
+ * the walk's loads are sequentially consistent, so of two joins that
+ * close a cycle at once, at least one sees the other.
+ *
+ * Blocking sections (kr_blocking_enter / _leave) belong to the
+ * microprocess: one that switches away inside a section hands its VP back
+ * to the others (the VP counts as running again) and takes the section to
+ * the VP it resumes on (sw_blocked).
  *
  * Thread pointer: after any switch the code may run on another kernel
  * thread, so the worker is re-read (KR_TLS_GET) after every switch and
@@ -79,6 +110,8 @@ static struct {
 	kr_vp **vps;            /* VPs 1.. started by kr_init */
 	unsigned nvps;
 	pthread_mutex_t lock;   /* kr_init against a concurrent kr_init */
+	int busy;               /* under lock: from kr_init's check to the end
+	                           of its failure, or of kr_fini */
 	/* the event source (sched.h) */
 	kr_poller poller;
 	uint32_t poller_on;     /* poller set: busy VPs poll it */
@@ -219,7 +252,8 @@ static inline __attribute__((always_inline)) kr_mp *route(struct kr_worker *w, k
 
 /* Leave `self` (already queued, sleeping or ended-and-joinable) for `next`,
  * or for the idle loop when next is NULL.  Returns when self is resumed. */
-static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+static inline __attribute__((always_inline)) void sw_plain(struct kr_worker *w, kr_mp *self,
+							   kr_mp *next)
 {
 	kr_ctx *to;
 	next = route(w, next, &to);
@@ -235,10 +269,29 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
 #endif
 }
 
+static void blocking_begin(struct kr_worker *w);
+static void blocking_end(struct kr_worker *w);
+
+/* A switch away inside a blocking section: the VP counts as running while
+ * self waits, and the section goes on where self resumes. */
+static __attribute__((noinline)) void sw_blocked(struct kr_worker *w, kr_mp *self, kr_mp *next)
+{
+	blocking_end(w);
+	sw_plain(w, self, next);
+	blocking_begin(W());
+}
+
+static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+{
+	if (__builtin_expect(w->blocked, 0))
+		sw_blocked(w, self, next);
+	else
+		sw_plain(w, self, next);
+}
+
 /* ---------------- timers ---------------- */
 
 static int claim_sleeper(kr_mp *mp);
-static int wake_state(kr_mp *mp);
 
 /* A deadline passed: end the sleep unless a wakeup ended it first. */
 static void timer_fire(struct kr_timer *t)
@@ -378,7 +431,7 @@ void kr_sched_unpark(unsigned n)
 /* Let the scheduler pick what runs instead of `self`, which does not stay
  * runnable (it sleeps).  block_slow is the general path: the timers' turn
  * (`due`), another scheduler, a busy lock, an empty queue (steal or go
- * idle). */
+ * idle), a blocking section. */
 static __attribute__((noinline)) void block_slow(struct kr_worker *w, kr_mp *self, int due)
 {
 	if (due)
@@ -396,10 +449,11 @@ static inline __attribute__((always_inline)) void block(struct kr_worker *w, kr_
 {
 	kr_mp *next;
 	int due = timers_due(w);
-	if (due || !IS_DEFAULT || !(next = kr__d_next_try(SCHED, w->sched_vp, NULL)))
+	if (due || !IS_DEFAULT || w->blocked ||
+	    !(next = kr__d_next_try(SCHED, w->sched_vp, NULL)))
 		block_slow(w, self, due);
 	else if (next != self)
-		sw(w, self, next);
+		sw_plain(w, self, next);
 }
 
 static void idle_loop(struct kr_worker *w);
@@ -435,24 +489,35 @@ static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w,
 
 /* ---------------- sleep / wakeup ---------------- */
 
-/* Use up a pending permit.  An acquire RMW, so that the sleeper sees what
+/* Use up a pending permit: NOTIFIED -> RUN, the generation and a pending
+ * cancel stay.  An acquire RMW, so that the sleeper sees what
  * every waker did before its (release RMW) wakeup: a plain store here lost
  * wakeups, the waker's data store and the sleeper's re-check passing each
  * other in the store buffers (tests/test_core.c's mixed stress found it). */
 static inline void consume_permit(kr_mp *self)
 {
-	__atomic_exchange_n(&self->wstate, WS_RUN, __ATOMIC_ACQ_REL);
+	__atomic_fetch_or(&self->wstate, WS_RUN, __ATOMIC_ACQ_REL);
+}
+
+/* RUN -> SLEEP, before the switch away; 0 if a pending permit ended that
+ * sleep at once (consumed).  Others change the word of a running
+ * microprocess only to NOTIFIED (a cancel with it), so a failed CAS means
+ * a permit. */
+static inline int announce_sleep(kr_mp *self)
+{
+	uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED);
+	if ((s & WS_STATE) == WS_RUN &&
+	    __atomic_compare_exchange_n(&self->wstate, &s, s + 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return 1;
+	consume_permit(self);
+	return 0;
 }
 
 static void sleep_self(struct kr_worker *w, kr_mp *self)
 {
-	uint32_t s = WS_RUN;
-	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		consume_permit(self);
-		return;
-	}
-	block(w, self);
+	if (announce_sleep(self))
+		block(w, self);
 }
 
 int kr_mp_park(void)
@@ -464,14 +529,30 @@ int kr_mp_park(void)
 	return 0;
 }
 
+/* Claim mp, whose wstate read s, if it sleeps: SLEEP -> RUN.  1: the
+ * caller now owns making it run.  Testing s first keeps a failing CAS (an
+ * atomic) off the common path of switching to a runnable microprocess;
+ * the CAS expects s, generation included. */
+static inline int claim_read(kr_mp *mp, uint32_t s)
+{
+	return (s & WS_STATE) == WS_SLEEP &&
+	       __atomic_compare_exchange_n(&mp->wstate, &s, s - 1, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* Claim a sleeping mp of any generation: the record of a sleep that holds
+ * still (a timer's, whose node lives as long as the sleep; kr_fini's). */
+static int claim_sleeper(kr_mp *mp)
+{
+	return claim_read(mp, __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED));
+}
+
 /* Back out of a sleep that has been announced (SLEEP) but not started.
  * 1: done; 0: a wakeup came in between and made us ready, so we block
  * (returning at once or soon) to keep the ready queue consistent. */
 static int unsleep(struct kr_worker *w, kr_mp *self)
 {
-	uint32_t s = WS_SLEEP;
-	if (__atomic_compare_exchange_n(&self->wstate, &s, WS_RUN, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
+	if (claim_sleeper(self))
 		return 1;
 	block(w, self);
 	return 0;
@@ -484,12 +565,8 @@ static int unsleep(struct kr_worker *w, kr_mp *self)
 static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *self,
 						    uint64_t deadline)
 {
-	uint32_t s = WS_RUN;
-	if (!__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE)) {
-		consume_permit(self);
+	if (!announce_sleep(self))
 		return 0;
-	}
 	if (kr_now() >= deadline)
 		return unsleep(w, self) ? ETIMEDOUT : 0;
 	struct kr_timer t = {.when = deadline, .mp = self};
@@ -523,8 +600,9 @@ int kr_mp_park_until(uint64_t deadline)
  * path; the acquire pairs with kr_mp_cancel's release. */
 static inline int take_cancel(kr_mp *self)
 {
-	return __atomic_load_n(&self->cancel, __ATOMIC_RELAXED) &&
-	       __atomic_exchange_n(&self->cancel, 0, __ATOMIC_ACQUIRE);
+	return (__atomic_load_n(&self->wstate, __ATOMIC_RELAXED) & WS_CANCEL) &&
+	       (__atomic_fetch_and(&self->wstate, ~(uint32_t)WS_CANCEL, __ATOMIC_ACQUIRE) &
+		WS_CANCEL);
 }
 
 /* A cancel stored before its wakeup is seen after any sleep that wakeup
@@ -549,7 +627,7 @@ int kr_mp_sleep_until(uint64_t deadline)
 	while ((err = kr_mp_park_cancellable(deadline)) == 0)
 		woken = 1;
 	if (woken) /* keep the wakeups that came meanwhile for the next kr_mp_park */
-		wake_state(W()->cur);
+		__atomic_fetch_and(&W()->cur->wstate, ~(uint32_t)WS_STATE, __ATOMIC_RELEASE);
 	return err == ETIMEDOUT ? 0 : err;
 }
 
@@ -559,64 +637,68 @@ int kr_mp_sleep_for(uint64_t ns)
 	return kr_mp_sleep_until(ns > KR_FOREVER - 1 - now ? KR_FOREVER - 1 : now + ns);
 }
 
-/* Claim a sleeping mp (SLEEP -> RUN).  1: the caller now owns making it run.
- * The plain load first keeps a failing CAS (an atomic) off the common path
- * of switching to a runnable microprocess. */
-static inline int claim_sleeper(kr_mp *mp)
+/* Is h of another generation than wstate word s?  Generation 0 is no
+ * handle's (the pointers that scheduler modules are given have it): it
+ * matches only a record fresh from the pool, where an RMW of a wakeup
+ * changes nothing that the record's next create keeps. */
+static inline int gen_differs(const kr_mp *h, uint32_t s)
 {
-	uint32_t s = WS_SLEEP;
-	return __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED) == WS_SLEEP &&
-	       __atomic_compare_exchange_n(&mp->wstate, &s, WS_RUN, 0, __ATOMIC_ACQ_REL,
-					   __ATOMIC_RELAXED);
+	return ((uint32_t)((uintptr_t)h >> (KR_GEN_SHIFT - 16)) ^ s) & WS_GEN;
 }
 
-/* Returns 1 if mp was sleeping and the caller must make it run.  Always an
- * RMW, even on a permit that is already set (NOTIFIED -> NOTIFIED): the
- * release of every wakeup must reach the sleeper that consumes the permit. */
-static int wake_state(kr_mp *mp)
+/* Does h name a life of its record that has not ended? */
+static inline int live_handle(const kr_mp *h)
 {
-	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED);
-	for (;;) {
-		uint32_t to = s == WS_SLEEP ? WS_RUN : WS_NOTIFIED;
-		if (__atomic_compare_exchange_n(&mp->wstate, &s, to, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_RELAXED))
-			return to == WS_RUN;
-	}
+	return !gen_differs(h, __atomic_load_n(&kr__rec(h)->wstate, __ATOMIC_ACQUIRE));
 }
 
-static int live_handle(const kr_mp *mp)
+/* kr_mp_unpark, kr_mp_cancel (the cancel bit goes in with the wakeup) and
+ * kr__wake_waiter; `ended` is what a stale handle gets.  Always an RMW,
+ * even on a permit that is already set (NOTIFIED -> NOTIFIED): the release
+ * of every wakeup must reach the sleeper that consumes the permit.  Like
+ * create, no call in the common case, tail calls otherwise. */
+static inline __attribute__((always_inline)) int wake(kr_mp *h, int cancel, int ended)
 {
-	return __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE) == LIFE_LIVE;
-}
-
-/* kr_mp_unpark, kr_mp_cancel (the cancel is stored before the wakeup) and
- * kr__wake_waiter; `ended` is what a stale handle gets.  Like create, no
- * call in the common case, tail calls otherwise. */
-static inline __attribute__((always_inline)) int wake(kr_mp *mp, int cancel, int ended)
-{
+	kr_mp *mp = kr__rec(h);
 	if (!mp)
 		return EINVAL;
 	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
 		return EPERM;
-	if (!live_handle(mp))
-		return ended;
-	if (cancel)
-		__atomic_store_n(&mp->cancel, 1, __ATOMIC_RELEASE);
-	return wake_state(mp) ? ready_tail(W(), mp) : 0;
+	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED), to;
+	do {
+		if (gen_differs(h, s)) /* stale, or ended */
+			return ended;
+		/* SLEEP -> RUN, RUN -> NOTIFIED, NOTIFIED stays */
+		to = (s - ((s & WS_STATE) != WS_NOTIFIED)) | (cancel ? WS_CANCEL : 0);
+	} while (!__atomic_compare_exchange_n(&mp->wstate, &s, to, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_RELAXED));
+	return (s & WS_STATE) == WS_SLEEP ? ready_tail(W(), mp) : 0;
 }
 
 int kr_mp_unpark(kr_mp *mp) { return wake(mp, 0, ESRCH); }
 int kr_mp_cancel(kr_mp *mp) { return wake(mp, 1, ESRCH); }
 int kr__wake_waiter(kr_mp *mp) { return wake(mp, 0, 0); }
 
-/* The checks of a direct switch from the caller to mp. */
-static inline int direct_target_ok(struct kr_worker *w, kr_mp *mp)
+/* The checks of a direct switch from the caller to h; *mp: its record,
+ * *s: its wstate, of h's generation. */
+static inline int direct_target_ok(struct kr_worker *w, kr_mp *h, kr_mp **mp, uint32_t *s)
 {
 	if (!w)
 		return EPERM;
-	if (!mp || mp == w->cur)
+	*mp = kr__rec(h);
+	if (!*mp)
 		return EINVAL;
-	return live_handle(mp) ? 0 : ESRCH;
+	if (*mp == w->cur) /* the caller, or a stale handle of its record */
+		return h == w->cur->handle ? EINVAL : ESRCH;
+	*s = __atomic_load_n(&(*mp)->wstate, __ATOMIC_RELAXED);
+	return gen_differs(h, *s) ? ESRCH : 0;
+}
+
+/* A direct switch's target was neither asleep nor queued: running, being
+ * woken, or it has ended meanwhile. */
+static __attribute__((noinline)) int not_taken(const kr_mp *h)
+{
+	return live_handle(h) ? EBUSY : ESRCH;
 }
 
 /* The general end of a direct switch to mp, which the caller has already
@@ -640,83 +722,82 @@ static inline int owed(int ready)
 	return ready == KR_D_READY ? SELF_QUEUED : ready == KR_D_BUSY ? SELF_READY : SELF_UNPARK;
 }
 
-static __attribute__((noinline)) int switch_to_slow(struct kr_worker *w, kr_mp *self, kr_mp *mp)
+static __attribute__((noinline)) int switch_to_slow(struct kr_worker *w, kr_mp *self, kr_mp *h)
 {
+	kr_mp *mp = kr__rec(h);
 	if (TAKE(w, mp, self) != 0)
-		return EBUSY;
+		return not_taken(h);
 	return direct_slow(w, self, mp, SELF_QUEUED);
 }
 
-/* Like kr_mp_yield, no call in the common case but the switch. */
-int kr_mp_switch_to(kr_mp *mp)
+/* Like kr_mp_yield, no call in the common case but the switch; inside a
+ * blocking section the general path (direct_slow's sw). */
+int kr_mp_switch_to(kr_mp *h)
 {
 	struct kr_worker *w = W();
-	int err = direct_target_ok(w, mp);
+	kr_mp *mp;
+	uint32_t s;
+	int err = direct_target_ok(w, h, &mp, &s);
 	if (err)
 		return err;
 	kr_mp *self = w->cur;
-	if (claim_sleeper(mp)) {
+	if (claim_read(mp, s)) {
 		int how = owed(IS_DEFAULT ? kr__d_ready_try(SCHED, w->sched_vp, self) : KR_D_BUSY);
-		if (how != SELF_QUEUED)
+		if (how != SELF_QUEUED || w->blocked)
 			return direct_slow(w, self, mp, how);
 	} else {
 		int r = IS_DEFAULT ? kr__d_take_try(SCHED, w->sched_vp, mp, self) : KR_D_BUSY;
 		if (r == KR_D_ABSENT)
-			return EBUSY;
+			return not_taken(h);
 		if (r == KR_D_BUSY)
-			return switch_to_slow(w, self, mp);
+			return switch_to_slow(w, self, h);
+		if (w->blocked)
+			return direct_slow(w, self, mp, SELF_QUEUED);
 	}
-	sw(w, self, mp);
-	return 0;
-}
-
-/* RUN -> SLEEP for a caller that hands its VP on; 0 if a pending permit
- * ended that sleep at once (consumed): the caller stays runnable. */
-static inline int announce_sleep(kr_mp *self)
-{
-	uint32_t s = WS_RUN;
-	if (__atomic_compare_exchange_n(&self->wstate, &s, WS_SLEEP, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
-		return 1;
-	consume_permit(self);
+	sw_plain(w, self, mp);
 	return 0;
 }
 
 static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, kr_mp *self,
-							   kr_mp *mp)
+							   kr_mp *h)
 {
+	kr_mp *mp = kr__rec(h);
 	if (TAKE(w, mp, NULL) != 0)
-		return EBUSY;
+		return not_taken(h);
 	return direct_slow(w, self, mp, announce_sleep(self) ? SELF_QUEUED : SELF_READY);
 }
 
-int kr_mp_park_and_switch(kr_mp *mp)
+int kr_mp_park_and_switch(kr_mp *h)
 {
 	struct kr_worker *w = W();
-	int err = direct_target_ok(w, mp);
+	kr_mp *mp;
+	uint32_t s;
+	int err = direct_target_ok(w, h, &mp, &s);
 	if (err)
 		return err;
 	kr_mp *self = w->cur;
-	if (!claim_sleeper(mp)) {
+	if (!claim_read(mp, s)) {
 		int r = IS_DEFAULT ? kr__d_take_try(SCHED, w->sched_vp, mp, NULL) : KR_D_BUSY;
 		if (r == KR_D_ABSENT)
-			return EBUSY;
+			return not_taken(h);
 		if (r == KR_D_BUSY)
-			return sleep_and_wakeup_slow(w, self, mp);
+			return sleep_and_wakeup_slow(w, self, h);
 	}
 	if (!announce_sleep(self)) {
 		/* a pending permit: the caller's sleep ends at once, so it
 		 * stays runnable behind mp */
 		int how = owed(IS_DEFAULT ? kr__d_ready_try(SCHED, w->sched_vp, self) : KR_D_BUSY);
-		if (how != SELF_QUEUED)
+		if (how != SELF_QUEUED || w->blocked)
 			return direct_slow(w, self, mp, how);
+	} else if (w->blocked) {
+		return direct_slow(w, self, mp, SELF_QUEUED);
 	}
-	sw(w, self, mp);
+	sw_plain(w, self, mp);
 	return 0;
 }
 
 /* kr_mp_yield's general path: the timers' turn (`due`), another scheduler, a
- * busy queue lock. */
+ * busy queue lock, a blocking section. */
 static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 {
 	kr_mp *self = w->cur;
@@ -741,16 +822,27 @@ int kr_mp_yield(void)
 	kr_mp *self = w->cur, *next;
 	if (!self) /* a microprocess runs: tells the compiler that self is pushed */
 		__builtin_unreachable();
-	if (!IS_DEFAULT || !(next = kr__d_next_try(SCHED, w->sched_vp, self)))
+	if (!IS_DEFAULT || w->blocked || !(next = kr__d_next_try(SCHED, w->sched_vp, self)))
 		return yield_slow(w, 0);
 	if (next != self)
-		sw(w, self, next);
+		sw_plain(w, self, next);
 	return 0;
 }
 
 kr_mp *kr_mp_self(void) { return kr__self(); }
 
-unsigned long kr_mp_id(const kr_mp *mp) { return mp ? mp->id : 0; }
+/* Does h name a life of its record that has not been reaped (it may have
+ * ended: its id and priority still hold)? */
+static inline int same_gen(const kr_mp *h)
+{
+	uintptr_t gen = (uintptr_t)h & ~KR_ADDR_MASK;
+	return gen && (__atomic_load_n(&kr__rec(h)->join, __ATOMIC_RELAXED) & ~KR_ADDR_MASK) == gen;
+}
+
+unsigned long kr_mp_id(const kr_mp *mp)
+{
+	return kr__rec(mp) && same_gen(mp) ? kr__rec(mp)->id : 0;
+}
 
 /* ---------------- create / exit / join / detach ---------------- */
 
@@ -775,25 +867,37 @@ static kr_ctx_transfer mp_entry(void *from)
 	return t;
 }
 
-/* Fill in a record fresh from the stack cache and publish it (LIVE). */
+/* Fill in a record fresh from the stack cache and store its handle in
+ * *out.  The generation is wstate's, which the last life's end moved on,
+ * or, for a record fresh from the pool (it reads 0), the creating VP's
+ * count, odd: never 0.  No RMW made for a stale handle
+ * changes the record's words (see end_rest), so plain stores will do: the
+ * handle reaches others through the creator. */
 static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, kr_mp *mp,
 							  unsigned flags, int prio, kr_mp_fn fn,
-							  void *arg)
+							  void *arg, kr_mp **out)
 {
-	mp->on_cpu = 0;
-	mp->wstate = WS_RUN;
-	mp->prio = prio;
-	mp->cancel = 0;
-	mp->join = (flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE;
 	mp->fn = fn; /* result shares its slot: written when it ends */
 	mp->arg = arg;
+	mp->on_cpu = 0;
+	mp->prio = prio;
+	mp->upper = 0;
 	struct counters *c = w->cnt;
 	unsigned long n = c->created + 1;
 	mp->id = n * KR_VP_MAX + w->vp->id;
 	__atomic_store_n(&c->created, n, __ATOMIC_RELAXED);
+	uint32_t g = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED) & WS_GEN;
+	if (__builtin_expect(!g, 0))
+		g = (uint32_t)(n | 1) << 16;
+	__atomic_store_n(&mp->wstate, g | WS_RUN, __ATOMIC_RELAXED);
+	uintptr_t hg = (uintptr_t)g << (KR_GEN_SHIFT - 16);
+	__atomic_store_n(&mp->join, hg | ((flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE),
+			 __ATOMIC_RELAXED);
+	kr_mp *h = (kr_mp *)((uintptr_t)mp | hg);
+	mp->handle = h;
+	*out = h;
 	kr__ctx_init_below(&mp->ctx, mp, mp_entry, kr__ctx_trampoline_counted); /* the stack ends at its record */
 	TSAN_NEW(mp);
-	__atomic_store_n(&mp->life, LIFE_LIVE, __ATOMIC_RELEASE);
 }
 
 /* kr_mp_create in full: the checks, attributes, a stack from beyond the
@@ -827,8 +931,7 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 	kr_mp *mp = kr__stack_get_fast(w->stacks, size, !(flags & KR_MP_NOGUARD));
 	if (!mp)
 		return ENOMEM;
-	mp_setup(w, mp, flags, prio, fn, arg);
-	*out = mp;
+	mp_setup(w, mp, flags, prio, fn, arg, out);
 	READY(w, mp);
 	return 0;
 }
@@ -843,8 +946,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	if (__builtin_expect(!w || !out || !fn || attr, 0) ||
 	    !(mp = kr__stack_take(w->stacks, KR_STACK_DEFAULT, 1)))
 		return create_slow(out, attr, fn, arg);
-	mp_setup(w, mp, 0, w->cur->prio, fn, arg);
-	*out = mp;
+	mp_setup(w, mp, 0, w->cur->prio, fn, arg, out);
 	return ready_tail(w, mp);
 }
 
@@ -862,24 +964,30 @@ static __attribute__((noinline)) kr_ctx_transfer end_next(struct kr_worker *w, k
 	return (kr_ctx_transfer){to, self};
 }
 
-static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(kr_mp *self, void *result)
+static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_worker *w,
+									 kr_mp *self, void *result)
 {
-	struct kr_worker *w = W();
 	self->result = result;
 	struct counters *c = w->cnt;
 	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELAXED);
 	kr_mp *next = NULL;
 	uintptr_t j = __atomic_load_n(&self->join, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&self->life, LIFE_ENDED, __ATOMIC_RELEASE);
+	/* The next generation (65535 wraps to 1): from now on a wakeup or
+	 * cancel made for this life fails, and one that this store overwrites
+	 * is owed to no one. */
+	uint32_t g = (__atomic_load_n(&self->wstate, __ATOMIC_RELAXED) & WS_GEN) + (1u << 16);
+	__atomic_store_n(&self->wstate, g ? g : 1u << 16, __ATOMIC_RELEASE);
 	for (;;) {
-		if (j == JS_DETACHED) {
+		uintptr_t st = j & KR_ADDR_MASK;
+		if (st == JS_DETACHED) {
+			__atomic_store_n(&self->join, JS_REAPED, __ATOMIC_RELAXED);
 			self->on_cpu = 2; /* finish() on the next context frees us */
 			break;
 		}
-		if (__atomic_compare_exchange_n(&self->join, &j, JS_DONE, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			if (j != JS_NONE)
-				next = (kr_mp *)j; /* the joiner waits for us alone */
+		if (__atomic_compare_exchange_n(&self->join, &j, st == JS_NONE ? j | JS_DONE : JS_REAPED,
+						0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			if (st != JS_NONE)
+				next = (kr_mp *)st; /* the joiner waits for us alone */
 			break;
 		}
 	}
@@ -891,19 +999,25 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(kr_mp *sel
 	return (kr_ctx_transfer){to, self};
 }
 
-static __attribute__((noinline)) kr_ctx_transfer end_keys(kr_mp *self, void *result)
+/* Keys to destroy, or a blocking section left open. */
+static __attribute__((noinline)) kr_ctx_transfer end_slow(kr_mp *self, void *result)
 {
-	kr__keys_run_destructors(self); /* may block: w is read after */
-	return end_rest(self, result);
+	if (self->keys)
+		kr__keys_run_destructors(self); /* may block: w is read after */
+	struct kr_worker *w = W();
+	if (w->blocked)
+		blocking_end(w);
+	return end_rest(w, self, result);
 }
 
 /* Like the other fast paths (see kr_mp_yield), no call when a joiner waits and
  * no key is set: the general cases are tail calls. */
 static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 {
-	if (self->keys)
-		return end_keys(self, result);
-	return end_rest(self, result);
+	struct kr_worker *w = W();
+	if (__builtin_expect(self->keys || w->blocked, 0))
+		return end_slow(self, result);
+	return end_rest(w, self, result);
 }
 
 int kr_mp_exit(void *result)
@@ -916,28 +1030,27 @@ int kr_mp_exit(void *result)
 	kr__ctx_jump(t.to, t.arg);
 }
 
-int kr_mp_join(kr_mp *mp, void **result)
+/* Walk up the chain of self's joiners, self having just registered as
+ * mp's joiner: each of them waits, directly or through the others, for
+ * self, which runs, so none can end meanwhile and the chain holds still
+ * but for newcomers; it ends at a microprocess that nobody joins, or at mp,
+ * and then the join would wait for itself.  1: a cycle, and the
+ * registration undone; 0: none, or mp ended meanwhile (its exit, which
+ * the undo's CAS lost to, is on its way to self). */
+static __attribute__((noinline)) int join_cycle(kr_mp *self, kr_mp *mp, uintptr_t gen)
 {
-	struct kr_worker *w = W();
-	if (!w)
-		return EPERM;
-	if (!mp)
-		return EINVAL;
-	kr_mp *self = w->cur;
-	if (mp == self)
-		return EDEADLK;
-	uint32_t life = __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE);
-	if (life != LIFE_LIVE && life != LIFE_ENDED)
-		return ESRCH;
-	uintptr_t j = JS_NONE;
-	if (__atomic_compare_exchange_n(&mp->join, &j, (uintptr_t)self, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE)) {
-		/* Not a kr_mp_park: the joiner is in no queue and its permit is
-		 * untouched, so nothing but mp's exit resumes it. */
-		block(w, self);
-	} else if (j != JS_DONE) {
-		return EINVAL; /* detached, or someone else joins it */
-	}
+	uintptr_t x = __atomic_load_n(&self->join, __ATOMIC_SEQ_CST) & KR_ADDR_MASK;
+	while (x > JS_DONE && (kr_mp *)x != mp)
+		x = __atomic_load_n(&((kr_mp *)x)->join, __ATOMIC_SEQ_CST) & KR_ADDR_MASK;
+	uintptr_t j = gen | (uintptr_t)self;
+	return (kr_mp *)x == mp &&
+	       __atomic_compare_exchange_n(&mp->join, &j, gen | JS_NONE, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_RELAXED);
+}
+
+/* The end of a join: mp has ended, and the caller reaped it. */
+static inline __attribute__((always_inline)) int reap(kr_mp *mp, void **result)
+{
 	while (__atomic_load_n(&mp->on_cpu, __ATOMIC_ACQUIRE))
 		kr_cpu_relax();
 	if (result)
@@ -946,21 +1059,71 @@ int kr_mp_join(kr_mp *mp, void **result)
 	return 0;
 }
 
-int kr_mp_detach(kr_mp *mp)
+/* A join that found mp's join word other than NONE of its generation, j. */
+static __attribute__((noinline)) int join_other(kr_mp *mp, uintptr_t j, uintptr_t gen,
+						 void **result)
+{
+	for (;;) {
+		uintptr_t st = j & KR_ADDR_MASK;
+		if ((j ^ st) != gen || !gen) /* another life, or REAPED */
+			return ESRCH;
+		if (st != JS_DONE)
+			return EINVAL; /* detached, or someone else joins it */
+		/* ended: whoever reaps it releases it */
+		if (__atomic_compare_exchange_n(&mp->join, &j, JS_REAPED, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return reap(mp, result);
+	}
+}
+
+/* The common case (mp has not ended: register, block, reap) tries the CAS
+ * that registers the caller as the joiner first; anything else is
+ * join_other's. */
+int kr_mp_join(kr_mp *h, void **result)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	uintptr_t gen = (uintptr_t)h & ~KR_ADDR_MASK, j = gen; /* NONE */
+	kr_mp *mp = (kr_mp *)((uintptr_t)h ^ gen);
+	if (!mp)
+		return EINVAL;
+	kr_mp *self = w->cur;
+	if (mp == self) /* the caller, or a stale handle of its record */
+		return h == self->handle ? EDEADLK : ESRCH;
+	if (!__atomic_compare_exchange_n(&mp->join, &j, gen | (uintptr_t)self, 0, __ATOMIC_SEQ_CST,
+					 __ATOMIC_ACQUIRE))
+		return join_other(mp, j, gen, result);
+	if (__builtin_expect((__atomic_load_n(&self->join, __ATOMIC_SEQ_CST) & KR_ADDR_MASK) >
+			     JS_DONE, 0) &&
+	    join_cycle(self, mp, gen))
+		return EDEADLK;
+	/* Not a kr_mp_park: the joiner is in no queue and its permit is
+	 * untouched, so nothing but mp's exit resumes it. */
+	block(w, self);
+	return reap(mp, result);
+}
+
+int kr_mp_detach(kr_mp *h)
 {
 	if (!W())
 		return EPERM;
+	kr_mp *mp = kr__rec(h);
 	if (!mp)
 		return EINVAL;
-	uint32_t life = __atomic_load_n(&mp->life, __ATOMIC_ACQUIRE);
-	if (life != LIFE_LIVE && life != LIFE_ENDED)
-		return ESRCH;
-	uintptr_t j = JS_NONE;
-	if (__atomic_compare_exchange_n(&mp->join, &j, JS_DETACHED, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE))
+	uintptr_t gen = (uintptr_t)h & ~KR_ADDR_MASK, st;
+	uintptr_t j = __atomic_load_n(&mp->join, __ATOMIC_ACQUIRE);
+	do {
+		st = j & KR_ADDR_MASK;
+		if ((j ^ st) != gen || !gen) /* another life, or REAPED */
+			return ESRCH;
+		if (st != JS_NONE && st != JS_DONE)
+			return EINVAL; /* detached already, or being joined */
+	} while (!__atomic_compare_exchange_n(&mp->join, &j,
+					      st == JS_NONE ? gen | JS_DETACHED : JS_REAPED, 0,
+					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	if (st == JS_NONE)
 		return 0;
-	if (j != JS_DONE)
-		return EINVAL;
 	/* ended, never joined: free it now */
 	while (__atomic_load_n(&mp->on_cpu, __ATOMIC_ACQUIRE))
 		kr_cpu_relax();
@@ -970,13 +1133,14 @@ int kr_mp_detach(kr_mp *mp)
 
 /* ---------------- priorities ---------------- */
 
-int kr_mp_setprio(kr_mp *mp, int prio)
+int kr_mp_setprio(kr_mp *h, int prio)
 {
+	kr_mp *mp = kr__rec(h);
 	if (!mp || prio < KR_PRIO_MIN || prio > KR_PRIO_MAX)
 		return EINVAL;
 	if (!W())
 		return EPERM;
-	if (!mp->is_main && !live_handle(mp))
+	if (!live_handle(h))
 		return ESRCH;
 	if (OPS->reprio)
 		OPS->reprio(SCHED, mp, prio);
@@ -985,16 +1149,19 @@ int kr_mp_setprio(kr_mp *mp, int prio)
 	return 0;
 }
 
-int kr_mp_getprio(const kr_mp *mp, int *prio)
+int kr_mp_getprio(const kr_mp *h, int *prio)
 {
-	if (!mp || !prio)
+	if (!kr__rec(h) || !prio)
 		return EINVAL;
-	*prio = __atomic_load_n(&mp->prio, __ATOMIC_RELAXED);
+	if (!same_gen(h))
+		return ESRCH;
+	*prio = __atomic_load_n(&kr__rec(h)->prio, __ATOMIC_RELAXED);
 	return 0;
 }
 
-kr_rq_link *kr_mp_rqlink(kr_mp *mp) { return &mp->link; }
-int kr_mp_prio(const kr_mp *mp) { return __atomic_load_n(&mp->prio, __ATOMIC_RELAXED); }
+/* Modules are given records (generation 0); a handle will do too. */
+kr_rq_link *kr_mp_rqlink(kr_mp *mp) { return &kr__rec(mp)->link; }
+int kr_mp_prio(const kr_mp *mp) { return __atomic_load_n(&kr__rec(mp)->prio, __ATOMIC_RELAXED); }
 
 void **kr_sched_data(kr_sched *s) { return &s->data; }
 
@@ -1059,6 +1226,13 @@ static void spare_retire(struct kr_worker *w)
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) &&
 	    !(G.poller.flags & KR_POLLER_PER_VP))
 		kr_vp_wakeup(1);
+	/* Its timers are left to the idle VPs, which may have gone to sleep
+	 * before they were armed (a microprocess that slept inside a
+	 * blocking section made this VP count as running, and so this
+	 * spare one too many): wake one, to sleep again with them in its
+	 * deadline. */
+	if (__atomic_load_n(&w->timers.next, __ATOMIC_ACQUIRE) != KR_FOREVER)
+		kr_sched_unpark(1);
 	kr_vp_publish(KR_VP_SUSPENDED);
 	pthread_mutex_lock(&G.spare_lock);
 	G.spare_parked++;
@@ -1072,6 +1246,26 @@ static void spare_retire(struct kr_worker *w)
 	kr_vp_publish(KR_VP_RUNNING);
 }
 
+/* The VP of the running microprocess goes into a blocking section
+ * (kr_blocking_enter, or a microprocess that switched away inside one
+ * resuming here: sw_blocked), and out of it (kr_blocking_leave, the
+ * switch away, an exit inside one: mp_end). */
+static void blocking_begin(struct kr_worker *w)
+{
+	w->blocked = 1;
+	poller_leave();
+	kr_vp_publish(KR_VP_BLOCKED);
+	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
+		spare_run();
+}
+
+static void blocking_end(struct kr_worker *w)
+{
+	w->blocked = 0;
+	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+	kr_vp_publish(KR_VP_RUNNING);
+}
+
 int kr_blocking_enter(void)
 {
 	struct kr_worker *w = W();
@@ -1079,11 +1273,7 @@ int kr_blocking_enter(void)
 		return EPERM;
 	if (w->blocked)
 		return EBUSY;
-	w->blocked = 1;
-	poller_leave();
-	kr_vp_publish(KR_VP_BLOCKED);
-	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
-		spare_run();
+	blocking_begin(w);
 	return 0;
 }
 
@@ -1094,9 +1284,7 @@ int kr_blocking_leave(void)
 		return EPERM;
 	if (!w->blocked)
 		return EINVAL;
-	w->blocked = 0;
-	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
-	kr_vp_publish(KR_VP_RUNNING);
+	blocking_end(w);
 	return 0;
 }
 
@@ -1161,9 +1349,10 @@ static struct kr_worker *worker_new(kr_vp *vp)
 		free(w);
 		return NULL;
 	}
-	vp->upper = w;
+	vp->upper = w; /* VP 0: kr_vp_release refuses until teardown clears it */
 	int err = OPS->vp_init(SCHED, vp);
 	if (err) {
+		vp->upper = NULL;
 		kr__stack_cache_free(w->stacks);
 		free(w);
 		return NULL;
@@ -1227,6 +1416,14 @@ static int ops_valid(const kr_config *cfg)
 
 static void teardown(void);
 
+/* kr_init failed, or kr_fini is over: another kr_init may start. */
+static void unclaim(void)
+{
+	pthread_mutex_lock(&G.lock);
+	G.busy = 0;
+	pthread_mutex_unlock(&G.lock);
+}
+
 int kr_init(const kr_config *cfg)
 {
 	kr_config def = {0};
@@ -1235,11 +1432,14 @@ int kr_init(const kr_config *cfg)
 	unsigned nvp = cfg->vps ? cfg->vps : 1;
 	if (nvp > KR_VP_MAX || !ops_valid(cfg))
 		return EINVAL;
+	/* The claim is made under the lock, and held until kr_fini is over:
+	 * a second kr_init sees it however far the first one has got. */
 	pthread_mutex_lock(&G.lock);
-	if (G.running || kr_vp_self()) {
+	if (G.busy || kr_vp_self()) {
 		pthread_mutex_unlock(&G.lock);
 		return EBUSY;
 	}
+	G.busy = 1;
 	int err = kr__stacks_init(cfg->stack_cache ? cfg->stack_cache : 64);
 	memset(cnt, 0, sizeof cnt);
 	G.sched.ops = cfg->sched ? cfg->sched : &kr_sched_default;
@@ -1254,15 +1454,21 @@ int kr_init(const kr_config *cfg)
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);
-	if (err)
+	if (err) {
+		unclaim();
 		return err;
+	}
 
 	kr_vp *vp0;
-	kr_mp *main = calloc(1, sizeof *main);
+	/* 64-byte aligned, as the records on stacks are (the mutex's tokens) */
+	kr_mp *main = aligned_alloc(64, (sizeof *main + 63) & ~(size_t)63);
+	if (main)
+		memset(main, 0, sizeof *main);
 	if (!main || (err = kr_vp_adopt(&vp0)) != 0) {
 		free(main);
 		G.sched.ops->fini(SCHED);
 		kr__stacks_fini();
+		unclaim();
 		return err ? err : ENOMEM;
 	}
 	struct kr_worker *w = worker_new(vp0);
@@ -1270,10 +1476,12 @@ int kr_init(const kr_config *cfg)
 	if (!idle) {
 		if (w)
 			worker_free(vp0->id);
+		vp0->upper = NULL;
 		kr_vp_release();
 		free(main);
 		G.sched.ops->fini(SCHED);
 		kr__stacks_fini();
+		unclaim();
 		return ENOMEM;
 	}
 	w->idle_stack_lo = idle->stack_lo;
@@ -1288,8 +1496,9 @@ int kr_init(const kr_config *cfg)
 	main->is_main = 1;
 	main->on_cpu = 1;
 	main->prio = KR_PRIO_DEFAULT;
-	main->life = LIFE_LIVE;
-	main->join = JS_DETACHED;
+	main->wstate = 1u << 16 | WS_RUN; /* generation 1 */
+	main->join = (uintptr_t)1 << KR_GEN_SHIFT | JS_DETACHED;
+	main->handle = (kr_mp *)((uintptr_t)main | (uintptr_t)1 << KR_GEN_SHIFT);
 	main->id = vp0->id;
 	w->cur = main;
 	G.main = main;
@@ -1304,6 +1513,7 @@ int kr_init(const kr_config *cfg)
 		if (err) {
 			/* kr_vp_allocate starts all or none */
 			teardown();
+			unclaim();
 			return err;
 		}
 	}
@@ -1349,12 +1559,14 @@ static void teardown(void)
 	G.sched.ops->fini(SCHED);
 	kr__w = NULL;
 	TSAN_DROP(w->tsan_idle);
+	kr_vp *vp0 = w->vp;
 	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		if (workers[i])
 			worker_free(i);
 	free(G.main);
 	G.main = NULL;
 	G.w0 = NULL;
+	vp0->upper = NULL;
 	kr_vp_release();
 	kr__stacks_fini();
 }
@@ -1366,17 +1578,28 @@ int kr_fini(void)
 		return EPERM;
 	if (live_count() != 0)
 		return EBUSY;
+	/* The main microprocess ends here: its keys' destructors run (they
+	 * may block, and start microprocesses: then EBUSY after all). */
+	if (w->cur->keys) {
+		kr__keys_run_destructors(w->cur);
+		w = W();
+		if (live_count() != 0)
+			return EBUSY;
+	}
 	kr_mp *self = w->cur;
 	if (w != G.w0) {
 		/* Get back onto the thread kr_init was called on: sleep, and
 		 * let VP 0's idle loop resume us. */
-		__atomic_store_n(&self->wstate, WS_SLEEP, __ATOMIC_RELEASE);
+		uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED);
+		__atomic_store_n(&self->wstate, (s & ~(uint32_t)WS_STATE) | WS_SLEEP,
+				 __ATOMIC_RELEASE);
 		__atomic_store_n(&G.handoff, self, __ATOMIC_RELEASE);
 		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
 		kr_sched_unpark(G.nvps + G.nspares + 1);
 		block(w, self);
 	}
 	teardown();
+	unclaim();
 	return 0;
 }
 

@@ -59,8 +59,9 @@
  * (guards inside a run are kept: the kernel keeps guard markers and
  * PROT_NONE mappings across MADV_DONTNEED).  While some memory is kept,
  * an idle VP sleeps no longer than the next trim, so an idle process
- * returns it all within two periods.  A record keeps reading LIFE_FREE
- * throughout, so a stale handle is still recognised.
+ * returns it all within two periods.  A free record keeps its
+ * generation, or is zeroed, so a stale handle is still recognised (mp.c's
+ * generations).
  * Rejected: returning memory whenever a VP went idle, or past a count of
  * kept stacks (a system call and a TLB shoot-down per few stacks, and page
  * faults to touch them again, in a create/join storm whose VPs go idle for
@@ -176,7 +177,7 @@ static char *put_str(char *p, const char *s)
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
 	(void)uc;
-	kr_mp *mp = kr__self();
+	kr_mp *mp = kr__cur();
 	uintptr_t a = (uintptr_t)si->si_addr;
 	if (si->si_code > 0 && mp && mp->cls && mp->cls->guard &&
 	    a < (uintptr_t)mp->stack_lo && (uintptr_t)mp->stack_lo - a <= S.guard) {
@@ -514,7 +515,6 @@ static void pool_put(struct kr_stack_class *c, const uint32_t *r, size_t n)
 void kr__stack_put_slow(struct kr_stack_cache *k, kr_mp *mp)
 {
 	struct kr_stack_class *c = (struct kr_stack_class *)mp->cls;
-	__atomic_store_n(&mp->life, LIFE_FREE, __ATOMIC_RELEASE);
 	uint32_t r[1 + BATCH];
 	size_t n = 0;
 	int si = slot_of(k, c);

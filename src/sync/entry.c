@@ -7,8 +7,56 @@
  * message in place and ends the rendezvous with kr_entry_reply (the
  * waiter's DONE and wakeup).  A timed call can give up only while it is
  * still queued; once accepted it waits for the reply.
+ *
+ * Accepted calls.  The waiter lives on the caller's stack, which the caller
+ * reuses as soon as the reply has woken it, so a kr_call must never be
+ * followed once answered.  The acceptor therefore keeps the calls it has
+ * accepted and not answered in a list of its own: the waiters, linked
+ * through `next`, the head in the acceptor's record (L2's `upper` word,
+ * whose top 16 bits count its accepts).  A kr_call is the waiter's address
+ * with that count in its top bits, which the waiter keeps too (`done`).
+ * kr_entry_reply and kr_call_msg find the call in the caller's own list
+ * before they touch it, so an answered call, or one the caller did not
+ * accept, is refused without a read of anyone's stack; and a later call
+ * whose waiter lands at the same address carries another count.  Only the
+ * acceptor touches its list.  Rejected: a record of the call off the
+ * caller's stack (an allocation per call), or in the entry (the reply is
+ * not told the entry).
  */
 #include "wait.h"
+
+/* Keep c, which the running microprocess has just accepted; its kr_call.
+ * The list word: head | count << KR_GEN_SHIFT. */
+static kr_call *keep(struct kr_waiter *c)
+{
+	uintptr_t *l = &kr__cur()->upper;
+	uintptr_t count = (*l & ~KR_ADDR_MASK) + ((uintptr_t)1 << KR_GEN_SHIFT);
+	c->next = (struct kr_waiter *)(*l & KR_ADDR_MASK);
+	c->done = count;
+	*l = count | (uintptr_t)c;
+	return (kr_call *)(count | (uintptr_t)c);
+}
+
+/* `call`'s waiter if `self` accepted it and has not answered it (taken
+ * out of its list if `take`), else NULL.  A waiter's address is in the
+ * list once at most, so it is found by address and then checked. */
+static struct kr_waiter *accepted(kr_mp *self, kr_call *call, int take)
+{
+	uintptr_t *l = &self->upper, count = (uintptr_t)call & ~KR_ADDR_MASK;
+	struct kr_waiter *c = (struct kr_waiter *)((uintptr_t)call & KR_ADDR_MASK), *prev = NULL;
+	struct kr_waiter *x = (struct kr_waiter *)(*l & KR_ADDR_MASK);
+	for (; x && x != c; prev = x, x = x->next)
+		;
+	if (!x || x->done != count)
+		return NULL;
+	if (take) {
+		if (prev)
+			prev->next = x->next;
+		else
+			*l = (*l & ~KR_ADDR_MASK) | (uintptr_t)x->next;
+	}
+	return x;
+}
 
 int kr_entry_init(kr_entry *e)
 {
@@ -96,7 +144,7 @@ static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, u
 	struct kr_waiter *c = wq_pop(&e->callers);
 	if (c) {
 		kr__spin_unlock(&e->lock);
-		*call = (kr_call *)c;
+		*call = keep(c);
 		return 0;
 	}
 	struct kr_waiter w = {.mp = self};
@@ -106,7 +154,7 @@ static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, u
 	if (err && w.state == W_WAITING)
 		return give_up(e, &e->acceptors, &w, err);
 	if (!err)
-		*call = (kr_call *)w.aux;
+		*call = keep(w.aux);
 	return err;
 }
 
@@ -121,15 +169,20 @@ int kr_entry_accept(kr_entry *e, kr_call **call)
 	return kr_entry_timedaccept(e, call, KR_FOREVER);
 }
 
-/* A kr_call is the caller's waiter record, under an opaque name. */
-static struct kr_waiter *waiter(kr_call *call) { return (struct kr_waiter *)call; }
-
-void *kr_call_msg(kr_call *call) { return call ? waiter(call)->buf : NULL; }
+void *kr_call_msg(kr_call *call)
+{
+	kr_mp *self = kr__cur();
+	struct kr_waiter *c = self ? accepted(self, call, 0) : NULL;
+	return c ? c->buf : NULL;
+}
 
 int kr_entry_reply(kr_call *call, int status)
 {
+	kr_mp *self = kr__cur();
 	if (!call)
 		return EINVAL;
-	wq_wake(waiter(call), status);
-	return 0;
+	if (!self)
+		return EPERM;
+	struct kr_waiter *c = accepted(self, call, 1);
+	return c ? wq_wake(c, status) : EINVAL;
 }

@@ -7,8 +7,13 @@
  * fails, so under m->lock a state with bit 0 set cannot change: the
  * unlocker hands the mutex to the first waiter (state = its token) and
  * wakes it owning the mutex — no barging, no thundering herd.  A token is
- * the microprocess's record (64-byte aligned), or, on a thread that is no
- * VP (trylock/unlock only), the address of a thread-local word.
+ * the microprocess's handle (core/internal.h), whose generation keeps a
+ * microprocess created in the record of one that ended holding the mutex
+ * from passing for its owner; or, on a thread that is no VP (trylock and
+ * unlock only), a number the thread takes the first time it needs one,
+ * with bit 2 set, which no handle has (records are 64-byte aligned).  A
+ * thread-local word's address would be confusable the same way: a thread
+ * that starts after one has ended may get the same.
  *
  * Condition variables.  A waiter queues on c (under c->lock), then
  * releases the mutex.  Signal moves the first waiter onto the mutex
@@ -29,14 +34,23 @@
 
 #define M_WAITERS ((uintptr_t)1)
 #define M_DEAD ((uintptr_t)2) /* destroyed: no token looks like this */
+#define M_FOREIGN ((uintptr_t)4)
 
-static __thread _Alignas(8) char foreign_token;
+static __thread uintptr_t foreign_token;
+static uintptr_t foreign_tokens;
 
-/* The caller's token: its microprocess, or its thread's word off a VP. */
+static inline uintptr_t foreign(void)
+{
+	if (!foreign_token)
+		foreign_token = __atomic_add_fetch(&foreign_tokens, 8, __ATOMIC_RELAXED) | M_FOREIGN;
+	return foreign_token;
+}
+
+/* The caller's token: its microprocess's handle, or its thread's number. */
 static inline uintptr_t token(void)
 {
 	kr_mp *self = kr__self();
-	return self ? (uintptr_t)self : (uintptr_t)&foreign_token;
+	return self ? (uintptr_t)self : foreign();
 }
 
 int kr_mutex_init(kr_mutex *m)

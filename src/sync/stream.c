@@ -261,9 +261,12 @@ int kr_stream_close_read(kr_stream *s)
 		return EPIPE;
 	}
 	s->rclosed = 1;
-	kr_waitq w = wq_take_all(&s->writers);
+	/* writers, and readers (on an empty ring): EPIPE, as a read that
+	 * starts now gets */
+	kr_waitq w = wq_take_all(&s->writers), r = wq_take_all(&s->readers);
 	s->count = 0; /* nobody will read it */
 	kr__spin_unlock(&s->lock);
 	wq_wake_all(&w, EPIPE);
+	wq_wake_all(&r, EPIPE);
 	return 0;
 }

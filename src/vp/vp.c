@@ -294,6 +294,8 @@ int kr_vp_release(void)
 		return EPERM;
 	if (!vp->adopted)
 		return EINVAL;
+	if (vp->upper) /* a layer above runs here (karui, kr_init to kr_fini) */
+		return EBUSY;
 	kr__vp_self = NULL;
 	altstack_remove(vp);
 	pthread_mutex_lock(&reg_lock);
