@@ -9,7 +9,7 @@
  * saved: this is seed 002's "save only what must be saved".
  *
  * No instruction used is privileged and no system call is made: a switch is
- * an ordinary function call into ~20 instructions of assembly
+ * an ordinary function call into a few instructions of assembly
  * (src/arch/<arch>/switch.S, which draws the frame).
  *
  * kr_ctx_switch(from, to, arg) suspends the caller into *from and resumes *to.

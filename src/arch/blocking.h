@@ -7,8 +7,7 @@
  * both came the same way, but the last return, into the caller's own code,
  * goes where that other microprocess called from: a misprediction on every
  * switch between two microprocesses that block in different functions
- * (a producer and a consumer, a ping-pong), about 10 ns each on the
- * development machine (karui-bench chan_pingpong, bare-switch row).
+ * (a producer and a consumer, a ping-pong).
  *
  * So the part of a call that may block runs through kr__blocking_call:
  * the public function tail-calls it, it calls that part (every
@@ -30,18 +29,15 @@
  * One jump for all blocked calls has as many targets as there are call
  * sites that block, and two microprocesses that hand a VP back and forth
  * from different sites make it alternate between two.  The indirect-branch
- * predictor follows that from the path history, but on the development
- * machine it lost it for seconds at a time: a channel ping-pong (the
- * microprocesses block in kr_chan_send from two functions) ran at 55-90 ns
- * a round trip instead of 46, while the same round trip from one function
- * (one target) did not move.  So on x86-64 the jump is made from one of
+ * predictor follows that from the path history, but it was seen to lose it
+ * for seconds at a time (a channel ping-pong, whose microprocesses block in
+ * kr_chan_send from two functions, slowed while the same round trip from
+ * one function did not).  So on x86-64 the jump is made from one of
  * four sites chosen by two bits of the target (switch.S): two call sites
  * fall on different jumps three times in four, and each jump then has one
- * target, which needs no history to be predicted.  In 200 runs of a
- * test program, alternating with the single jump, 194 ran under 50 ns
- * against 159; the two tests cost about 0.6 ns per blocked call in the fast
- * phase (docs/benchmarks.md).  aarch64 keeps one jump (there is
- * no aarch64 machine to measure on).
+ * target, which needs no history to be predicted (the measurements are
+ * in docs/notes/2026-11-25-measurements.md).  aarch64 keeps one jump
+ * (there is no aarch64 machine to measure on).
  *
  * KR_BLOCKING(fn, a0, ... a4) is fn(a0, ..., a4) through kr__blocking_call:
  * fn takes up to five integer or pointer arguments and returns int.  Use it

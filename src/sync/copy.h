@@ -4,15 +4,14 @@
  *
  * 4 KiB aliasing.  A copy whose destination lies just past its source
  * modulo 4 KiB makes the loads wait on stores they only seem to alias.  On
- * the AMD Zen 3 of the development machine glibc's memcpy, which moves
- * 4 KiB and more with `rep movsb` there, then runs 25x slower: 1,370 ns for
- * 4 KiB against 52, at distances of 4 to 28 bytes and at any size from
- * 4 KiB up.  A primitive's buffer and a caller's fall into that relation by
- * chance (karui-bench's stream row went from 170 ns to 1,450 ns a block
- * when the ring's malloc moved by a few bytes).  So a copy whose distance
- * modulo 4 KiB is in [1, 64) goes in 2 KiB pieces, below glibc's rep-movsb
- * thresholds, which its vector loops move at full speed (42 ns per 4 KiB
- * here, whatever the distance).  Any other copy is memcpy's.
+ * AMD Zen 3 glibc's memcpy, which moves 4 KiB and more with `rep movsb`
+ * there, then runs an order of magnitude slower, at distances of a few
+ * bytes to a few dozen and at any size from 4 KiB up.  A primitive's
+ * buffer and a caller's fall into that relation by chance (a ring's malloc
+ * that moves by a few bytes).  So a copy whose distance modulo 4 KiB is in
+ * [1, 64) goes in 2 KiB pieces, below glibc's rep-movsb thresholds, which
+ * its vector loops move at full speed whatever the distance.  Any other
+ * copy is memcpy's.  (Figures: docs/notes/2026-11-25-measurements.md.)
  */
 #ifndef KARUI_SYNC_COPY_H
 #define KARUI_SYNC_COPY_H

@@ -18,8 +18,8 @@
  * ring of a page or more starts half a page past a page boundary, far,
  * modulo 4 KiB, from the buffers that programs use most: page-aligned ones
  * and large malloc blocks (16 bytes past a page).  Copies at the slow
- * distances anyway go in pieces (kr__copy): 250 ns a 4 KiB block then,
- * against 150 ns at other distances, the cost of the aliasing itself.
+ * distances anyway go in pieces (kr__copy), which leaves the cost of the
+ * aliasing itself.
  */
 #include <stdlib.h>
 
