@@ -64,7 +64,9 @@ const char *kr_io_backend(void)
 	return b ? b->name : NULL;
 }
 
-static long run(struct kr_ioreq *r)
+/* The back ends keep the kernel's convention (a count, or a negative errno
+ * code, as io_uring reports it); the public calls turn it into karui's. */
+static inline long call(struct kr_ioreq *r)
 {
 	if (!kr_mp_self())
 		return -EPERM;
@@ -76,95 +78,136 @@ static long run(struct kr_ioreq *r)
 	return b->run(r);
 }
 
-ssize_t kr_read(int fd, void *buf, size_t len, uint64_t deadline)
+/* A transfer: 0 and the count in *out, or an errno code and 0 in *out.
+ * The public calls end with a tail call here, so they build no frame. */
+static int run(struct kr_ioreq *r, size_t *out)
 {
-	struct kr_ioreq r = {.op = IO_READ, .fd = fd, .buf = buf, .len = len, .deadline = deadline};
-	return run(&r);
+	long n = call(r);
+	if (__builtin_expect(n >= 0, 1)) {
+		*out = (size_t)n;
+		return 0;
+	}
+	*out = 0;
+	return (int)-n;
 }
 
-ssize_t kr_write(int fd, const void *buf, size_t len, uint64_t deadline)
+int kr_read(int fd, void *buf, size_t len, size_t *got, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_READ, .fd = fd, .buf = buf, .len = len, .deadline = deadline};
+	return got ? run(&r, got) : EINVAL;
+}
+
+int kr_write(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_WRITE, .fd = fd, .buf = (void *)buf, .len = len,
 			     .deadline = deadline};
-	return run(&r);
+	return done ? run(&r, done) : EINVAL;
 }
 
-ssize_t kr_readv(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline)
+int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
 			     .deadline = deadline};
-	return iovcnt < 0 ? -EINVAL : run(&r);
+	if (!got)
+		return EINVAL;
+	if (iovcnt < 0) {
+		*got = 0;
+		return EINVAL;
+	}
+	return run(&r, got);
 }
 
-ssize_t kr_writev(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline)
+int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
 			     .deadline = deadline};
-	return iovcnt < 0 ? -EINVAL : run(&r);
+	if (!done)
+		return EINVAL;
+	if (iovcnt < 0) {
+		*done = 0;
+		return EINVAL;
+	}
+	return run(&r, done);
 }
 
-ssize_t kr_recv(int fd, void *buf, size_t len, int flags, uint64_t deadline)
+int kr_recv(int fd, void *buf, size_t len, int flags, size_t *got, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags,
 			     .deadline = deadline};
-	return run(&r);
+	return got ? run(&r, got) : EINVAL;
 }
 
-ssize_t kr_send(int fd, const void *buf, size_t len, int flags, uint64_t deadline)
+int kr_send(int fd, const void *buf, size_t len, int flags, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_SEND, .fd = fd, .buf = (void *)buf, .len = len,
 			     .flags = flags | MSG_NOSIGNAL, .deadline = deadline};
-	return run(&r);
+	return done ? run(&r, done) : EINVAL;
 }
 
-int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, uint64_t deadline)
+int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd,
+	      uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_ACCEPT, .fd = fd, .addr = addr, .addrlen = addrlen,
 			     .flags = flags, .deadline = deadline};
+	if (!newfd)
+		return EINVAL;
+	*newfd = -1;
 	if ((addr == NULL) != (addrlen == NULL) || (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)))
-		return -EINVAL;
-	return (int)run(&r);
+		return EINVAL;
+	long n = call(&r);
+	if (n < 0)
+		return (int)-n;
+	*newfd = (int)n;
+	return 0;
 }
 
 int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_CONNECT, .fd = fd, .addr = (struct sockaddr *)addr,
 			     .alen = addrlen, .deadline = deadline};
-	return addr ? (int)run(&r) : -EINVAL;
+	return addr ? (int)-call(&r) : EINVAL;
 }
 
-int kr_poll(int fd, short events, uint64_t deadline)
+int kr_poll(int fd, short events, short *revents, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_POLL, .fd = fd, .events = events, .deadline = deadline};
-	return events ? (int)run(&r) : -EINVAL;
+	if (!revents)
+		return EINVAL;
+	*revents = 0;
+	if (!events)
+		return EINVAL;
+	long n = call(&r);
+	if (n < 0)
+		return (int)-n;
+	*revents = (short)n;
+	return 0;
 }
 
-ssize_t kr_write_all(int fd, const void *buf, size_t len, uint64_t deadline)
+int kr_write_all(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
 {
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = kr_write(fd, (const char *)buf + done, len - done, deadline);
-		if (n < 0)
-			return n;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
+	size_t off = 0, n;
+	int err = 0;
+	while (off < len && !(err = kr_write(fd, (const char *)buf + off, len - off, &n, deadline)))
+		off += n;
+	if (done)
+		*done = off;
+	return err;
 }
 
 int kr_io_cancel(int fd)
 {
 	if (fd < 0)
-		return -EBADF;
+		return EBADF;
 	const struct kr_iobackend *b = backend();
-	return b ? b->cancel(fd) : -start_err;
+	return b ? -b->cancel(fd) : start_err;
 }
 
 int kr_close(int fd)
 {
 	if (fd < 0)
-		return -EBADF;
+		return EBADF;
 	const struct kr_iobackend *b = backend();
 	if (b)
 		b->forget(fd);
-	return close(fd) ? -errno : 0;
+	return close(fd) ? errno : 0;
 }
