@@ -430,6 +430,64 @@ static void bad_input_is_refused(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- broken pipes ---------------- */
+
+static volatile int hog_stop;
+static void *hog(void *a)
+{
+	while (!hog_stop) /* holds its VP without a scheduling point */
+		;
+	return a;
+}
+
+/* kr_write and kr_writev to a pipe and to a socket whose other end is
+ * closed: EPIPE, and no SIGPIPE ends the process (its default action),
+ * on VP 0 (the thread that called kr_init, whose signal mask is the
+ * program's) and on VP 1 (which karui started).  After kr_fini that
+ * thread's mask is as it was, with no SIGPIPE left pending. */
+static void write_to_a_broken_pipe_returns_epipe_on_every_vp(void)
+{
+	sigset_t before, after, pending;
+	pthread_sigmask(SIG_SETMASK, NULL, &before);
+	KT_CHECK(!sigismember(&before, SIGPIPE));
+	init(2);
+	for (unsigned vp = 0; vp < 2; vp++) {
+		if (vp == 1) {
+			/* a hog takes VP 0; VP 1 steals the main microprocess */
+			kr_mp *h;
+			KT_EQ(kr_mp_create(&h, &small, hog, NULL), 0);
+			for (int i = 0; i < 100000 && kr_vp_id(kr_vp_self()) == 0; i++) {
+				kr_mp_yield();
+				if (kr_vp_id(kr_vp_self()) == 0)
+					usleep(100);
+			}
+			KT_EQ(kr_vp_id(kr_vp_self()), 1);
+			hog_stop = 1;
+			KT_EQ(kr_mp_join(h, NULL), 0);
+		}
+		int p[2], s[2];
+		mkpipe(p);
+		KT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s), 0);
+		KT_EQ(kr_close(p[0]), 0);
+		KT_EQ(kr_close(s[0]), 0);
+		size_t n = 9;
+		struct iovec v = {"x", 1};
+		KT_EQ(kr_write(p[1], "x", 1, &n, KR_FOREVER), EPIPE);
+		KT_EQ(n, 0);
+		KT_EQ(kr_writev(p[1], &v, 1, &n, KR_FOREVER), EPIPE);
+		KT_EQ(kr_write(s[1], "x", 1, &n, KR_FOREVER), EPIPE);
+		KT_EQ(kr_writev(s[1], &v, 1, &n, KR_FOREVER), EPIPE);
+		KT_EQ(kr_send(s[1], "x", 1, 0, &n, KR_FOREVER), EPIPE);
+		KT_EQ(kr_close(p[1]), 0);
+		KT_EQ(kr_close(s[1]), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+	pthread_sigmask(SIG_SETMASK, NULL, &after);
+	KT_CHECK(!sigismember(&after, SIGPIPE));
+	KT_EQ(sigpending(&pending), 0);
+	KT_CHECK(!sigismember(&pending, SIGPIPE));
+}
+
 /* ---------------- sockets ---------------- */
 
 #define CONNS 200
@@ -1034,6 +1092,7 @@ int main(int argc, char **argv)
 	KT_RUN(cancel_ends_blocked_reads_and_loses_nothing);
 	KT_RUN(close_ends_reads_on_every_vp_and_spares_the_next_fd);
 	KT_RUN(bad_input_is_refused);
+	KT_RUN(write_to_a_broken_pipe_returns_epipe_on_every_vp);
 	KT_RUN(tcp_echo_serves_many_connections_on_two_vps);
 	KT_RUN(connect_to_a_closed_port_is_refused);
 	KT_RUN(accept_times_out_when_nobody_connects);

@@ -31,6 +31,14 @@
  * transferred then.  Calls off a VP return EPERM, but for kr_io_cancel
  * and kr_close, which any thread may make.
  *
+ * Broken pipes: a write or send to a pipe or socket whose other end is
+ * closed returns EPIPE and raises no SIGPIPE, on every VP and with both
+ * back ends (a program's SIGPIPE handler is not called for it).  For
+ * that, SIGPIPE stays blocked on the threads that make karui's kernel
+ * calls: on the VPs karui starts, which block every signal anyway, and on
+ * the thread that called kr_init from its first I/O call until kr_fini,
+ * where a plain write() meanwhile gets EPIPE without a signal too.
+ *
  * Cancellation: kr_io_cancel(fd) ends every karui call in flight on fd
  * with ECANCELED (calls made after it are not affected); kr_close(fd)
  * cancels, forgets and closes fd.  kr_mp_cancel (core.h) ends the call

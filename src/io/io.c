@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,8 +56,34 @@ static const struct kr_iobackend *backend(void)
 	return b;
 }
 
-/* The back ends' poller fini ends with this. */
-void kr__io_stopped(void) { __atomic_store_n(&cur, NULL, __ATOMIC_RELEASE); }
+_Thread_local int kr__io_sigpipe;
+
+void kr__io_block_sigpipe(void)
+{
+	sigset_t pipe, old;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	kr__io_sigpipe = sigismember(&old, SIGPIPE) ? 2 : 1;
+}
+
+/* The back ends' poller fini ends with this, on the thread that called
+ * kr_init: a SIGPIPE of karui's writes may be pending there; take it
+ * before the thread's own mask comes back. */
+void kr__io_stopped(void)
+{
+	if (kr__io_sigpipe == 1) {
+		sigset_t pipe;
+		sigemptyset(&pipe);
+		sigaddset(&pipe, SIGPIPE);
+		const struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe, NULL, &zero) == SIGPIPE)
+			;
+		pthread_sigmask(SIG_UNBLOCK, &pipe, NULL);
+	}
+	kr__io_sigpipe = 0;
+	__atomic_store_n(&cur, NULL, __ATOMIC_RELEASE);
+}
 
 const char *kr_io_backend(void)
 {

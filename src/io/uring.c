@@ -159,6 +159,7 @@ static struct ring *own(void)
 		free(r);
 		return NULL;
 	}
+	kr__io_nosigpipe(); /* the ring's writes run on this thread */
 	__atomic_store_n(&U.r[id], r, __ATOMIC_RELEASE);
 	return r;
 }
