@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -486,6 +487,95 @@ static void write_to_a_broken_pipe_returns_epipe_on_every_vp(void)
 	KT_CHECK(!sigismember(&after, SIGPIPE));
 	KT_EQ(sigpending(&pending), 0);
 	KT_CHECK(!sigismember(&pending, SIGPIPE));
+}
+
+/* ---------------- no fds left ---------------- */
+
+enum { FILL_MAX = 256 };
+static int fill[FILL_MAX], nfill;
+
+/* dup's errno, or 0 when it gave an fd (kept).  Not inlined: errno is the
+ * current VP's, and the caller may have moved since it last looked. */
+static __attribute__((noinline)) int dup_one(void)
+{
+	int fd = dup(0);
+	if (fd < 0)
+		return errno;
+	KT_CHECK(nfill < FILL_MAX);
+	fill[nfill++] = fd;
+	return 0;
+}
+
+/* Take every free fd (RLIMIT_NOFILE lowered to FILL_MAX first). */
+static void take_all_fds(void)
+{
+	int err;
+	while ((err = dup_one()) == 0)
+		;
+	KT_EQ(err, EMFILE);
+}
+
+static void free_one_fd(void)
+{
+	KT_CHECK(nfill > 0);
+	close(fill[--nfill]);
+}
+
+/* No fd left when the back end starts: the call fails with EMFILE, and
+ * a later one, once fds are free, starts it (io_uring where the kernel
+ * allows: a lack of fds is no reason to fall back to epoll for good).
+ * Then a VP that had no fd for its ring (VP 1) fails its calls with
+ * EMFILE under io_uring, and does I/O once fds are free again. */
+static void io_works_again_once_fds_are_free(void)
+{
+	int p[2];
+	mkpipe(p);
+	init(2);
+	struct rlimit rl;
+	KT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	rl.rlim_cur = FILL_MAX;
+	KT_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	take_all_fds();
+	size_t n;
+	int err, tries = 0;
+	/* the back end takes the fds it needs: 1 (io_uring) or 2 (epoll) */
+	while ((err = kr_write(p[1], "ab", 2, &n, KR_FOREVER)) == EMFILE && tries++ < 4)
+		free_one_fd();
+	KT_EQ(err, 0);
+	KT_EQ(n, 2);
+	KT_CHECK(tries > 0);
+	const char *b = kr_io_backend();
+	fprintf(stderr, "  %s started after %d fds were freed\n", b, tries);
+	/* none is left: VP 1 has no ring when it first looks for one */
+	KT_EQ(dup_one(), EMFILE);
+	kr_mp *h;
+	KT_EQ(kr_mp_create(&h, &small, hog, NULL), 0);
+	for (int i = 0; i < 100000 && kr_vp_id(kr_vp_self()) == 0; i++) {
+		kr_mp_yield();
+		if (kr_vp_id(kr_vp_self()) == 0)
+			usleep(100);
+	}
+	KT_EQ(kr_vp_id(kr_vp_self()), 1);
+	char c;
+	err = kr_read(p[0], &c, 1, &n, KR_FOREVER);
+	if (strcmp(b, "io_uring") == 0) {
+		KT_EQ(err, EMFILE);
+		KT_EQ(kr_read(p[0], &c, 1, &n, KR_FOREVER), EMFILE); /* still none */
+	} else {
+		KT_EQ(err, 0); /* epoll needs no fd per VP */
+		KT_EQ(c, 'a');
+	}
+	while (nfill)
+		free_one_fd();
+	KT_EQ(kr_read(p[0], &c, 1, &n, KR_FOREVER), 0);
+	KT_EQ(n, 1);
+	KT_EQ(c, err ? 'a' : 'b');
+	KT_EQ(kr_vp_id(kr_vp_self()), 1);
+	hog_stop = 1;
+	KT_EQ(kr_mp_join(h, NULL), 0);
+	KT_EQ(kr_close(p[0]), 0);
+	KT_EQ(kr_close(p[1]), 0);
+	KT_EQ(kr_fini(), 0);
 }
 
 /* ---------------- sockets ---------------- */
@@ -1093,6 +1183,7 @@ int main(int argc, char **argv)
 	KT_RUN(close_ends_reads_on_every_vp_and_spares_the_next_fd);
 	KT_RUN(bad_input_is_refused);
 	KT_RUN(write_to_a_broken_pipe_returns_epipe_on_every_vp);
+	KT_RUN(io_works_again_once_fds_are_free);
 	KT_RUN(tcp_echo_serves_many_connections_on_two_vps);
 	KT_RUN(connect_to_a_closed_port_is_refused);
 	KT_RUN(accept_times_out_when_nobody_connects);

@@ -12,7 +12,9 @@
  *             one.  Deadlines are linked timeouts; cancellation is the
  *             kernel's.  Only the VP that made a request sees it complete
  *             (a VP about to block in kr_blocking_enter hands its socket and
- *             pipe requests over first).
+ *             pipe requests over first).  Where no fd or memory is left for
+ *             a ring, the call returns EMFILE, ENFILE or ENOMEM, and the
+ *             next call tries again.
  *   epoll     when io_uring is unavailable (kernel.io_uring_disabled, a
  *             seccomp filter, a kernel before 6.7, a build without liburing) or
  *             KARUI_IO=epoll is set.  The call is tried without blocking;

@@ -3,8 +3,11 @@
  * back end.
  *
  * The back end starts with the first call after kr_init: io_uring unless
- * KARUI_IO=epoll is set or the ring cannot be set up (then epoll), and
- * installs itself as the core's event source (kr_poller_set).  kr_fini
+ * KARUI_IO=epoll is set or the kernel refuses the ring (then epoll), and
+ * installs itself as the core's event source (kr_poller_set).  A ring
+ * that cannot be set up for want of fds or memory (EMFILE, ENFILE,
+ * ENOMEM) is no reason to give io_uring up for the process's life: the
+ * call returns that error and the next one tries again.  kr_fini
  * calls the event source's fini, which stops the back end; the next
  * kr_init starts from scratch.
  */
@@ -34,6 +37,15 @@ static int try_start(const struct kr_iobackend *b)
 	return err;
 }
 
+static int start_uring(void)
+{
+#ifdef KARUI_HAVE_URING
+	return try_start(&kr__io_uring);
+#else
+	return ENOSYS;
+#endif
+}
+
 static const struct kr_iobackend *backend(void)
 {
 	const struct kr_iobackend *b = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
@@ -43,12 +55,12 @@ static const struct kr_iobackend *backend(void)
 	if (!(b = cur)) {
 		const char *want = getenv("KARUI_IO");
 		int epoll_only = want && strcmp(want, "epoll") == 0;
-		(void)epoll_only;
-#ifdef KARUI_HAVE_URING
-		if (!epoll_only && try_start(&kr__io_uring) == 0)
+		int err = epoll_only ? ENOSYS : start_uring();
+		if (!err)
 			b = &kr__io_uring;
-#endif
-		if (!b && (start_err = try_start(&kr__io_epoll)) == 0)
+		else if (kr__io_transient(err))
+			start_err = err; /* not epoll for good: io_uring may start later */
+		else if ((start_err = try_start(&kr__io_epoll)) == 0)
 			b = &kr__io_epoll;
 		__atomic_store_n(&cur, b, __ATOMIC_RELEASE);
 	}

@@ -4,6 +4,7 @@
 #ifndef KARUI_IO_INTERNAL_H
 #define KARUI_IO_INTERNAL_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -42,6 +43,13 @@ struct kr_iobackend {
 };
 
 extern const struct kr_iobackend kr__io_uring, kr__io_epoll;
+
+/* Errors of a set-up that may succeed later: no fd or memory left.  A
+ * back end or ring that meets one is tried again at a later call. */
+static inline int kr__io_transient(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
 
 /* A back end's poller fini ends with this: the next call starts afresh.
  * It runs on the thread that called kr_init. */
