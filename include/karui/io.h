@@ -16,7 +16,9 @@
  *             a ring, the call returns EMFILE, ENFILE or ENOMEM, and the
  *             next call tries again.
  *   epoll     when io_uring is unavailable (kernel.io_uring_disabled, a
- *             seccomp filter, a kernel before 6.7, a build without liburing) or
+ *             seccomp filter, a kernel before 6.7, a build without liburing),
+ *             under valgrind (which does not model io_uring; seen at run
+ *             time from its preload libraries in LD_PRELOAD), or when
  *             KARUI_IO=epoll is set.  The call is tried without blocking;
  *             on EAGAIN the microprocess waits for the fd's readiness
  *             (edge-triggered, registered once per fd) and tries again.
