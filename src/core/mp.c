@@ -972,7 +972,7 @@ int kr_mp_setprio(kr_mp *mp, int prio)
 {
 	if (!mp || prio < KR_PRIO_MIN || prio > KR_PRIO_MAX)
 		return EINVAL;
-	if (!W())
+	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
 		return EPERM;
 	if (!mp->is_main && !live_handle(mp))
 		return ESRCH;
