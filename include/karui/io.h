@@ -40,8 +40,9 @@
  * back ends (a program's SIGPIPE handler is not called for it).  For
  * that, SIGPIPE stays blocked on the threads that make karui's kernel
  * calls: on the VPs karui starts, which block every signal anyway, and on
- * the thread that called kr_init from its first I/O call until kr_fini,
- * where a plain write() meanwhile gets EPIPE without a signal too.
+ * the thread that called kr_init from the back end's first use there (its
+ * ring, or its first epoll write) until kr_fini, where a plain write()
+ * meanwhile gets EPIPE without a signal too.
  *
  * Cancellation: kr_io_cancel(fd) ends every karui call in flight on fd
  * with ECANCELED (calls made after it are not affected); kr_close(fd)

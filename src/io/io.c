@@ -4,13 +4,17 @@
  *
  * The back end starts with the first call after kr_init: io_uring unless
  * KARUI_IO=epoll is set, the program runs under valgrind, or the kernel
- * refuses the ring (then epoll), and
- * installs itself as the core's event source (kr_poller_set).  A ring
- * that cannot be set up for want of fds or memory (EMFILE, ENFILE,
- * ENOMEM) is no reason to give io_uring up for the process's life: the
- * call returns that error and the next one tries again.  kr_fini
- * calls the event source's fini, which stops the back end; the next
- * kr_init starts from scratch.
+ * refuses the ring (then epoll), and installs itself as the core's event
+ * source (kr_poller_set).  A ring that cannot be set up for want of fds
+ * or memory (EMFILE, ENFILE, ENOMEM) is no reason to give io_uring up for
+ * the process's life: the call returns that error and the next one tries
+ * again.  kr_fini calls the event source's fini, which stops the back
+ * end; the next kr_init starts from scratch.
+ *
+ * The back ends keep the kernel's convention (a count, or a negative errno
+ * code, as io_uring reports it); the public calls turn it into karui's (0
+ * or a positive errno code, the count in an out-parameter) here, inlined,
+ * so that each builds one frame.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -115,8 +119,7 @@ const char *kr_io_backend(void)
 	return b ? b->name : NULL;
 }
 
-/* The back ends keep the kernel's convention (a count, or a negative errno
- * code, as io_uring reports it); the public calls turn it into karui's. */
+/* The back end's result for r: a count, or a negative errno code. */
 static inline long call(struct kr_ioreq *r)
 {
 	if (!kr_mp_self())
@@ -129,9 +132,8 @@ static inline long call(struct kr_ioreq *r)
 	return b->run(r);
 }
 
-/* A transfer: 0 and the count in *out, or an errno code and 0 in *out.
- * The public calls end with a tail call here, so they build no frame. */
-static int run(struct kr_ioreq *r, size_t *out)
+/* A transfer: 0 and the count in *out, or an errno code and 0 in *out. */
+static inline int run(struct kr_ioreq *r, size_t *out)
 {
 	long n = call(r);
 	if (__builtin_expect(n >= 0, 1)) {
