@@ -13,9 +13,9 @@ static void *echo(void *arg)
 {
 	int fd = (int)(intptr_t)arg;
 	char buf[16384];
-	ssize_t n;
-	while ((n = kr_recv(fd, buf, sizeof buf, 0, KR_FOREVER)) > 0)
-		if (kr_send(fd, buf, (size_t)n, 0, KR_FOREVER) != n)
+	size_t n, sent;
+	while (kr_recv(fd, buf, sizeof buf, 0, &n, KR_FOREVER) == 0 && n > 0)
+		if (kr_send(fd, buf, n, 0, &sent, KR_FOREVER) != 0 || sent != n)
 			break;
 	kr_close(fd);
 	return NULL;

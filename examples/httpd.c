@@ -16,40 +16,46 @@
 static const char *file_path;
 static unsigned long served;
 
-/* The static file, read now: its bytes in *out (malloc'd). */
-static ssize_t read_file(char **out)
+/* The static file, read now: its bytes in *out (malloc'd), its size in
+ * *len; 0 or an errno code. */
+static int read_file(char **out, size_t *len)
 {
 	if (!file_path)
-		return -ENOENT;
+		return ENOENT;
 	int fd = open(file_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
-	size_t cap = 65536, len = 0;
+		return errno;
+	size_t cap = 65536, n = 0;
 	char *b = malloc(cap);
-	ssize_t n = 0;
-	while (b && (n = kr_read(fd, b + len, cap - len, KR_FOREVER)) > 0) {
-		len += (size_t)n;
-		if (len == cap && len < (16u << 20))
-			b = realloc(b, cap *= 2);
+	int err = b ? 0 : ENOMEM;
+	*len = 0;
+	while (!err && !(err = kr_read(fd, b + *len, cap - *len, &n, KR_FOREVER)) && n > 0) {
+		*len += n;
+		if (*len == cap && cap < (16u << 20)) {
+			char *more = realloc(b, cap *= 2);
+			if (!more)
+				err = ENOMEM;
+			else
+				b = more;
+		}
 	}
 	kr_close(fd);
-	if (!b || n < 0) {
+	if (err) {
 		free(b);
-		return b ? n : -ENOMEM;
+		return err;
 	}
 	*out = b;
-	return (ssize_t)len;
+	return 0;
 }
 
-static ssize_t send_all(int fd, const char *b, size_t len)
+static int send_all(int fd, const char *b, size_t len)
 {
-	for (size_t done = 0; done < len;) {
-		ssize_t n = kr_send(fd, b + done, len - done, 0, KR_FOREVER);
-		if (n < 0)
-			return n;
-		done += (size_t)n;
+	for (size_t done = 0, n; done < len; done += n) {
+		int err = kr_send(fd, b + done, len - done, 0, &n, KR_FOREVER);
+		if (err)
+			return err;
 	}
-	return (ssize_t)len;
+	return 0;
 }
 
 static void *conn(void *arg)
@@ -59,10 +65,10 @@ static void *conn(void *arg)
 	size_t have = 0;
 	int open_ = 1;
 	while (open_) {
-		ssize_t n = kr_recv(fd, in + have, sizeof in - have, 0, KR_FOREVER);
-		if (n <= 0)
+		size_t n;
+		if (kr_recv(fd, in + have, sizeof in - have, 0, &n, KR_FOREVER) || n == 0)
 			break;
-		have += (size_t)n;
+		have += n;
 		size_t used = 0, olen = 0;
 		for (;;) {
 			struct http_req r;
@@ -76,25 +82,25 @@ static void *conn(void *arg)
 			used += (size_t)took;
 			__atomic_fetch_add(&served, 1, __ATOMIC_RELAXED);
 			char *body = "hello", *fbody = NULL;
-			ssize_t blen = 5;
-			if (r.file && (blen = read_file(&fbody)) >= 0)
+			size_t blen = 5;
+			if (r.file && read_file(&fbody, &blen) == 0)
 				body = fbody;
 			else if (r.file || !r.found)
 				r.found = 0, body = "not found", blen = 9;
-			if (olen + 256 + (size_t)blen > sizeof out || fbody) {
+			if (olen + 256 + blen > sizeof out || fbody) {
 				/* flush what is gathered, then this reply alone */
-				if (olen && send_all(fd, out, olen) < 0)
+				if (olen && send_all(fd, out, olen))
 					open_ = 0;
 				olen = 0;
 				char h[256];
-				int hl = http_header(h, sizeof h, &r, (size_t)blen);
-				struct iovec v[2] = {{h, (size_t)hl}, {body, (size_t)blen}};
-				if (kr_writev(fd, v, 2, KR_FOREVER) != hl + blen)
+				size_t hl = (size_t)http_header(h, sizeof h, &r, blen), sent;
+				struct iovec v[2] = {{h, hl}, {body, blen}};
+				if (kr_writev(fd, v, 2, &sent, KR_FOREVER) || sent != hl + blen)
 					open_ = 0; /* a short write: a real server would loop */
 			} else {
-				olen += (size_t)http_header(out + olen, sizeof out - olen, &r, (size_t)blen);
-				memcpy(out + olen, body, (size_t)blen);
-				olen += (size_t)blen;
+				olen += (size_t)http_header(out + olen, sizeof out - olen, &r, blen);
+				memcpy(out + olen, body, blen);
+				olen += blen;
 			}
 			free(fbody);
 			if (!r.keep_alive)
@@ -102,7 +108,7 @@ static void *conn(void *arg)
 			if (!open_)
 				break;
 		}
-		if (olen && send_all(fd, out, olen) < 0)
+		if (olen && send_all(fd, out, olen))
 			break;
 		memmove(in, in + used, have - used);
 		have -= used;

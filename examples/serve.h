@@ -125,14 +125,15 @@ static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn f
 	serve_stop_on_signal(ls);
 	kr_attr detached = {.stack_size = stack, .flags = KR_MP_DETACHED};
 	for (;;) {
-		int fd = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, KR_FOREVER);
+		int fd;
+		err = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, &fd, KR_FOREVER);
 		if (__atomic_load_n(&serve_stopping, __ATOMIC_ACQUIRE)) {
-			if (fd >= 0)
+			if (!err)
 				kr_close(fd);
 			return 0;
 		}
-		if (fd < 0) {
-			fprintf(stderr, "%s: accept: %s\n", name, strerror(-fd));
+		if (err) {
+			fprintf(stderr, "%s: accept: %s\n", name, strerror(err));
 			continue;
 		}
 		serve_nodelay(fd);

@@ -5,7 +5,44 @@
  *   L3 karui/sync.h   semaphores, monitors, barriers, channels, streams,
  *                     rendezvous;  karui/io.h  I/O that parks only the
  *                     calling microprocess
- *      karui/version.h  KARUI_VERSION_* and kr_version()  */
+ *      karui/version.h  KARUI_VERSION_* and kr_version()
+ *
+ * Errors, the one rule of every header.  A call that can fail returns int:
+ * 0 on success or a positive errno code (pthread style; errno is not
+ * touched), never a count, a flag or a negative code.  What it finds out
+ * goes to out-parameters (a byte count, a new fd, a handle, "last at the
+ * barrier"); one that is mandatory gives EINVAL when NULL, and the header
+ * says which may be NULL.  Bad input never aborts.  A few codes are
+ * outcomes rather than faults: ETIMEDOUT (a deadline passed), ECANCELED
+ * (kr_mp_cancel), EAGAIN / EBUSY from the try calls, EPIPE (closed), and
+ * kr_vp_sleep_begin's EAGAIN ("now wait").
+ * Accessors, which cannot fail, return their value: kr_now, kr_vp_self,
+ * kr_vp_id, kr_vp_count, kr_vp_status, kr_vp_area, kr_mp_self, kr_mp_id,
+ * kr_mp_prio, kr_mp_rqlink, kr_key_get, kr_call_msg, kr_io_backend,
+ * kr_sched_idle_deadline, kr_sched_data, kr_sched_vp_data, kr_version; kr_ctx_switch
+ * returns what the context that resumes the caller passes.  void:
+ * kr_ctx_jump, kr_spin_lock / _unlock, kr_cpu_relax, kr_vp_wait_ended,
+ * kr_sched_park, kr_sched_unpark.
+ *
+ * Who may call.  Most calls of core.h, and every call that waits, are for
+ * microprocesses: on a thread that is no VP of a running karui they return
+ * EPERM.  These work on any thread (the ones marked * while karui runs,
+ * EPERM otherwise), as do the accessors:
+ *   vp.h     kr_vp_allocate, kr_vp_adopt (off a VP only: EEXIST),
+ *            kr_vp_join, kr_vp_wakeup
+ *   ctx.h    every call
+ *   core.h   kr_init (off a VP only: EBUSY), kr_mp_unpark*, kr_mp_cancel*,
+ *            kr_mp_setprio*, kr_mp_getprio, kr_key_create, kr_key_delete,
+ *            kr_stats_get
+ *   sched.h  kr_poller_set*
+ *   sync.h   every init and destroy, kr_sem_trywait / _post / _post_n /
+ *            _getvalue, kr_mutex_trylock / _unlock, kr_cond_signal /
+ *            _broadcast, kr_chan_trysend / _tryrecv / _close,
+ *            kr_stream_close_write / _close_read
+ *   io.h     kr_io_cancel, kr_close
+ * tests/test_api.c holds every fallible call of every header to this
+ * rule, and fails when a header gains one it does not check.
+ */
 #ifndef KARUI_H
 #define KARUI_H
 #include "karui/version.h"

@@ -38,8 +38,11 @@
  * generation too, so a late one never reaches the next microprocess in
  * the same memory.
  *
- * All calls return 0 or an errno code; on a thread that is no VP of an
- * initialised karui every call but kr_mp_unpark returns EPERM.
+ * Calls return 0 or a positive errno code, accessors their value (the
+ * rule of include/karui.h).  On a thread that is no VP of a running karui
+ * they return EPERM, but for kr_init, kr_mp_getprio, kr_key_create,
+ * kr_key_delete and kr_stats_get, which work on any thread, and
+ * kr_mp_unpark, kr_mp_cancel and kr_mp_setprio, which do while karui runs.
  */
 #ifndef KARUI_CORE_H
 #define KARUI_CORE_H
@@ -204,8 +207,9 @@ int kr_mp_park_and_switch(kr_mp *mp);
 
 /* Priorities (used by priority ready queues; others keep but ignore them).
  * A change takes effect at once, also for a queued microprocess — the
- * seed's dynamic priority.  EINVAL: NULL or out of range; ESRCH: setprio,
- * mp has ended; getprio, a stale handle. */
+ * seed's dynamic priority.  From any thread.  EINVAL: NULL or out of
+ * range; ESRCH: setprio, mp has ended; getprio, a stale handle; setprio
+ * EPERM: karui is not running. */
 int kr_mp_setprio(kr_mp *mp, int prio);
 int kr_mp_getprio(const kr_mp *mp, int *prio);
 

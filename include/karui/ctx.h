@@ -74,7 +74,8 @@ typedef struct kr_spin {
 
 /* Take the lock, spinning (then yielding the processor) while it is held. */
 void kr_spin_lock(kr_spin *l);
-/* 1 if the lock was free and is now the caller's, else 0. */
+/* 0 if the lock was free and is now the caller's; EBUSY if it is held;
+ * EINVAL: NULL. */
 int kr_spin_trylock(kr_spin *l);
 void kr_spin_unlock(kr_spin *l);
 

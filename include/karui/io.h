@@ -12,24 +12,40 @@
  *             one.  Deadlines are linked timeouts; cancellation is the
  *             kernel's.  Only the VP that made a request sees it complete
  *             (a VP about to block in kr_blocking_enter hands its socket and
- *             pipe requests over first).
+ *             pipe requests over first).  Where no fd or memory is left for
+ *             a ring, the call returns EMFILE, ENFILE or ENOMEM, and the
+ *             next call tries again.
  *   epoll     when io_uring is unavailable (kernel.io_uring_disabled, a
- *             seccomp filter, a kernel before 6.7, a build without liburing) or
+ *             seccomp filter, a kernel before 6.7, a build without liburing),
+ *             under valgrind (which does not model io_uring; seen at run
+ *             time from its preload libraries in LD_PRELOAD), or when
  *             KARUI_IO=epoll is set.  The call is tried without blocking;
  *             on EAGAIN the microprocess waits for the fd's readiness
  *             (edge-triggered, registered once per fd) and tries again.
  *             Such fds are put in O_NONBLOCK mode; regular files, which
  *             epoll refuses, are read and written with kr_blocking_enter.
  *
- * Results are the kernel's convention, as io_uring reports them: what the
- * system call returns, or a negative errno code (errno is not touched).
- * Every call takes an absolute kr_now() deadline (KR_FOREVER: none) and
- * returns -ETIMEDOUT when it passes first; nothing was transferred then.
- * Calls off a VP return -EPERM, but for kr_io_cancel and kr_close, which
- * any thread may make.
+ * Results follow karui's rule (include/karui.h): 0 or a positive errno
+ * code (errno is not touched), and what the system call would return in an
+ * out-parameter: the byte count in *got (reads) or *done (writes), the new
+ * fd in *newfd, the poll events in *revents; on an error they hold 0 (-1
+ * for *newfd).  They are mandatory (NULL: EINVAL), but for kr_write_all's
+ * *done.  Every call takes an absolute kr_now() deadline (KR_FOREVER:
+ * none) and returns ETIMEDOUT when it passes first; nothing was
+ * transferred then.  Calls off a VP return EPERM, but for kr_io_cancel
+ * and kr_close, which any thread may make.
+ *
+ * Broken pipes: a write or send to a pipe or socket whose other end is
+ * closed returns EPIPE and raises no SIGPIPE, on every VP and with both
+ * back ends (a program's SIGPIPE handler is not called for it).  For
+ * that, SIGPIPE stays blocked on the threads that make karui's kernel
+ * calls: on the VPs karui starts, which block every signal anyway, and on
+ * the thread that called kr_init from the back end's first use there (its
+ * ring, or its first epoll write) until kr_fini, where a plain write()
+ * meanwhile gets EPIPE without a signal too.
  *
  * Cancellation: kr_io_cancel(fd) ends every karui call in flight on fd
- * with -ECANCELED (calls made after it are not affected); kr_close(fd)
+ * with ECANCELED (calls made after it are not affected); kr_close(fd)
  * cancels, forgets and closes fd.  kr_mp_cancel (core.h) ends the call
  * the cancelled microprocess waits in the same way, and nothing was
  * transferred then; a request the kernel had already completed returns
@@ -53,25 +69,29 @@
 extern "C" {
 #endif
 
-ssize_t kr_read(int fd, void *buf, size_t len, uint64_t deadline);
-ssize_t kr_write(int fd, const void *buf, size_t len, uint64_t deadline);
-ssize_t kr_readv(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
-ssize_t kr_writev(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline);
-ssize_t kr_recv(int fd, void *buf, size_t len, int flags, uint64_t deadline);
-ssize_t kr_send(int fd, const void *buf, size_t len, int flags, uint64_t deadline);
-/* flags as accept4's (SOCK_CLOEXEC, SOCK_NONBLOCK); returns the new fd */
-int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags,
+/* 0 with *got == 0: end of file (or len 0).  A write or send may move
+ * fewer bytes than asked, as the system call does. */
+int kr_read(int fd, void *buf, size_t len, size_t *got, uint64_t deadline);
+int kr_write(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline);
+int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t deadline);
+int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_t deadline);
+int kr_recv(int fd, void *buf, size_t len, int flags, size_t *got, uint64_t deadline);
+int kr_send(int fd, const void *buf, size_t len, int flags, size_t *done, uint64_t deadline);
+/* flags as accept4's (SOCK_CLOEXEC, SOCK_NONBLOCK); the new fd in *newfd.
+ * EINVAL: one of addr and addrlen NULL but not the other, other flags. */
+int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd,
 	      uint64_t deadline);
 int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline);
-/* Wait until fd has one of `events` (POLLIN, POLLOUT, ...): returns the
- * revents (> 0), which may include POLLERR and POLLHUP. */
-int kr_poll(int fd, short events, uint64_t deadline);
+/* Wait until fd has one of `events` (POLLIN, POLLOUT, ...; EINVAL: 0):
+ * *revents receives what it has, which may include POLLERR and POLLHUP. */
+int kr_poll(int fd, short events, short *revents, uint64_t deadline);
 
-/* Write all of buf (kr_write until done): len, or a negative errno code
- * when nothing more can be written (the bytes before it were). */
-ssize_t kr_write_all(int fd, const void *buf, size_t len, uint64_t deadline);
+/* Write all of buf (kr_write until done).  *done (may be NULL, unlike
+ * kr_write's) receives how many bytes went out, on an error too: those
+ * before it did. */
+int kr_write_all(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline);
 
-/* 0 or a negative errno code (-EBADF: fd < 0). */
+/* EBADF: fd < 0; kr_close also returns close()'s own error. */
 int kr_io_cancel(int fd);
 int kr_close(int fd);
 

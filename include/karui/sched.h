@@ -26,8 +26,8 @@
  *
  * Scheduler module (level 1).  Decides where a microprocess that becomes
  * runnable goes, which one a VP runs next, and what an idle VP does.  It is
- * called from any VP, and `ready` from threads that are no VP too, so it
- * does its own locking.  The core guarantees: a microprocess is handed to
+ * called from any VP, and `ready` and `reprio` from threads that are no VP
+ * too, so it does its own locking.  The core guarantees: a microprocess is handed to
  * `ready` at most once until `next`/`take` returns it; the core never runs
  * one microprocess on two VPs (it waits until the previous VP has left it).
  */
@@ -143,8 +143,10 @@ typedef struct kr_poller {
 	unsigned flags;
 } kr_poller;
 
-/* Set the event source (NULL: remove it).  EBUSY: another one is set;
- * EPERM: karui is not running.  kr_fini removes it (calling its fini). */
+/* Set the event source (NULL: remove it), from any thread.  EINVAL: poll
+ * or wait missing, or kick missing without KR_POLLER_PER_VP; EBUSY:
+ * another one is set; EPERM: karui is not running.  kr_fini removes it
+ * (calling its fini). */
 int kr_poller_set(const kr_poller *p);
 
 /* For scheduler modules: the module's private word in kr_sched, and a

@@ -15,9 +15,12 @@
  *    *_destroy, every call on the object returns EINVAL until it is
  *    initialised again.  Destroying an object that someone waits on (or a
  *    locked mutex) returns EBUSY and changes nothing.
+ *  - Every call returns 0 or a positive errno code (include/karui.h): a
+ *    NULL or destroyed object is EINVAL; results go to out-parameters.
  *  - Blocking calls are for microprocesses: on a thread that is no VP they
- *    return EPERM.  Non-blocking ones (post, signal, broadcast, trylock,
- *    unlock, the try* channel calls, close) work from any thread, so a
+ *    return EPERM.  Non-blocking ones (init, destroy, sem trywait, post and
+ *    getvalue, mutex trylock and unlock, signal, broadcast, the try*
+ *    channel calls, the closes, entry reply) work from any thread, so a
  *    plain kernel thread can hand work to microprocesses.
  *  - A blocked microprocess is off every VP: it costs no CPU.
  *  - Waiters are served in FIFO order, and handed what they wait for
@@ -113,8 +116,6 @@ int kr_cond_broadcast(kr_cond *c);
 
 /* ---------------- barriers ---------------- */
 
-#define KR_BARRIER_SERIAL 1 /* returned to exactly one of each round */
-
 typedef struct kr_barrier {
 	kr_spin lock;
 	uint32_t dead;
@@ -124,8 +125,9 @@ typedef struct kr_barrier {
 
 int kr_barrier_init(kr_barrier *b, unsigned count); /* EINVAL: count 0 */
 int kr_barrier_destroy(kr_barrier *b);
-/* 0, or KR_BARRIER_SERIAL for the last to arrive */
-int kr_barrier_wait(kr_barrier *b);
+/* Wait until `count` have arrived.  *serial (may be NULL) is 1 for one
+ * of each round, the last to arrive, and 0 for the others. */
+int kr_barrier_wait(kr_barrier *b, int *serial);
 
 /* ---------------- channels ---------------- */
 

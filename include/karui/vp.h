@@ -39,7 +39,10 @@
  * runnable thread, which on a crowded CPU is often the preempted lock holder
  * the seed had in mind.  Nothing more is promised.
  *
- * All calls return 0 or an errno code.
+ * Calls return 0 or a positive errno code, accessors their value (the
+ * rule of include/karui.h).  kr_vp_allocate, kr_vp_adopt, kr_vp_join,
+ * kr_vp_wakeup and the accessors work on any thread; the others need a VP
+ * (EPERM).
  */
 #ifndef KARUI_VP_H
 #define KARUI_VP_H
@@ -124,7 +127,7 @@ int kr_vp_wakeup(unsigned n);
  *        a wait left queued by kr_vp_sleep_end has ended (it fired, or
  *        was cancelled); the VP may be gone by then.
  *
- * EPERM: the first two off a VP. */
+ * EPERM: the first two off a VP; EINVAL: word NULL. */
 int kr_vp_sleep_begin(uint32_t **word, int queued);
 int kr_vp_sleep_end(int queued);
 void kr_vp_wait_ended(void);

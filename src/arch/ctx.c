@@ -60,5 +60,5 @@ void kr__spin_lock_slow(kr_spin *l)
 }
 
 void kr_spin_lock(kr_spin *l) { kr__spin_lock(l); }
-int kr_spin_trylock(kr_spin *l) { return kr__spin_trylock(l); }
+int kr_spin_trylock(kr_spin *l) { return !l ? EINVAL : kr__spin_trylock(l) ? 0 : EBUSY; }
 void kr_spin_unlock(kr_spin *l) { kr__spin_unlock(l); }

@@ -1138,7 +1138,7 @@ int kr_mp_setprio(kr_mp *h, int prio)
 	kr_mp *mp = kr__rec(h);
 	if (!mp || prio < KR_PRIO_MIN || prio > KR_PRIO_MAX)
 		return EINVAL;
-	if (!W())
+	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
 		return EPERM;
 	if (!live_handle(h))
 		return ESRCH;

@@ -197,9 +197,15 @@ static long attempt(struct kr_ioreq *r)
 	long n;
 	switch (r->op) {
 	case IO_READ: n = read(r->fd, r->buf, r->len); break;
-	case IO_WRITE: n = write(r->fd, r->buf, r->len); break;
+	case IO_WRITE:
+		kr__io_nosigpipe();
+		n = write(r->fd, r->buf, r->len);
+		break;
 	case IO_READV: n = readv(r->fd, r->iov, r->iovcnt); break;
-	case IO_WRITEV: n = writev(r->fd, r->iov, r->iovcnt); break;
+	case IO_WRITEV:
+		kr__io_nosigpipe();
+		n = writev(r->fd, r->iov, r->iovcnt);
+		break;
 	case IO_RECV: n = recv(r->fd, r->buf, r->len, r->flags | MSG_DONTWAIT); break;
 	case IO_SEND: n = send(r->fd, r->buf, r->len, r->flags | MSG_DONTWAIT); break;
 	case IO_ACCEPT: n = accept4(r->fd, r->addr, r->addrlen, r->flags); break;

@@ -3,14 +3,23 @@
  * back end.
  *
  * The back end starts with the first call after kr_init: io_uring unless
- * KARUI_IO=epoll is set or the ring cannot be set up (then epoll), and
- * installs itself as the core's event source (kr_poller_set).  kr_fini
- * calls the event source's fini, which stops the back end; the next
- * kr_init starts from scratch.
+ * KARUI_IO=epoll is set, the program runs under valgrind, or the kernel
+ * refuses the ring (then epoll), and installs itself as the core's event
+ * source (kr_poller_set).  A ring that cannot be set up for want of fds
+ * or memory (EMFILE, ENFILE, ENOMEM) is no reason to give io_uring up for
+ * the process's life: the call returns that error and the next one tries
+ * again.  kr_fini calls the event source's fini, which stops the back
+ * end; the next kr_init starts from scratch.
+ *
+ * The back ends keep the kernel's convention (a count, or a negative errno
+ * code, as io_uring reports it); the public calls turn it into karui's (0
+ * or a positive errno code, the count in an out-parameter) here, inlined,
+ * so that each builds one frame.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -33,6 +42,26 @@ static int try_start(const struct kr_iobackend *b)
 	return err;
 }
 
+static int start_uring(void)
+{
+#ifdef KARUI_HAVE_URING
+	return try_start(&kr__io_uring);
+#else
+	return ENOSYS;
+#endif
+}
+
+/* valgrind does not model io_uring: it cannot see the kernel fill a
+ * buffer (the bytes read look uninitialised), and a run can hang.  It runs
+ * the program with its preload libraries in LD_PRELOAD (and takes them
+ * out for a program the client execs unless it follows it there), which
+ * needs no header of valgrind's at build time. */
+static int under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+	return p && strstr(p, "/vgpreload_");
+}
+
 static const struct kr_iobackend *backend(void)
 {
 	const struct kr_iobackend *b = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
@@ -41,13 +70,13 @@ static const struct kr_iobackend *backend(void)
 	pthread_mutex_lock(&start_lock);
 	if (!(b = cur)) {
 		const char *want = getenv("KARUI_IO");
-		int epoll_only = want && strcmp(want, "epoll") == 0;
-		(void)epoll_only;
-#ifdef KARUI_HAVE_URING
-		if (!epoll_only && try_start(&kr__io_uring) == 0)
+		int epoll_only = (want && strcmp(want, "epoll") == 0) || under_valgrind();
+		int err = epoll_only ? ENOSYS : start_uring();
+		if (!err)
 			b = &kr__io_uring;
-#endif
-		if (!b && (start_err = try_start(&kr__io_epoll)) == 0)
+		else if (kr__io_transient(err))
+			start_err = err; /* not epoll for good: io_uring may start later */
+		else if ((start_err = try_start(&kr__io_epoll)) == 0)
 			b = &kr__io_epoll;
 		__atomic_store_n(&cur, b, __ATOMIC_RELEASE);
 	}
@@ -55,8 +84,34 @@ static const struct kr_iobackend *backend(void)
 	return b;
 }
 
-/* The back ends' poller fini ends with this. */
-void kr__io_stopped(void) { __atomic_store_n(&cur, NULL, __ATOMIC_RELEASE); }
+_Thread_local int kr__io_sigpipe;
+
+void kr__io_block_sigpipe(void)
+{
+	sigset_t pipe, old;
+	sigemptyset(&pipe);
+	sigaddset(&pipe, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe, &old);
+	kr__io_sigpipe = sigismember(&old, SIGPIPE) ? 2 : 1;
+}
+
+/* The back ends' poller fini ends with this, on the thread that called
+ * kr_init: a SIGPIPE of karui's writes may be pending there; take it
+ * before the thread's own mask comes back. */
+void kr__io_stopped(void)
+{
+	if (kr__io_sigpipe == 1) {
+		sigset_t pipe;
+		sigemptyset(&pipe);
+		sigaddset(&pipe, SIGPIPE);
+		const struct timespec zero = {0, 0};
+		while (sigtimedwait(&pipe, NULL, &zero) == SIGPIPE)
+			;
+		pthread_sigmask(SIG_UNBLOCK, &pipe, NULL);
+	}
+	kr__io_sigpipe = 0;
+	__atomic_store_n(&cur, NULL, __ATOMIC_RELEASE);
+}
 
 const char *kr_io_backend(void)
 {
@@ -64,7 +119,8 @@ const char *kr_io_backend(void)
 	return b ? b->name : NULL;
 }
 
-static long run(struct kr_ioreq *r)
+/* The back end's result for r: a count, or a negative errno code. */
+static inline long call(struct kr_ioreq *r)
 {
 	if (!kr_mp_self())
 		return -EPERM;
@@ -76,95 +132,135 @@ static long run(struct kr_ioreq *r)
 	return b->run(r);
 }
 
-ssize_t kr_read(int fd, void *buf, size_t len, uint64_t deadline)
+/* A transfer: 0 and the count in *out, or an errno code and 0 in *out. */
+static inline int run(struct kr_ioreq *r, size_t *out)
 {
-	struct kr_ioreq r = {.op = IO_READ, .fd = fd, .buf = buf, .len = len, .deadline = deadline};
-	return run(&r);
+	long n = call(r);
+	if (__builtin_expect(n >= 0, 1)) {
+		*out = (size_t)n;
+		return 0;
+	}
+	*out = 0;
+	return (int)-n;
 }
 
-ssize_t kr_write(int fd, const void *buf, size_t len, uint64_t deadline)
+int kr_read(int fd, void *buf, size_t len, size_t *got, uint64_t deadline)
+{
+	struct kr_ioreq r = {.op = IO_READ, .fd = fd, .buf = buf, .len = len, .deadline = deadline};
+	return got ? run(&r, got) : EINVAL;
+}
+
+int kr_write(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_WRITE, .fd = fd, .buf = (void *)buf, .len = len,
 			     .deadline = deadline};
-	return run(&r);
+	return done ? run(&r, done) : EINVAL;
 }
 
-ssize_t kr_readv(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline)
+int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
 			     .deadline = deadline};
-	return iovcnt < 0 ? -EINVAL : run(&r);
+	if (!got)
+		return EINVAL;
+	if (iovcnt < 0) {
+		*got = 0;
+		return EINVAL;
+	}
+	return run(&r, got);
 }
 
-ssize_t kr_writev(int fd, const struct iovec *iov, int iovcnt, uint64_t deadline)
+int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
 			     .deadline = deadline};
-	return iovcnt < 0 ? -EINVAL : run(&r);
+	if (!done)
+		return EINVAL;
+	if (iovcnt < 0) {
+		*done = 0;
+		return EINVAL;
+	}
+	return run(&r, done);
 }
 
-ssize_t kr_recv(int fd, void *buf, size_t len, int flags, uint64_t deadline)
+int kr_recv(int fd, void *buf, size_t len, int flags, size_t *got, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags,
 			     .deadline = deadline};
-	return run(&r);
+	return got ? run(&r, got) : EINVAL;
 }
 
-ssize_t kr_send(int fd, const void *buf, size_t len, int flags, uint64_t deadline)
+int kr_send(int fd, const void *buf, size_t len, int flags, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_SEND, .fd = fd, .buf = (void *)buf, .len = len,
 			     .flags = flags | MSG_NOSIGNAL, .deadline = deadline};
-	return run(&r);
+	return done ? run(&r, done) : EINVAL;
 }
 
-int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, uint64_t deadline)
+int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd,
+	      uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_ACCEPT, .fd = fd, .addr = addr, .addrlen = addrlen,
 			     .flags = flags, .deadline = deadline};
+	if (!newfd)
+		return EINVAL;
+	*newfd = -1;
 	if ((addr == NULL) != (addrlen == NULL) || (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)))
-		return -EINVAL;
-	return (int)run(&r);
+		return EINVAL;
+	long n = call(&r);
+	if (n < 0)
+		return (int)-n;
+	*newfd = (int)n;
+	return 0;
 }
 
 int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_CONNECT, .fd = fd, .addr = (struct sockaddr *)addr,
 			     .alen = addrlen, .deadline = deadline};
-	return addr ? (int)run(&r) : -EINVAL;
+	return addr ? (int)-call(&r) : EINVAL;
 }
 
-int kr_poll(int fd, short events, uint64_t deadline)
+int kr_poll(int fd, short events, short *revents, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_POLL, .fd = fd, .events = events, .deadline = deadline};
-	return events ? (int)run(&r) : -EINVAL;
+	if (!revents)
+		return EINVAL;
+	*revents = 0;
+	if (!events)
+		return EINVAL;
+	long n = call(&r);
+	if (n < 0)
+		return (int)-n;
+	*revents = (short)n;
+	return 0;
 }
 
-ssize_t kr_write_all(int fd, const void *buf, size_t len, uint64_t deadline)
+int kr_write_all(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
 {
-	size_t done = 0;
-	while (done < len) {
-		ssize_t n = kr_write(fd, (const char *)buf + done, len - done, deadline);
-		if (n < 0)
-			return n;
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
+	size_t off = 0, n;
+	int err = 0;
+	while (off < len && !(err = kr_write(fd, (const char *)buf + off, len - off, &n, deadline)))
+		off += n;
+	if (done)
+		*done = off;
+	return err;
 }
 
 int kr_io_cancel(int fd)
 {
 	if (fd < 0)
-		return -EBADF;
+		return EBADF;
 	const struct kr_iobackend *b = backend();
-	return b ? b->cancel(fd) : -start_err;
+	return b ? -b->cancel(fd) : start_err;
 }
 
 int kr_close(int fd)
 {
 	if (fd < 0)
-		return -EBADF;
+		return EBADF;
 	const struct kr_iobackend *b = backend();
 	if (b)
 		b->forget(fd);
-	return close(fd) ? -errno : 0;
+	return close(fd) ? errno : 0;
 }

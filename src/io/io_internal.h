@@ -4,6 +4,7 @@
 #ifndef KARUI_IO_INTERNAL_H
 #define KARUI_IO_INTERNAL_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -43,7 +44,34 @@ struct kr_iobackend {
 
 extern const struct kr_iobackend kr__io_uring, kr__io_epoll;
 
-/* A back end's poller fini ends with this: the next call starts afresh. */
+/* Errors of a set-up that may succeed later: no fd or memory left.  A
+ * back end or ring that meets one is tried again at a later call. */
+static inline int kr__io_transient(int err)
+{
+	return err == EMFILE || err == ENFILE || err == ENOMEM;
+}
+
+/* A back end's poller fini ends with this: the next call starts afresh.
+ * It runs on the thread that called kr_init. */
 void kr__io_stopped(void);
+
+/* SIGPIPE.  A write to a pipe or socket whose other end is gone sends the
+ * writing thread SIGPIPE, which by default ends the process.  karui's
+ * calls return EPIPE instead, on every VP: the threads that make the
+ * kernel calls (a ring's VP, the VP of an epoll attempt) have SIGPIPE
+ * blocked, and the kernel then leaves it pending, harmlessly.  VPs that
+ * kr_vp_allocate starts block every signal already; on the thread that
+ * called kr_init (or another adopted one) karui blocks it before its first
+ * such write, and kr__io_stopped drains it and unblocks it again.
+ * Rejected: blocking and unblocking around each write (two system calls
+ * on the fast path, and an io_uring write runs later, in its VP's ring);
+ * MSG_NOSIGNAL, which pipes and plain write() on sockets do not take. */
+extern _Thread_local int kr__io_sigpipe; /* 0: not seen; 1: blocked by karui; 2: was */
+void kr__io_block_sigpipe(void);
+static inline void kr__io_nosigpipe(void)
+{
+	if (__builtin_expect(!kr__io_sigpipe, 0))
+		kr__io_block_sigpipe();
+}
 
 #endif

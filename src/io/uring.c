@@ -143,22 +143,33 @@ static int ring_setup(struct io_uring *io)
 }
 
 /* The calling VP's ring, set up on first use; NULL off a VP or when it
- * could not be (why: U.fail). */
-static struct ring *own(void)
+ * could not be (why: U.fail).  A set-up that failed for want of fds or
+ * memory (kr__io_transient) is tried again when `retry` is set, as it is
+ * for the calls of io.h: each call from such a VP tries once (one failing
+ * io_uring_setup, while the fds are gone), and returns that error if it
+ * fails again, as accept does while no fd is left.  The VP's polls and
+ * waits do not try again: they are not the VP's calls, and every 8th
+ * scheduling point would pay for it.  A VP whose kernel refused the ring
+ * for good (a flag or an op) keeps that error; that is not expected once
+ * the first ring has been set up with the same flags. */
+static struct ring *own(int retry)
 {
 	kr_vp *vp = kr_vp_self();
 	if (!vp)
 		return NULL;
 	unsigned id = kr_vp_id(vp);
 	struct ring *r = U.r[id];
-	if (r || U.fail[id])
+	if (r || (U.fail[id] && !(retry && kr__io_transient(U.fail[id]))))
 		return r;
-	if (!(r = calloc(1, sizeof *r)))
+	if (!(r = calloc(1, sizeof *r))) {
 		U.fail[id] = ENOMEM;
-	else if ((U.fail[id] = ring_setup(&r->io)) != 0) {
+		return NULL;
+	}
+	if ((U.fail[id] = ring_setup(&r->io)) != 0) {
 		free(r);
 		return NULL;
 	}
+	kr__io_nosigpipe(); /* the ring's writes run on this thread */
 	__atomic_store_n(&U.r[id], r, __ATOMIC_RELEASE);
 	return r;
 }
@@ -273,7 +284,7 @@ static void poll_ring(struct ring *r)
 static void u_poll(void *arg)
 {
 	(void)arg;
-	struct ring *r = own();
+	struct ring *r = own(0);
 	if (r)
 		poll_ring(r);
 }
@@ -281,7 +292,7 @@ static void u_poll(void *arg)
 static void u_wait(void *arg, uint64_t deadline)
 {
 	(void)arg;
-	struct ring *r = own();
+	struct ring *r = own(0);
 	uint32_t *word;
 	if (!r) {
 		kr_vp_sleep(deadline);
@@ -314,7 +325,7 @@ static void u_wait(void *arg, uint64_t deadline)
 static void u_leave(void *arg)
 {
 	(void)arg;
-	struct ring *r = own();
+	struct ring *r = own(0);
 	if (!r || !r->reqs)
 		return;
 	struct io_uring_sqe *sqe = sqe_get(&r->io, 1);
@@ -359,7 +370,7 @@ static int u_init(kr_poller *p)
 	 * caller's own (kept when the caller is a VP). */
 	int err;
 	if (kr_vp_self()) {
-		err = own() ? 0 : own_err();
+		err = own(1) ? 0 : own_err();
 	} else {
 		struct io_uring probe;
 		if (!(err = ring_setup(&probe)))
@@ -420,7 +431,7 @@ static void prep(struct io_uring_sqe *sqe, const struct kr_ioreq *r)
 /* Cancel the request of record d, wherever it is; submitted now. */
 static void cancel_req(struct done *d)
 {
-	struct ring *me = own();
+	struct ring *me = own(1);
 	if (!me)
 		return; /* no ring to say it with: the request runs its course */
 	if (me == d->ring) {
@@ -448,7 +459,7 @@ static long u_run(struct kr_ioreq *r)
 	int timed = r->deadline != KR_FOREVER, cancelled = 0;
 	uint32_t gen = s ? __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) : 0;
 	for (;;) {
-		struct ring *ring = own();
+		struct ring *ring = own(1);
 		if (!ring)
 			return -own_err();
 		struct done d = {.mp = kr_mp_self(), .ring = ring, .slot = s};
@@ -509,7 +520,7 @@ static int u_cancel(int fd)
 		if (!__atomic_load_n(&s->inflight, __ATOMIC_SEQ_CST))
 			return 0;
 	}
-	struct ring *me = own();
+	struct ring *me = own(1);
 	struct io_uring tmp, *from = me ? &me->io : &tmp;
 	if (!me && kr_vp_self())
 		return -own_err();

@@ -2,8 +2,8 @@
  * karui L3 — barriers.
  *
  * The last of `count` arrivals takes the whole queue out under the lock,
- * resets the round and wakes them all after unlocking; it returns
- * KR_BARRIER_SERIAL, the others 0.  A new round can start while the last
+ * resets the round and wakes them all after unlocking; its *serial is 1,
+ * the others' 0.  A new round can start while the last
  * one's waiters are still waking: each waiter waits on its own node.
  */
 #include "wait.h"
@@ -28,9 +28,11 @@ int kr_barrier_destroy(kr_barrier *b)
 	return err;
 }
 
-int kr_barrier_wait(kr_barrier *b)
+int kr_barrier_wait(kr_barrier *b, int *serial)
 {
 	kr_mp *self = kr__self();
+	if (serial)
+		*serial = 0;
 	if (!b)
 		return EINVAL;
 	if (!self)
@@ -45,7 +47,9 @@ int kr_barrier_wait(kr_barrier *b)
 		b->arrived = 0;
 		kr__spin_unlock(&b->lock);
 		wq_wake_all(&all, 0);
-		return KR_BARRIER_SERIAL;
+		if (serial)
+			*serial = 1;
+		return 0;
 	}
 	struct kr_waiter w = {.mp = self};
 	wq_push(&b->q, &w);

@@ -399,6 +399,8 @@ int kr_vp_sleep(uint64_t deadline)
 int kr_vp_sleep_begin(uint32_t **word, int queued)
 {
 	kr_vp *vp = kr__vp_self;
+	if (!word)
+		return EINVAL;
 	if (!vp)
 		return EPERM;
 	if (take_token())
