@@ -1,6 +1,7 @@
 /* karui-bench: karui's experiment functions beside the peers' (peers.h). */
 #ifndef KARUI_BENCH_EXP_H
 #define KARUI_BENCH_EXP_H
+#include <stdio.h>
 #include <string.h>
 #include "peers.h"
 
@@ -32,4 +33,24 @@ typedef struct kb_http_opts {
 } kb_http_opts;
 void kb_run_http(const kb_http_opts *o);
 int kb_pthread_httpd(void); /* `karui-bench serve-pthread` */
+
+/* callgrind.c: one `karui-bench count SYS EXP n` run under callgrind (only
+ * inside function `in` if not NULL), counted per instruction. */
+typedef struct kb_cg_site {
+	char *ob, *fn;          /* object and symbol, as callgrind names them */
+	unsigned long addr;     /* in the object, as objdump prints it */
+	double n;               /* executions */
+} kb_cg_site;
+typedef struct kb_cg {
+	double ir;              /* instructions executed */
+	double locked;          /* locked instructions (lock prefix, xchg with memory) */
+	double fences;          /* mfence; -1: unknown (no objdump, or an object it cannot read) */
+	kb_cg_site *site;       /* every locked instruction that ran */
+	size_t nsite;
+} kb_cg;
+int kb_cg_run(kb_cg *r, const char *dir, const char *sys, const char *exp, const char *in,
+	      long n);     /* 0 or an errno code */
+void kb_cg_free(kb_cg *r);
+/* The locked instructions per operation by site, from runs of n and 2n. */
+void kb_cg_where(FILE *out, const kb_cg *a, const kb_cg *b, long n);
 #endif

@@ -5,6 +5,7 @@
  *   karui-bench list
  *   karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]
  *   karui-bench count SYSTEM EXPERIMENT N     (one run, for callgrind)
+ *   karui-bench locked SYSTEM EXPERIMENT [N]  (locked instructions by site)
  *   karui-bench serve-pthread                 (the http experiment's peer)
  *
  * Each (experiment, system) pair is run once to warm up (caches, branch
@@ -17,7 +18,9 @@
  * The `instructions` experiment runs `karui-bench count` under
  * valgrind --tool=callgrind twice, with N and 2N operations, and reports
  * (Ir(2N) - Ir(N)) / N: the instructions of one operation, set-up and
- * tear-down cancelled out.  Counts repeat exactly from run to run.
+ * tear-down cancelled out, and the same for the locked instructions (the
+ * atomic read-modify-writes; callgrind.c).  Counts repeat exactly from run
+ * to run.  `karui-bench locked` lists where the locked ones are.
  *
  * Go goroutines run in a separate program (bench/peers/go, installed as
  * karui-bench-go next to this binary) that prints one JSON line per repeat.
@@ -155,14 +158,18 @@ static const struct {
 	{"boost-fiber", "yield", kb_fiber_yield},
 	{"boost-fiber", "create_join", kb_fiber_create_join},
 	{"karui", "mutex", kb_karui_mutex},
+	{"spin-lock", "mutex", kb_spin_mutex},
 	{"karui", "condvar_pingpong", kb_karui_condvar_pingpong},
 	{"karui", "chan_pingpong", kb_karui_chan_pingpong},
+	{"bare-switch", "chan_pingpong", kb_bare_pingpong},
 	{"karui", "chan_relay", kb_karui_chan_relay},
 	{"karui", "sem_pingpong", kb_karui_sem_pingpong},
 	{"karui", "rendezvous", kb_karui_rendezvous},
 	{"boost-fiber", "mutex", kb_fiber_mutex},
 	{"boost-fiber", "condvar_pingpong", kb_fiber_condvar_pingpong},
 	{"boost-fiber", "chan_pingpong", kb_fiber_chan_pingpong},
+	{"boost-fiber", "chan_relay", kb_fiber_chan_relay},
+	{"boost-fiber", "rendezvous", kb_fiber_rendezvous},
 };
 #define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
 
@@ -202,7 +209,7 @@ static void emit(const char *exp, const char *sys, const char *metric, const cha
 			printf(",\"ratio_to_karui\":%.4g", ratio);
 		printf("}\n");
 	} else {
-		printf("%-13s %-15s %-12s %10.4g %-7s [%.4g .. %.4g]", exp, sys, metric, s.med,
+		printf("%-13s %-15s %-23s %10.4g %-7s [%.4g .. %.4g]", exp, sys, metric, s.med,
 		       unit, s.min, s.max);
 		if (n)
 			printf(" n=%ld", n);
@@ -315,28 +322,6 @@ static void run_http(void)
 	kb_run_http(&o);
 }
 
-/* Ir of one `count` run under callgrind, or -1. */
-static double callgrind_ir(const char *sys, const char *exp, const char *in, long n)
-{
-	char cmd[PATH_MAX * 2];
-	snprintf(cmd, sizeof cmd,
-		 "valgrind --tool=callgrind --callgrind-out-file=/dev/null%s%s %s/karui-bench "
-		 "count %s %s %ld 2>&1",
-		 in ? " --toggle-collect=" : "", in ? in : "", self_dir, sys, exp, n);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	char line[512];
-	double ir = -1;
-	while (fgets(line, sizeof line, p)) {
-		char *c = strstr(line, "Collected :");
-		if (c)
-			ir = strtod(c + 11, NULL);
-	}
-	pclose(p);
-	return ir;
-}
-
 static void run_instructions(void)
 {
 	if (system("valgrind --version >/dev/null 2>&1") != 0) {
@@ -344,30 +329,75 @@ static void run_instructions(void)
 		return;
 	}
 	long n = quick ? 20000 : 100000;
-	double karui[NCOUNTS] = {0};
+	double karui[NCOUNTS][2] = {{0}}; /* instructions, locked */
 	for (size_t i = 0; i < NCOUNTS; i++) {
 		if (only && strcmp(only, COUNTS[i].sys) && strcmp("karui", COUNTS[i].sys))
 			continue;
 		const char *metric = COUNTS[i].metric ? COUNTS[i].metric : COUNTS[i].exp;
 		fprintf(stderr, "karui-bench: instructions / %s %s ...\n", COUNTS[i].sys, metric);
-		double a = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, n);
-		double b = callgrind_ir(COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, 2 * n);
-		if (a < 0 || b < 0) {
+		kb_cg a, b;
+		int err = kb_cg_run(&a, self_dir, COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, n);
+		if (!err && (err = kb_cg_run(&b, self_dir, COUNTS[i].sys, COUNTS[i].exp,
+					     COUNTS[i].in, 2 * n)) != 0)
+			kb_cg_free(&a);
+		if (err) {
 			emit_none("instructions", COUNTS[i].sys, "failed", "callgrind run failed");
 			continue;
 		}
-		double per = (b - a) / n;
-		/* the karui figure for the same operation, for the ratio */
-		double k = 0;
+		double per[2] = {(b.ir - a.ir) / n, (b.locked - a.locked) / n};
+		double fences = a.fences < 0 || b.fences < 0 ? 0 : (b.fences - a.fences) / n;
+		kb_cg_free(&a);
+		kb_cg_free(&b);
+		/* the karui figures for the same operation, for the ratios */
+		double k[2] = {0, 0};
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(COUNTS[j].sys, "karui") && !COUNTS[j].in &&
 			    !strcmp(COUNTS[j].exp, metric))
-				k = karui[j];
-		karui[i] = per;
-		struct stat3 st = {per, per, per, 1};
-		emit("instructions", COUNTS[i].sys, metric, "instr", st,
-		     strcmp(COUNTS[i].sys, "karui") ? k : 0, 0);
+				memcpy(k, karui[j], sizeof k);
+		int peer = strcmp(COUNTS[i].sys, "karui") != 0;
+		memcpy(karui[i], per, sizeof per);
+		char m[64];
+		struct stat3 st = {per[0], per[0], per[0], 1};
+		emit("instructions", COUNTS[i].sys, metric, "instr", st, peer ? k[0] : 0, 0);
+		snprintf(m, sizeof m, "%s.locked", metric);
+		st = (struct stat3){per[1], per[1], per[1], 1};
+		emit("instructions", COUNTS[i].sys, m, "locked", st, peer ? k[1] : 0, 0);
+		if (fences) { /* mfence: only where there is one */
+			snprintf(m, sizeof m, "%s.fence", metric);
+			st = (struct stat3){fences, fences, fences, 1};
+			emit("instructions", COUNTS[i].sys, m, "fence", st, 0, 0);
+		}
 	}
+}
+
+/* `karui-bench locked`: where the locked instructions of one operation are */
+static int where(const char *sys, const char *exp, long n)
+{
+	size_t i = 0;
+	while (i < NCOUNTS && (strcmp(COUNTS[i].sys, sys) || strcmp(COUNTS[i].exp, exp)))
+		i++;
+	if (i == NCOUNTS) {
+		fprintf(stderr, "karui-bench: no count for %s %s\n", sys, exp);
+		return 2;
+	}
+	kb_cg a, b;
+	int err = kb_cg_run(&a, self_dir, sys, exp, NULL, n);
+	if (!err && (err = kb_cg_run(&b, self_dir, sys, exp, NULL, 2 * n)) != 0)
+		kb_cg_free(&a);
+	if (err) {
+		fprintf(stderr, "karui-bench: callgrind run failed: %s\n", strerror(err));
+		return 1;
+	}
+	printf("%s %s: %.4g instructions, %.4g locked", sys, exp, (b.ir - a.ir) / n,
+	       (b.locked - a.locked) / n);
+	if (a.fences >= 0 && b.fences >= 0)
+		printf(", %.4g mfence", (b.fences - a.fences) / n);
+	printf(" per operation (callgrind, n = %ld and %ld)\n", n, 2 * n);
+	printf("per op  where (innermost first)  [object address]\n");
+	kb_cg_where(stdout, &a, &b, n);
+	kb_cg_free(&a);
+	kb_cg_free(&b);
+	return 0;
 }
 
 static int count(const char *sys, const char *exp, long n)
@@ -387,6 +417,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: karui-bench list\n"
 		   "       karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]\n"
 		   "       karui-bench count SYSTEM EXPERIMENT N\n"
+		   "       karui-bench locked SYSTEM EXPERIMENT [N]\n"
 		   "       karui-bench serve-pthread\n");
 }
 
@@ -400,8 +431,9 @@ static void list(void)
 	}
 	printf("%-13s HTTP \"hello\" on loopback driven by wrk, --n connections (100); "
 	       "systems: karui karui-epoll go pthread\n", "http");
-	printf("%-13s instructions per operation under callgrind (yield, switch_to, "
-	       "create_join)\n", "instructions");
+	printf("%-13s instructions and locked instructions per operation under callgrind; "
+	       "systems: karui bare-switch bare-fpctl boost-fcontext boost-fiber spin-lock\n",
+	       "instructions");
 }
 
 int main(int argc, char **argv)
@@ -428,6 +460,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		return count(argv[2], argv[3], atol(argv[4])) ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "locked")) {
+		long n = argc == 5 ? atol(argv[4]) : 20000;
+		if ((argc != 4 && argc != 5) || n <= 0) {
+			usage(stderr);
+			return 2;
+		}
+		return where(argv[2], argv[3], n);
 	}
 	if (strcmp(argv[1], "run") || argc < 3) {
 		usage(stderr);
@@ -458,7 +498,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!json)
-		printf("%-13s %-15s %-12s %10s %-7s %s\n", "experiment", "system", "metric",
+		printf("%-13s %-15s %-23s %10s %-7s %s\n", "experiment", "system", "metric",
 		       "median", "unit", "[min .. max]  peer/karui");
 	for (size_t i = 0; i < NEXPS; i++)
 		if (all || !strcmp(name, EXPS[i].name))
