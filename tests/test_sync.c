@@ -378,6 +378,54 @@ static void mutex_timedlock_under_contention_on_two_vps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* An unlock whose fast path saw a waiter, racing with that waiter's
+ * deadline: the waiter may give up between the two, and the unlock then
+ * finds nobody to hand the mutex to.  It must leave it free.  A holder and
+ * a locker with deadlines of a few hundred ns, on two VPs, many rounds:
+ * the mutex ends free and every round of the holder completes. */
+static uint32_t holder_rounds, waiter_wins;
+
+static void *busy_holder(void *a)
+{
+	for (int i = 0; i < 200000; i++) {
+		KT_EQ(kr_mutex_lock(&mu), 0);
+		for (int j = 0; j < 20; j++)
+			kr_cpu_relax();
+		KT_EQ(kr_mutex_unlock(&mu), 0);
+		__atomic_fetch_add(&holder_rounds, 1, __ATOMIC_RELAXED);
+	}
+	return a;
+}
+
+static void *hasty_locker(void *a)
+{
+	while (__atomic_load_n(&holder_rounds, __ATOMIC_RELAXED) < 200000) {
+		int e = kr_mutex_timedlock(&mu, kr_now() + 100 * (kr_now() % 8));
+		KT_CHECK(e == 0 || e == ETIMEDOUT);
+		if (e == 0) {
+			waiter_wins++;
+			KT_EQ(kr_mutex_unlock(&mu), 0);
+		}
+	}
+	return a;
+}
+
+static void unlock_after_the_last_waiter_timed_out_frees_the_mutex(void)
+{
+	init(2);
+	kr_mutex_init(&mu);
+	holder_rounds = waiter_wins = 0;
+	kr_mp *h, *l;
+	KT_EQ(kr_mp_create(&h, NULL, busy_holder, NULL), 0);
+	KT_EQ(kr_mp_create(&l, NULL, hasty_locker, NULL), 0);
+	KT_EQ(kr_mp_join(h, NULL), 0);
+	KT_EQ(kr_mp_join(l, NULL), 0);
+	KT_EQ(holder_rounds, 200000);
+	KT_EQ(mu.state, 0);
+	KT_EQ(kr_mutex_destroy(&mu), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---------------- condition variables ---------------- */
 
 static kr_cond cv[2];
@@ -1692,6 +1740,7 @@ int main(int argc, char **argv)
 	KT_RUN(sem_timedwait_times_out_and_leaves_no_trace);
 	KT_RUN(sem_units_add_up_under_timeouts_on_two_vps);
 	KT_RUN(mutex_excludes_across_two_vps);
+	KT_RUN(unlock_after_the_last_waiter_timed_out_frees_the_mutex);
 	KT_RUN(mutex_rejects_bad_input);
 	KT_RUN(mutex_timedlock_times_out_and_leaves_no_trace);
 	KT_RUN(mutex_timedlock_under_contention_on_two_vps);

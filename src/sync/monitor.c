@@ -145,12 +145,15 @@ int kr_mutex_trylock(kr_mutex *m)
 }
 
 /* Release m held by `me` with waiters: the first one owns it now; the
- * caller wakes it. */
+ * caller wakes it.  The waiters seen by the failed fast path may all have
+ * timed out since (lock_slow clears M_WAITERS with the last): then m is
+ * free.  Nobody else writes m->state meanwhile: it holds `me`, which no
+ * locker's CAS expects. */
 static struct kr_waiter *hand_over(kr_mutex *m)
 {
 	kr__spin_lock(&m->lock);
 	struct kr_waiter *w = wq_pop(&m->q);
-	__atomic_store_n(&m->state, (uintptr_t)w->mp | (m->q.head ? M_WAITERS : 0),
+	__atomic_store_n(&m->state, w ? (uintptr_t)w->mp | (m->q.head ? M_WAITERS : 0) : 0,
 			 __ATOMIC_RELEASE);
 	kr__spin_unlock(&m->lock);
 	return w;
