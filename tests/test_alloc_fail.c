@@ -8,12 +8,14 @@
  * calls and nothing else's.  For n = 1, 2, ... a child process runs one
  * scenario that reaches every site (start-up, creation of many
  * microprocesses with stacks of several sizes, keys, timers, channels,
- * streams, a blocking call on a spare VP, shut-down) with the n-th call
+ * streams, I/O, a blocking call on a spare VP, shut-down) with the n-th call
  * failing once.  Each call of the scenario must then either succeed or
- * report the failure with its documented code (ENOMEM or EAGAIN), leave
+ * report the failure with its documented code (ENOMEM or EAGAIN; EMFILE
+ * for the I/O back ends' kernel objects), leave
  * karui usable, and the child must end normally: no crash, no hang, no
  * wrong result.  When a run reaches the end without meeting its n-th call,
- * every site has been failed once and the test ends.
+ * every site has been failed once.  The whole runs once on each I/O back
+ * end.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -113,7 +115,7 @@ int __wrap_io_uring_queue_init_params(unsigned entries, struct io_uring *ring,
 #define OK_OR_OUT(call)                                                        \
 	do {                                                                   \
 		int e_ = (call);                                               \
-		if (e_ == ENOMEM || e_ == EAGAIN)                              \
+		if (e_ == ENOMEM || e_ == EAGAIN || e_ == EMFILE)             \
 			goto out;                                              \
 		KT_EQ(e_, 0);                                                  \
 	} while (0)
@@ -174,6 +176,43 @@ static int spawn_join(unsigned n, size_t ss, kr_mp_fn fn)
 	return err;
 }
 
+static int io_pipe[2];
+
+static void *io_writer(void *arg)
+{
+	char b[100];
+	memset(b, 'k', sizeof b);
+	size_t done;
+	return (void *)(uintptr_t)kr_write_all(io_pipe[1], b, sizeof b, &done, KR_FOREVER);
+}
+
+/* 100 bytes through a pipe, written by a microprocess, read by the caller. */
+static int pipe_io(void)
+{
+	KT_EQ(pipe(io_pipe), 0);
+	kr_mp *w;
+	int err = kr_mp_create(&w, NULL, io_writer, NULL);
+	if (err)
+		goto close;
+	size_t got = 0, n;
+	char b[100];
+	while (got < sizeof b && !(err = kr_read(io_pipe[0], b + got, sizeof b - got, &n,
+						 KR_FOREVER)))
+		got += n;
+	if (err)
+		kr_close(io_pipe[1]); /* the writer must not wait for ever */
+	void *r;
+	KT_EQ(kr_mp_join(w, &r), 0);
+	if (!err)
+		err = (int)(uintptr_t)r;
+	if (!err)
+		KT_CHECK(got == sizeof b && b[0] == 'k' && b[99] == 'k');
+close:
+	kr_close(io_pipe[0]);
+	kr_close(io_pipe[1]);
+	return err;
+}
+
 static void scenario(void)
 {
 	kr_config cfg = {.vps = 2};
@@ -206,6 +245,7 @@ static void scenario(void)
 	kr_stream st;
 	OK_OR_OUT(kr_stream_init(&st, 64 * 1024));
 	KT_EQ(kr_stream_destroy(&st), 0);
+	OK_OR_OUT(pipe_io());
 	OK_OR_OUT(spawn_join(2, 0, blocking));
 out:
 	if (inited)
@@ -214,10 +254,11 @@ out:
 	__atomic_store_n(&countdown, 0, __ATOMIC_RELAXED);
 	KT_EQ(kr_init(&cfg), 0);
 	KT_EQ(spawn_join(64, 0, ret_arg), 0);
+	KT_EQ(pipe_io(), 0);
 	KT_EQ(kr_fini(), 0);
 }
 
-static void every_allocation_site_fails_cleanly(void)
+static void every_site_fails_cleanly(void)
 {
 	long n;
 	for (n = 1;; n++) {
@@ -243,9 +284,22 @@ static void every_allocation_site_fails_cleanly(void)
 	KT_CHECK(n > 20);
 }
 
+static void every_allocation_site_fails_cleanly(void)
+{
+	unsetenv("KARUI_IO");
+	every_site_fails_cleanly();
+}
+
+static void every_allocation_site_fails_cleanly_on_epoll(void)
+{
+	setenv("KARUI_IO", "epoll", 1);
+	every_site_fails_cleanly();
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
 	KT_RUN_T(every_allocation_site_fails_cleanly, 900);
+	KT_RUN_T(every_allocation_site_fails_cleanly_on_epoll, 900);
 	return kt_finish();
 }
