@@ -33,6 +33,7 @@ typedef struct kb_http_opts {
 } kb_http_opts;
 void kb_run_http(const kb_http_opts *o);
 int kb_pthread_httpd(void); /* `karui-bench serve-pthread` */
+int kb_epoll_httpd(void);   /* `karui-bench serve-epoll` */
 
 /* callgrind.c: one `karui-bench count SYS EXP n` run under callgrind (only
  * inside function `in` if not NULL), counted per instruction. */

@@ -6,7 +6,7 @@
  *   karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]
  *   karui-bench count SYSTEM EXPERIMENT N     (one run, for callgrind)
  *   karui-bench locked SYSTEM EXPERIMENT [N]  (locked instructions by site)
- *   karui-bench serve-pthread                 (the http experiment's peer)
+ *   karui-bench serve-pthread | serve-epoll   (the http experiment's peers)
  *
  * Each (experiment, system) pair is run once to warm up (caches, branch
  * predictors, the CPU's clock, the runtime's own caches: the run is not
@@ -418,7 +418,7 @@ static void usage(FILE *f)
 		   "       karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]\n"
 		   "       karui-bench count SYSTEM EXPERIMENT N\n"
 		   "       karui-bench locked SYSTEM EXPERIMENT [N]\n"
-		   "       karui-bench serve-pthread\n");
+		   "       karui-bench serve-pthread | serve-epoll\n");
 }
 
 static void list(void)
@@ -454,6 +454,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "serve-pthread"))
 		return kb_pthread_httpd();
+	if (!strcmp(argv[1], "serve-epoll"))
+		return kb_epoll_httpd();
 	if (!strcmp(argv[1], "count")) {
 		if (argc != 5 || atol(argv[4]) <= 0) {
 			usage(stderr);
