@@ -193,7 +193,10 @@ int kr_key_delete(kr_key key);
 int kr_key_set(kr_key key, const void *value);
 void *kr_key_get(kr_key key); /* NULL if unset, bad key, or off a VP */
 
-/* Counters of this process's scheduler, for tests and tools. */
+/* Counters of this process's scheduler, for tests and tools.  Read while
+ * microprocesses come and go, mps_live may also count some that were
+ * created and ended during the call, but never fewer than were alive at
+ * one moment of it. */
 typedef struct kr_stats {
 	unsigned long mps_live;     /* created and not yet ended */
 	unsigned long stacks_mapped;/* stacks carved from reservations so far */

@@ -865,7 +865,7 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(kr_mp *sel
 	struct kr_worker *w = W();
 	self->result = result;
 	struct counters *c = w->cnt;
-	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELEASE); /* live_count */
 	kr_mp *next = NULL;
 	uintptr_t j = __atomic_load_n(&self->join, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&self->life, LIFE_ENDED, __ATOMIC_RELEASE);
@@ -1307,13 +1307,17 @@ int kr_init(const kr_config *cfg)
 	return 0;
 }
 
+/* Ends are read before creations: every microprocess counted as ended
+ * was created earlier and is counted as created too, so the count is never
+ * negative, even while microprocesses come and go on other VPs. */
 static unsigned long live_count(void)
 {
 	unsigned long c = 0, e = 0;
-	for (unsigned i = 0; i < KR_VP_MAX; i++) {
-		c += __atomic_load_n(&cnt[i].created, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		e += __atomic_load_n(&cnt[i].ended, __ATOMIC_RELAXED);
-	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		c += __atomic_load_n(&cnt[i].created, __ATOMIC_RELAXED);
 	return c - e;
 }
 
