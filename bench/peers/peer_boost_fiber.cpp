@@ -416,15 +416,21 @@ std::atomic<long> sky_peak{ 0 };
 __attribute__((noinline)) void sky_count_add(bool made)
 {
 	std::atomic<long> &c = made ? sky_cnt[sky_thread].made : sky_cnt[sky_thread].ended;
-	c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+	c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
+/* as karui's (exp_karui.c): ends first, so the sum is an upper bound, and
+ * a reading stretched by a preemption is dropped */
 void sky_sample()
 {
 	long live = 0;
+	double t0 = kb_now_ns();
 	for (sky_count &c : sky_cnt)
-		live += c.made.load(std::memory_order_relaxed) -
-			c.ended.load(std::memory_order_relaxed);
+		live -= c.ended.load(std::memory_order_acquire);
+	for (sky_count &c : sky_cnt)
+		live += c.made.load(std::memory_order_relaxed);
+	if (kb_now_ns() - t0 > 20000)
+		return;
 	long p = sky_peak.load(std::memory_order_relaxed);
 	while (live > p && !sky_peak.compare_exchange_weak(p, live, std::memory_order_relaxed))
 		continue;

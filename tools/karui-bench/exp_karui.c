@@ -169,10 +169,13 @@ int kb_karui_many(const kb_args *a, kb_res *r)
 static unsigned long sky_peak;
 static int sky_err;
 
+/* kr_stats counts what is created while it reads: a reading stretched by
+ * a preemption of this VP is dropped. */
 static void sky_sample(void)
 {
 	kr_stats st;
-	if (kr_stats_get(&st) != 0)
+	uint64_t t0 = kr_now();
+	if (kr_stats_get(&st) != 0 || kr_now() - t0 > 20000)
 		return;
 	unsigned long p = __atomic_load_n(&sky_peak, __ATOMIC_RELAXED);
 	while (st.mps_live > p && !__atomic_compare_exchange_n(&sky_peak, &p, st.mps_live, 1,
