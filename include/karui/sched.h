@@ -72,7 +72,13 @@ extern const kr_rq_ops kr_rq_fifo; /* one shared FIFO: the seed's default */
 extern const kr_rq_ops kr_rq_lifo; /* one shared LIFO */
 extern const kr_rq_ops kr_rq_prio; /* one shared queue, highest priority first,
                                       FIFO among equals; priorities change live */
-extern const kr_rq_ops kr_rq_ws;   /* per-VP FIFO, idle VPs steal: the default */
+extern const kr_rq_ops kr_rq_ws;   /* per VP, idle VPs steal: the default.  With
+                                      the default scheduler a new microprocess
+                                      runs next on its VP (those made before it
+                                      follow, newest first), woken ones in FIFO
+                                      order behind; a thief takes what its VP
+                                      would run last: in a spawn tree the
+                                      oldest, largest subtree */
 
 typedef struct kr_sched kr_sched;
 

@@ -117,6 +117,10 @@ static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
 #define READY(w, mp)                                                           \
 	(IS_DEFAULT ? kr__d_ready_in(SCHED, (w) ? (w)->sched_vp : NULL, mp)          \
 		    : OPS->ready(SCHED, (w) ? (w)->vp : NULL, mp))
+/* a new microprocess, made on w */
+#define SPAWN(w, mp)                                                           \
+	(IS_DEFAULT ? kr__d_spawn_in(SCHED, (w)->sched_vp, mp)                       \
+		    : OPS->ready(SCHED, (w)->vp, mp))
 
 /* ---------------- sanitizer annotations of the switch ---------------- */
 
@@ -416,6 +420,12 @@ static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
 	return 0;
 }
 
+static __attribute__((noinline)) int spawn_slow(struct kr_worker *w, kr_mp *mp)
+{
+	SPAWN(w, mp);
+	return 0;
+}
+
 /* READY(w, mp) for the fast paths: no call but tail calls.  Returns 0. */
 static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w, kr_mp *mp)
 {
@@ -428,6 +438,21 @@ static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w,
 		return unpark_one();
 	default:
 		return ready_slow(w, mp);
+	}
+}
+
+/* SPAWN(w, mp) for kr_mp_create's fast path, likewise. */
+static inline __attribute__((always_inline)) int spawn_tail(struct kr_worker *w, kr_mp *mp)
+{
+	if (!IS_DEFAULT)
+		return spawn_slow(w, mp);
+	switch (kr__d_spawn_try(SCHED, w->sched_vp, mp)) {
+	case KR_D_READY:
+		return 0;
+	case KR_D_READY_IDLE:
+		return unpark_one();
+	default:
+		return spawn_slow(w, mp);
 	}
 }
 
@@ -827,7 +852,7 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 		return ENOMEM;
 	mp_setup(w, mp, flags, prio, fn, arg);
 	*out = mp;
-	READY(w, mp);
+	SPAWN(w, mp);
 	return 0;
 }
 
@@ -843,7 +868,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 		return create_slow(out, attr, fn, arg);
 	mp_setup(w, mp, 0, w->cur->prio, fn, arg);
 	*out = mp;
-	return ready_tail(w, mp);
+	return spawn_tail(w, mp);
 }
 
 /* The microprocess ends: publish its result and pick the context to resume.
