@@ -662,6 +662,73 @@ static void a_spawn_tree_stays_shallow_on_two_and_four_vps(void)
 	KT_CHECK(tree_run(4) <= 2 * 4 * TREE_PATH);
 }
 
+/* kr_attr.udata is the microprocess's own (kr_mp_udata), and a ready-queue
+ * module reads it in its push: here a FIFO that notes what it sees. */
+struct udq {
+	kr_mp *head, *tail;
+};
+static void *ud_seen[16];
+static int ud_n;
+
+static void udq_init(void *q) { *(struct udq *)q = (struct udq){0}; }
+
+static void udq_push(void *q, kr_mp *mp)
+{
+	struct udq *u = q;
+	if (ud_n < 16)
+		ud_seen[ud_n++] = kr_mp_udata(mp);
+	kr_mp_rqlink(mp)->next = NULL;
+	if (u->tail)
+		kr_mp_rqlink(u->tail)->next = mp;
+	else
+		u->head = mp;
+	u->tail = mp;
+}
+
+static kr_mp *udq_pop(void *q)
+{
+	struct udq *u = q;
+	kr_mp *mp = u->head;
+	if (mp && !(u->head = kr_mp_rqlink(mp)->next))
+		u->tail = NULL;
+	return mp;
+}
+
+static const kr_rq_ops ud_rq = {
+	.name = "udata-fifo", .size = sizeof(struct udq), .flags = KR_RQ_SHARED,
+	.init = udq_init, .push = udq_push, .pop = udq_pop,
+};
+
+static void *own_udata(void *a) { return kr_mp_udata(kr_mp_self()); }
+
+static void udata_reaches_the_microprocess_and_its_ready_queue(void)
+{
+	kr_config c = {.rq = &ud_rq};
+	KT_EQ(kr_init(&c), 0);
+	static int tag;
+	kr_attr at = {.udata = &tag};
+	kr_mp *a, *b;
+	void *ra, *rb;
+	ud_n = 0;
+	KT_EQ(kr_mp_create(&a, &at, own_udata, NULL), 0);
+	KT_EQ(kr_mp_create(&b, NULL, own_udata, NULL), 0);
+	KT_EQ(ud_n, 2); /* both pushed as they were made */
+	KT_CHECK(ud_seen[0] == &tag);
+	KT_CHECK(ud_seen[1] == NULL);
+	KT_CHECK(kr_mp_udata(a) == &tag);
+	KT_EQ(kr_mp_join(b, &rb), 0);
+	KT_EQ(kr_mp_join(a, &ra), 0); /* its record is the next one reused */
+	KT_CHECK(ra == &tag);
+	KT_CHECK(rb == NULL);
+	KT_CHECK(kr_mp_udata(kr_mp_self()) == NULL); /* main */
+	KT_CHECK(kr_mp_udata(NULL) == NULL);
+	/* a record reused by a create without attributes has no udata */
+	KT_EQ(kr_mp_create(&b, NULL, own_udata, NULL), 0);
+	KT_EQ(kr_mp_join(b, &rb), 0);
+	KT_CHECK(rb == NULL);
+	KT_EQ(kr_fini(), 0);
+}
+
 static kr_key key;
 static int dtor_calls;
 static void dtor(void *v)
@@ -1198,6 +1265,7 @@ int main(int argc, char **argv)
 	KT_RUN(new_microprocesses_run_next_newest_first);
 	KT_RUN(a_spawn_tree_runs_depth_first_on_one_vp);
 	KT_RUN(a_spawn_tree_stays_shallow_on_two_and_four_vps);
+	KT_RUN(udata_reaches_the_microprocess_and_its_ready_queue);
 	KT_RUN(keys_are_per_microprocess_with_destructors);
 	KT_RUN(keys_run_out_with_eagain);
 	KT_RUN(guard_page_turns_overflow_into_sigsegv);

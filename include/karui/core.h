@@ -68,6 +68,7 @@ typedef struct kr_attr {
 	size_t stack_size; /* bytes; 0: KR_STACK_DEFAULT; rounded up to pages */
 	unsigned flags;    /* enum kr_mp_flags */
 	int prio;          /* with KR_MP_PRIO: KR_PRIO_MIN..KR_PRIO_MAX */
+	void *udata;       /* the creator's word for it: kr_mp_udata */
 } kr_attr;
 
 typedef struct kr_config {
@@ -107,6 +108,13 @@ int kr_mp_detach(kr_mp *mp);
 
 kr_mp *kr_mp_self(void);            /* NULL off a VP */
 unsigned long kr_mp_id(const kr_mp *mp);
+
+/* The word its creator gave it (kr_attr.udata; NULL without attributes,
+ * and for the main microprocess).  karui never looks at it: it is for the
+ * application, and for its scheduling modules, which may call this from
+ * any callback that holds mp (a ready queue's push, for instance: see
+ * sched.h, level 3).  mp must be a live handle. */
+void *kr_mp_udata(const kr_mp *mp);
 
 /* Let every other runnable microprocess of this VP's queue go first
  * (as the ready-queue policy orders them). */

@@ -18,7 +18,9 @@
  * module with KR_RQ_SHARED has one instance for the whole process (strict
  * order across VPs, one lock); otherwise each VP has its own and idle VPs
  * steal through `steal`.  A queued microprocess's links (kr_rq_link) belong
- * to the module while it is queued.
+ * to the module while it is queued.  What a module may order by: the
+ * microprocess's priority (kr_mp_prio) and the word its creator gave it
+ * (kr_attr.udata, read with kr_mp_udata in core.h), such as a deadline.
  *
  * Scheduler module (level 1).  Decides where a microprocess that becomes
  * runnable goes, which one a VP runs next, and what an idle VP does.  It is
@@ -26,6 +28,12 @@
  * does its own locking.  The core guarantees: a microprocess is handed to
  * `ready` at most once until `next`/`take` returns it; the core never runs
  * one microprocess on two VPs (it waits until the previous VP has left it).
+ * The module's side: `idle` waits with kr_sched_park (not kr_vp_sleep),
+ * which returns the memory of freed stacks and waits on the event source,
+ * so that I/O completions and timers wake the VP; `ready` wakes an idle VP
+ * with kr_sched_unpark (not kr_vp_wakeup), which also reaches a VP that
+ * waits on the event source.  A module that sleeps on L0 directly leaves
+ * I/O waits unserved while its VPs sleep.
  */
 #ifndef KARUI_SCHED_H
 #define KARUI_SCHED_H

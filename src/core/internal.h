@@ -56,6 +56,7 @@ struct kr_mp {
 		void *result;   /* once it has ended */
 	};
 	void *arg;
+	void *udata;            /* kr_attr.udata (kr_mp_udata) */
 	struct kr_keyvals *keys;/* lazily allocated */
 	const struct kr_stack_class *cls;
 	kr_mp *free_next;       /* stack cache links while LIFE_FREE */

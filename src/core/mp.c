@@ -775,6 +775,8 @@ kr_mp *kr_mp_self(void) { return kr__self(); }
 
 unsigned long kr_mp_id(const kr_mp *mp) { return mp ? mp->id : 0; }
 
+void *kr_mp_udata(const kr_mp *mp) { return mp ? mp->udata : NULL; }
+
 /* ---------------- create / exit / join / detach ---------------- */
 
 static kr_ctx_transfer mp_end(kr_mp *self, void *result);
@@ -801,7 +803,7 @@ static kr_ctx_transfer mp_entry(void *from)
 /* Fill in a record fresh from the stack cache and publish it (LIVE). */
 static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, kr_mp *mp,
 							  unsigned flags, int prio, kr_mp_fn fn,
-							  void *arg)
+							  void *arg, void *udata)
 {
 	mp->on_cpu = 0;
 	mp->wstate = WS_RUN;
@@ -810,6 +812,7 @@ static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, 
 	mp->join = (flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE;
 	mp->fn = fn; /* result shares its slot: written when it ends */
 	mp->arg = arg;
+	mp->udata = udata;
 	struct counters *c = w->cnt;
 	unsigned long n = c->created + 1;
 	mp->id = n * KR_VP_MAX + w->vp->id;
@@ -832,8 +835,10 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 	size_t size = KR_STACK_DEFAULT;
 	unsigned flags = 0;
 	int prio = w->cur->prio;
+	void *udata = NULL;
 	if (attr) {
 		flags = attr->flags;
+		udata = attr->udata;
 		if (flags & ~(unsigned)(KR_MP_DETACHED | KR_MP_NOGUARD | KR_MP_PRIO))
 			return EINVAL;
 		if (attr->stack_size) {
@@ -850,7 +855,7 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 	kr_mp *mp = kr__stack_get_fast(w->stacks, size, !(flags & KR_MP_NOGUARD));
 	if (!mp)
 		return ENOMEM;
-	mp_setup(w, mp, flags, prio, fn, arg);
+	mp_setup(w, mp, flags, prio, fn, arg, udata);
 	*out = mp;
 	SPAWN(w, mp);
 	return 0;
@@ -866,7 +871,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	if (__builtin_expect(!w || !out || !fn || attr, 0) ||
 	    !(mp = kr__stack_take(w->stacks, KR_STACK_DEFAULT, 1)))
 		return create_slow(out, attr, fn, arg);
-	mp_setup(w, mp, 0, w->cur->prio, fn, arg);
+	mp_setup(w, mp, 0, w->cur->prio, fn, arg, NULL);
 	*out = mp;
 	return spawn_tail(w, mp);
 }
