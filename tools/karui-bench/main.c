@@ -45,9 +45,10 @@ struct sys {
 
 struct exp {
 	const char *name, *what, *metric, *unit;
-	long iters, n;     /* full run; --quick divides iters by 10 */
+	long iters, n;     /* full run; --quick divides iters by 10 (and see quick_n) */
 	struct sys sys[MAXSYS];
 	double scale;      /* ns in one unit of the metric (0: the unit is ns) */
+	long quick_n;      /* n with --quick (0: n) */
 };
 
 static const struct exp EXPS[] = {
@@ -138,7 +139,7 @@ static const struct exp EXPS[] = {
 	 "tree", "ms", 1, 1000000,
 	 {{"karui", kb_karui_skynet},
 	  {"go", NULL, "skynet"},
-	  {"boost-fiber", kb_fiber_skynet}}, 1e6},
+	  {"boost-fiber", kb_fiber_skynet}}, 1e6, 100000},
 	{"prodcons", "64 producers, 64 consumers, one monitor, pauses of 2 ms; n items",
 	 "run", "ms", 1000000, 0,
 	 {{"karui", kb_karui_prodcons},
@@ -266,7 +267,7 @@ static int run_go(const char *exp, long iters, long n, int reps, double *ns, dou
 static void run_exp(const struct exp *e)
 {
 	int reps = quick ? 5 : 11;
-	long n = n_override ? n_override : e->n;
+	long n = n_override ? n_override : quick && e->quick_n ? e->quick_n : e->n;
 	double karui = 0, karui_mem = 0, karui_peak = 0;
 	double scale = e->scale > 0 ? e->scale : 1;
 	for (int i = 0; i < MAXSYS && e->sys[i].name; i++) {
