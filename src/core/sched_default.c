@@ -53,11 +53,11 @@
  * into its slot usually runs there within a microsecond, when the waker
  * blocks; a thief that takes it moves it, and the monitor or channel it
  * works on, to another cache, and on a busy monitor every hand-over then
- * crosses VPs (64 producers and 64 consumers on one monitor ran several
- * times slower on two VPs than on one).  So the owner counts such fills
- * (`fills`), and a thief takes from a slot only a fill it has seen there
- * before it last parked to watch that slot: one that has waited a whole
- * watch.  An idle VP that finds nothing else to run but a slot's fresh
+ * crosses VPs (64 producers and 64 consumers on one monitor took up to
+ * twice the time, and four times the CPU, on two VPs as on one).  So the
+ * owner counts such fills (`fills`), and a thief takes from a slot only a
+ * fill it has seen there before it last parked to watch that slot: one
+ * that has waited a whole watch.  An idle VP that finds nothing else to run but a slot's fresh
  * fill marks that slot `watched` and parks for at most SLOT_WATCH_NS, then
  * looks again.  A fill into a watched slot wakes no one, so the owner of a
  * busy slot does not pay for a wakeup on every hand-over; an idle VP that
@@ -222,15 +222,17 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
  * lock (it must not skip a busy one, as stealing does).  The fresh fills
  * of other VPs' slots are noted and those slots marked watched
  * (watch[v]); *watching: some are. */
-static kr_mp *last_look(kr_sched *s, kr_vp *vp, unsigned char *watch, int *watching)
+static kr_mp *last_look(kr_sched *s, kr_vp *vp, unsigned char *watch, unsigned *nwatch,
+			int *watching)
 {
 	struct dsched *d = D(s);
 	struct inst *me = own(d, vp);
 	kr_mp *mp = kr__d_next(s, vp, NULL);
 	unsigned hi = __atomic_load_n(&d->hi, __ATOMIC_ACQUIRE);
+	memset(watch, 0, hi);
+	*nwatch = hi;
 	for (unsigned v = 0; !mp && !d->shared && v < hi; v++) {
 		struct inst *i = __atomic_load_n(&d->per[v], __ATOMIC_ACQUIRE);
-		watch[v] = 0;
 		if (!i || i == me)
 			continue;
 		kr__spin_lock(&i->lock);
@@ -246,12 +248,12 @@ static kr_mp *last_look(kr_sched *s, kr_vp *vp, unsigned char *watch, int *watch
 	return mp;
 }
 
-/* The watch of the slots in watch[] ends; nidle no longer counts this VP.
- * A slot still full passes its watch to another idle VP, if any. */
-static void unwatch(struct dsched *d, const unsigned char *watch)
+/* The watch of the slots in watch[] (the first hi entries) ends; nidle no
+ * longer counts this VP.  A slot still full passes its watch to another
+ * idle VP, if any. */
+static void unwatch(struct dsched *d, const unsigned char *watch, unsigned hi)
 {
 	int full = 0;
-	unsigned hi = __atomic_load_n(&d->hi, __ATOMIC_ACQUIRE);
 	for (unsigned v = 0; v < hi; v++) {
 		if (!watch[v])
 			continue;
@@ -267,9 +269,10 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 {
 	struct dsched *d = D(s);
 	unsigned char watch[KR_VP_MAX];
+	unsigned nwatch = 0;
 	int watching = 0;
 	__atomic_fetch_add(&d->nidle, 1, __ATOMIC_SEQ_CST);
-	kr_mp *mp = last_look(s, vp, watch, &watching);
+	kr_mp *mp = last_look(s, vp, watch, &nwatch, &watching);
 	if (!mp) {
 		uint64_t deadline = kr_sched_idle_deadline();
 		if (watching) {
@@ -283,7 +286,7 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 	}
 	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_SEQ_CST);
 	if (watching)
-		unwatch(d, watch);
+		unwatch(d, watch, nwatch);
 	return mp;
 }
 
