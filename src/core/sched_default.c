@@ -71,7 +71,10 @@
  * One wakeup at a time.  A producer that sees an idle VP posts a wakeup
  * only if no other is under way (`waking`, cleared by the VP that comes
  * out of its park, before it looks at the queues): a burst of pushes
- * while an idle VP is waking up costs one wakeup, not one each.
+ * while an idle VP is waking up costs one wakeup, not one each.  The VP
+ * that cleared it looks at every queue before it parks again; if it
+ * leaves with work instead, it passes the wakeup on to another idle VP,
+ * as Go's spinning threads do.
  *
  * Rejected: a lock-free deque per VP (Chase–Lev): its owner pop needs a
  * store-load fence, which costs what the uncontended spin lock costs, and it
@@ -271,6 +274,7 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 	unsigned char watch[KR_VP_MAX];
 	unsigned nwatch = 0;
 	int watching = 0;
+	int answered = 0;
 	__atomic_fetch_add(&d->nidle, 1, __ATOMIC_SEQ_CST);
 	kr_mp *mp = last_look(s, vp, watch, &nwatch, &watching);
 	if (!mp) {
@@ -280,13 +284,17 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 			deadline = end < deadline ? end : deadline;
 		}
 		kr_sched_park(deadline);
-		if (__atomic_load_n(&d->waking, __ATOMIC_RELAXED))
+		if ((answered = __atomic_load_n(&d->waking, __ATOMIC_RELAXED)))
 			__atomic_store_n(&d->waking, 0, __ATOMIC_SEQ_CST);
 		mp = kr__d_next(s, vp, NULL);
 	}
 	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_SEQ_CST);
 	if (watching)
 		unwatch(d, watch, nwatch);
+	/* Pushes made while this VP was being woken posted no wakeup; it
+	 * leaves with work of its own, so another idle VP looks for them. */
+	if (answered && mp && __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) && wake_claim(d))
+		kr_sched_unpark(1);
 	return mp;
 }
 
