@@ -18,9 +18,10 @@
  * kr_vp_sleep_begin's EAGAIN ("now wait").
  * Accessors, which cannot fail, return their value: kr_now, kr_vp_self,
  * kr_vp_id, kr_vp_count, kr_vp_status, kr_vp_area, kr_mp_self, kr_mp_id,
- * kr_mp_prio, kr_mp_rqlink, kr_key_get, kr_call_msg, kr_io_backend,
- * kr_sched_idle_deadline, kr_sched_data, kr_sched_vp_data, kr_version; kr_ctx_switch
- * returns what the context that resumes the caller passes.  void:
+ * kr_mp_udata, kr_mp_prio, kr_mp_rqlink, kr_key_get, kr_call_msg,
+ * kr_io_backend, kr_sched_idle_deadline, kr_sched_data, kr_sched_vp_data,
+ * kr_version; kr_ctx_switch returns what the context that resumes the
+ * caller passes.  void:
  * kr_ctx_jump, kr_spin_lock / _unlock, kr_cpu_relax, kr_vp_wait_ended,
  * kr_sched_park, kr_sched_unpark.
  *

@@ -73,11 +73,11 @@ struct kr_mp {
 		void *result;   /* once it has ended */
 	};
 	void *arg;
+	void *udata;            /* kr_attr.udata (kr_mp_udata) */
 	struct kr_keyvals *keys;/* lazily allocated */
 	const struct kr_stack_class *cls;
 	kr_mp *free_next;       /* stack cache links while free */
 	unsigned long id;
-	kr_mp *handle;          /* this life's handle (internal.h: generations) */
 	uintptr_t upper;        /* owned by L3 (sync/entry.c: the calls this
 	                           microprocess accepted and has not answered);
 	                           0 at each create */
@@ -149,6 +149,14 @@ extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")
 /* A handle's record. */
 static inline kr_mp *kr__rec(const kr_mp *h) { return (kr_mp *)((uintptr_t)h & KR_ADDR_MASK); }
 
+/* The handle of the life that record mp holds now: wstate's generation,
+ * which moves on only when that life ends. */
+static inline kr_mp *kr__handle(kr_mp *mp)
+{
+	uint32_t g = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED) & WS_GEN;
+	return (kr_mp *)((uintptr_t)mp | (uintptr_t)g << (KR_GEN_SHIFT - 16));
+}
+
 /* The running microprocess's record, NULL off a VP (and in an idle loop). */
 static inline kr_mp *kr__cur(void)
 {
@@ -162,7 +170,7 @@ static inline kr_mp *kr__cur(void)
 static inline kr_mp *kr__self(void)
 {
 	kr_mp *mp = kr__cur();
-	return mp ? mp->handle : NULL;
+	return mp ? kr__handle(mp) : NULL;
 }
 
 /* kr_mp_unpark for L3's servers: 0 also when mp has ended.  A waiter that

@@ -150,6 +150,10 @@ static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
 #define READY(w, mp)                                                           \
 	(IS_DEFAULT ? kr__d_ready_in(SCHED, (w) ? (w)->sched_vp : NULL, mp)          \
 		    : OPS->ready(SCHED, (w) ? (w)->vp : NULL, mp))
+/* a new microprocess, made on w */
+#define SPAWN(w, mp)                                                           \
+	(IS_DEFAULT ? kr__d_spawn_in(SCHED, (w)->sched_vp, mp)                       \
+		    : OPS->ready(SCHED, (w)->vp, mp))
 
 /* ---------------- sanitizer annotations of the switch ---------------- */
 
@@ -472,6 +476,12 @@ static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
 	return 0;
 }
 
+static __attribute__((noinline)) int spawn_slow(struct kr_worker *w, kr_mp *mp)
+{
+	SPAWN(w, mp);
+	return 0;
+}
+
 /* READY(w, mp) for the fast paths: no call but tail calls.  Returns 0. */
 static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w, kr_mp *mp)
 {
@@ -484,6 +494,21 @@ static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w,
 		return unpark_one();
 	default:
 		return ready_slow(w, mp);
+	}
+}
+
+/* SPAWN(w, mp) for kr_mp_create's fast path, likewise. */
+static inline __attribute__((always_inline)) int spawn_tail(struct kr_worker *w, kr_mp *mp)
+{
+	if (!IS_DEFAULT)
+		return spawn_slow(w, mp);
+	switch (kr__d_spawn_try(SCHED, w->sched_vp, mp)) {
+	case KR_D_READY:
+		return 0;
+	case KR_D_READY_IDLE:
+		return unpark_one();
+	default:
+		return spawn_slow(w, mp);
 	}
 }
 
@@ -689,7 +714,7 @@ static inline int direct_target_ok(struct kr_worker *w, kr_mp *h, kr_mp **mp, ui
 	if (!*mp)
 		return EINVAL;
 	if (*mp == w->cur) /* the caller, or a stale handle of its record */
-		return h == w->cur->handle ? EINVAL : ESRCH;
+		return h == kr__handle(w->cur) ? EINVAL : ESRCH;
 	*s = __atomic_load_n(&(*mp)->wstate, __ATOMIC_RELAXED);
 	return gen_differs(h, *s) ? ESRCH : 0;
 }
@@ -844,6 +869,8 @@ unsigned long kr_mp_id(const kr_mp *mp)
 	return kr__rec(mp) && same_gen(mp) ? kr__rec(mp)->id : 0;
 }
 
+void *kr_mp_udata(const kr_mp *mp) { return mp ? kr__rec(mp)->udata : NULL; }
+
 /* ---------------- create / exit / join / detach ---------------- */
 
 static kr_ctx_transfer mp_end(kr_mp *self, void *result);
@@ -875,13 +902,14 @@ static kr_ctx_transfer mp_entry(void *from)
  * handle reaches others through the creator. */
 static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, kr_mp *mp,
 							  unsigned flags, int prio, kr_mp_fn fn,
-							  void *arg, kr_mp **out)
+							  void *arg, void *udata, kr_mp **out)
 {
 	mp->fn = fn; /* result shares its slot: written when it ends */
 	mp->arg = arg;
 	mp->on_cpu = 0;
 	mp->prio = prio;
 	mp->upper = 0;
+	mp->udata = udata;
 	struct counters *c = w->cnt;
 	unsigned long n = c->created + 1;
 	mp->id = n * KR_VP_MAX + w->vp->id;
@@ -894,7 +922,6 @@ static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, 
 	__atomic_store_n(&mp->join, hg | ((flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE),
 			 __ATOMIC_RELAXED);
 	kr_mp *h = (kr_mp *)((uintptr_t)mp | hg);
-	mp->handle = h;
 	*out = h;
 	kr__ctx_init_below(&mp->ctx, mp, mp_entry, kr__ctx_trampoline_counted); /* the stack ends at its record */
 	TSAN_NEW(mp);
@@ -913,8 +940,10 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 	size_t size = KR_STACK_DEFAULT;
 	unsigned flags = 0;
 	int prio = w->cur->prio;
+	void *udata = NULL;
 	if (attr) {
 		flags = attr->flags;
+		udata = attr->udata;
 		if (flags & ~(unsigned)(KR_MP_DETACHED | KR_MP_NOGUARD | KR_MP_PRIO))
 			return EINVAL;
 		if (attr->stack_size) {
@@ -931,8 +960,8 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 	kr_mp *mp = kr__stack_get_fast(w->stacks, size, !(flags & KR_MP_NOGUARD));
 	if (!mp)
 		return ENOMEM;
-	mp_setup(w, mp, flags, prio, fn, arg, out);
-	READY(w, mp);
+	mp_setup(w, mp, flags, prio, fn, arg, udata, out);
+	SPAWN(w, mp);
 	return 0;
 }
 
@@ -946,8 +975,8 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 	if (__builtin_expect(!w || !out || !fn || attr, 0) ||
 	    !(mp = kr__stack_take(w->stacks, KR_STACK_DEFAULT, 1)))
 		return create_slow(out, attr, fn, arg);
-	mp_setup(w, mp, 0, w->cur->prio, fn, arg, out);
-	return ready_tail(w, mp);
+	mp_setup(w, mp, 0, w->cur->prio, fn, arg, NULL, out);
+	return spawn_tail(w, mp);
 }
 
 /* The microprocess ends: publish its result and pick the context to resume.
@@ -969,7 +998,7 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 {
 	self->result = result;
 	struct counters *c = w->cnt;
-	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELEASE); /* live_count */
 	kr_mp *next = NULL;
 	uintptr_t j = __atomic_load_n(&self->join, __ATOMIC_ACQUIRE);
 	/* The next generation (65535 wraps to 1): from now on a wakeup or
@@ -1090,7 +1119,7 @@ int kr_mp_join(kr_mp *h, void **result)
 		return EINVAL;
 	kr_mp *self = w->cur;
 	if (mp == self) /* the caller, or a stale handle of its record */
-		return h == self->handle ? EDEADLK : ESRCH;
+		return h == kr__handle(self) ? EDEADLK : ESRCH;
 	if (!__atomic_compare_exchange_n(&mp->join, &j, gen | (uintptr_t)self, 0, __ATOMIC_SEQ_CST,
 					 __ATOMIC_ACQUIRE))
 		return join_other(mp, j, gen, result);
@@ -1498,7 +1527,6 @@ int kr_init(const kr_config *cfg)
 	main->prio = KR_PRIO_DEFAULT;
 	main->wstate = 1u << 16 | WS_RUN; /* generation 1 */
 	main->join = (uintptr_t)1 << KR_GEN_SHIFT | JS_DETACHED;
-	main->handle = (kr_mp *)((uintptr_t)main | (uintptr_t)1 << KR_GEN_SHIFT);
 	main->id = vp0->id;
 	w->cur = main;
 	G.main = main;
@@ -1520,13 +1548,17 @@ int kr_init(const kr_config *cfg)
 	return 0;
 }
 
+/* Ends are read before creations: every microprocess counted as ended
+ * was created earlier and is counted as created too, so the count is never
+ * negative, even while microprocesses come and go on other VPs. */
 static unsigned long live_count(void)
 {
 	unsigned long c = 0, e = 0;
-	for (unsigned i = 0; i < KR_VP_MAX; i++) {
-		c += __atomic_load_n(&cnt[i].created, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		e += __atomic_load_n(&cnt[i].ended, __ATOMIC_RELAXED);
-	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		c += __atomic_load_n(&cnt[i].created, __ATOMIC_RELAXED);
 	return c - e;
 }
 

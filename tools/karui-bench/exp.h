@@ -18,6 +18,9 @@ int kb_karui_chan_pingpong(const kb_args *a, kb_res *r);
 int kb_karui_chan_relay(const kb_args *a, kb_res *r);
 int kb_karui_rendezvous(const kb_args *a, kb_res *r);
 int kb_karui_stream(const kb_args *a, kb_res *r);
+int kb_karui_skynet(const kb_args *a, kb_res *r);
+int kb_karui_prodcons(const kb_args *a, kb_res *r);
+int kb_karui_prodcons_1vp(const kb_args *a, kb_res *r);
 
 /* The http experiment (exp_http.c) and what it needs from main.c. */
 typedef struct kb_http_opts {

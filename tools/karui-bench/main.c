@@ -48,8 +48,10 @@ struct sys {
 
 struct exp {
 	const char *name, *what, *metric, *unit;
-	long iters, n;     /* full run; --quick divides iters by 10 */
+	long iters, n;     /* full run; --quick divides iters by 10 (and see quick_n) */
 	struct sys sys[MAXSYS];
+	double scale;      /* ns in one unit of the metric (0: the unit is ns) */
+	long quick_n;      /* n with --quick (0: n) */
 };
 
 static const struct exp EXPS[] = {
@@ -136,6 +138,17 @@ static const struct exp EXPS[] = {
 	 {{"karui", kb_karui_stream},
 	  {"go", NULL, "stream"},
 	  {"unix-pipe", kb_unix_pipe_stream}}},
+	{"skynet", "a spawn tree of n leaves, 10 children per flow, on 2 cores (default settings)",
+	 "tree", "ms", 1, 1000000,
+	 {{"karui", kb_karui_skynet},
+	  {"go", NULL, "skynet"},
+	  {"boost-fiber", kb_fiber_skynet}}, 1e6, 100000},
+	{"prodcons", "64 producers, 64 consumers, one monitor, pauses of 2 ms; n items",
+	 "run", "ms", 1000000, 0,
+	 {{"karui", kb_karui_prodcons},
+	  {"karui-1vp", kb_karui_prodcons_1vp},
+	  {"go", NULL, "prodcons"},
+	  {"pthread", kb_pthread_prodcons}}, 1e6},
 };
 #define NEXPS (sizeof EXPS / sizeof EXPS[0])
 
@@ -232,8 +245,10 @@ static void emit_none(const char *exp, const char *sys, const char *kind, const 
 	fflush(stdout);
 }
 
-/* Run the Go program; fills ns[] and rss[] with one value per repeat. */
-static int run_go(const char *exp, long iters, long n, int reps, double *ns, double *rss)
+/* Run the Go program; fills ns[], rss[] and peak[] with one value per
+ * repeat (-1: none). */
+static int run_go(const char *exp, long iters, long n, int reps, double *ns, double *rss,
+		  double *peak)
 {
 	char cmd[PATH_MAX + 128];
 	snprintf(cmd, sizeof cmd, "%s/karui-bench-go", self_dir);
@@ -246,9 +261,12 @@ static int run_go(const char *exp, long iters, long n, int reps, double *ns, dou
 		return -1;
 	int got = 0;
 	char line[256];
-	while (got < reps && fgets(line, sizeof line, p))
-		if (sscanf(line, "{\"ns_per_op\": %lf, \"rss_kib\": %lf}", &ns[got], &rss[got]) == 2)
+	while (got < reps && fgets(line, sizeof line, p)) {
+		peak[got] = -1;
+		if (sscanf(line, "{\"ns_per_op\": %lf, \"rss_kib\": %lf, \"peak\": %lf", &ns[got],
+			   &rss[got], &peak[got]) >= 2)
 			got++;
+	}
 	pclose(p);
 	return got;
 }
@@ -256,8 +274,9 @@ static int run_go(const char *exp, long iters, long n, int reps, double *ns, dou
 static void run_exp(const struct exp *e)
 {
 	int reps = quick ? 5 : 11;
-	long n = n_override ? n_override : e->n;
-	double karui = 0, karui_mem = 0;
+	long n = n_override ? n_override : quick && e->quick_n ? e->quick_n : e->n;
+	double karui = 0, karui_mem = 0, karui_peak = 0;
+	double scale = e->scale > 0 ? e->scale : 1;
 	for (int i = 0; i < MAXSYS && e->sys[i].name; i++) {
 		const struct sys *s = &e->sys[i];
 		if (only && strcmp(only, s->name) != 0 && strcmp(s->name, "karui") != 0)
@@ -265,21 +284,22 @@ static void run_exp(const struct exp *e)
 		long iters = e->iters / (quick && e->iters > 1 ? 10 : 1) / (s->div ? s->div : 1);
 		long sn = s->ncap && n > s->ncap ? s->ncap : n;
 		kb_args a = {.iters = iters < 1 ? 1 : iters, .n = sn > 0 ? sn : 1};
-		double ns[16], rss[16];
+		double ns[16], rss[16], peak[16];
 		int got = 0, err = 0;
 		fprintf(stderr, "karui-bench: %s / %s ...\n", e->name, s->name);
 		if (s->fn) {
 			for (int r = -1; r < reps; r++) { /* r = -1: the warm-up */
-				kb_res res = {0, -1};
+				kb_res res = {0, -1, -1};
 				if ((err = s->fn(&a, &res)) != 0)
 					break;
 				if (r < 0)
 					continue;
 				ns[got] = res.ns_per_op;
+				peak[got] = res.peak;
 				rss[got++] = res.rss_kib;
 			}
 		} else {
-			got = run_go(s->go, a.iters, a.n, reps, ns, rss);
+			got = run_go(s->go, a.iters, a.n, reps, ns, rss, peak);
 			if (got < 0) {
 				emit_none(e->name, s->name, "skipped",
 					  "karui-bench-go not built (no Go toolchain)");
@@ -290,6 +310,8 @@ static void run_exp(const struct exp *e)
 			emit_none(e->name, s->name, "failed", err ? strerror(err) : "no result");
 			continue;
 		}
+		for (int r = 0; r < got; r++)
+			ns[r] /= scale;
 		struct stat3 st = stats(ns, got);
 		if (!strcmp(s->name, "karui"))
 			karui = st.med;
@@ -301,6 +323,12 @@ static void run_exp(const struct exp *e)
 			if (!strcmp(s->name, "karui"))
 				karui_mem = m.med;
 			emit(e->name, s->name, "memory", "B/flow", m, karui_mem, sn);
+		}
+		if (peak[0] >= 0) {
+			struct stat3 m = stats(peak, got);
+			if (!strcmp(s->name, "karui"))
+				karui_peak = m.med;
+			emit(e->name, s->name, "peak live", "flows", m, karui_peak, sn);
 		}
 	}
 }
