@@ -3,9 +3,9 @@
  *
  * The test is linked with --wrap for every call through which karui gets
  * memory, threads or kernel objects (malloc, calloc, realloc,
- * aligned_alloc, posix_memalign, mmap, pthread_create, epoll_create1,
- * eventfd, io_uring_queue_init*), so the wrappers below see the library's
- * calls and nothing else's.  For n = 1, 2, ... a child process runs one
+ * aligned_alloc, posix_memalign, mmap, pthread_create, pthread_atfork,
+ * epoll_create1, eventfd, io_uring_queue_init*), so the wrappers below
+ * see the library's calls and nothing else's.  For n = 1, 2, ... a child process runs one
  * scenario that reaches every site (start-up, creation of many
  * microprocesses with stacks of several sizes, keys, timers, channels,
  * streams, I/O, a blocking call on a spare VP, shut-down) with the n-th call
@@ -50,6 +50,7 @@ void *__real_aligned_alloc(size_t align, size_t n);
 int __real_posix_memalign(void **p, size_t align, size_t n);
 void *__real_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off);
 int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __real_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 int __real_epoll_create1(int flags);
 int __real_eventfd(unsigned v, int flags);
 
@@ -75,6 +76,10 @@ void *__wrap_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
 	return fail_now() ? EAGAIN : __real_pthread_create(t, a, fn, arg);
+}
+int __wrap_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+	return fail_now() ? ENOMEM : __real_pthread_atfork(prepare, parent, child);
 }
 int __wrap_epoll_create1(int flags)
 {

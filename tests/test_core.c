@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <string.h>
 #include <time.h>
@@ -1742,6 +1743,81 @@ static void karui_calls_inside_a_blocking_section_keep_it_with_the_microprocess(
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- fork ---------------- */
+
+static kr_key fork_key;
+static void exit_nine(void) { _exit(9); }
+
+/* In the child of a fork made by a microprocess karui is stopped for good:
+ * the calls for microprocesses and those that work while karui runs
+ * return EPERM, kr_init EBUSY, keys and statistics EPERM; L0 has no VPs
+ * and can adopt the thread afresh.  Then the microprocess's function
+ * returns, which ends the child with exit (its atexit handler: status 9). */
+static void *fork_and_check_the_child(void *parked)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return (void *)(intptr_t)pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* a child left by a failure dies with the test */
+	kr_mp *m;
+	kr_key k;
+	kr_stats st;
+	kr_vp *vp;
+	KT_CHECK(kr_mp_self() == NULL && kr_vp_self() == NULL);
+	KT_EQ(kr_mp_yield(), EPERM);
+	KT_EQ(kr_mp_park(), EPERM);
+	KT_EQ(kr_mp_create(&m, NULL, ret_arg, NULL), EPERM);
+	KT_EQ(kr_blocking_enter(), EPERM);
+	KT_EQ(kr_mp_unpark(parked), EPERM);
+	KT_EQ(kr_mp_cancel(parked), EPERM);
+	KT_EQ(kr_mp_setprio(parked, 3), EPERM);
+	KT_EQ(kr_fini(), EPERM);
+	KT_EQ(kr_init(NULL), EBUSY);
+	KT_EQ(kr_key_create(&k, NULL), EPERM);
+	KT_EQ(kr_key_delete(fork_key), EPERM);
+	KT_EQ(kr_stats_get(&st), EPERM);
+	KT_EQ(kr_vp_count(), 0);
+	KT_EQ(kr_vp_adopt(&vp), 0);
+	KT_EQ(kr_vp_id(vp), 0);
+	KT_EQ(kr_vp_release(), 0);
+	KT_EQ(atexit(exit_nine), 0);
+	return NULL;
+}
+
+static void *park_once(void *a)
+{
+	KT_EQ(kr_mp_park(), 0);
+	return a;
+}
+
+/* ... and the parent goes on: the parked microprocess is woken, others
+ * run, the key is deleted, karui stops. */
+static void child_of_fork_finds_karui_stopped_and_the_parent_goes_on(void)
+{
+	init(2);
+	KT_EQ(kr_key_create(&fork_key, NULL), 0);
+	kr_mp *parked, *forker;
+	void *r;
+	KT_EQ(kr_mp_create(&parked, NULL, park_once, NULL), 0);
+	KT_EQ(kr_mp_create(&forker, NULL, fork_and_check_the_child, parked), 0);
+	KT_EQ(kr_mp_join(forker, &r), 0);
+	pid_t pid = (pid_t)(intptr_t)r;
+	KT_CHECK(pid > 0);
+	int st = 0;
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(waitpid(pid, &st, 0), pid);
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_CHECK(WIFEXITED(st));
+	KT_EQ(WEXITSTATUS(st), 9);
+	KT_EQ(kr_mp_unpark(parked), 0);
+	KT_EQ(kr_mp_join(parked, NULL), 0);
+	KT_EQ(kr_mp_create(&forker, NULL, ret_arg, &st), 0);
+	KT_EQ(kr_mp_join(forker, &r), 0);
+	KT_CHECK(r == &st);
+	KT_EQ(kr_key_delete(fork_key), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -1804,5 +1880,6 @@ int main(int argc, char **argv)
 	KT_RUN(keys_stay_valid_through_any_number_of_reuses);
 	KT_RUN(main_keys_are_destroyed_at_fini);
 	KT_RUN(karui_calls_inside_a_blocking_section_keep_it_with_the_microprocess);
+	KT_RUN(child_of_fork_finds_karui_stopped_and_the_parent_goes_on);
 	return kt_finish();
 }

@@ -38,6 +38,10 @@
  * generation too, so a late one never reaches the next microprocess in
  * the same memory.
  *
+ * Fork: the child of a fork() made while karui runs has no karui (the
+ * rule block of include/karui.h says what it gets): every call here but
+ * the accessors, kr_mp_getprio and kr_init (EBUSY) returns EPERM there.
+ *
  * Calls return 0 or a positive errno code, accessors their value (the
  * rule of include/karui.h).  On a thread that is no VP of a running karui
  * they return EPERM, but for kr_init, kr_mp_getprio, kr_key_create,

@@ -146,6 +146,11 @@ struct kr_sched {
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
 
+/* 1 in the child of a fork made while karui ran (mp.c: Fork): its state
+ * is the parent's, frozen, and the calls that read it from any thread
+ * return EPERM. */
+extern int kr__forked;
+
 /* A handle's record. */
 static inline kr_mp *kr__rec(const kr_mp *h) { return (kr_mp *)((uintptr_t)h & KR_ADDR_MASK); }
 

@@ -80,6 +80,21 @@
  * thread, so the worker is re-read (KR_TLS_GET) after every switch and
  * never kept across one.
  *
+ * Fork.  The child of a fork made while karui runs has one thread, the
+ * one that called fork, and karui's state as it was at that moment, maybe
+ * half way through a change that a VP the child does not have was making.
+ * A pthread_atfork child handler (registered by the first kr_init) stops
+ * karui there for good and touches nothing else: the thread is no worker
+ * (the calls for microprocesses return EPERM), `running` is 0 (so do the
+ * calls that work while karui runs), `busy` stays (kr_init returns EBUSY:
+ * the caller may be on a microprocess's stack, which a new karui would
+ * not know of), and kr__forked makes the calls that read the rest from
+ * any thread (keys, statistics) return EPERM.  Nothing is freed: the
+ * child may be running on one of the stacks.  G.lock, which kr_init
+ * takes, is made anew (a thread the child lacks may have held it).  A
+ * microprocess whose function returns in the child ends the process with
+ * exit(0), as the last thread of a process does.
+ *
  * Rejected: doing all state changes on the next context after the switch
  * (Go's mcall to g0): it costs a second lock round trip on every yield; a
  * mutex per microprocess: an atomic more on every sleep and wakeup.
@@ -99,6 +114,7 @@
 #endif
 
 __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
+int kr__forked;
 
 static struct {
 	int running;
@@ -112,6 +128,7 @@ static struct {
 	pthread_mutex_t lock;   /* kr_init against a concurrent kr_init */
 	int busy;               /* under lock: from kr_init's check to the end
 	                           of its failure, or of kr_fini */
+	int fork_hooked;        /* under lock: fork_child is registered */
 	/* the event source (sched.h) */
 	kr_poller poller;
 	uint32_t poller_on;     /* poller set: busy VPs poll it */
@@ -884,7 +901,10 @@ static kr_ctx_transfer mp_entry(void *from)
 	ASAN_FINISH(NULL);
 	kr_mp *self = W()->cur;
 	void *result = self->fn(self->arg);
-	kr_ctx_transfer t = mp_end(W()->cur, result); /* self, read again */
+	struct kr_worker *w = W();
+	if (__builtin_expect(!w, 0))
+		exit(0); /* in the child of a fork: see the top */
+	kr_ctx_transfer t = mp_end(w->cur, result); /* self, read again */
 #if defined(__SANITIZE_THREAD__)
 	/* TSan keeps a shadow call stack per fiber: announce the switch only
 	 * where no function returns after it */
@@ -1445,6 +1465,18 @@ static int ops_valid(const kr_config *cfg)
 
 static void teardown(void);
 
+/* The child of a fork (see the top). */
+static void fork_child(void)
+{
+	kr__w = NULL;
+	pthread_mutex_init(&G.lock, NULL);
+	if (G.busy) {
+		kr__forked = 1;
+		G.running = 0;
+		G.poller_on = 0;
+	}
+}
+
 /* kr_init failed, or kr_fini is over: another kr_init may start. */
 static void unclaim(void)
 {
@@ -1467,6 +1499,12 @@ int kr_init(const kr_config *cfg)
 	if (G.busy || kr_vp_self()) {
 		pthread_mutex_unlock(&G.lock);
 		return EBUSY;
+	}
+	if (!G.fork_hooked)
+		G.fork_hooked = pthread_atfork(NULL, NULL, fork_child) == 0;
+	if (!G.fork_hooked) {
+		pthread_mutex_unlock(&G.lock);
+		return ENOMEM;
 	}
 	G.busy = 1;
 	int err = kr__stacks_init(cfg->stack_cache ? cfg->stack_cache : 64);
@@ -1639,6 +1677,8 @@ int kr_stats_get(kr_stats *st)
 {
 	if (!st)
 		return EINVAL;
+	if (kr__forked)
+		return EPERM;
 	st->mps_live = live_count();
 	kr__stack_stats(st);
 	return 0;

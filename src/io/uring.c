@@ -363,6 +363,20 @@ static void u_fini(void *arg)
 	kr__io_stopped();
 }
 
+/* In the child of a fork: the rings' memory is shared with the parent;
+ * unmap it and close the child's fds, submitting nothing. */
+static void u_forked(void)
+{
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		if (U.r[i]) {
+			io_uring_queue_exit(&U.r[i]->io);
+			free(U.r[i]);
+		}
+	if (U.fds)
+		munmap(U.fds, U.nfds * sizeof *U.fds);
+	memset(&U, 0, sizeof U);
+}
+
 static int u_init(kr_poller *p)
 {
 	memset(&U, 0, sizeof U);
@@ -582,4 +596,5 @@ const struct kr_iobackend kr__io_uring = {
 	.run = u_run,
 	.cancel = u_cancel,
 	.forget = u_forget,
+	.forked = u_forked,
 };
