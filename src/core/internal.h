@@ -25,12 +25,12 @@
  * claims, join, detach) in the same atomic operation, so a stale handle,
  * or a late internal wakeup, never acts on a new life of the record.  A
  * record fresh from the stack pool reads generation 0, which no handle
- * has.  See mp.c. */
+ * has.  See life.c. */
 #define KR_GEN_SHIFT 48
 #define KR_ADDR_MASK (((uintptr_t)1 << KR_GEN_SHIFT) - 1)
 _Static_assert(sizeof(void *) == 8, "handles keep their generation in a pointer's top bits");
 
-/* mp->wstate: the wakeup protocol (see mp.c) in bits 0-1, a pending
+/* mp->wstate: the wakeup protocol (see park.c) in bits 0-1, a pending
  * cancel in bit 2, the generation in bits 16-31: the record's present
  * life's while it lives, the next one's once it has ended.  The states
  * are numbered so that a wakeup takes one off any but NOTIFIED. */
@@ -125,12 +125,12 @@ struct kr_worker {
 	kr_ctx idle_ctx;
 	kr_vp *vp;
 	void *sched_vp;         /* kr_sched_vp_data */
-	struct counters *cnt;   /* this VP's counters (mp.c) */
+	struct counters *cnt;   /* this VP's counters (rt.h) */
 	struct kr_stack_cache *stacks;
 	unsigned char *idle_stack_lo;   /* VP 0 only: its idle loop's stack */
 	size_t idle_stack_size;
 	unsigned ticks;         /* scheduling points, for polling the timers */
-	int spare;              /* started for a blocking call (mp.c) */
+	int spare;              /* started for a blocking call (blocking.c) */
 	int blocked;            /* inside kr_blocking_enter/leave */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */
 	struct kr_timers timers;
@@ -146,7 +146,7 @@ struct kr_sched {
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
 
-/* 1 in the child of a fork made while karui ran (mp.c: Fork): its state
+/* 1 in the child of a fork made while karui ran (runtime.c: Fork): its state
  * is the parent's, frozen, and the calls that read it from any thread
  * return EPERM. */
 extern int kr__forked;

@@ -1,6 +1,6 @@
 /*
  * The default scheduler's state and its hot paths, inline, so that the core
- * (mp.c) calls them directly when the default scheduler is in use instead
+ * (rt.h) calls them directly when the default scheduler is in use instead
  * of through kr_sched_ops (see sched_default.c for the design).  With a
  * built-in list queue (fifo, lifo, ws) the queue operations are inlined
  * too; any other ready-queue module is called through its kr_rq_ops.  With
