@@ -183,12 +183,16 @@ static int spawn_join(unsigned n, size_t ss, kr_mp_fn fn)
 
 static int io_pipe[2];
 
+/* The writer closes its end whatever happened, so that the reader sees
+ * the end of the stream if a failure stopped the write. */
 static void *io_writer(void *arg)
 {
 	char b[100];
 	memset(b, 'k', sizeof b);
 	size_t done;
-	return (void *)(uintptr_t)kr_write_all(io_pipe[1], b, sizeof b, &done, KR_FOREVER);
+	int err = kr_write_all(io_pipe[1], b, sizeof b, &done, KR_FOREVER);
+	KT_EQ(kr_close(io_pipe[1]), 0);
+	return (void *)(uintptr_t)err;
 }
 
 /* 100 bytes through a pipe, written by a microprocess, read by the caller. */
@@ -197,24 +201,23 @@ static int pipe_io(void)
 	KT_EQ(pipe(io_pipe), 0);
 	kr_mp *w;
 	int err = kr_mp_create(&w, NULL, io_writer, NULL);
-	if (err)
-		goto close;
-	size_t got = 0, n;
+	if (err) {
+		kr_close(io_pipe[1]);
+		kr_close(io_pipe[0]);
+		return err;
+	}
+	size_t got = 0, n = 1;
 	char b[100];
-	while (got < sizeof b && !(err = kr_read(io_pipe[0], b + got, sizeof b - got, &n,
-						 KR_FOREVER)))
+	while (got < sizeof b && n > 0 &&
+	       !(err = kr_read(io_pipe[0], b + got, sizeof b - got, &n, KR_FOREVER)))
 		got += n;
-	if (err)
-		kr_close(io_pipe[1]); /* the writer must not wait for ever */
 	void *r;
 	KT_EQ(kr_mp_join(w, &r), 0);
+	kr_close(io_pipe[0]);
 	if (!err)
 		err = (int)(uintptr_t)r;
 	if (!err)
 		KT_CHECK(got == sizeof b && b[0] == 'k' && b[99] == 'k');
-close:
-	kr_close(io_pipe[0]);
-	kr_close(io_pipe[1]);
 	return err;
 }
 

@@ -79,7 +79,10 @@ static int under_valgrind(void)
 
 static void fork_child(void);
 
-static const struct kr_iobackend *backend(void)
+/* The back end, started now if need be; NULL and *err when none could
+ * start.  *err is read under start_lock: another caller's start may reset
+ * start_err as soon as the lock is dropped. */
+static const struct kr_iobackend *backend(int *err)
 {
 	const struct kr_iobackend *b = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(b != NULL, 1))
@@ -103,6 +106,7 @@ static const struct kr_iobackend *backend(void)
 			b = &kr__io_epoll;
 		__atomic_store_n(&cur, b, __ATOMIC_RELEASE);
 	}
+	*err = start_err;
 	pthread_mutex_unlock(&start_lock);
 	return b;
 }
@@ -154,7 +158,8 @@ void kr__io_stopped(void)
 
 const char *kr_io_backend(void)
 {
-	const struct kr_iobackend *b = backend();
+	int err;
+	const struct kr_iobackend *b = backend(&err);
 	return b ? b->name : NULL;
 }
 
@@ -165,9 +170,10 @@ static inline long call(struct kr_ioreq *r)
 		return -EPERM;
 	if (r->fd < 0)
 		return -EBADF;
-	const struct kr_iobackend *b = backend();
+	int err;
+	const struct kr_iobackend *b = backend(&err);
 	if (!b)
-		return -start_err;
+		return -err;
 	return b->run(r);
 }
 
@@ -290,15 +296,17 @@ int kr_io_cancel(int fd)
 {
 	if (fd < 0)
 		return EBADF;
-	const struct kr_iobackend *b = backend();
-	return b ? -b->cancel(fd) : start_err;
+	int err;
+	const struct kr_iobackend *b = backend(&err);
+	return b ? -b->cancel(fd) : err;
 }
 
 int kr_close(int fd)
 {
 	if (fd < 0)
 		return EBADF;
-	const struct kr_iobackend *b = backend();
+	int err;
+	const struct kr_iobackend *b = backend(&err);
 	if (b)
 		b->forget(fd);
 	return close(fd) ? errno : 0;
