@@ -242,8 +242,8 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
 void kr__timers_run(struct kr_worker *w);
 void kr__timers_run_all(void);
 
-/* At a scheduling point: while this VP has timers, look at the clock (31 ns
- * here, three yields' worth) at every 8th point.  Idle VPs look at every
+/* At a scheduling point: while this VP has timers, look at the clock (a
+ * clock read costs a few yields) at every 8th point.  Idle VPs look at every
  * VP's timers each time round their loop, so a timer is late by at most
  * 8 scheduling points of its VP or one idle VP's wake-up.  timers_due says
  * whether this point is one to look; kr__timers_run (timer.c) looks. */

@@ -6,8 +6,8 @@
  * takes a lock.  Why: a completion is task work that the kernel runs on
  * the thread that submitted the request.  With one ring shared by all VPs
  * (karui's first design) that thread was usually running elsewhere and was
- * interrupted at once (an IPI per completion: 103,000 in 4 s of HTTP at
- * 100 connections, and 0.6x the Go server's requests/s).  Deferred task
+ * interrupted at once (an IPI per completion, which cost HTTP servers
+ * most of their requests/s).  Deferred task
  * work waits until the VP asks for its completions, at a point it chooses.
  *
  * A call fills a submission entry in its VP's ring (two with a deadline:
@@ -298,8 +298,9 @@ static void u_wait(void *arg, uint64_t deadline)
 		kr_vp_sleep(deadline);
 		return;
 	}
-	/* No spin first, unlike kr_vp_sleep: with wrk on the other core, a
-	 * 20 us spin cost 17% of HTTP requests/s (docs/benchmarks.md). */
+	/* No spin first, unlike kr_vp_sleep: with the load's client on the
+	 * other core, a spin here took its processor from it (an HTTP server
+	 * lost a sixth of its requests/s; docs/notes/). */
 	if (kr_vp_sleep_begin(&word, r->futex_armed) == 0) {
 		poll_ring(r);
 		return;
