@@ -283,8 +283,11 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 		if (err) {
 			kr__spin_lock(&r->lock);
 			int still = 1;
+			/* a node taken meanwhile is marked again, outside the
+			 * lock, by wq_wake_all: atomic loads */
 			for (int d = 0; d < 2; d++)
-				if ((want >> d & 1) && w[d].state != W_WAITING)
+				if ((want >> d & 1) &&
+				    __atomic_load_n(&w[d].state, __ATOMIC_RELAXED) != W_WAITING)
 					still = 0;
 			if (still) {
 				for (int d = 0; d < 2; d++)
@@ -306,7 +309,7 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 	if (want == 3) {
 		kr__spin_lock(&r->lock);
 		for (int d = 0; d < 2; d++)
-			if (w[d].state == W_WAITING)
+			if (__atomic_load_n(&w[d].state, __ATOMIC_RELAXED) == W_WAITING)
 				wq_remove(&r->q[d], &w[d]);
 		kr__spin_unlock(&r->lock);
 		/* a server may be between taking it out and waking it */
@@ -326,7 +329,8 @@ static long e_run(struct kr_ioreq *r)
 	int err = rec_register(rec, r->fd);
 	if (err)
 		return err;
-	if (rec->reg == REG_PLAIN) {
+	/* atomic: another VP may be registering fd at the same time */
+	if (__atomic_load_n(&rec->reg, __ATOMIC_RELAXED) == REG_PLAIN) {
 		kr_blocking_enter();
 		long n = attempt(r);
 		kr_blocking_leave();

@@ -110,7 +110,9 @@ static __attribute__((noinline)) int lock_slow(kr_mutex *m, kr_mp *self, uintptr
 	if (err && w.state == W_WAITING) {
 		wq_remove(&m->q, &w);
 		if (!m->q.head) /* stable: bit 0 is set and we hold m->lock */
-			__atomic_store_n(&m->state, m->state & ~M_WAITERS, __ATOMIC_RELAXED);
+			__atomic_store_n(&m->state,
+					 __atomic_load_n(&m->state, __ATOMIC_RELAXED) & ~M_WAITERS,
+					 __ATOMIC_RELAXED);
 		kr__spin_unlock(&m->lock);
 	}
 	return err;
