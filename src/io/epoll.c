@@ -116,14 +116,18 @@ static void serve(struct fdrec *r, uint32_t ev)
 	wq_wake_all(&woken[1], 0);
 }
 
-static void drain(int timeout_ms)
+/* Serve what epoll reports.  A kick is for the VP waiting in epoll_wait
+ * (e_wait): a busy VP's look (e_poll) leaves the eventfd readable, or it
+ * would take the kick from under a waiter that has been woken but not yet
+ * looked (which then sleeps on, with work queued for it). */
+static void drain(int timeout_ms, int waiter)
 {
 	struct epoll_event evs[128];
 	int n = epoll_wait(E.ep, evs, 128, timeout_ms);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr) {
 			serve(evs[i].data.ptr, evs[i].events);
-		} else {
+		} else if (waiter) {
 			uint64_t v;
 			ssize_t ignored = read(E.efd, &v, sizeof v);
 			(void)ignored;
@@ -140,18 +144,18 @@ static void e_poll(void *arg)
 	if (now - __atomic_load_n(&E.last_poll, __ATOMIC_RELAXED) < 50000)
 		return;
 	__atomic_store_n(&E.last_poll, now, __ATOMIC_RELAXED);
-	drain(0);
+	drain(0, 0);
 }
 
 static void e_wait(void *arg, uint64_t deadline)
 {
 	(void)arg;
 	if (deadline == KR_FOREVER) {
-		drain(-1);
+		drain(-1, 1);
 		return;
 	}
 	uint64_t now = kr_now(), ms = deadline > now ? (deadline - now + 999999) / 1000000 : 0;
-	drain(ms >= INT_MAX ? INT_MAX : (int)ms);
+	drain(ms >= INT_MAX ? INT_MAX : (int)ms, 1);
 }
 
 static void e_kick(void *arg)
