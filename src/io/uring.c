@@ -72,6 +72,22 @@
 #include "karui/vp.h"
 #include "io_internal.h"
 
+/* ThreadSanitizer cannot see the kernel carry a message from one ring to
+ * another (IORING_OP_MSG_RING), nor so the order it gives: what the
+ * sender wrote to the record a message points at (struct xcancel) comes
+ * before the receiving VP reads it.  So the sender declares a release on
+ * the record before it submits the message, and the receiver an acquire
+ * before it reads the record.  (A request's own completion needs nothing:
+ * the VP that made it reaps it, on the same thread.) */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define MSG_SENT(p) __tsan_release(p)
+#define MSG_TAKEN(p) __tsan_acquire(p)
+#else
+#define MSG_SENT(p) ((void)0)
+#define MSG_TAKEN(p) ((void)0)
+#endif
+
 #define RING_ENTRIES 1024
 #define LEAVE_WAIT_NS 100000000ull  /* u_leave: 100 ms at most */
 #define FD_TABLE_MAX (1u << 22)  /* fds past it are always cancelled everywhere */
@@ -265,11 +281,13 @@ static void reap(struct ring *r)
 			io_uring_sqe_set_data64(sqe, 0);
 			break;
 		case T_CANCEL_FD:
+			MSG_TAKEN(p);
 			sqe = sqe_get(&r->io, 1);
 			io_uring_prep_cancel_fd(sqe, ((struct xcancel *)p)->fd, IORING_ASYNC_CANCEL_ALL);
 			io_uring_sqe_set_data64(sqe, u - T_CANCEL_FD + T_ACK);
 			break;
 		case T_ACK:
+			MSG_TAKEN(p);
 			ack(p);
 			break;
 		}
@@ -597,6 +615,7 @@ static int u_cancel(int fd)
 		return 0;
 	}
 	x.pending = n;
+	MSG_SENT(&x);
 	uintptr_t acked = (uintptr_t)&x | T_ACK;
 	for (unsigned i = 0; i < n; i++) {
 		if (to[i] != me) {
