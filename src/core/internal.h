@@ -192,11 +192,19 @@ struct kr_stack_cache {
 	struct {
 		const struct kr_stack_class *cls;
 		kr_mp *head;
-		size_t n;       /* owner-written; read by statistics */
+		size_t n;       /* owner-written (kr__stack_count); read by statistics */
 	} slot[KR_STACK_SLOTS];
 	size_t max;
 	struct kr_stack_cache *next;    /* the registry, for statistics */
 };
+
+/* A list's count moves by d.  Only the cache's VP writes it, but
+ * kr_stats_get reads it from any thread: an atomic store (no RMW), so
+ * that the two do not race. */
+static inline void kr__stack_count(struct kr_stack_cache *k, int si, int d)
+{
+	__atomic_store_n(&k->slot[si].n, k->slot[si].n + (size_t)(ptrdiff_t)d, __ATOMIC_RELAXED);
+}
 
 int kr__stacks_init(size_t per_vp_cache);
 void kr__stacks_fini(void);
@@ -257,7 +265,7 @@ static inline kr_mp *kr__stack_take(struct kr_stack_cache *k, size_t size, int g
 	    KR_SANITIZED)
 		return NULL;
 	k->slot[0].head = mp->free_next;
-	k->slot[0].n--;
+	kr__stack_count(k, 0, -1);
 	if (mp->free_next) /* the next create's record; never prefetch NULL */
 		__builtin_prefetch(mp->free_next, 1);
 	return mp;
@@ -278,7 +286,7 @@ static inline void kr__stack_put(struct kr_stack_cache *k, kr_mp *mp)
 	}
 	mp->free_next = k->slot[0].head;
 	k->slot[0].head = mp;
-	k->slot[0].n++;
+	kr__stack_count(k, 0, 1);
 }
 
 /* key.c */

@@ -102,8 +102,9 @@ void kr_sched_park(uint64_t deadline)
 void kr_sched_unpark(unsigned n)
 {
 	kr_vp_wakeup(n);
-	if (G.poller.flags & KR_POLLER_PER_VP)
-		return;
+	/* G.polling is set only for a shared source (never KR_POLLER_PER_VP),
+	 * after kr_sched_park saw poller_on: reading G.poller before it
+	 * would race with kr_poller_set filling it in. */
 	struct kr_worker *p = __atomic_load_n(&G.polling, __ATOMIC_SEQ_CST);
 	/* the poller itself wakes microprocesses from inside its wait */
 	if (p && p != W())

@@ -312,7 +312,7 @@ static void d_reprio(kr_sched *s, kr_mp *mp, int prio)
 			continue;
 		}
 		kr__spin_lock(&i->lock);
-		if (mp->queued == i) {
+		if (__atomic_load_n(&mp->queued, __ATOMIC_RELAXED) == i) {
 			d->rq->reprio(i->q, mp, prio);
 			kr__spin_unlock(&i->lock);
 			return;

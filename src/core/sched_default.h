@@ -375,7 +375,7 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 	}
 	if (i != mine || !list_trylock(d, i, &kind))
 		return KR_D_BUSY;
-	if (mp->queued != i) {
+	if (__atomic_load_n(&mp->queued, __ATOMIC_RELAXED) != i) {
 		kr__spin_unlock(&i->lock);
 		return KR_D_BUSY;
 	}
@@ -441,7 +441,7 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 			return 0;
 		}
 		kr__spin_lock(&i->lock);
-		if (mp->queued != i) {
+		if (__atomic_load_n(&mp->queued, __ATOMIC_RELAXED) != i) {
 			kr__spin_unlock(&i->lock);
 			continue;
 		}

@@ -455,7 +455,7 @@ kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 		if (!mp)
 			break;
 		k->slot[i].head = mp->free_next;
-		k->slot[i].n--;
+		kr__stack_count(k, (int)i, -1);
 #if defined(__SANITIZE_ADDRESS__)
 		ASAN_UNPOISON_MEMORY_REGION(mp->stack_lo, mp->stack_size);
 #endif
@@ -493,7 +493,7 @@ kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 		kr_mp *mp = fresh(c, b[i], r[i]);
 		mp->free_next = k->slot[si].head;
 		k->slot[si].head = mp;
-		k->slot[si].n++;
+		kr__stack_count(k, si, 1);
 	}
 #if defined(__SANITIZE_ADDRESS__)
 	ASAN_UNPOISON_MEMORY_REGION(b[0], c->size);
@@ -521,14 +521,14 @@ void kr__stack_put_slow(struct kr_stack_cache *k, kr_mp *mp)
 	if (si >= 0 && k->slot[si].n < k->max) {
 		mp->free_next = k->slot[si].head;
 		k->slot[si].head = mp;
-		k->slot[si].n++;
+		kr__stack_count(k, si, 1);
 		return;
 	}
 	r[n++] = mp->region;
 	for (; si >= 0 && n <= BATCH && k->slot[si].head; n++) {
 		kr_mp *x = k->slot[si].head;
 		k->slot[si].head = x->free_next;
-		k->slot[si].n--;
+		kr__stack_count(k, si, -1);
 		r[n] = x->region;
 	}
 	pool_put(c, r, n);

@@ -116,14 +116,18 @@ static void serve(struct fdrec *r, uint32_t ev)
 	wq_wake_all(&woken[1], 0);
 }
 
-static void drain(int timeout_ms)
+/* Serve what epoll reports.  A kick is for the VP waiting in epoll_wait
+ * (e_wait): a busy VP's look (e_poll) leaves the eventfd readable, or it
+ * would take the kick from under a waiter that has been woken but not yet
+ * looked (which then sleeps on, with work queued for it). */
+static void drain(int timeout_ms, int waiter)
 {
 	struct epoll_event evs[128];
 	int n = epoll_wait(E.ep, evs, 128, timeout_ms);
 	for (int i = 0; i < n; i++) {
 		if (evs[i].data.ptr) {
 			serve(evs[i].data.ptr, evs[i].events);
-		} else {
+		} else if (waiter) {
 			uint64_t v;
 			ssize_t ignored = read(E.efd, &v, sizeof v);
 			(void)ignored;
@@ -140,18 +144,18 @@ static void e_poll(void *arg)
 	if (now - __atomic_load_n(&E.last_poll, __ATOMIC_RELAXED) < 50000)
 		return;
 	__atomic_store_n(&E.last_poll, now, __ATOMIC_RELAXED);
-	drain(0);
+	drain(0, 0);
 }
 
 static void e_wait(void *arg, uint64_t deadline)
 {
 	(void)arg;
 	if (deadline == KR_FOREVER) {
-		drain(-1);
+		drain(-1, 1);
 		return;
 	}
 	uint64_t now = kr_now(), ms = deadline > now ? (deadline - now + 999999) / 1000000 : 0;
-	drain(ms >= INT_MAX ? INT_MAX : (int)ms);
+	drain(ms >= INT_MAX ? INT_MAX : (int)ms, 1);
 }
 
 static void e_kick(void *arg)
@@ -294,8 +298,11 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 		if (err) {
 			kr__spin_lock(&r->lock);
 			int still = 1;
+			/* a node taken meanwhile is marked again, outside the
+			 * lock, by wq_wake_all: atomic loads */
 			for (int d = 0; d < 2; d++)
-				if ((want >> d & 1) && w[d].state != W_WAITING)
+				if ((want >> d & 1) &&
+				    __atomic_load_n(&w[d].state, __ATOMIC_RELAXED) != W_WAITING)
 					still = 0;
 			if (still) {
 				for (int d = 0; d < 2; d++)
@@ -317,7 +324,7 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 	if (want == 3) {
 		kr__spin_lock(&r->lock);
 		for (int d = 0; d < 2; d++)
-			if (w[d].state == W_WAITING)
+			if (__atomic_load_n(&w[d].state, __ATOMIC_RELAXED) == W_WAITING)
 				wq_remove(&r->q[d], &w[d]);
 		kr__spin_unlock(&r->lock);
 		/* a server may be between taking it out and waking it */
@@ -337,7 +344,8 @@ static long e_run(struct kr_ioreq *r)
 	int err = rec_register(rec, r->fd);
 	if (err)
 		return err;
-	if (rec->reg == REG_PLAIN) {
+	/* atomic: another VP may be registering fd at the same time */
+	if (__atomic_load_n(&rec->reg, __ATOMIC_RELAXED) == REG_PLAIN) {
 		kr_blocking_enter();
 		long n = attempt(r);
 		kr_blocking_leave();

@@ -34,14 +34,22 @@
  * submits it.  kr_io_cancel and kr_close: a table counts the requests in
  * flight per fd, and an fd with none (the common case) costs nothing;
  * otherwise every ring cancels by fd and the caller waits until all have
- * (so a close cannot let a later fd of the same number be cancelled).
+ * (so a close cannot let a later fd of the same number be cancelled).  A
+ * request on its way to another ring (its VP left, see below) that the
+ * cancel may have missed cancels itself once resubmitted: it sees the
+ * fd's cancel generation move.
  *
  * Leaving.  A VP about to enter a blocking call or to park as a spare
  * cancels what its ring holds; the callers of requests cancelled that way
  * submit them again on the VP they run on next.  Requests on sockets and
  * pipes are cancelled at once; for those the kernel's workers are running
  * (a regular file), which end soon either way, the VP waits up to 100 ms
- * (LEAVE_WAIT_NS); what is left after that completes when the VP is back.
+ * (LEAVE_WAIT_NS); what is left after that completes when the VP is back
+ * (and a kr_io_cancel meanwhile does not reach it).  The ring is then
+ * `away`: it cannot answer a kr_io_cancel's message until its VP is back,
+ * which may be never if the blocking call waits for that cancel, so a
+ * cancel skips it, and one that had sent a message before is answered
+ * before the VP goes.
  * A microprocess that runs long without a scheduling point holds back its
  * VP's completions the same way (docs/limits.md).
  *
@@ -64,6 +72,22 @@
 #include "karui/vp.h"
 #include "io_internal.h"
 
+/* ThreadSanitizer cannot see the kernel carry a message from one ring to
+ * another (IORING_OP_MSG_RING), nor so the order it gives: what the
+ * sender wrote to the record a message points at (struct xcancel) comes
+ * before the receiving VP reads it.  So the sender declares a release on
+ * the record before it submits the message, and the receiver an acquire
+ * before it reads the record.  (A request's own completion needs nothing:
+ * the VP that made it reaps it, on the same thread.) */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define MSG_SENT(p) __tsan_release(p)
+#define MSG_TAKEN(p) __tsan_acquire(p)
+#else
+#define MSG_SENT(p) ((void)0)
+#define MSG_TAKEN(p) ((void)0)
+#endif
+
 #define RING_ENTRIES 1024
 #define LEAVE_WAIT_NS 100000000ull  /* u_leave: 100 ms at most */
 #define FD_TABLE_MAX (1u << 22)  /* fds past it are always cancelled everywhere */
@@ -85,6 +109,8 @@ struct ring {
 	int futex_armed;        /* a FUTEX_WAIT is queued */
 	int sleeping;           /* in u_wait, between kr_vp_sleep_begin and _end */
 	int leaving;            /* in u_leave: ECANCELED means "move" */
+	uint32_t away;          /* its VP has left (u_leave) and not looked at
+				 * it since: it answers no message (atomic) */
 };
 
 struct fdslot {
@@ -97,6 +123,7 @@ static struct {
 	int fail[KR_VP_MAX];            /* why the VP has no ring */
 	struct fdslot *fds;
 	size_t nfds;
+	uint32_t cancelling;            /* kr_io_cancel calls waiting for rings */
 } U;
 
 struct done {
@@ -222,6 +249,7 @@ static void ack(struct xcancel *x)
 	kr_mp *mp = x->mp;
 	if (__atomic_sub_fetch(&x->pending, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	__atomic_fetch_sub(&U.cancelling, 1, __ATOMIC_SEQ_CST);
 	if (mp)
 		kr_mp_unpark(mp);
 	else
@@ -253,11 +281,13 @@ static void reap(struct ring *r)
 			io_uring_sqe_set_data64(sqe, 0);
 			break;
 		case T_CANCEL_FD:
+			MSG_TAKEN(p);
 			sqe = sqe_get(&r->io, 1);
 			io_uring_prep_cancel_fd(sqe, ((struct xcancel *)p)->fd, IORING_ASYNC_CANCEL_ALL);
 			io_uring_sqe_set_data64(sqe, u - T_CANCEL_FD + T_ACK);
 			break;
 		case T_ACK:
+			MSG_TAKEN(p);
 			ack(p);
 			break;
 		}
@@ -281,12 +311,22 @@ static void poll_ring(struct ring *r)
 		reap(r);
 }
 
+/* The ring's VP is back after a leave: it answers messages again.  Before
+ * the VP makes a request on it, too (u_run; see u_cancel). */
+static inline void back(struct ring *r)
+{
+	if (__builtin_expect(__atomic_load_n(&r->away, __ATOMIC_RELAXED), 0))
+		__atomic_store_n(&r->away, 0, __ATOMIC_SEQ_CST);
+}
+
 static void u_poll(void *arg)
 {
 	(void)arg;
 	struct ring *r = own(0);
-	if (r)
+	if (r) {
+		back(r);
 		poll_ring(r);
+	}
 }
 
 static void u_wait(void *arg, uint64_t deadline)
@@ -298,6 +338,7 @@ static void u_wait(void *arg, uint64_t deadline)
 		kr_vp_sleep(deadline);
 		return;
 	}
+	back(r);
 	/* No spin first, unlike kr_vp_sleep: with the load's client on the
 	 * other core, a spin here took its processor from it (an HTTP server
 	 * lost a sixth of its requests/s; docs/notes/). */
@@ -327,25 +368,40 @@ static void u_leave(void *arg)
 {
 	(void)arg;
 	struct ring *r = own(0);
-	if (!r || !r->reqs)
+	if (!r)
 		return;
-	struct io_uring_sqe *sqe = sqe_get(&r->io, 1);
-	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
-	io_uring_sqe_set_data64(sqe, 0);
-	r->leaving = 1;
-	io_uring_submit_and_get_events(&r->io);
-	reap(r);
-	/* What the kernel's workers run (a regular file) ends by itself, or
-	 * as cancelled, soon: wait for it, up to LEAVE_WAIT_NS in all, rather
-	 * than leave its completion to a VP that may not look for long. */
-	uint64_t until = kr_now() + LEAVE_WAIT_NS;
-	for (uint64_t now; r->reqs && (now = kr_now()) < until;) {
-		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = (long long)(until - now)};
+	/* a kr_io_cancel that starts from now on skips this ring */
+	__atomic_store_n(&r->away, 1, __ATOMIC_SEQ_CST);
+	if (r->reqs) {
+		struct io_uring_sqe *sqe = sqe_get(&r->io, 1);
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
+		io_uring_sqe_set_data64(sqe, 0);
+		r->leaving = 1;
+		io_uring_submit_and_get_events(&r->io);
+		reap(r);
+		/* What the kernel's workers run (a regular file) ends by
+		 * itself, or as cancelled, soon: wait for it, up to
+		 * LEAVE_WAIT_NS in all, rather than leave its completion to a
+		 * VP that may not look for long. */
+		uint64_t until = kr_now() + LEAVE_WAIT_NS;
+		for (uint64_t now; r->reqs && (now = kr_now()) < until;) {
+			struct __kernel_timespec ts = {.tv_sec = 0,
+						       .tv_nsec = (long long)(until - now)};
+			struct io_uring_cqe *cqe;
+			io_uring_submit_and_wait_timeout(&r->io, &cqe, 1, &ts, NULL);
+			reap(r);
+		}
+		r->leaving = 0;
+	}
+	/* One that started before may have sent a message here, which only
+	 * this VP can answer: answer until no cancel is under way (the
+	 * caller of one may be waiting for this VP's blocking call). */
+	while (__atomic_load_n(&U.cancelling, __ATOMIC_SEQ_CST)) {
+		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 1000000};
 		struct io_uring_cqe *cqe;
 		io_uring_submit_and_wait_timeout(&r->io, &cqe, 1, &ts, NULL);
 		reap(r);
 	}
-	r->leaving = 0;
 }
 
 static void u_fini(void *arg)
@@ -477,6 +533,7 @@ static long u_run(struct kr_ioreq *r)
 		struct ring *ring = own(1);
 		if (!ring)
 			return -own_err();
+		back(ring);
 		struct done d = {.mp = kr_mp_self(), .ring = ring, .slot = s};
 		struct io_uring_sqe *sqe = sqe_get(&ring->io, timed ? 2 : 1);
 		prep(sqe, r);
@@ -492,6 +549,15 @@ static long u_run(struct kr_ioreq *r)
 		__atomic_store_n(&ring->reqs, ring->reqs + 1, __ATOMIC_SEQ_CST);
 		if (s)
 			__atomic_fetch_add(&s->inflight, 1, __ATOMIC_SEQ_CST);
+		/* A kr_io_cancel since the call began may have looked for
+		 * requests on fd while this one was between two rings (its
+		 * VP left, and it is submitted again here): it cancels
+		 * itself.  Either the cancel's load of inflight sees the
+		 * increment above, and its message reaches this ring after
+		 * the request, or this load sees the cancel's generation
+		 * (both seq_cst). */
+		if (s && __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != gen)
+			cancel_req(&d);
 		/* A late wakeup from elsewhere can end a sleep early: loop on
 		 * `done`.  A cancel of the caller cancels the request, which
 		 * then completes with -ECANCELED, or with its result if it was
@@ -513,8 +579,7 @@ static long u_run(struct kr_ioreq *r)
 			return d.res;
 		}
 		/* Its VP left: submit it again here, unless it was meant to end
-		 * (a kr_io_cancel since the call began; one that runs exactly
-		 * while this submits again may miss it). */
+		 * (a kr_io_cancel since the call began). */
 		if (cancelled || (s && __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) != gen))
 			return -ECANCELED;
 		if (timed && kr_now() >= r->deadline)
@@ -545,16 +610,27 @@ static int u_cancel(int fd)
 	struct xcancel x = {.mp = kr_mp_self(), .fd = fd};
 	struct ring *to[KR_VP_MAX];
 	unsigned n = 0;
+	/* A ring whose VP has left (u_leave) answers no message until it is
+	 * back, and holds no request on a socket or pipe: its VP cancelled
+	 * them, and their callers submit them again elsewhere (u_run): skip
+	 * it.  The cancel counts itself first: of this load of `away` and a
+	 * leaving VP's load of U.cancelling (both after their own store,
+	 * seq_cst), one sees the other, so a VP that leaves meanwhile answers
+	 * before it goes.  ack() ends the count. */
+	__atomic_fetch_add(&U.cancelling, 1, __ATOMIC_SEQ_CST);
 	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		if ((to[n] = __atomic_load_n(&U.r[i], __ATOMIC_ACQUIRE)) &&
-		    __atomic_load_n(&to[n]->reqs, __ATOMIC_SEQ_CST))
+		    __atomic_load_n(&to[n]->reqs, __ATOMIC_SEQ_CST) &&
+		    (to[n] == me || !__atomic_load_n(&to[n]->away, __ATOMIC_SEQ_CST)))
 			n++;
 	if (!n) {
+		__atomic_fetch_sub(&U.cancelling, 1, __ATOMIC_SEQ_CST);
 		if (!me)
 			io_uring_queue_exit(&tmp);
 		return 0;
 	}
 	x.pending = n;
+	MSG_SENT(&x);
 	uintptr_t acked = (uintptr_t)&x | T_ACK;
 	for (unsigned i = 0; i < n; i++) {
 		if (to[i] != me) {

@@ -84,7 +84,8 @@ __thread kr_vp *kr__vp_self __attribute__((tls_model("initial-exec")));
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static kr_vp *reg[KR_VP_MAX];
-static unsigned reg_live;
+static unsigned reg_live;   /* under reg_lock, but kr_vp_wakeup reads it
+			       without: stored atomically */
 static int fork_hooked; /* under reg_lock: fork_child is registered */
 
 static struct {
@@ -120,7 +121,7 @@ static int slot_get(kr_vp *vp)
 		if (!reg[i]) {
 			reg[i] = vp;
 			vp->id = i;
-			reg_live++;
+			__atomic_store_n(&reg_live, reg_live + 1, __ATOMIC_RELAXED);
 			return 0;
 		}
 	return EAGAIN;
@@ -129,7 +130,7 @@ static int slot_get(kr_vp *vp)
 static void slot_put(kr_vp *vp)
 {
 	reg[vp->id] = NULL;
-	reg_live--;
+	__atomic_store_n(&reg_live, reg_live - 1, __ATOMIC_RELAXED);
 }
 
 #define ALTSTACK_MIN ((size_t)64 << 10)
