@@ -9,21 +9,18 @@
  * too. */
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 #include "karui.h"
 #include "kt.h"
+#include "kt_seccomp.h"
 
 #define MS 1000000ull
 
@@ -48,31 +45,9 @@ static void mkpipe(int p[2]) { KT_EQ(pipe2(p, O_CLOEXEC), 0); }
 
 enum { NR_IO_URING_SETUP = 425 }; /* the same on x86-64 and aarch64 */
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#endif
-
 /* KARUI_TEST_DENY_URING: io_uring_setup fails with EPERM for this process
  * and every test it forks.  0, or why the filter could not be installed. */
-static int deny_io_uring(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NR_IO_URING_SETUP, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-		return errno;
-	return 0;
-}
+static int deny_io_uring(void) { return kt_seccomp_deny(NR_IO_URING_SETUP, -1, 0, EPERM); }
 
 /* ---------------- the back end ---------------- */
 
