@@ -18,7 +18,8 @@ need() {
 }
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 need '^## The machine$'
-[ -z "$cpu" ] || grep -Fq "| CPU | $cpu" "$md" || { echo "REPORT.md: no CPU row with '$cpu'"; fail=1; }
+[ -z "$cpu" ] || grep -Fq "| CPU | $cpu" "$md" ||
+	{ echo "REPORT.md: no CPU row with '$cpu'"; fail=1; }
 need "^\| kernel \| Linux $(uname -r) "
 need '^\| commit \| [0-9a-f]{7,}'
 need '^\| command \| `.*karui-bench run yield --quick --only bare-switch --json`'
