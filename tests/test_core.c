@@ -1057,13 +1057,10 @@ static void stacks_left_unused_while_idle_give_their_memory_back(void)
 			KT_EQ(kr_mp_join(m[i], NULL), 0);
 		kr_stats_get(&s1);
 		long busy = rss_kib();
-		/* the VP sleeps, and wakes to trim: at most two periods */
-		for (int t = 0; t < 100; t++) {
-			KT_EQ(kr_mp_sleep_for(100 * 1000 * 1000), 0);
-			kr_stats_get(&s2);
-			if (s2.stacks_trimmed - s1.stacks_trimmed >= N - 2 * 64)
-				break;
-		}
+		/* the VP sleeps, and wakes to trim: two periods (after a
+		 * second of idleness, and the next) */
+		KT_WAIT((kr_stats_get(&s2), s2.stacks_trimmed - s1.stacks_trimmed >= N - 2 * 64),
+			KT_EQ(kr_mp_sleep_for(100 * 1000 * 1000), 0));
 		long idle = rss_kib();
 		fprintf(stderr, "  round %d: %ld KiB kept after the joins, %ld KiB once idle"
 				" (%lu stacks carved, %lu trimmed in %lu calls)\n",
@@ -1311,7 +1308,7 @@ static void overflow_with_own_handler(unsigned vp)
 		if (vp == 0)
 			kr_mp_join(m, NULL);
 		/* hold VP 0 without a scheduling point: VP 1 takes m */
-		for (uint64_t end = kr_now() + 10ull * 1000 * 1000 * 1000; kr_now() < end;)
+		for (uint64_t end = kr_now() + KT_WAIT_S * 1000000000ull; kr_now() < end;)
 			;
 		_exit(3);
 	}
