@@ -1,23 +1,34 @@
 /*
  * Scheduling level 1: a scheduler module of one's own (kr_sched_ops).
  * This one keeps a single global LIFO stack under one spin lock (newest
- * work first, as a depth-first fork/join wants) and parks idle VPs with the
- * L0 calls, announcing idleness before the last look so that no wakeup is
- * lost.  It does its own locking because the core calls it from every VP,
- * and `ready` also from threads that are no VP.  Runs a recursive fork/join
- * Fibonacci on 2 VPs.
+ * work first, as a depth-first fork/join wants).  It does its own locking
+ * because the core calls it from every VP, and `ready` also from threads
+ * that are no VP.  An idle VP announces itself before its last look, so
+ * that no wakeup is lost, and parks with kr_sched_park: that is what lets
+ * I/O completions and timers wake it (and returns the memory of freed
+ * stacks); `ready` wakes it with kr_sched_unpark.  Runs a recursive
+ * fork/join Fibonacci on 2 VPs, then a microprocess that waits in kr_read
+ * on a pipe until a plain thread writes to it, once both VPs sleep.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "karui.h"
+
+enum { NVP = 2 };
 
 struct lifo {
 	kr_spin lock;
 	kr_mp *top;
 	uint32_t idle;
 };
+
+static kr_vp *vps[NVP]; /* for the writer below to see them sleep */
 
 static struct lifo *L(kr_sched *s) { return *kr_sched_data(s); }
 
@@ -31,7 +42,13 @@ static int l_init(kr_sched *s, const kr_rq_ops *rq, unsigned nvp)
 }
 
 static void l_fini(kr_sched *s) { free(L(s)); }
-static int l_vp_init(kr_sched *s, kr_vp *vp) { return 0; }
+
+static int l_vp_init(kr_sched *s, kr_vp *vp)
+{
+	if (kr_vp_id(vp) < NVP)
+		__atomic_store_n(&vps[kr_vp_id(vp)], vp, __ATOMIC_RELEASE);
+	return 0;
+}
 
 static void push(struct lifo *l, kr_mp *mp)
 {
@@ -55,7 +72,7 @@ static void l_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
 	uint32_t idle = l->idle;
 	kr_spin_unlock(&l->lock);
 	if (idle)
-		kr_vp_wakeup(1);
+		kr_sched_unpark(1);
 }
 
 static kr_mp *l_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
@@ -82,7 +99,7 @@ static kr_mp *l_idle(kr_sched *s, kr_vp *vp)
 	kr_mp *mp = pop(l);
 	kr_spin_unlock(&l->lock);
 	if (!mp) {
-		kr_vp_sleep(kr_sched_idle_deadline());
+		kr_sched_park(kr_sched_idle_deadline());
 		kr_spin_lock(&l->lock);
 		mp = pop(l);
 		kr_spin_unlock(&l->lock);
@@ -113,12 +130,45 @@ static void *fib(void *a)
 	return (void *)((intptr_t)r1 + (intptr_t)r2);
 }
 
+/* The I/O wait: a microprocess reads the pipe; the writer, a plain thread,
+ * writes once both VPs sleep, so the read has blocked and only the event
+ * source can wake it. */
+static int pipefd[2];
+static char got[8];
+
+static void *reader(void *arg)
+{
+	size_t n = 0;
+	return kr_read(pipefd[0], got, sizeof got - 1, &n, KR_FOREVER) ? (void *)-1
+									 : (void *)(intptr_t)n;
+}
+
+static void *writer(void *arg)
+{
+	for (unsigned i = 0; i < NVP; i++)
+		while (kr_vp_status(__atomic_load_n(&vps[i], __ATOMIC_ACQUIRE)) != KR_VP_SLEEPING)
+			sched_yield();
+	return (void *)(intptr_t)write(pipefd[1], "hello", 5);
+}
+
 int main(void)
 {
-	kr_config cfg = {.vps = 2, .sched = &lifo_sched};
+	kr_config cfg = {.vps = NVP, .sched = &lifo_sched};
 	int err = kr_init(&cfg);
 	if (err)
 		return fprintf(stderr, "kr_init: %d\n", err), 1;
-	printf("fib(20) = %ld\n", (long)(intptr_t)fib((void *)20));
+	long f = (long)(intptr_t)fib((void *)20);
+
+	kr_mp *r;
+	pthread_t w;
+	void *n;
+	if (pipe(pipefd) != 0 || kr_mp_create(&r, NULL, reader, NULL) != 0 ||
+	    pthread_create(&w, NULL, writer, NULL) != 0)
+		return fprintf(stderr, "set-up failed\n"), 1;
+	kr_mp_join(r, &n);
+	pthread_join(w, NULL);
+	printf("fib(20) = %ld, read %ld bytes from a pipe: %s\n", f, (long)(intptr_t)n, got);
+	kr_close(pipefd[0]);
+	close(pipefd[1]);
 	return kr_fini();
 }

@@ -18,9 +18,10 @@
  * kr_vp_sleep_begin's EAGAIN ("now wait").
  * Accessors, which cannot fail, return their value: kr_now, kr_vp_self,
  * kr_vp_id, kr_vp_count, kr_vp_status, kr_vp_area, kr_mp_self, kr_mp_id,
- * kr_mp_prio, kr_mp_rqlink, kr_key_get, kr_call_msg, kr_io_backend,
- * kr_sched_idle_deadline, kr_sched_data, kr_sched_vp_data, kr_version; kr_ctx_switch
- * returns what the context that resumes the caller passes.  void:
+ * kr_mp_udata, kr_mp_prio, kr_mp_rqlink, kr_key_get, kr_call_msg,
+ * kr_io_backend, kr_sched_idle_deadline, kr_sched_data, kr_sched_vp_data,
+ * kr_version; kr_ctx_switch returns what the context that resumes the
+ * caller passes.  void:
  * kr_ctx_jump, kr_spin_lock / _unlock, kr_cpu_relax, kr_vp_wait_ended,
  * kr_sched_park, kr_sched_unpark.
  *
@@ -42,6 +43,23 @@
  *   io.h     kr_io_cancel, kr_close
  * tests/test_api.c holds every fallible call of every header to this
  * rule, and fails when a header gains one it does not check.
+ *
+ * Fork.  The child of a fork() made while karui runs (from a microprocess
+ * or any other thread) is a process where karui does not run and cannot
+ * start: its one thread is no VP, so every call above that needs a VP or
+ * a running karui returns EPERM at once, and so do kr_key_create,
+ * kr_key_delete and kr_stats_get (karui's state there is the parent's,
+ * frozen); kr_init returns EBUSY, kr_io_cancel EPERM, kr_io_backend NULL,
+ * and kr_close is close(2).  L0 has no VPs there (kr_vp_count 0) and
+ * works afresh.  The thread has the application's signal mask (for a VP
+ * that kr_vp_allocate started, the mask of the application thread that
+ * started it), with no SIGPIPE blocked by karui.  The parent's rings and
+ * epoll set are left alone.  The child may use libc, exec, exit or _exit;
+ * a microprocess's function that returns there ends it with exit(0).
+ * Handles and sync.h objects from the parent are copies, to be left alone
+ * (as pthread objects after a fork).  vfork, posix_spawn and system run
+ * no fork handlers: the program they start inherits the caller's mask
+ * (docs/limits.md).
  */
 #ifndef KARUI_H
 #define KARUI_H

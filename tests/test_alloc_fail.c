@@ -3,17 +3,19 @@
  *
  * The test is linked with --wrap for every call through which karui gets
  * memory, threads or kernel objects (malloc, calloc, realloc,
- * aligned_alloc, posix_memalign, mmap, pthread_create, epoll_create1,
- * eventfd, io_uring_queue_init*), so the wrappers below see the library's
- * calls and nothing else's.  For n = 1, 2, ... a child process runs one
+ * aligned_alloc, posix_memalign, mmap, pthread_create, pthread_atfork,
+ * epoll_create1, eventfd, io_uring_queue_init*), so the wrappers below
+ * see the library's calls and nothing else's.  For n = 1, 2, ... a child process runs one
  * scenario that reaches every site (start-up, creation of many
  * microprocesses with stacks of several sizes, keys, timers, channels,
- * streams, a blocking call on a spare VP, shut-down) with the n-th call
+ * streams, I/O, a blocking call on a spare VP, shut-down) with the n-th call
  * failing once.  Each call of the scenario must then either succeed or
- * report the failure with its documented code (ENOMEM or EAGAIN), leave
+ * report the failure with its documented code (ENOMEM or EAGAIN; EMFILE
+ * for the I/O back ends' kernel objects), leave
  * karui usable, and the child must end normally: no crash, no hang, no
  * wrong result.  When a run reaches the end without meeting its n-th call,
- * every site has been failed once and the test ends.
+ * every site has been failed once.  The whole runs once on each I/O back
+ * end.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -48,6 +50,7 @@ void *__real_aligned_alloc(size_t align, size_t n);
 int __real_posix_memalign(void **p, size_t align, size_t n);
 void *__real_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off);
 int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __real_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 int __real_epoll_create1(int flags);
 int __real_eventfd(unsigned v, int flags);
 
@@ -73,6 +76,10 @@ void *__wrap_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
 	return fail_now() ? EAGAIN : __real_pthread_create(t, a, fn, arg);
+}
+int __wrap_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+	return fail_now() ? ENOMEM : __real_pthread_atfork(prepare, parent, child);
 }
 int __wrap_epoll_create1(int flags)
 {
@@ -113,7 +120,7 @@ int __wrap_io_uring_queue_init_params(unsigned entries, struct io_uring *ring,
 #define OK_OR_OUT(call)                                                        \
 	do {                                                                   \
 		int e_ = (call);                                               \
-		if (e_ == ENOMEM || e_ == EAGAIN)                              \
+		if (e_ == ENOMEM || e_ == EAGAIN || e_ == EMFILE)             \
 			goto out;                                              \
 		KT_EQ(e_, 0);                                                  \
 	} while (0)
@@ -174,6 +181,46 @@ static int spawn_join(unsigned n, size_t ss, kr_mp_fn fn)
 	return err;
 }
 
+static int io_pipe[2];
+
+/* The writer closes its end whatever happened, so that the reader sees
+ * the end of the stream if a failure stopped the write. */
+static void *io_writer(void *arg)
+{
+	char b[100];
+	memset(b, 'k', sizeof b);
+	size_t done;
+	int err = kr_write_all(io_pipe[1], b, sizeof b, &done, KR_FOREVER);
+	KT_EQ(kr_close(io_pipe[1]), 0);
+	return (void *)(uintptr_t)err;
+}
+
+/* 100 bytes through a pipe, written by a microprocess, read by the caller. */
+static int pipe_io(void)
+{
+	KT_EQ(pipe(io_pipe), 0);
+	kr_mp *w;
+	int err = kr_mp_create(&w, NULL, io_writer, NULL);
+	if (err) {
+		kr_close(io_pipe[1]);
+		kr_close(io_pipe[0]);
+		return err;
+	}
+	size_t got = 0, n = 1;
+	char b[100];
+	while (got < sizeof b && n > 0 &&
+	       !(err = kr_read(io_pipe[0], b + got, sizeof b - got, &n, KR_FOREVER)))
+		got += n;
+	void *r;
+	KT_EQ(kr_mp_join(w, &r), 0);
+	kr_close(io_pipe[0]);
+	if (!err)
+		err = (int)(uintptr_t)r;
+	if (!err)
+		KT_CHECK(got == sizeof b && b[0] == 'k' && b[99] == 'k');
+	return err;
+}
+
 static void scenario(void)
 {
 	kr_config cfg = {.vps = 2};
@@ -206,6 +253,7 @@ static void scenario(void)
 	kr_stream st;
 	OK_OR_OUT(kr_stream_init(&st, 64 * 1024));
 	KT_EQ(kr_stream_destroy(&st), 0);
+	OK_OR_OUT(pipe_io());
 	OK_OR_OUT(spawn_join(2, 0, blocking));
 out:
 	if (inited)
@@ -214,10 +262,11 @@ out:
 	__atomic_store_n(&countdown, 0, __ATOMIC_RELAXED);
 	KT_EQ(kr_init(&cfg), 0);
 	KT_EQ(spawn_join(64, 0, ret_arg), 0);
+	KT_EQ(pipe_io(), 0);
 	KT_EQ(kr_fini(), 0);
 }
 
-static void every_allocation_site_fails_cleanly(void)
+static void every_site_fails_cleanly(void)
 {
 	long n;
 	for (n = 1;; n++) {
@@ -243,9 +292,22 @@ static void every_allocation_site_fails_cleanly(void)
 	KT_CHECK(n > 20);
 }
 
+static void every_allocation_site_fails_cleanly(void)
+{
+	unsetenv("KARUI_IO");
+	every_site_fails_cleanly();
+}
+
+static void every_allocation_site_fails_cleanly_on_epoll(void)
+{
+	setenv("KARUI_IO", "epoll", 1);
+	every_site_fails_cleanly();
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
 	KT_RUN_T(every_allocation_site_fails_cleanly, 900);
+	KT_RUN_T(every_allocation_site_fails_cleanly_on_epoll, 900);
 	return kt_finish();
 }

@@ -896,7 +896,7 @@ static struct api table[] = {
 	API(kr_key_delete, keys_refuse_bad_input),
 	API(kr_key_set, keys_refuse_bad_input),
 	API(kr_stats_get, stats_refuse_null_and_work_on_any_thread),
-	ACC(kr_mp_self), ACC(kr_mp_id), ACC(kr_key_get),
+	ACC(kr_mp_self), ACC(kr_mp_id), ACC(kr_mp_udata), ACC(kr_key_get),
 	/* sched.h */
 	API(kr_poller_set, poller_set_refuses_bad_input_and_works_on_any_thread),
 	ACC(kr_mp_rqlink), ACC(kr_mp_prio), ACC(kr_sched_idle_deadline), ACC(kr_sched_data),

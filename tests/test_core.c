@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <string.h>
 #include <time.h>
@@ -437,7 +438,7 @@ static void sleep_and_wakeup_hands_over_and_sleeps(void)
 
 /* The default queue (ws) keeps one runnable microprocess per VP in a slot
  * outside its lock.  Woken ones must still run in the order they were
- * woken: the slot only ever holds the oldest. */
+ * woken: a woken one goes into the slot only when nothing is queued. */
 static void *sleep_then_mark(void *a)
 {
 	kr_mp_park();
@@ -557,13 +558,169 @@ static void switch_to_takes_from_the_slot_too(void)
 	KT_EQ(kr_mp_switch_to(a), 0);                  /* the slot alone */
 	trace[tlen++] = 'm';
 	KT_EQ(kr_mp_create(&a, NULL, mark, "c"), 0); /* the slot */
-	KT_EQ(kr_mp_create(&b, NULL, mark, "d"), 0); /* the list */
-	KT_EQ(kr_mp_switch_to(a), 0);                  /* the slot, with a list */
+	KT_EQ(kr_mp_create(&b, NULL, mark, "d"), 0); /* the slot; c to the list */
+	KT_EQ(kr_mp_switch_to(b), 0);                  /* the slot, with a list */
 	trace[tlen++] = 'n';
 	trace[tlen] = 0;
-	KT_CHECK(strcmp(trace, "amcdn") == 0);
+	KT_CHECK(strcmp(trace, "amdcn") == 0);
 	KT_EQ(kr_mp_join(a, NULL), 0);
 	KT_EQ(kr_mp_join(b, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A new microprocess runs at its creator's next scheduling point, ahead of
+ * what was queued, the newest first. */
+static void new_microprocesses_run_next_newest_first(void)
+{
+	init(1);
+	kr_mp *m[3];
+	static const char *name[3] = {"a", "b", "c"};
+	tlen = 0;
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_mp_create(&m[i], NULL, mark, (void *)name[i]), 0);
+	kr_mp_yield(); /* behind all three */
+	trace[tlen++] = 'm';
+	trace[tlen] = 0;
+	KT_CHECK(strcmp(trace, "cbam") == 0);
+	for (int i = 0; i < 3; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A spawn tree (skynet: every microprocess makes 10 children, down to
+ * 100,000 leaves; a leaf returns its number, a parent the sum of its
+ * children's) runs depth first.  On one VP no more than the root and the
+ * 10 children of each node on the current path are alive: 1 + 5 x 10 =
+ * 51, where FIFO queues make all 111,111 before the first leaf runs.  With
+ * more VPs each runs such a path, and a thief takes a pending child whose
+ * subtree hangs off a path already counted; the bound allows each VP twice
+ * that, for parents that wait for children taken elsewhere.  The tree
+ * counts its own live microprocesses (made, not yet returning), exactly. */
+enum { TREE_DIV = 10, TREE_LEVELS = 5, TREE_PATH = 1 + TREE_LEVELS * TREE_DIV };
+static long tree_live, tree_peak;
+
+static void tree_made(void)
+{
+	long n = __atomic_add_fetch(&tree_live, 1, __ATOMIC_RELAXED);
+	long p = __atomic_load_n(&tree_peak, __ATOMIC_RELAXED);
+	while (n > p && !__atomic_compare_exchange_n(&tree_peak, &p, n, 1, __ATOMIC_RELAXED,
+						     __ATOMIC_RELAXED))
+		;
+}
+
+static void *tree(void *arg)
+{
+	uintptr_t num = (uintptr_t)arg >> 4, lvl = (uintptr_t)arg & 15, sum = 0;
+	uintptr_t size = 1;
+	for (uintptr_t l = 1; l < lvl; l++)
+		size *= TREE_DIV;
+	kr_mp *c[TREE_DIV];
+	for (int i = 0; lvl && i < TREE_DIV; i++) {
+		tree_made();
+		KT_EQ(kr_mp_create(&c[i], NULL, tree, (void *)(((num + i * size) << 4) | (lvl - 1))),
+		      0);
+	}
+	for (int i = 0; lvl && i < TREE_DIV; i++) {
+		void *r;
+		KT_EQ(kr_mp_join(c[i], &r), 0);
+		sum += (uintptr_t)r;
+	}
+	__atomic_sub_fetch(&tree_live, 1, __ATOMIC_RELAXED);
+	return (void *)(lvl ? sum : num);
+}
+
+/* The tree on `vps` VPs; the most microprocesses alive at once. */
+static long tree_run(unsigned vps)
+{
+	init(vps);
+	tree_live = tree_peak = 0;
+	kr_mp *root;
+	void *r;
+	tree_made();
+	KT_EQ(kr_mp_create(&root, NULL, tree, (void *)(uintptr_t)TREE_LEVELS), 0);
+	KT_EQ(kr_mp_join(root, &r), 0);
+	KT_EQ((uintptr_t)r, 4999950000ull); /* 0 + 1 + ... + 99,999 */
+	KT_EQ(tree_live, 0);
+	KT_EQ(kr_fini(), 0);
+	fprintf(stderr, "  %u VPs: at most %ld alive\n", vps, tree_peak);
+	return tree_peak;
+}
+
+static void a_spawn_tree_runs_depth_first_on_one_vp(void)
+{
+	KT_CHECK(tree_run(1) <= TREE_PATH);
+}
+
+static void a_spawn_tree_stays_shallow_on_two_and_four_vps(void)
+{
+	KT_CHECK(tree_run(2) <= 2 * 2 * TREE_PATH);
+	KT_CHECK(tree_run(4) <= 2 * 4 * TREE_PATH);
+}
+
+/* kr_attr.udata is the microprocess's own (kr_mp_udata), and a ready-queue
+ * module reads it in its push: here a FIFO that notes what it sees. */
+struct udq {
+	kr_mp *head, *tail;
+};
+static void *ud_seen[16];
+static int ud_n;
+
+static void udq_init(void *q) { *(struct udq *)q = (struct udq){0}; }
+
+static void udq_push(void *q, kr_mp *mp)
+{
+	struct udq *u = q;
+	if (ud_n < 16)
+		ud_seen[ud_n++] = kr_mp_udata(mp);
+	kr_mp_rqlink(mp)->next = NULL;
+	if (u->tail)
+		kr_mp_rqlink(u->tail)->next = mp;
+	else
+		u->head = mp;
+	u->tail = mp;
+}
+
+static kr_mp *udq_pop(void *q)
+{
+	struct udq *u = q;
+	kr_mp *mp = u->head;
+	if (mp && !(u->head = kr_mp_rqlink(mp)->next))
+		u->tail = NULL;
+	return mp;
+}
+
+static const kr_rq_ops ud_rq = {
+	.name = "udata-fifo", .size = sizeof(struct udq), .flags = KR_RQ_SHARED,
+	.init = udq_init, .push = udq_push, .pop = udq_pop,
+};
+
+static void *own_udata(void *a) { return kr_mp_udata(kr_mp_self()); }
+
+static void udata_reaches_the_microprocess_and_its_ready_queue(void)
+{
+	kr_config c = {.rq = &ud_rq};
+	KT_EQ(kr_init(&c), 0);
+	static int tag;
+	kr_attr at = {.udata = &tag};
+	kr_mp *a, *b;
+	void *ra, *rb;
+	ud_n = 0;
+	KT_EQ(kr_mp_create(&a, &at, own_udata, NULL), 0);
+	KT_EQ(kr_mp_create(&b, NULL, own_udata, NULL), 0);
+	KT_EQ(ud_n, 2); /* both pushed as they were made */
+	KT_CHECK(ud_seen[0] == &tag);
+	KT_CHECK(ud_seen[1] == NULL);
+	KT_CHECK(kr_mp_udata(a) == &tag);
+	KT_EQ(kr_mp_join(b, &rb), 0);
+	KT_EQ(kr_mp_join(a, &ra), 0); /* its record is the next one reused */
+	KT_CHECK(ra == &tag);
+	KT_CHECK(rb == NULL);
+	KT_CHECK(kr_mp_udata(kr_mp_self()) == NULL); /* main */
+	KT_CHECK(kr_mp_udata(NULL) == NULL);
+	/* a record reused by a create without attributes has no udata */
+	KT_EQ(kr_mp_create(&b, NULL, own_udata, NULL), 0);
+	KT_EQ(kr_mp_join(b, &rb), 0);
+	KT_CHECK(rb == NULL);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -1452,12 +1609,15 @@ static void racing_joins_of_an_ended_microprocess_let_one_win(void)
  * complete); and two microprocesses on two VPs that join each other at
  * once (at least one gets EDEADLK, and neither is left waiting). */
 static kr_mp *cyc[3];
-static int cyc_err[3];
+static int cyc_err[3], cyc_turn;
 
 static void *join_next(void *a)
 {
 	int i = (int)(intptr_t)a;
 	void *r = NULL;
+	while (cyc_turn != i) /* one VP: the joins come in the order 0, 1, 2 */
+		kr_mp_yield();
+	cyc_turn = i + 1;
 	cyc_err[i] = kr_mp_join(cyc[(i + 1) % 3], &r);
 	return r;
 }
@@ -1474,12 +1634,50 @@ static void *join_peer(void *a)
 	return NULL;
 }
 
+/* A chain of CHAIN_N nested joins, each microprocess creating the next
+ * and joining it: no join is taken for a cycle, and every result comes
+ * back up.  The deepest one joins the first, which nobody joins yet and
+ * which waits, through all the others, for the deepest: EDEADLK; then the
+ * chain unwinds and main joins the first. */
+enum { CHAIN_N = 3000 };
+static kr_mp *chain_mp[CHAIN_N + 1];
+static int chain_back_err = -1;
+
+static void *chain_link(void *a)
+{
+	long d = (long)(intptr_t)a;
+	if (d == CHAIN_N) {
+		__atomic_store_n(&chain_back_err, kr_mp_join(chain_mp[1], NULL), __ATOMIC_RELEASE);
+		return (void *)(intptr_t)d;
+	}
+	void *r = NULL;
+	if (kr_mp_create(&chain_mp[d + 1], NULL, chain_link, (void *)(intptr_t)(d + 1)) != 0 ||
+	    kr_mp_join(chain_mp[d + 1], &r) != 0)
+		return (void *)(intptr_t)-1;
+	return (intptr_t)r < 0 ? r : (void *)((intptr_t)r + d);
+}
+
+static void nested_joins_are_no_cycle_and_a_join_back_up_is(void)
+{
+	init(1);
+	void *r = NULL;
+	KT_EQ(kr_mp_create(&chain_mp[1], NULL, chain_link, (void *)(intptr_t)1), 0);
+	while (__atomic_load_n(&chain_back_err, __ATOMIC_ACQUIRE) < 0)
+		KT_EQ(kr_mp_yield(), 0);
+	KT_EQ(kr_mp_join(chain_mp[1], &r), 0);
+	KT_EQ((long)(intptr_t)r, (long)CHAIN_N * (CHAIN_N + 1) / 2);
+	KT_EQ(chain_back_err, EDEADLK);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void joins_that_close_a_cycle_return_edeadlk(void)
 {
 	init(1);
+	cyc_turn = 0;
 	for (int i = 0; i < 3; i++)
 		KT_EQ(kr_mp_create(&cyc[i], NULL, join_next, (void *)(intptr_t)i), 0);
-	KT_EQ(kr_mp_yield(), 0); /* 0 joins 1, 1 joins 2, 2 joins 0: EDEADLK */
+	while (cyc_turn != 3) /* 0 joins 1, 1 joins 2, 2 joins 0: EDEADLK */
+		KT_EQ(kr_mp_yield(), 0);
 	KT_EQ(kr_mp_join(cyc[0], NULL), 0);
 	KT_EQ(cyc_err[2], EDEADLK);
 	KT_EQ(cyc_err[1], 0);
@@ -1603,6 +1801,81 @@ static void karui_calls_inside_a_blocking_section_keep_it_with_the_microprocess(
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- fork ---------------- */
+
+static kr_key fork_key;
+static void exit_nine(void) { _exit(9); }
+
+/* In the child of a fork made by a microprocess karui is stopped for good:
+ * the calls for microprocesses and those that work while karui runs
+ * return EPERM, kr_init EBUSY, keys and statistics EPERM; L0 has no VPs
+ * and can adopt the thread afresh.  Then the microprocess's function
+ * returns, which ends the child with exit (its atexit handler: status 9). */
+static void *fork_and_check_the_child(void *parked)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return (void *)(intptr_t)pid;
+	prctl(PR_SET_PDEATHSIG, SIGKILL); /* a child left by a failure dies with the test */
+	kr_mp *m;
+	kr_key k;
+	kr_stats st;
+	kr_vp *vp;
+	KT_CHECK(kr_mp_self() == NULL && kr_vp_self() == NULL);
+	KT_EQ(kr_mp_yield(), EPERM);
+	KT_EQ(kr_mp_park(), EPERM);
+	KT_EQ(kr_mp_create(&m, NULL, ret_arg, NULL), EPERM);
+	KT_EQ(kr_blocking_enter(), EPERM);
+	KT_EQ(kr_mp_unpark(parked), EPERM);
+	KT_EQ(kr_mp_cancel(parked), EPERM);
+	KT_EQ(kr_mp_setprio(parked, 3), EPERM);
+	KT_EQ(kr_fini(), EPERM);
+	KT_EQ(kr_init(NULL), EBUSY);
+	KT_EQ(kr_key_create(&k, NULL), EPERM);
+	KT_EQ(kr_key_delete(fork_key), EPERM);
+	KT_EQ(kr_stats_get(&st), EPERM);
+	KT_EQ(kr_vp_count(), 0);
+	KT_EQ(kr_vp_adopt(&vp), 0);
+	KT_EQ(kr_vp_id(vp), 0);
+	KT_EQ(kr_vp_release(), 0);
+	KT_EQ(atexit(exit_nine), 0);
+	return NULL;
+}
+
+static void *park_once(void *a)
+{
+	KT_EQ(kr_mp_park(), 0);
+	return a;
+}
+
+/* ... and the parent goes on: the parked microprocess is woken, others
+ * run, the key is deleted, karui stops. */
+static void child_of_fork_finds_karui_stopped_and_the_parent_goes_on(void)
+{
+	init(2);
+	KT_EQ(kr_key_create(&fork_key, NULL), 0);
+	kr_mp *parked, *forker;
+	void *r;
+	KT_EQ(kr_mp_create(&parked, NULL, park_once, NULL), 0);
+	KT_EQ(kr_mp_create(&forker, NULL, fork_and_check_the_child, parked), 0);
+	KT_EQ(kr_mp_join(forker, &r), 0);
+	pid_t pid = (pid_t)(intptr_t)r;
+	KT_CHECK(pid > 0);
+	int st = 0;
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(waitpid(pid, &st, 0), pid);
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_CHECK(WIFEXITED(st));
+	KT_EQ(WEXITSTATUS(st), 9);
+	KT_EQ(kr_mp_unpark(parked), 0);
+	KT_EQ(kr_mp_join(parked, NULL), 0);
+	KT_EQ(kr_mp_create(&forker, NULL, ret_arg, &st), 0);
+	KT_EQ(kr_mp_join(forker, &r), 0);
+	KT_CHECK(r == &st);
+	KT_EQ(kr_key_delete(fork_key), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -1634,6 +1907,10 @@ int main(int argc, char **argv)
 	KT_RUN(a_bouncing_pair_does_not_starve_the_queue);
 	KT_RUN(idle_vps_take_from_a_busy_vps_slot);
 	KT_RUN(switch_to_takes_from_the_slot_too);
+	KT_RUN(new_microprocesses_run_next_newest_first);
+	KT_RUN(a_spawn_tree_runs_depth_first_on_one_vp);
+	KT_RUN(a_spawn_tree_stays_shallow_on_two_and_four_vps);
+	KT_RUN(udata_reaches_the_microprocess_and_its_ready_queue);
 	KT_RUN(keys_are_per_microprocess_with_destructors);
 	KT_RUN(keys_run_out_with_eagain);
 	KT_RUN(guard_page_turns_overflow_into_sigsegv);
@@ -1658,8 +1935,10 @@ int main(int argc, char **argv)
 	KT_RUN(stale_handle_does_not_name_the_next_microprocess_in_its_record);
 	KT_RUN(racing_joins_of_an_ended_microprocess_let_one_win);
 	KT_RUN_T(joins_that_close_a_cycle_return_edeadlk, 60);
+	KT_RUN(nested_joins_are_no_cycle_and_a_join_back_up_is);
 	KT_RUN(keys_stay_valid_through_any_number_of_reuses);
 	KT_RUN(main_keys_are_destroyed_at_fini);
 	KT_RUN(karui_calls_inside_a_blocking_section_keep_it_with_the_microprocess);
+	KT_RUN(child_of_fork_finds_karui_stopped_and_the_parent_goes_on);
 	return kt_finish();
 }

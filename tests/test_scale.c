@@ -8,19 +8,16 @@
  * when the process is out of mappings.
  * KARUI_SCALE_N lowers the first figure.
  */
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 #include "karui.h"
 #include "kt.h"
+#include "kt_seccomp.h"
 
 static void *sleeper(void *a)
 {
@@ -168,33 +165,11 @@ static void guarded_stacks_keep_the_mapping_count_small(void)
 	free(m);
 }
 
-#if defined(__x86_64__)
-#define NATIVE_ARCH AUDIT_ARCH_X86_64
-#elif defined(__aarch64__)
-#define NATIVE_ARCH AUDIT_ARCH_AARCH64
-#endif
-
 /* madvise(MADV_GUARD_INSTALL) fails with EINVAL from now on, as on a
  * kernel without it.  0, or why the filter could not be installed. */
 static int deny_guard_install(void)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, 0, 3),
-		/* the advice's low half (both architectures are little-endian) */
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 102 /* MADV_GUARD_INSTALL */, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
-		return errno;
-	return 0;
+	return kt_seccomp_deny(SYS_madvise, 2, 102 /* MADV_GUARD_INSTALL */, EINVAL);
 }
 
 static void split_guards_reach_the_mapping_limit_then_enomem(void)

@@ -49,9 +49,10 @@ static void sem_hands_units_to_waiters_in_fifo_order(void)
 	init(1);
 	KT_EQ(kr_sem_init(&sem, 0), 0);
 	kr_mp *m[4];
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 4; i++) {
 		KT_EQ(kr_mp_create(&m[i], NULL, sem_taker, (void *)(uintptr_t)i), 0);
-	kr_mp_yield(); /* all four block */
+		kr_mp_yield(); /* it blocks: waiters queue 0, 1, 2, 3 */
+	}
 	KT_EQ(norder, 0);
 	KT_EQ(kr_sem_post_n(&sem, 3), 0);
 	/* a newcomer cannot take a unit handed to a waiter */

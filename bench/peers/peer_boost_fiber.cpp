@@ -29,12 +29,28 @@
  * fresh memory, page faults included.
  * Fibers are launched with launch::post: a new fiber first runs when the
  * creating fiber blocks (in join or wait).
+ *
+ * skynet runs on Boost.Fiber's multi-thread scheduler, work_stealing, on two
+ * threads, with fixedsize_stack (64 KiB, from malloc: the pooled allocator
+ * is not thread-safe) and launch::dispatch, as Boost's own skynet programs
+ * do: a new fiber runs at once.  With the default launch::post the FIFO
+ * ready queues would hold all 1,111,111 fibers at once, two touched pages
+ * each.  work_stealing can be set up once per process only, so each run
+ * forks a child that sets it up, builds the tree and reports through a
+ * pipe.
  */
+#include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
+#include <mutex>
 #include <new>
 #include <system_error>
+#include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/fiber/all.hpp>
 
@@ -381,4 +397,182 @@ extern "C" int kb_fiber_chan_relay(const kb_args *a, kb_res *r)
 extern "C" int kb_fiber_rendezvous(const kb_args *a, kb_res *r)
 {
 	return chan_round_trips(a, r, 1);
+}
+
+/* ---- skynet (see the top) ---- */
+
+namespace {
+
+/* created and ended fibers, per thread: each slot has one writer */
+struct alignas(64) sky_count {
+	std::atomic<long> made{ 0 }, ended{ 0 };
+};
+sky_count sky_cnt[2];
+thread_local int sky_thread;
+std::atomic<long> sky_peak{ 0 };
+
+/* noinline: a fiber may resume on the other thread, so the thread-local
+ * index is looked up afresh on every call */
+__attribute__((noinline)) void sky_count_add(bool made)
+{
+	std::atomic<long> &c = made ? sky_cnt[sky_thread].made : sky_cnt[sky_thread].ended;
+	c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
+/* as karui's (exp_karui.c): ends first, so the sum is an upper bound, and
+ * a reading stretched by a preemption is dropped */
+void sky_sample()
+{
+	long live = 0;
+	double t0 = kb_now_ns();
+	for (sky_count &c : sky_cnt)
+		live -= c.ended.load(std::memory_order_acquire);
+	for (sky_count &c : sky_cnt)
+		live += c.made.load(std::memory_order_relaxed);
+	if (kb_now_ns() - t0 > 20000)
+		return;
+	long p = sky_peak.load(std::memory_order_relaxed);
+	while (live > p && !sky_peak.compare_exchange_weak(p, live, std::memory_order_relaxed))
+		continue;
+}
+
+void sky(bf::fixedsize_stack &salloc, std::uint64_t num, std::uint64_t size,
+	 std::uint64_t *out)
+{
+	if (size == 1) {
+		if (num % KB_SKYNET_SAMPLE == 0)
+			sky_sample();
+		*out = num;
+		return;
+	}
+	std::uint64_t res[KB_SKYNET_DIV];
+	bf::fiber f[KB_SKYNET_DIV];
+	std::uint64_t sub = size / KB_SKYNET_DIV;
+	for (int i = 0; i < KB_SKYNET_DIV; i++) {
+		sky_count_add(true);
+		f[i] = bf::fiber(bf::launch::dispatch, std::allocator_arg, salloc,
+				 [&salloc, &res, i, num, sub] {
+					 sky(salloc, num + i * sub, sub, &res[i]);
+					 sky_count_add(false);
+				 });
+	}
+	std::uint64_t sum = 0;
+	for (int i = 0; i < KB_SKYNET_DIV; i++) {
+		f[i].join();
+		sum += res[i];
+	}
+	*out = sum;
+}
+
+struct sky_report {
+	int err;
+	double ns, peak;
+};
+
+/* In the forked child: two threads on work_stealing, one tree. */
+sky_report sky_child(long leaves)
+{
+	sky_report rep{ 0, 0, 0 };
+	std::mutex mu;
+	bf::condition_variable_any cv;
+	bool done = false;
+	try {
+		std::thread helper([&] {
+			sky_thread = 1;
+			bf::use_scheduling_algorithm<bf::algo::work_stealing>(2);
+			std::unique_lock<std::mutex> lk(mu);
+			cv.wait(lk, [&] { return done; });
+		});
+		sky_thread = 0;
+		bf::use_scheduling_algorithm<bf::algo::work_stealing>(2);
+		bf::fixedsize_stack salloc(64 * 1024);
+		std::uint64_t sum = 0;
+		double t0 = kb_now_ns();
+		sky(salloc, 0, std::uint64_t(leaves), &sum);
+		rep.ns = kb_now_ns() - t0;
+		rep.peak = double(sky_peak.load());
+		if (sum != std::uint64_t(leaves) * std::uint64_t(leaves - 1) / 2)
+			rep.err = EIO;
+		{
+			std::unique_lock<std::mutex> lk(mu);
+			done = true;
+		}
+		cv.notify_all();
+		helper.join();
+	} catch (...) {
+		rep.err = fib_error();
+	}
+	return rep;
+}
+
+} // namespace
+
+extern "C" int kb_fiber_skynet(const kb_args *a, kb_res *r)
+{
+	long leaves = 1;
+	while (leaves < a->n)
+		leaves *= KB_SKYNET_DIV;
+	if (leaves != a->n)
+		return EINVAL; /* a power of 10 */
+	int fd[2];
+	if (pipe(fd) != 0)
+		return errno;
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		close(fd[0]);
+		close(fd[1]);
+		return e;
+	}
+	if (pid == 0) {
+		close(fd[0]);
+		sky_report rep = sky_child(leaves);
+		_exit(write(fd[1], &rep, sizeof rep) == sizeof rep ? 0 : 1);
+	}
+	close(fd[1]);
+	sky_report rep{ EIO, 0, 0 };
+	ssize_t got = read(fd[0], &rep, sizeof rep);
+	close(fd[0]);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	if (got != ssize_t(sizeof rep) || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return EIO;
+	if (rep.err)
+		return rep.err;
+	r->ns_per_op = rep.ns;
+	r->peak = rep.peak;
+	return 0;
+}
+
+namespace {
+
+void fib_chain(long d, long n)
+{
+	if (d < n) {
+		bf::fiber f(fib_chain, d + 1, n);
+		f.join();
+	}
+}
+
+} // namespace
+
+/* seed000.table2: fibers with Boost's default stack allocator, each
+ * creating the next and joining it */
+extern "C" int kb_fiber_chain(const kb_args *a, kb_res *r)
+{
+	if (a->n < 1 || a->iters < 1)
+		return EINVAL;
+	try {
+		double t0 = kb_now_ns();
+		bf::fiber(fib_chain, 1L, a->n).join();
+		double t1 = kb_now_ns();
+		for (long i = 0; i < a->iters; i++)
+			bf::fiber(fib_chain, 1L, a->n).join();
+		double t2 = kb_now_ns();
+		r->ns_per_op = (t1 - t0) / double(a->n);
+		r->ns_cached = (t2 - t1) / double(a->n * a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
 }

@@ -16,6 +16,10 @@
  *   sem_pingpong two sem_t: A posts s[0] and waits on s[1], B the reverse
  *   rendezvous   a caller and a server thread, one mutex and a condvar each
  *                way; the server takes the request v and replies v + 1
+ *   chain        seed000.table2: default threads, each creating the next
+ *                and joining it
+ *   prodcons     64 producer and 64 consumer threads (64 KiB stacks), not
+ *                pinned, signalling under the mutex; pauses by nanosleep
  * The two-thread experiments (yield and the ping-pongs) run two new threads
  * pinned to the caller's CPU; they meet before the clock starts.  A hand-over
  * through a condvar signals after unlocking: on one CPU the woken thread
@@ -32,6 +36,7 @@
 #include <unistd.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "peers.h"
 
@@ -585,4 +590,167 @@ int kb_pthread_rendezvous(const kb_args *a, kb_res *r)
 		return EIO;
 	r->ns_per_op = (s.t1 - s.t0) / (double)a->iters;
 	return 0;
+}
+
+/* ---- prodcons ---- */
+
+struct pcshare {
+	pthread_mutex_t mu;
+	pthread_cond_t not_full, not_empty;
+	long buf[KB_PC_SLOTS];
+	unsigned head, count;
+	long items, sum;
+	int go;        /* 1: start, -1: give up (a thread was refused) */
+};
+
+struct pcflow {
+	struct pcshare *s;
+	long lo, hi;
+};
+
+static int pc_start(struct pcshare *s)
+{
+	pthread_mutex_lock(&s->mu);
+	while (!s->go)
+		pthread_cond_wait(&s->not_empty, &s->mu);
+	int go = s->go > 0;
+	pthread_mutex_unlock(&s->mu);
+	return go;
+}
+
+static void *pc_producer(void *p)
+{
+	struct pcflow *f = p;
+	struct pcshare *s = f->s;
+	struct timespec pause = { 0, KB_PC_PAUSE_NS };
+
+	if (!pc_start(s))
+		return NULL;
+	for (long v = f->lo; v < f->hi; v++) {
+		pthread_mutex_lock(&s->mu);
+		while (s->count == KB_PC_SLOTS)
+			pthread_cond_wait(&s->not_full, &s->mu);
+		s->buf[(s->head + s->count++) % KB_PC_SLOTS] = v;
+		pthread_cond_signal(&s->not_empty);
+		pthread_mutex_unlock(&s->mu);
+		if ((v - f->lo + 1) % KB_PC_PAUSE_EVERY == 0)
+			while (nanosleep(&pause, &pause) != 0 && errno == EINTR)
+				continue;
+	}
+	return NULL;
+}
+
+static void *pc_consumer(void *p)
+{
+	struct pcflow *f = p;
+	struct pcshare *s = f->s;
+	long sum = 0;
+
+	if (!pc_start(s))
+		return NULL;
+	for (long n = f->lo; n < f->hi; n++) {
+		pthread_mutex_lock(&s->mu);
+		while (s->count == 0)
+			pthread_cond_wait(&s->not_empty, &s->mu);
+		sum += s->buf[s->head];
+		s->head = (s->head + 1) % KB_PC_SLOTS;
+		s->count--;
+		pthread_cond_signal(&s->not_full);
+		pthread_mutex_unlock(&s->mu);
+	}
+	pthread_mutex_lock(&s->mu);
+	s->sum += sum;
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int kb_pthread_prodcons(const kb_args *a, kb_res *r)
+{
+	struct pcshare s = { .mu = PTHREAD_MUTEX_INITIALIZER,
+			     .not_full = PTHREAD_COND_INITIALIZER,
+			     .not_empty = PTHREAD_COND_INITIALIZER,
+			     .items = a->iters };
+	struct pcflow f[2 * KB_PC_FLOWS];
+	pthread_t th[2 * KB_PC_FLOWS];
+	pthread_attr_t attr;
+	int made = 0, e;
+	double t0, t1;
+
+	if (a->iters < 1)
+		return EINVAL;
+	if ((e = pthread_attr_init(&attr)) != 0)
+		return e;
+	pthread_attr_setstacksize(&attr, MANY_STACK);
+	for (; made < 2 * KB_PC_FLOWS; made++) {
+		long i = made / 2;
+		f[made] = (struct pcflow){ &s, a->iters * i / KB_PC_FLOWS,
+					   a->iters * (i + 1) / KB_PC_FLOWS };
+		if ((e = pthread_create(&th[made], &attr, made % 2 ? pc_consumer : pc_producer,
+					&f[made])) != 0)
+			break;
+	}
+	pthread_attr_destroy(&attr);
+	t0 = kb_now_ns();
+	pthread_mutex_lock(&s.mu);
+	s.go = e ? -1 : 1;
+	pthread_mutex_unlock(&s.mu);
+	pthread_cond_broadcast(&s.not_empty);
+	for (int i = 0; i < made; i++)
+		pthread_join(th[i], NULL);
+	t1 = kb_now_ns();
+	pthread_cond_destroy(&s.not_empty);
+	pthread_cond_destroy(&s.not_full);
+	pthread_mutex_destroy(&s.mu);
+	if (e)
+		return e;
+	if (s.sum != s.items * (s.items - 1) / 2)
+		return EIO;
+	r->ns_per_op = t1 - t0;
+	return 0;
+}
+
+/* ---- seed000.table2 ---- */
+
+static long chain_n;
+
+static void *chain_fn(void *arg)
+{
+	long d = (long)(intptr_t)arg;
+	if (d < chain_n) {
+		pthread_t t;
+		int e = pthread_create(&t, NULL, chain_fn, (void *)(intptr_t)(d + 1));
+		if (e)
+			return (void *)(intptr_t)e;
+		void *ret;
+		pthread_join(t, &ret);
+		return ret;
+	}
+	return NULL;
+}
+
+static int chain_pass(void)
+{
+	pthread_t t;
+	void *ret;
+	int e = pthread_create(&t, NULL, chain_fn, (void *)(intptr_t)1);
+	if (e)
+		return e;
+	pthread_join(t, &ret);
+	return (int)(intptr_t)ret;
+}
+
+int kb_pthread_chain(const kb_args *a, kb_res *r)
+{
+	if (a->n < 1 || a->iters < 1)
+		return EINVAL;
+	chain_n = a->n;
+	double t0 = kb_now_ns();
+	int e = chain_pass();
+	double t1 = kb_now_ns();
+	for (long i = 0; i < a->iters && !e; i++)
+		e = chain_pass();
+	double t2 = kb_now_ns();
+	r->ns_per_op = (t1 - t0) / (double)a->n;
+	r->ns_cached = (t2 - t1) / (double)(a->n * a->iters);
+	return e;
 }

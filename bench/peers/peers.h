@@ -40,6 +40,20 @@
  *   stream       a writer moves a->iters blocks of 4096 bytes to a reader
  *                that reads into a 4096-byte buffer and checks the total
  *                (EIO on a mismatch); one operation = one block
+ *   skynet       a spawn tree on two cores: each flow creates 10 children
+ *                down to a->n leaves (1,000,000: six levels); a leaf's
+ *                result is its number, a parent's the sum of its
+ *                children's, which the root checks (EIO on a mismatch:
+ *                499999500000 for a million); one operation = the tree;
+ *                r->peak = the most flows alive at once, sampled at every
+ *                1024th leaf (created and not yet ended, or the runtime's
+ *                own count of live flows)
+ *   prodcons     64 producers and 64 consumers share a 64-slot buffer under
+ *                one mutex with two condition variables (not full, not
+ *                empty); a->iters items in all; each producer pauses 2 ms
+ *                (a timed sleep) after every 1000th item it puts; consumers
+ *                sum what they take and the total is checked (EIO);
+ *                one operation = the whole run
  */
 #ifndef KARUI_BENCH_PEERS_H
 #define KARUI_BENCH_PEERS_H
@@ -51,14 +65,42 @@ extern "C" {
 typedef struct kb_args {
 	long iters; /* operations to time */
 	long n;     /* flows for create_batch and many */
+	long l, c;  /* seed002.fig3/4: the call-nesting depths L and C */
 } kb_args;
 
 typedef struct kb_res {
 	double ns_per_op;
 	double rss_kib; /* "many" only; otherwise left as the caller set it */
+	double peak;    /* "skynet" only; otherwise left as the caller set it */
+	double ns_cached; /* seed000.table2 only */
 } kb_res;
 
+/* skynet's shape, and prodcons's */
+enum { KB_SKYNET_DIV = 10, KB_SKYNET_SAMPLE = 1024 };
+enum { KB_PC_FLOWS = 64, KB_PC_SLOTS = 64, KB_PC_PAUSE_EVERY = 1000 };
+#define KB_PC_PAUSE_NS 2000000L
+
 typedef int (*kb_fn)(const kb_args *a, kb_res *r);
+
+/* seed002.fig3/fig4 (bench/peers/nest.c): from depth l, `rounds` times
+ * call down to depth c and call sw(arg) there.  kb_call_nest is the loop
+ * with a switch that does nothing: the calls' own cost per round. */
+typedef void (*kb_sw)(void *arg);
+void kb_nest_run(long l, long c, long rounds, kb_sw sw, void *arg);
+int kb_call_nest(const kb_args *a, kb_res *r);
+/* The switch loops: two flows, each running kb_nest_run with a->iters / 2
+ * rounds, switching to the other; one operation = one switch. */
+int kb_ucontext_nest(const kb_args *a, kb_res *r);
+int kb_fcontext_nest(const kb_args *a, kb_res *r);
+
+/* seed000.table2 (each call in a fresh process): a chain of a->n flows,
+ * each creating the next and joining it (the inner loop, which nests the
+ * flows), run 1 + a->iters times (the outer loop); ns_per_op = the first
+ * pass per flow, ns_cached = each later pass per flow. */
+int kb_ucontext_chain(const kb_args *a, kb_res *r);
+int kb_ucontext_mprot_chain(const kb_args *a, kb_res *r);
+int kb_fiber_chain(const kb_args *a, kb_res *r);
+int kb_pthread_chain(const kb_args *a, kb_res *r);
 
 /* monotonic nanoseconds and current RSS in KiB (bench/peers/clock.c) */
 double kb_now_ns(void);
@@ -110,6 +152,12 @@ int kb_bare_relay(const kb_args *a, kb_res *r);
 
 /* bare: a test-and-test-and-set spin lock, the floor for mutex */
 int kb_spin_mutex(const kb_args *a, kb_res *r);
+
+/* pthreads: prodcons, 128 threads, one mutex, two condvars, nanosleep */
+int kb_pthread_prodcons(const kb_args *a, kb_res *r);
+
+/* Boost.Fiber: skynet with the work_stealing scheduler on two threads */
+int kb_fiber_skynet(const kb_args *a, kb_res *r);
 
 /* UNIX: a pipe between two processes (fork), a->iters 4 KiB blocks */
 int kb_unix_pipe_stream(const kb_args *a, kb_res *r);

@@ -38,6 +38,10 @@
  * generation too, so a late one never reaches the next microprocess in
  * the same memory.
  *
+ * Fork: the child of a fork() made while karui runs has no karui (the
+ * rule block of include/karui.h says what it gets): every call here but
+ * the accessors, kr_mp_getprio and kr_init (EBUSY) returns EPERM there.
+ *
  * Calls return 0 or a positive errno code, accessors their value (the
  * rule of include/karui.h).  On a thread that is no VP of a running karui
  * they return EPERM, but for kr_init, kr_mp_getprio, kr_key_create,
@@ -83,6 +87,7 @@ typedef struct kr_attr {
 	                      class: whole pages to 32 KiB, then < 25% more */
 	unsigned flags;    /* enum kr_mp_flags */
 	int prio;          /* with KR_MP_PRIO: KR_PRIO_MIN..KR_PRIO_MAX */
+	void *udata;       /* the creator's word for it: kr_mp_udata */
 } kr_attr;
 
 typedef struct kr_config {
@@ -131,6 +136,13 @@ kr_mp *kr_mp_self(void);            /* NULL off a VP */
 /* A number that names mp for as long as the process runs; 0 for NULL or
  * a stale handle. */
 unsigned long kr_mp_id(const kr_mp *mp);
+
+/* The word its creator gave it (kr_attr.udata; NULL without attributes,
+ * and for the main microprocess).  karui never looks at it: it is for the
+ * application, and for its scheduling modules, which may call this from
+ * any callback that holds mp (a ready queue's push, for instance: see
+ * sched.h, level 3).  mp must be a live handle. */
+void *kr_mp_udata(const kr_mp *mp);
 
 /* Let every other runnable microprocess of this VP's queue go first
  * (as the ready-queue policy orders them). */
@@ -224,7 +236,10 @@ int kr_key_delete(kr_key key);
 int kr_key_set(kr_key key, const void *value);
 void *kr_key_get(kr_key key); /* NULL if unset, bad key, or off a VP */
 
-/* Counters of this process's scheduler, for tests and tools. */
+/* Counters of this process's scheduler, for tests and tools.  Read while
+ * microprocesses come and go, mps_live may also count some that were
+ * created and ended during the call, but never fewer than were alive at
+ * one moment of it. */
 typedef struct kr_stats {
 	unsigned long mps_live;     /* created and not yet ended */
 	unsigned long stacks_mapped;/* stacks carved from reservations so far */

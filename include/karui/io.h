@@ -54,6 +54,13 @@
  * call) cannot be cancelled.  With the epoll back end an fd used here
  * must be closed with kr_close, or a new fd with the same number may wait
  * on the old registration.
+ *
+ * Fork: the child of a fork() made while karui runs shares the back end's
+ * rings and epoll set with the parent, and leaves them alone: it closes
+ * its copies of their fds at the fork, kr_close there is close(2),
+ * kr_io_cancel returns EPERM, the other calls too (no VP), and
+ * kr_io_backend NULL.  A call of the parent's waiting on an fd that the
+ * child closes goes on.
  */
 #ifndef KARUI_IO_H
 #define KARUI_IO_H

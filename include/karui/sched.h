@@ -23,6 +23,9 @@
  * handles of core.h (those carry a generation): a module compares them
  * with each other, hands them back, and gives them to kr_mp_rqlink and
  * kr_mp_prio, not to the calls of core.h.
+ * What a module may order by: the
+ * microprocess's priority (kr_mp_prio) and the word its creator gave it
+ * (kr_attr.udata, read with kr_mp_udata in core.h), such as a deadline.
  *
  * Scheduler module (level 1).  Decides where a microprocess that becomes
  * runnable goes, which one a VP runs next, and what an idle VP does.  It is
@@ -30,6 +33,12 @@
  * too, so it does its own locking.  The core guarantees: a microprocess is handed to
  * `ready` at most once until `next`/`take` returns it; the core never runs
  * one microprocess on two VPs (it waits until the previous VP has left it).
+ * The module's side: `idle` waits with kr_sched_park (not kr_vp_sleep),
+ * which returns the memory of freed stacks and waits on the event source,
+ * so that I/O completions and timers wake the VP; `ready` wakes an idle VP
+ * with kr_sched_unpark (not kr_vp_wakeup), which also reaches a VP that
+ * waits on the event source.  A module that sleeps on L0 directly leaves
+ * I/O waits unserved while its VPs sleep.
  */
 #ifndef KARUI_SCHED_H
 #define KARUI_SCHED_H
@@ -76,7 +85,13 @@ extern const kr_rq_ops kr_rq_fifo; /* one shared FIFO: the seed's default */
 extern const kr_rq_ops kr_rq_lifo; /* one shared LIFO */
 extern const kr_rq_ops kr_rq_prio; /* one shared queue, highest priority first,
                                       FIFO among equals; priorities change live */
-extern const kr_rq_ops kr_rq_ws;   /* per-VP FIFO, idle VPs steal: the default */
+extern const kr_rq_ops kr_rq_ws;   /* per VP, idle VPs steal: the default.  With
+                                      the default scheduler a new microprocess
+                                      runs next on its VP (those made before it
+                                      follow, newest first), woken ones in FIFO
+                                      order behind; a thief takes what its VP
+                                      would run last: in a spawn tree the
+                                      oldest, largest subtree */
 
 typedef struct kr_sched kr_sched;
 

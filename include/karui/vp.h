@@ -34,6 +34,14 @@
  * Threads that kr_vp_allocate starts block every signal but those of
  * their own faults (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS).
  *
+ * Fork.  The child of a fork() has no VPs: its thread is no VP (the calls
+ * that need one return EPERM), kr_vp_count is 0, and it may allocate or
+ * adopt VPs of its own.  A child forked on a thread that kr_vp_allocate
+ * started gets, instead of that thread's mask, the application's: the
+ * mask of the thread that called kr_vp_allocate, or if that was a VP, the
+ * application's mask of that VP (an adopted one's is its mask when it was
+ * adopted).
+ *
  * kr_vp_switch: Linux offers no unprivileged directed yield to a chosen
  * thread, so this is sched_yield(): the caller's processor goes to another
  * runnable thread, which on a crowded CPU is often the preempted lock holder

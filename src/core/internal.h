@@ -25,12 +25,12 @@
  * claims, join, detach) in the same atomic operation, so a stale handle,
  * or a late internal wakeup, never acts on a new life of the record.  A
  * record fresh from the stack pool reads generation 0, which no handle
- * has.  See mp.c. */
+ * has.  See life.c. */
 #define KR_GEN_SHIFT 48
 #define KR_ADDR_MASK (((uintptr_t)1 << KR_GEN_SHIFT) - 1)
 _Static_assert(sizeof(void *) == 8, "handles keep their generation in a pointer's top bits");
 
-/* mp->wstate: the wakeup protocol (see mp.c) in bits 0-1, a pending
+/* mp->wstate: the wakeup protocol (see park.c) in bits 0-1, a pending
  * cancel in bit 2, the generation in bits 16-31: the record's present
  * life's while it lives, the next one's once it has ended.  The states
  * are numbered so that a wakeup takes one off any but NOTIFIED. */
@@ -73,15 +73,17 @@ struct kr_mp {
 		void *result;   /* once it has ended */
 	};
 	void *arg;
+	void *udata;            /* kr_attr.udata (kr_mp_udata) */
 	struct kr_keyvals *keys;/* lazily allocated */
 	const struct kr_stack_class *cls;
 	kr_mp *free_next;       /* stack cache links while free */
 	unsigned long id;
-	kr_mp *handle;          /* this life's handle (internal.h: generations) */
 	uintptr_t upper;        /* owned by L3 (sync/entry.c: the calls this
 	                           microprocess accepted and has not answered);
 	                           0 at each create */
 	/* line 2 */
+	uintptr_t joining;      /* in kr_mp_join: the handle of the record it
+	                           joins (life.c's join_cycle), else 0: atomic */
 	uint32_t is_main;
 	uint32_t region;        /* the region's number in its class (stack.c) */
 	/* the stack region: [stack_lo, stack_lo + stack_size) usable, this
@@ -125,12 +127,12 @@ struct kr_worker {
 	kr_ctx idle_ctx;
 	kr_vp *vp;
 	void *sched_vp;         /* kr_sched_vp_data */
-	struct counters *cnt;   /* this VP's counters (mp.c) */
+	struct counters *cnt;   /* this VP's counters (rt.h) */
 	struct kr_stack_cache *stacks;
 	unsigned char *idle_stack_lo;   /* VP 0 only: its idle loop's stack */
 	size_t idle_stack_size;
 	unsigned ticks;         /* scheduling points, for polling the timers */
-	int spare;              /* started for a blocking call (mp.c) */
+	int spare;              /* started for a blocking call (blocking.c) */
 	int blocked;            /* inside kr_blocking_enter/leave */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */
 	struct kr_timers timers;
@@ -146,8 +148,21 @@ struct kr_sched {
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
 
+/* 1 in the child of a fork made while karui ran (runtime.c: Fork): its state
+ * is the parent's, frozen, and the calls that read it from any thread
+ * return EPERM. */
+extern int kr__forked;
+
 /* A handle's record. */
 static inline kr_mp *kr__rec(const kr_mp *h) { return (kr_mp *)((uintptr_t)h & KR_ADDR_MASK); }
+
+/* The handle of the life that record mp holds now: wstate's generation,
+ * which moves on only when that life ends. */
+static inline kr_mp *kr__handle(kr_mp *mp)
+{
+	uint32_t g = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED) & WS_GEN;
+	return (kr_mp *)((uintptr_t)mp | (uintptr_t)g << (KR_GEN_SHIFT - 16));
+}
 
 /* The running microprocess's record, NULL off a VP (and in an idle loop). */
 static inline kr_mp *kr__cur(void)
@@ -162,7 +177,7 @@ static inline kr_mp *kr__cur(void)
 static inline kr_mp *kr__self(void)
 {
 	kr_mp *mp = kr__cur();
-	return mp ? mp->handle : NULL;
+	return mp ? kr__handle(mp) : NULL;
 }
 
 /* kr_mp_unpark for L3's servers: 0 also when mp has ended.  A waiter that

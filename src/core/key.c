@@ -61,6 +61,8 @@ int kr_key_create(kr_key *key, void (*destructor)(void *))
 {
 	if (!key)
 		return EINVAL;
+	if (kr__forked)
+		return EPERM;
 	pthread_mutex_lock(&lock);
 	for (unsigned s = 0; s < KR_KEYS_MAX; s++)
 		if (!(keys[s].gen & 1)) {
@@ -77,6 +79,8 @@ int kr_key_create(kr_key *key, void (*destructor)(void *))
 int kr_key_delete(kr_key key)
 {
 	unsigned s;
+	if (kr__forked)
+		return EPERM;
 	pthread_mutex_lock(&lock);
 	int ok = key_ok(key, &s);
 	if (ok)

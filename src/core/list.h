@@ -1,7 +1,7 @@
 /*
  * The doubly linked list of microprocesses that the built-in ready queues
- * are made of (through kr_mp.link).  O(1) push at either end, pop at the
- * head and removal of any member.  Not synchronised: callers hold the
+ * are made of (through kr_mp.link).  O(1) push and pop at either end and
+ * removal of any member.  Not synchronised: callers hold the
  * queue's lock.  The head is stored atomically (relaxed), for a reader
  * that only asks whether the list is empty without the lock (the default
  * scheduler's slot).
@@ -52,6 +52,14 @@ static inline __attribute__((always_inline)) void mpl_remove(struct mplist *l, k
 static inline __attribute__((always_inline)) kr_mp *mpl_pop_head(struct mplist *l)
 {
 	kr_mp *mp = l->head;
+	if (mp)
+		mpl_remove(l, mp);
+	return mp;
+}
+
+static inline __attribute__((always_inline)) kr_mp *mpl_pop_tail(struct mplist *l)
+{
+	kr_mp *mp = l->tail;
 	if (mp)
 		mpl_remove(l, mp);
 	return mp;

@@ -10,9 +10,13 @@
  *               equals: 32 lists and a bitmap, O(1) everything.  A queued
  *               microprocess's priority can change (reprio): the seed's
  *               dynamic priority, a simple case of priority inheritance.
- *   kr_rq_ws    one FIFO per VP; an idle VP steals the oldest runnable of
- *               another VP.  No lock is shared in the common case: the
- *               default.
+ *   kr_rq_ws    one list per VP, woken microprocesses at its tail; an idle
+ *               VP steals from another VP's tail, the one that VP would
+ *               run last.  No lock is shared in the common case: the
+ *               default.  The default scheduler adds a slot ahead of the
+ *               list and puts new microprocesses first (sched_default.c,
+ *               "New microprocesses"), so a spawn tree runs depth first
+ *               and a thief takes the oldest, largest subtree.
  *
  * The default scheduler holds the instance's lock around every call, so
  * these are plain sequential code (sched.h).  Removal is O(1) everywhere,
@@ -26,6 +30,7 @@ static void l_init(void *q) { *(struct mplist *)q = (struct mplist){0}; }
 static void l_push_tail(void *q, kr_mp *mp) { mpl_push_tail(q, mp); }
 static void l_push_head(void *q, kr_mp *mp) { mpl_push_head(q, mp); }
 static kr_mp *l_pop(void *q) { return mpl_pop_head(q); }
+static kr_mp *l_pop_tail(void *q) { return mpl_pop_tail(q); }
 static int l_remove(void *q, kr_mp *mp)
 {
 	mpl_remove(q, mp);
@@ -44,7 +49,7 @@ const kr_rq_ops kr_rq_lifo = {
 
 const kr_rq_ops kr_rq_ws = {
 	.name = "ws", .size = sizeof(struct mplist),
-	.init = l_init, .push = l_push_tail, .pop = l_pop, .steal = l_pop,
+	.init = l_init, .push = l_push_tail, .pop = l_pop, .steal = l_pop_tail,
 	.remove = l_remove,
 };
 

@@ -10,50 +10,78 @@
  *
  *   ready(mp)    push onto the caller's VP's instance (a thread that is no
  *                VP: onto VP instances in turn); then, if some VP is idle,
- *                kr_sched_unpark(1).
+ *                kr_sched_unpark(1).  A new microprocess goes first (see
+ *                "New microprocesses").
  *   next(prev)   push prev (if any) and pop, under one lock acquisition;
  *                when the own instance is empty, steal from the others
  *                (per-VP modules with a steal function).
  *   idle()       announce idleness, look once more, park (on L0 or the
- *                event source) until a wakeup, an I/O completion or the
- *                earliest timer of any VP.
+ *                event source) until a wakeup, an I/O completion, the
+ *                earliest timer of any VP, or the end of a watch.
  *
  * The slot.  With kr_rq_ws, each VP's instance also holds one runnable
- * microprocess outside its lock, in `slot`: the oldest of the instance,
- * ahead of its list.  Only the VP that owns the instance fills it, and only
- * when it is empty and the list is too (read without the lock: a foreign
- * push that read misses is concurrent with this one, and is ordered after
- * it).  Anyone takes from it with an exchange: the owner first of all,
- * idle VPs and thieves after the list.  So the common hand-over of one VP,
- * a microprocess waking another and then sleeping, costs a store and an
- * exchange instead of two lock round trips and list updates (a channel
- * round trip: 711 to 629 instructions with the channel's own changes, 53
- * to 47 ns; docs/benchmarks.md).  A yield puts its caller into the slot it
- * has just emptied when the list is empty: two microprocesses yielding to
- * each other never take the lock.  FIFO order holds: whatever goes into
- * the list while the slot is full is younger.  Unlike a slot that every
- * wakeup takes (Go's runnext), a pair that wakes each other cannot keep
- * the rest of the queue waiting.  mp->queued is the instance with bit 0
- * set while mp is in the slot; take() removes it with a CAS.
+ * microprocess outside its lock, in `slot`: the next one the VP runs,
+ * ahead of its list.  Only the VP that owns the instance fills it; anyone
+ * takes from it with an exchange: the owner first of all, thieves after
+ * the list.  So the common hand-over of one VP, a microprocess waking
+ * another and then sleeping, costs a store and an exchange instead of two
+ * lock round trips and list updates.  A woken microprocess goes into the
+ * slot only when the slot and the list are both empty (the list's head is
+ * read without the lock: a foreign push that read misses is concurrent
+ * with this one, and is ordered after it), else to the list's tail, so
+ * woken ones run in the order they were woken.  A yield puts its caller
+ * into the slot it has just emptied when the list is empty: two
+ * microprocesses yielding to each other never take the lock.  Unlike a
+ * slot that every wakeup takes (Go's runnext), a pair that wakes each
+ * other cannot keep the rest of the queue waiting.  mp->queued is the
+ * instance with bit 0 set while mp is in the slot; take() removes it with
+ * a CAS.
  *
- * Lost wakeups.  An idle VP increments `nidle` (seq_cst) *before* it looks
- * at the queues for the last time, each look under the instance's lock; a
- * producer reads `nidle` *inside* the critical section of its push.  If the
- * idle VP's look at instance Q came first, its increment happened before
- * its unlock of Q, which happened before the producer's lock of Q: the
- * producer sees nidle > 0 and posts a wakeup.  Otherwise the look comes
- * after the push and finds the work.  A producer that fills a slot stores
- * it with a seq_cst exchange and then reads `nidle` (seq_cst), and the
- * last look reads each slot with seq_cst operations: in their single total
- * order either the look comes after the store and takes the microprocess,
- * or the increment comes before the producer's read, which posts a
- * wakeup.  L0's wakeups are counting, so a wakeup posted before the VP
- * actually sleeps is not lost either.
+ * New microprocesses.  kr_mp_create puts the new one into its VP's slot;
+ * the one the slot held, if any, goes to the head of the list.  So a new
+ * microprocess runs at its creator's next scheduling point, and those
+ * created before it follow, newest first, ahead of everything else
+ * queued.  A spawn tree then runs depth first and keeps about (depth x
+ * fan-out) microprocesses alive per VP instead of all of them (skynet's
+ * 1,111,111: about 60 alive on one VP), and a thief, which takes from the
+ * list's tail, takes the one its VP would run last: in a spawn tree the
+ * oldest, the largest subtree; among woken ones the latest.  (Go puts a
+ * new goroutine into runnext too, but the one it displaces at the tail of
+ * a FIFO: on one P that still keeps most of such a tree alive.)
+ *
+ * Leaving slots alone.  A microprocess that a VP has just woken or created
+ * into its slot usually runs there within a microsecond, when the waker
+ * blocks; a thief that takes it moves it, and the monitor or channel it
+ * works on, to another cache, and on a busy monitor every hand-over then
+ * crosses VPs (64 producers and 64 consumers on one monitor took up to
+ * twice the time, and four times the CPU, on two VPs as on one).  So the
+ * owner counts such fills (`fills`), and a thief takes from a slot only a
+ * fill it has seen there before it last parked to watch that slot: one
+ * that has waited a whole watch.  An idle VP that finds nothing else to run but a slot's fresh
+ * fill marks that slot `watched` and parks for at most SLOT_WATCH_NS, then
+ * looks again.  A fill into a watched slot wakes no one, so the owner of a
+ * busy slot does not pay for a wakeup on every hand-over; an idle VP that
+ * saw every slot empty sleeps until woken, and a fill into an unwatched
+ * slot wakes it.  A VP that stops watching with the slot still full wakes
+ * another idle VP, if there is one, to take over.  So a microprocess left
+ * in a slot by a VP that does not reach a scheduling point is taken by an
+ * idle VP within about two watches (docs/limits.md).  A caller put back
+ * into the slot by a yield or a switch_to is no fill: thieves take it.
+ *
+ * One wakeup at a time.  A producer that sees an idle VP posts a wakeup
+ * only if no other is under way (`waking`, cleared by the VP that comes
+ * out of its park, before it looks at the queues): a burst of pushes
+ * while an idle VP is waking up costs one wakeup, not one each.  The VP
+ * that cleared it looks at every queue before it parks again; if it
+ * leaves with work instead, it passes the wakeup on to another idle VP,
+ * as Go's spinning threads do.
  *
  * Rejected: a lock-free deque per VP (Chase–Lev): its owner pop needs a
  * store-load fence, which costs what the uncontended spin lock costs, and it
  * cannot hold the priority and removal operations the level-3 interface
- * promises.
+ * promises.  Stealing from the list's head: in a spawn tree thieves took
+ * the smallest subtrees, one after another.  A watch measured with the
+ * clock: the park already spaces two looks.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -63,13 +91,22 @@
 #include "internal.h"
 #include "sched_default.h"
 
-static struct inst *inst_new(const kr_rq_ops *rq)
+/* How long an idle VP watches a slot before it looks again: a microprocess
+ * left in a slot waits at most about twice this for an idle VP. */
+#define SLOT_WATCH_NS 100000u
+
+/* Each VP's instance carries the fill counts it has seen in the other
+ * VPs' slots (`seen`), after the module's instance. */
+static struct inst *inst_new(const kr_rq_ops *rq, int per_vp)
 {
-	size_t sz = (sizeof(struct inst) + rq->size + 63) & ~(size_t)63;
-	struct inst *i = aligned_alloc(64, sz);
+	size_t at = (sizeof(struct inst) + rq->size + 63) & ~(size_t)63;
+	size_t sz = at + (per_vp ? KR_VP_MAX * sizeof(unsigned) : 0);
+	struct inst *i = aligned_alloc(64, (sz + 63) & ~(size_t)63);
 	if (!i)
 		return NULL;
 	memset(i, 0, sz);
+	if (per_vp)
+		i->seen = (unsigned *)((char *)i + at);
 	rq->init(i->q);
 	return i;
 }
@@ -91,7 +128,7 @@ static int d_init(kr_sched *s, const kr_rq_ops *rq, unsigned nvp)
 	d->rq = rq;
 	d->nvp = nvp;
 	d->shared = !!(rq->flags & KR_RQ_SHARED);
-	if (d->shared && !(d->one = inst_new(rq))) {
+	if (d->shared && !(d->one = inst_new(rq, 0))) {
 		free(d);
 		return ENOMEM;
 	}
@@ -116,10 +153,15 @@ static int d_vp_init(kr_sched *s, kr_vp *vp)
 	struct dsched *d = D(s);
 	struct inst *i = d->one;
 	if (!d->shared) {
-		if (!(i = inst_new(d->rq)))
+		if (!(i = inst_new(d->rq, 1)))
 			return ENOMEM;
 		i->slotted = d->rq == &kr_rq_ws;
 		__atomic_store_n(&d->per[vp->id], i, __ATOMIC_RELEASE);
+		uint32_t hi = __atomic_load_n(&d->hi, __ATOMIC_RELAXED);
+		while (hi <= vp->id && !__atomic_compare_exchange_n(&d->hi, &hi, vp->id + 1, 1,
+								    __ATOMIC_RELEASE,
+								    __ATOMIC_RELAXED))
+			;
 	}
 	*kr_sched_vp_data(vp) = i;
 	return 0;
@@ -142,49 +184,117 @@ struct inst *kr__d_foreign(struct dsched *d)
 
 
 
+/* Take from another VP's instance i under its lock: its module's steal,
+ * or, for the last look of an idle VP, a pop when it has none. */
+static kr_mp *steal_locked(struct dsched *d, struct inst *i)
+{
+	if (!d->rq->steal)
+		return pop_locked(d, i);
+	kr_mp *mp = d->rq->steal(i->q);
+	if (mp)
+		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
+	return mp;
+}
+
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 {
 	if (d->shared || !d->rq->steal)
 		return NULL;
-	unsigned me = vp->id;
-	for (unsigned k = 1; k < KR_VP_MAX; k++) {
-		struct inst *i = __atomic_load_n(&d->per[(me + k) % KR_VP_MAX], __ATOMIC_ACQUIRE);
+	struct inst *me = own(d, vp);
+	unsigned id = vp->id, hi = __atomic_load_n(&d->hi, __ATOMIC_ACQUIRE);
+	for (unsigned k = 1; k < hi; k++) {
+		unsigned v = (id + k) % hi;
+		struct inst *i = __atomic_load_n(&d->per[v], __ATOMIC_ACQUIRE);
 		if (!i)
 			continue;
 		kr_mp *mp = NULL;
-		if (kr__spin_trylock(&i->lock)) {
-			if ((mp = d->rq->steal(i->q)))
-				__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
+		int fresh = 0;
+		/* an empty list costs a read, not the lock's line */
+		if ((d->kind == RQ_OTHER || !list_empty(i)) && kr__spin_trylock(&i->lock)) {
+			mp = steal_locked(d, i);
 			kr__spin_unlock(&i->lock);
 		}
-		if (mp || (i->slotted && (mp = slot_take(i))))
+		if (mp || (i->slotted && (mp = slot_look(me, v, i, 0, &fresh))))
 			return mp;
 	}
 	return NULL;
 }
 
 
+/* An idle VP's last look before it parks, at every instance, under each
+ * lock (it must not skip a busy one, as stealing does).  The fresh fills
+ * of other VPs' slots are noted and those slots marked watched
+ * (watch[v]); *watching: some are. */
+static kr_mp *last_look(kr_sched *s, kr_vp *vp, unsigned char *watch, unsigned *nwatch,
+			int *watching)
+{
+	struct dsched *d = D(s);
+	struct inst *me = own(d, vp);
+	kr_mp *mp = kr__d_next(s, vp, NULL);
+	unsigned hi = __atomic_load_n(&d->hi, __ATOMIC_ACQUIRE);
+	memset(watch, 0, hi);
+	*nwatch = hi;
+	for (unsigned v = 0; !mp && !d->shared && v < hi; v++) {
+		struct inst *i = __atomic_load_n(&d->per[v], __ATOMIC_ACQUIRE);
+		if (!i || i == me)
+			continue;
+		kr__spin_lock(&i->lock);
+		mp = steal_locked(d, i);
+		kr__spin_unlock(&i->lock);
+		int fresh = 0;
+		if (!mp && i->slotted && !(mp = slot_look(me, v, i, 1, &fresh)) && fresh) {
+			__atomic_store_n(&i->watched, 1, __ATOMIC_SEQ_CST);
+			watch[v] = 1;
+			*watching = 1;
+		}
+	}
+	return mp;
+}
+
+/* The watch of the slots in watch[] (the first hi entries) ends; nidle no
+ * longer counts this VP.  A slot still full passes its watch to another
+ * idle VP, if any. */
+static void unwatch(struct dsched *d, const unsigned char *watch, unsigned hi)
+{
+	int full = 0;
+	for (unsigned v = 0; v < hi; v++) {
+		if (!watch[v])
+			continue;
+		struct inst *i = d->per[v];
+		__atomic_store_n(&i->watched, 0, __ATOMIC_SEQ_CST);
+		full |= __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST) != NULL;
+	}
+	if (full && __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) && wake_claim(d))
+		kr_sched_unpark(1);
+}
+
 static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 {
 	struct dsched *d = D(s);
+	unsigned char watch[KR_VP_MAX];
+	unsigned nwatch = 0;
+	int watching = 0;
+	int answered = 0;
 	__atomic_fetch_add(&d->nidle, 1, __ATOMIC_SEQ_CST);
-	/* The last look must not skip a busy lock, as stealing does. */
-	kr_mp *mp = kr__d_next(s, vp, NULL);
-	for (unsigned k = 0; !mp && !d->shared && k < KR_VP_MAX; k++) {
-		struct inst *i = __atomic_load_n(&d->per[k], __ATOMIC_ACQUIRE);
-		if (!i)
-			continue;
-		kr__spin_lock(&i->lock);
-		mp = pop_locked(d, i);
-		kr__spin_unlock(&i->lock);
-		if (!mp && i->slotted)
-			mp = slot_take(i);
-	}
+	kr_mp *mp = last_look(s, vp, watch, &nwatch, &watching);
 	if (!mp) {
-		kr_sched_park(kr_sched_idle_deadline());
+		uint64_t deadline = kr_sched_idle_deadline();
+		if (watching) {
+			uint64_t end = kr_now() + SLOT_WATCH_NS;
+			deadline = end < deadline ? end : deadline;
+		}
+		kr_sched_park(deadline);
+		if ((answered = __atomic_load_n(&d->waking, __ATOMIC_RELAXED)))
+			__atomic_store_n(&d->waking, 0, __ATOMIC_SEQ_CST);
 		mp = kr__d_next(s, vp, NULL);
 	}
-	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_SEQ_CST);
+	if (watching)
+		unwatch(d, watch, nwatch);
+	/* Pushes made while this VP was being woken posted no wakeup; it
+	 * leaves with work of its own, so another idle VP looks for them. */
+	if (answered && mp && __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) && wake_claim(d))
+		kr_sched_unpark(1);
 	return mp;
 }
 

@@ -1,11 +1,12 @@
 /*
  * The default scheduler's state and its hot paths, inline, so that the core
- * (mp.c) calls them directly when the default scheduler is in use instead
+ * (rt.h) calls them directly when the default scheduler is in use instead
  * of through kr_sched_ops (see sched_default.c for the design).  With a
  * built-in list queue (fifo, lifo, ws) the queue operations are inlined
  * too; any other ready-queue module is called through its kr_rq_ops.  With
  * ws, a VP's instance also has a slot ahead of its list (sched_default.c,
- * "The slot").
+ * "The slot"), and a new microprocess goes into the slot ("New
+ * microprocesses").
  */
 #ifndef KARUI_CORE_SCHED_DEFAULT_H
 #define KARUI_CORE_SCHED_DEFAULT_H
@@ -18,7 +19,12 @@
 struct inst {
 	_Alignas(64) kr_spin lock;
 	int slotted;            /* kr_rq_ws: has the slot below */
-	kr_mp *slot;            /* the oldest runnable, outside the lock */
+	kr_mp *slot;            /* the next to run, outside the lock */
+	unsigned fills;         /* woken and new ones put into the slot
+	                           (owner-written, atomic) */
+	uint32_t watched;       /* an idle VP looks at the slot again soon */
+	unsigned *seen;         /* per VP id: the fill last watched in that
+	                           VP's slot (this VP's own use) */
 	_Alignas(16) unsigned char q[];
 };
 
@@ -32,7 +38,9 @@ struct dsched {
 	struct inst *one;               /* KR_RQ_SHARED */
 	struct inst *per[KR_VP_MAX];    /* by VP id */
 	uint32_t nidle;
+	uint32_t waking;                /* a wakeup is under way */
 	uint32_t rr;                    /* foreign wakeups: next VP to use */
+	uint32_t hi;                    /* VP ids below this have had an instance */
 };
 
 static inline struct dsched *D(kr_sched *s) { return s->data; }
@@ -119,25 +127,62 @@ static inline int list_empty(struct inst *i)
 	return !__atomic_load_n(&((struct mplist *)i->q)->head, __ATOMIC_RELAXED);
 }
 
-/* The owner VP only: 1 if mp can go into the slot, which is empty and has
- * nothing queued behind it (mp is then the oldest runnable of i).  The
- * list's head is read without the lock: a foreign push it misses is
+/* The owner VP only: 1 if a woken mp can go into the slot, which is empty
+ * and has nothing queued behind it (mp is then the oldest runnable of i).
+ * The list's head is read without the lock: a foreign push it misses is
  * concurrent with this one and may be ordered after it. */
 static inline int slot_free(struct inst *i)
 {
 	return !__atomic_load_n(&i->slot, __ATOMIC_RELAXED) && list_empty(i);
 }
 
-/* The owner VP puts mp into its free slot.  `seen`: the exchange orders
- * the store before the caller's read of nidle (sched_default.c, lost
- * wakeups); a caller that wakes no one needs only a release store. */
-static inline void slot_put(struct inst *i, kr_mp *mp, int seen)
+/* The owner VP puts mp into its free slot.  `fill`: mp was woken or is
+ * new: counted (thieves leave it alone for a while), and the exchange
+ * orders the store before the caller's read of nidle (sched_default.c,
+ * lost wakeups); a caller put back into the slot wakes no one, and needs
+ * only a release store. */
+static inline void slot_put(struct inst *i, kr_mp *mp, int fill)
 {
 	__atomic_store_n(&mp->queued, in_slot(i), __ATOMIC_RELAXED);
-	if (seen)
+	if (fill) {
+		__atomic_store_n(&i->fills, i->fills + 1, __ATOMIC_RELAXED);
 		(void)__atomic_exchange_n(&i->slot, mp, __ATOMIC_SEQ_CST);
-	else
+	} else {
 		__atomic_store_n(&i->slot, mp, __ATOMIC_RELEASE);
+	}
+}
+
+/* A thief, whose instance is `me`, looks at VP v's slot in i: it takes
+ * the slot's microprocess if that is a fill it saw there when it last
+ * watched the slot (or no fill at all: a caller put back); else *fresh,
+ * and with `note` the fill is recorded (a watch follows). */
+static inline kr_mp *slot_look(struct inst *me, unsigned v, struct inst *i, int note, int *fresh)
+{
+	if (!__atomic_load_n(&i->slot, __ATOMIC_SEQ_CST))
+		return NULL;
+	unsigned f = __atomic_load_n(&i->fills, __ATOMIC_RELAXED);
+	if (me->seen[v] == f)
+		return slot_grab(i);
+	if (note)
+		me->seen[v] = f;
+	*fresh = 1;
+	return NULL;
+}
+
+/* A producer that saw an idle VP (nidle > 0): 1 if it is to post the
+ * wakeup, which no other producer has posted and no idle VP has answered
+ * yet (sched_default.c, one wakeup at a time). */
+static inline int wake_claim(struct dsched *d)
+{
+	return !__atomic_load_n(&d->waking, __ATOMIC_RELAXED) &&
+	       !__atomic_exchange_n(&d->waking, 1, __ATOMIC_SEQ_CST);
+}
+
+/* After a fill of i's slot: wake an idle VP unless one watches it. */
+static inline int fill_wakes(struct dsched *d, struct inst *i)
+{
+	return __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) &&
+	       !__atomic_load_n(&i->watched, __ATOMIC_SEQ_CST) && wake_claim(d);
 }
 
 /* The caller's VP makes prev runnable behind everything in its own i (i
@@ -173,6 +218,22 @@ static inline __attribute__((always_inline)) kr_mp *next_locked(struct dsched *d
 	return mp;
 }
 
+/* The owner puts new mp into its full slot, under i's lock: the one it
+ * held, unless a thief has just taken it, goes to the head of the list,
+ * still ahead of the rest.  1 if one went to the list. */
+static inline __attribute__((always_inline)) int slot_displace(struct inst *i, kr_mp *mp)
+{
+	__atomic_store_n(&mp->queued, in_slot(i), __ATOMIC_RELAXED);
+	__atomic_store_n(&i->fills, i->fills + 1, __ATOMIC_RELAXED);
+	kr_mp *o = __atomic_exchange_n(&i->slot, mp, __ATOMIC_SEQ_CST);
+	if (!o)
+		return 0;
+	/* until now o->queued still named the slot: a take() of o waits */
+	mpl_push_head((struct mplist *)i->q, o);
+	__atomic_store_n(&o->queued, i, __ATOMIC_RELAXED);
+	return 1;
+}
+
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
 struct inst *kr__d_foreign(struct dsched *d);
 
@@ -188,7 +249,35 @@ static inline __attribute__((always_inline)) void kr__d_ready_in(kr_sched *s, st
 	push_locked(d, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);
-	if (idle)
+	if (idle && wake_claim(d))
+		kr_sched_unpark(1);
+}
+
+/* A new microprocess, made on the VP whose instance is `mine`: into its
+ * slot, ahead of everything queued (sched_default.c, "New
+ * microprocesses"); only the owner fills the slot, so one found empty
+ * stays empty until then. */
+static inline __attribute__((always_inline)) void kr__d_spawn_in(kr_sched *s, struct inst *mine,
+								 kr_mp *mp)
+{
+	struct dsched *d = D(s);
+	struct inst *i = mine;
+	int wake;
+	if (i->slotted && !__atomic_load_n(&i->slot, __ATOMIC_RELAXED)) {
+		slot_put(i, mp, 1);
+		wake = fill_wakes(d, i);
+	} else {
+		kr__spin_lock(&i->lock);
+		int listed = 1;
+		if (i->slotted)
+			listed = slot_displace(i, mp);
+		else
+			push_locked(d, i, mp);
+		uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
+		kr__spin_unlock(&i->lock);
+		wake = listed ? idle && wake_claim(d) : fill_wakes(d, i);
+	}
+	if (wake)
 		kr_sched_unpark(1);
 }
 
@@ -227,15 +316,37 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 	int kind;
 	if (i->slotted && slot_free(i)) {
 		slot_put(i, mp, 1);
-		return __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) ? KR_D_READY_IDLE
-								    : KR_D_READY;
+		return fill_wakes(d, i) ? KR_D_READY_IDLE : KR_D_READY;
 	}
 	if (!list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	push_as(d, kind, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);
-	return idle ? KR_D_READY_IDLE : KR_D_READY;
+	return idle && wake_claim(d) ? KR_D_READY_IDLE : KR_D_READY;
+}
+
+/* spawn(mp) when it needs no call, as kr__d_ready_try. */
+static inline __attribute__((always_inline)) int kr__d_spawn_try(kr_sched *s, struct inst *i,
+								 kr_mp *mp)
+{
+	struct dsched *d = D(s);
+	int kind;
+	if (i->slotted && !__atomic_load_n(&i->slot, __ATOMIC_RELAXED)) {
+		slot_put(i, mp, 1);
+		return fill_wakes(d, i) ? KR_D_READY_IDLE : KR_D_READY;
+	}
+	if (!list_trylock(d, i, &kind))
+		return KR_D_BUSY;
+	int listed = 1;
+	if (i->slotted)
+		listed = slot_displace(i, mp);
+	else
+		push_as(d, kind, i, mp);
+	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
+	kr__spin_unlock(&i->lock);
+	return (listed ? idle && wake_claim(d) : fill_wakes(d, i)) ? KR_D_READY_IDLE
+								   : KR_D_READY;
 }
 
 /* take(mp, prev) when it needs no call: mp queued in the caller's own

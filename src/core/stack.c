@@ -60,7 +60,7 @@
  * PROT_NONE mappings across MADV_DONTNEED).  While some memory is kept,
  * an idle VP sleeps no longer than the next trim, so an idle process
  * returns it all within two periods.  A free record keeps its
- * generation, or is zeroed, so a stale handle is still recognised (mp.c's
+ * generation, or is zeroed, so a stale handle is still recognised (life.c's
  * generations).
  * Rejected: returning memory whenever a VP went idle, or past a count of
  * kept stacks (a system call and a TLB shoot-down per few stacks, and page

@@ -3,7 +3,7 @@
  * scheduler's timer heap; CLOCK_MONOTONIC).
  *
  * A timer is a node on the stack of the microprocess that sleeps with a
- * deadline (kr_mp_park_until in mp.c), armed in the heap of the VP it went to
+ * deadline (kr_mp_park_until in park.c), armed in the heap of the VP it went to
  * sleep on: a binary min-heap of node pointers, each node knowing its index
  * so that cancelling is O(log n).  A spin lock guards each heap, because
  * the sleeper may be resumed, and cancel its timer, on another VP, and idle
@@ -11,16 +11,22 @@
  * deadline (KR_FOREVER: empty) for lock-free polling on the switch paths.
  *
  * Firing and cancelling race.  Expiry takes a due node out under the lock
- * and marks it FIRING; the fire callback (mp.c) decides the outcome and
+ * and marks it FIRING; the fire callback (timer_fire) decides the outcome and
  * marks it FIRED, after which nobody touches the node again.  A cancel that
  * finds the node gone from the heap waits for FIRED — a window of a few
  * instructions with no lock held — so that when kr_mp_park_until returns, its
  * node is dead and no late timer can wake the microprocess's next sleep.
+ *
+ * Firing (the end of this file).  A fired timer ends its sleep unless a
+ * wakeup ended it first (timer_fire).  A busy VP looks at its own heap at
+ * every 8th scheduling point (timers_due in rt.h), an idle VP at every
+ * VP's, and sleeps no longer than the earliest deadline of all
+ * (kr_sched_idle_deadline).
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "rt.h"
 
 void kr__timers_init(struct kr_timers *h)
 {
@@ -145,4 +151,58 @@ void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr
 		kr__spin_unlock(&h->lock);
 		fire(t);
 	}
+}
+
+/* ---------------- firing ---------------- */
+
+/* A deadline passed: end the sleep unless a wakeup ended it first. */
+static void timer_fire(struct kr_timer *t)
+{
+	kr_mp *mp = t->mp;
+	int won = claim_sleeper(mp);
+	t->won = won;
+	__atomic_store_n(&t->state, KR_TIMER_FIRED, __ATOMIC_RELEASE);
+	if (won) /* mp cannot run before this: the claim made us its waker */
+		READY(W(), mp);
+}
+
+__attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
+{
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
+		G.poller.poll(G.poller.arg);
+	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
+	if (next == KR_FOREVER)
+		return;
+	uint64_t now = kr_now();
+	if (now >= next)
+		kr__timers_expire(&w->timers, now, timer_fire);
+}
+
+void kr__timers_run_all(void)
+{
+	uint64_t now = 0;
+	for (unsigned i = 0; i < KR_VP_MAX; i++) {
+		struct kr_worker *o = __atomic_load_n(&kr__workers[i], __ATOMIC_ACQUIRE);
+		if (!o)
+			continue;
+		uint64_t next = __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE);
+		if (next == KR_FOREVER)
+			continue;
+		if (!now)
+			now = kr_now();
+		if (now >= next)
+			kr__timers_expire(&o->timers, now, timer_fire);
+	}
+}
+
+uint64_t kr_sched_idle_deadline(void)
+{
+	uint64_t first = KR_FOREVER;
+	for (unsigned i = 0; i < KR_VP_MAX; i++) {
+		struct kr_worker *o = __atomic_load_n(&kr__workers[i], __ATOMIC_ACQUIRE);
+		uint64_t next = o ? __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE) : KR_FOREVER;
+		if (next < first)
+			first = next;
+	}
+	return first;
 }

@@ -176,6 +176,17 @@ static void e_fini(void *arg)
 	kr__io_stopped();
 }
 
+/* In the child of a fork: the epoll set is the parent's too; close the
+ * child's fds, changing nothing in it. */
+static void e_forked(void)
+{
+	close(E.ep);
+	close(E.efd);
+	for (unsigned i = 0; i < NCHUNKS; i++)
+		free(E.tab[i]);
+	memset(&E, 0, sizeof E);
+}
+
 static int e_init(kr_poller *p)
 {
 	memset(&E, 0, sizeof E);
@@ -386,4 +397,5 @@ const struct kr_iobackend kr__io_epoll = {
 	.run = e_run,
 	.cancel = e_cancel,
 	.forget = e_forget,
+	.forked = e_forked,
 };

@@ -11,6 +11,19 @@
  * again.  kr_fini calls the event source's fini, which stops the back
  * end; the next kr_init starts from scratch.
  *
+ * Fork.  The child of a fork made while karui runs shares the back end's
+ * kernel objects with the parent: the rings, memory included (a request
+ * the child queued would complete in the parent, which would take the
+ * child's record for one of its own), and the epoll set (a registration
+ * the child removed would be gone for the parent too).  A pthread_atfork
+ * child handler (registered at the first call) lets go of the child's
+ * copies, unmapping and closing them without a word to the objects, and
+ * unblocks SIGPIPE again if karui had blocked it on the forking thread;
+ * the back end does not start there (EPERM: karui does not run, and
+ * cannot).  So kr_close is close(2) in the child, and kr_io_cancel
+ * returns EPERM.  start_lock is made anew there (a thread the child lacks
+ * may have held it).
+ *
  * The back ends keep the kernel's convention (a count, or a negative errno
  * code, as io_uring reports it); the public calls turn it into karui's (0
  * or a positive errno code, the count in an out-parameter) here, inlined,
@@ -25,10 +38,12 @@
 #include <unistd.h>
 
 #include "io_internal.h"
+#include "../core/internal.h" /* kr__forked */
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct kr_iobackend *cur;  /* atomic: NULL until started */
 static int start_err;                   /* why neither back end started */
+static int fork_hooked;                 /* under start_lock: fork_child is registered */
 
 static int try_start(const struct kr_iobackend *b)
 {
@@ -62,13 +77,24 @@ static int under_valgrind(void)
 	return p && strstr(p, "/vgpreload_");
 }
 
-static const struct kr_iobackend *backend(void)
+static void fork_child(void);
+
+/* The back end, started now if need be; NULL and *err when none could
+ * start.  *err is read under start_lock: another caller's start may reset
+ * start_err as soon as the lock is dropped. */
+static const struct kr_iobackend *backend(int *err)
 {
 	const struct kr_iobackend *b = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(b != NULL, 1))
 		return b;
 	pthread_mutex_lock(&start_lock);
-	if (!(b = cur)) {
+	if (!(b = cur) && !fork_hooked)
+		fork_hooked = pthread_atfork(NULL, NULL, fork_child) == 0;
+	if (!b && !fork_hooked) {
+		start_err = ENOMEM; /* transient: the next call tries again */
+	} else if (!b && kr__forked) {
+		start_err = EPERM;
+	} else if (!b) {
 		const char *want = getenv("KARUI_IO");
 		int epoll_only = (want && strcmp(want, "epoll") == 0) || under_valgrind();
 		int err = epoll_only ? ENOSYS : start_uring();
@@ -80,6 +106,7 @@ static const struct kr_iobackend *backend(void)
 			b = &kr__io_epoll;
 		__atomic_store_n(&cur, b, __ATOMIC_RELEASE);
 	}
+	*err = start_err;
 	pthread_mutex_unlock(&start_lock);
 	return b;
 }
@@ -93,6 +120,22 @@ void kr__io_block_sigpipe(void)
 	sigaddset(&pipe, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe, &old);
 	kr__io_sigpipe = sigismember(&old, SIGPIPE) ? 2 : 1;
+}
+
+/* The child of a fork (see the top). */
+static void fork_child(void)
+{
+	pthread_mutex_init(&start_lock, NULL);
+	if (cur)
+		cur->forked();
+	cur = NULL;
+	if (kr__io_sigpipe == 1) {
+		sigset_t pipe;
+		sigemptyset(&pipe);
+		sigaddset(&pipe, SIGPIPE);
+		pthread_sigmask(SIG_UNBLOCK, &pipe, NULL);
+	}
+	kr__io_sigpipe = 0;
 }
 
 /* The back ends' poller fini ends with this, on the thread that called
@@ -115,7 +158,8 @@ void kr__io_stopped(void)
 
 const char *kr_io_backend(void)
 {
-	const struct kr_iobackend *b = backend();
+	int err;
+	const struct kr_iobackend *b = backend(&err);
 	return b ? b->name : NULL;
 }
 
@@ -126,9 +170,10 @@ static inline long call(struct kr_ioreq *r)
 		return -EPERM;
 	if (r->fd < 0)
 		return -EBADF;
-	const struct kr_iobackend *b = backend();
+	int err;
+	const struct kr_iobackend *b = backend(&err);
 	if (!b)
-		return -start_err;
+		return -err;
 	return b->run(r);
 }
 
@@ -251,15 +296,17 @@ int kr_io_cancel(int fd)
 {
 	if (fd < 0)
 		return EBADF;
-	const struct kr_iobackend *b = backend();
-	return b ? -b->cancel(fd) : start_err;
+	int err;
+	const struct kr_iobackend *b = backend(&err);
+	return b ? -b->cancel(fd) : err;
 }
 
 int kr_close(int fd)
 {
 	if (fd < 0)
 		return EBADF;
-	const struct kr_iobackend *b = backend();
+	int err;
+	const struct kr_iobackend *b = backend(&err);
 	if (b)
 		b->forget(fd);
 	return close(fd) ? errno : 0;

@@ -40,6 +40,9 @@ struct kr_iobackend {
 	long (*run)(struct kr_ioreq *r);        /* on a VP */
 	int (*cancel)(int fd);                  /* 0 or negative errno */
 	void (*forget)(int fd);                 /* fd is about to be closed */
+	/* in the child of a fork: let go of the child's copies of the
+	 * kernel objects, touching nothing that the parent shares */
+	void (*forked)(void);
 };
 
 extern const struct kr_iobackend kr__io_uring, kr__io_epoll;

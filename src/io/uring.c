@@ -6,8 +6,8 @@
  * takes a lock.  Why: a completion is task work that the kernel runs on
  * the thread that submitted the request.  With one ring shared by all VPs
  * (karui's first design) that thread was usually running elsewhere and was
- * interrupted at once (an IPI per completion: 103,000 in 4 s of HTTP at
- * 100 connections, and 0.6x the Go server's requests/s).  Deferred task
+ * interrupted at once (an IPI per completion, which cost HTTP servers
+ * most of their requests/s).  Deferred task
  * work waits until the VP asks for its completions, at a point it chooses.
  *
  * A call fills a submission entry in its VP's ring (two with a deadline:
@@ -339,8 +339,9 @@ static void u_wait(void *arg, uint64_t deadline)
 		return;
 	}
 	back(r);
-	/* No spin first, unlike kr_vp_sleep: with wrk on the other core, a
-	 * 20 us spin cost 17% of HTTP requests/s (docs/benchmarks.md). */
+	/* No spin first, unlike kr_vp_sleep: with the load's client on the
+	 * other core, a spin here took its processor from it (an HTTP server
+	 * lost a sixth of its requests/s; docs/notes/). */
 	if (kr_vp_sleep_begin(&word, r->futex_armed) == 0) {
 		poll_ring(r);
 		return;
@@ -417,6 +418,20 @@ static void u_fini(void *arg)
 		munmap(U.fds, U.nfds * sizeof *U.fds);
 	memset(&U, 0, sizeof U);
 	kr__io_stopped();
+}
+
+/* In the child of a fork: the rings' memory is shared with the parent;
+ * unmap it and close the child's fds, submitting nothing. */
+static void u_forked(void)
+{
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		if (U.r[i]) {
+			io_uring_queue_exit(&U.r[i]->io);
+			free(U.r[i]);
+		}
+	if (U.fds)
+		munmap(U.fds, U.nfds * sizeof *U.fds);
+	memset(&U, 0, sizeof U);
 }
 
 static int u_init(kr_poller *p)
@@ -658,4 +673,5 @@ const struct kr_iobackend kr__io_uring = {
 	.run = u_run,
 	.cancel = u_cancel,
 	.forget = u_forget,
+	.forked = u_forked,
 };

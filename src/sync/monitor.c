@@ -109,10 +109,10 @@ static __attribute__((noinline)) int lock_slow(kr_mutex *m, kr_mp *self, uintptr
 	int err = wq_wait(&w, &m->lock, deadline, 0);
 	if (err && w.state == W_WAITING) {
 		wq_remove(&m->q, &w);
-		if (!m->q.head) /* stable: bit 0 is set and we hold m->lock */
-			__atomic_store_n(&m->state,
-					 __atomic_load_n(&m->state, __ATOMIC_RELAXED) & ~M_WAITERS,
-					 __ATOMIC_RELAXED);
+		if (!m->q.head) { /* stable: bit 0 is set and we hold m->lock */
+			uintptr_t s = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+			__atomic_store_n(&m->state, s & ~M_WAITERS, __ATOMIC_RELAXED);
+		}
 		kr__spin_unlock(&m->lock);
 	}
 	return err;

@@ -42,6 +42,22 @@
  * them for their own faults only; VP 0 and adopted threads keep the
  * application's mask.
  *
+ * Fork.  The child of a fork has one thread, the one that called fork: the
+ * parent's VPs are not there.  A pthread_atfork child handler (registered
+ * at the first kr_vp_allocate or kr_vp_adopt) makes L0 forget them: an
+ * empty registry, the semaphore at zero, and the forking thread no VP, so
+ * that every call that needs one returns EPERM at once and the child may
+ * start VPs of its own.  A thread started here blocks nearly every signal,
+ * which neither the child nor a program it execs must inherit: it gets
+ * back `appmask`, the mask of the application's thread that started it
+ * (for a VP started by a VP, that VP's appmask); an adopted thread's mask
+ * is the application's own (its appmask is its mask when adopted) and
+ * stays.  The VPs' memory is not freed in the child: the layers above
+ * still point at it, frozen.  The registry's lock, which a thread the
+ * child does not have may have held at the fork, is made anew there.
+ * Rejected: taking that lock in a prepare handler (a fork would wait for
+ * kr_vp_allocate's mmaps, to protect state that the child resets anyway).
+ *
  * Rejected: a futex word per VP with a list of sleepers (the wakeup of a VP
  * that is between "announce idle" and "sleep" needs extra states; the
  * semaphore gives that for free); condition variables (a mutex on every
@@ -70,12 +86,34 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static kr_vp *reg[KR_VP_MAX];
 static unsigned reg_live;   /* under reg_lock, but kr_vp_wakeup reads it
 			       without: stored atomically */
+static int fork_hooked; /* under reg_lock: fork_child is registered */
 
 static struct {
 	_Alignas(64) uint32_t tokens;
 	uint32_t waiters;
 	uint32_t stale;   /* event-source waits still queued, their VP awake */
 } sem;
+
+/* The child of a fork (see the top): no VPs. */
+static void fork_child(void)
+{
+	kr_vp *vp = kr__vp_self;
+	kr__vp_self = NULL;
+	if (vp && !vp->adopted)
+		pthread_sigmask(SIG_SETMASK, &vp->appmask, NULL);
+	pthread_mutex_init(&reg_lock, NULL);
+	memset(reg, 0, sizeof reg);
+	reg_live = 0;
+	memset(&sem, 0, sizeof sem);
+}
+
+/* Under reg_lock, before the first VP: 0 or ENOMEM (tried again next time). */
+static int fork_hook(void)
+{
+	if (!fork_hooked && pthread_atfork(NULL, NULL, fork_child) == 0)
+		fork_hooked = 1;
+	return fork_hooked ? 0 : ENOMEM;
+}
 
 static int slot_get(kr_vp *vp)
 {
@@ -216,6 +254,8 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 	pthread_mutex_lock(&reg_lock);
 	if (reg_live + n > KR_VP_MAX)
 		err = EAGAIN;
+	else
+		err = fork_hook();
 	/* slots taken now, threads created below: a failure undoes both */
 	for (; !err && made < n; made++) {
 		kr_vp *vp = vp_new();
@@ -231,20 +271,23 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 	pthread_mutex_unlock(&reg_lock);
 	/* Every thread waits at the gate; fn runs only if all were created.
 	 * Threads start with all signals blocked and inherit nothing else
-	 * (vp_thread unblocks the fault signals). */
+	 * (vp_thread unblocks the fault signals).  Their appmask is the
+	 * application's: the caller's mask, or the calling VP's appmask. */
 	struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
 	unsigned started = 0;
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	const sigset_t *app = kr__vp_self ? &kr__vp_self->appmask : &old;
 	for (; !err && started < made; started++) {
+		vps[started]->appmask = *app;
 		vps[started]->upper = &g;
-		if ((err = pthread_create(&vps[started]->thread, NULL, vp_thread, vps[started])))
+		if (pthread_create(&vps[started]->thread, NULL, vp_thread, vps[started])) {
+			err = EAGAIN;
 			break;
+		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err)
-		err = EAGAIN;
 	gate_open(&g, err ? -1 : 1, started);
 	for (unsigned i = 0; err && i < started; i++)
 		pthread_join(vps[i]->thread, NULL);
@@ -272,7 +315,9 @@ int kr_vp_adopt(kr_vp **out)
 	if (!vp)
 		return ENOMEM;
 	pthread_mutex_lock(&reg_lock);
-	int err = slot_get(vp);
+	int err = fork_hook();
+	if (!err)
+		err = slot_get(vp);
 	pthread_mutex_unlock(&reg_lock);
 	if (err) {
 		vp_free(vp);
@@ -280,6 +325,7 @@ int kr_vp_adopt(kr_vp **out)
 	}
 	vp->adopted = 1;
 	vp->thread = pthread_self();
+	pthread_sigmask(SIG_SETMASK, NULL, &vp->appmask);
 	altstack_install(vp);
 	kr__vp_self = vp;
 	kr__vp_set_status(vp, KR_VP_RUNNING);

@@ -4,6 +4,7 @@
 #define KARUI_VP_INTERNAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "karui/vp.h"
@@ -19,6 +20,8 @@ struct kr_vp {
 	void *upper;            /* owned by the layer above (L2: its per-VP state) */
 	void *altstack;         /* our alternate signal stack (vp.c), or NULL */
 	int altstack_on;        /* installed on the thread (it had none) */
+	sigset_t appmask;       /* the application's signal mask for this
+	                           thread (vp.c: fork) */
 };
 
 /* The calling thread's VP (initial-exec TLS). */

@@ -7,6 +7,8 @@
  *   karui-epoll   the same binary with KARUI_IO=epoll
  *   go            bench/peers/go/httpd.go: a goroutine per connection
  *   pthread       bench/peers/peer_httpd.c: a thread per connection
+ *   epoll         bench/peers/peer_httpd.c: the hand-written event loop,
+ *                 a thread and an epoll set per core (2)
  *
  * All answer "GET /" with "hello" through the same request handling
  * (examples/http_min.h; the Go peer mirrors it).  Each server is started
@@ -114,6 +116,7 @@ void kb_run_http(const kb_http_opts *o)
 		{"karui-epoll", "httpd", "--vps", "2", NULL, "epoll"},
 		{"go", "karui-bench-go", "httpd", NULL, NULL, NULL},
 		{"pthread", "karui-bench", "serve-pthread", NULL, NULL, NULL},
+		{"epoll", "karui-bench", "serve-epoll", NULL, NULL, NULL},
 	};
 	enum { NS = sizeof sv / sizeof sv[0], REPS_MAX = 8 };
 	if (system("command -v wrk >/dev/null 2>&1") != 0) {

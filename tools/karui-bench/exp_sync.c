@@ -300,3 +300,101 @@ int kb_karui_stream(const kb_args *a, kb_res *r)
 		err = EIO;
 	return finish(err, ns, a->iters, r);
 }
+
+/* ---- prodcons: 64 producers, 64 consumers, one monitor ---- */
+
+static struct {
+	kr_mutex m;
+	kr_cond not_full, not_empty;
+	long buf[KB_PC_SLOTS];
+	unsigned head, count;
+	long items;     /* in all */
+	long sum;       /* what the consumers took */
+	int abort;      /* not every flow could be created */
+} pc;
+
+/* Every flow starts here: main holds the mutex until all are created. */
+static int pc_start(void)
+{
+	kr_mutex_lock(&pc.m);
+	int go = !pc.abort;
+	kr_mutex_unlock(&pc.m);
+	return go;
+}
+
+/* flow i's share of the items: [lo, hi) */
+static void pc_share(long i, long *lo, long *hi)
+{
+	*lo = pc.items * i / KB_PC_FLOWS;
+	*hi = pc.items * (i + 1) / KB_PC_FLOWS;
+}
+
+static void *pc_producer(void *arg)
+{
+	long lo, hi;
+	pc_share((long)(intptr_t)arg, &lo, &hi);
+	if (!pc_start())
+		return arg;
+	for (long v = lo; v < hi; v++) {
+		kr_mutex_lock(&pc.m);
+		while (pc.count == KB_PC_SLOTS)
+			kr_cond_wait(&pc.not_full, &pc.m);
+		pc.buf[(pc.head + pc.count++) % KB_PC_SLOTS] = v;
+		kr_cond_signal(&pc.not_empty);
+		kr_mutex_unlock(&pc.m);
+		if ((v - lo + 1) % KB_PC_PAUSE_EVERY == 0)
+			kr_mp_sleep_for(KB_PC_PAUSE_NS);
+	}
+	return arg;
+}
+
+static void *pc_consumer(void *arg)
+{
+	long lo, hi, sum = 0;
+	pc_share((long)(intptr_t)arg, &lo, &hi);
+	if (!pc_start())
+		return arg;
+	for (long n = lo; n < hi; n++) {
+		kr_mutex_lock(&pc.m);
+		while (pc.count == 0)
+			kr_cond_wait(&pc.not_empty, &pc.m);
+		sum += pc.buf[pc.head];
+		pc.head = (pc.head + 1) % KB_PC_SLOTS;
+		pc.count--;
+		kr_cond_signal(&pc.not_full);
+		kr_mutex_unlock(&pc.m);
+	}
+	kr_mutex_lock(&pc.m);
+	pc.sum += sum;
+	kr_mutex_unlock(&pc.m);
+	return arg;
+}
+
+static int prodcons(const kb_args *a, kb_res *r, unsigned vps)
+{
+	kr_config c = {.vps = vps};
+	int err = kr_init(&c);
+	if (err)
+		return err;
+	memset(&pc, 0, sizeof pc);
+	pc.items = a->iters;
+	kr_mp *m[2 * KB_PC_FLOWS];
+	int made = 0;
+	double t0 = kb_now_ns();
+	kr_mutex_lock(&pc.m);
+	for (; made < 2 * KB_PC_FLOWS; made++)
+		if ((err = kr_mp_create(&m[made], NULL, made % 2 ? pc_consumer : pc_producer,
+					(void *)(intptr_t)(made / 2))) != 0)
+			break;
+	pc.abort = err != 0;
+	kr_mutex_unlock(&pc.m);
+	for (int i = 0; i < made; i++)
+		kr_mp_join(m[i], NULL);
+	double t1 = kb_now_ns();
+	if (!err && pc.sum != pc.items * (pc.items - 1) / 2)
+		err = EIO;
+	return finish(err, t1 - t0, 1, r);
+}
+
+int kb_karui_prodcons(const kb_args *a, kb_res *r) { return prodcons(a, r, 2); }
+int kb_karui_prodcons_1vp(const kb_args *a, kb_res *r) { return prodcons(a, r, 1); }

@@ -6,7 +6,7 @@
  *   karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]
  *   karui-bench count SYSTEM EXPERIMENT N     (one run, for callgrind)
  *   karui-bench locked SYSTEM EXPERIMENT [N]  (locked instructions by site)
- *   karui-bench serve-pthread                 (the http experiment's peer)
+ *   karui-bench serve-pthread | serve-epoll   (the http experiment's peers)
  *
  * Each (experiment, system) pair is run once to warm up (caches, branch
  * predictors, the CPU's clock, the runtime's own caches: the run is not
@@ -48,8 +48,10 @@ struct sys {
 
 struct exp {
 	const char *name, *what, *metric, *unit;
-	long iters, n;     /* full run; --quick divides iters by 10 */
+	long iters, n;     /* full run; --quick divides iters by 10 (and see quick_n) */
 	struct sys sys[MAXSYS];
+	double scale;      /* ns in one unit of the metric (0: the unit is ns) */
+	long quick_n;      /* n with --quick (0: n) */
 };
 
 static const struct exp EXPS[] = {
@@ -136,6 +138,17 @@ static const struct exp EXPS[] = {
 	 {{"karui", kb_karui_stream},
 	  {"go", NULL, "stream"},
 	  {"unix-pipe", kb_unix_pipe_stream}}},
+	{"skynet", "a spawn tree of n leaves, 10 children per flow, on 2 cores (default settings)",
+	 "tree", "ms", 1, 1000000,
+	 {{"karui", kb_karui_skynet},
+	  {"go", NULL, "skynet"},
+	  {"boost-fiber", kb_fiber_skynet}}, 1e6, 100000},
+	{"prodcons", "64 producers, 64 consumers, one monitor, pauses of 2 ms; n items",
+	 "run", "ms", 1000000, 0,
+	 {{"karui", kb_karui_prodcons},
+	  {"karui-1vp", kb_karui_prodcons_1vp},
+	  {"go", NULL, "prodcons"},
+	  {"pthread", kb_pthread_prodcons}}, 1e6},
 };
 #define NEXPS (sizeof EXPS / sizeof EXPS[0])
 
@@ -173,6 +186,33 @@ static const struct {
 };
 #define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
 
+/* The seeds' experiments with shapes of their own (exp.h: kb_ctx). */
+static const struct seed {
+	const char *name, *what, *systems;
+	void (*run)(const kb_ctx *c);
+} SEEDS[] = {
+	{"seed000.table2",
+	 "create/terminate, a chain of n nested processes: first pass, cached passes",
+	 "karui ucontext ucontext-mprot boost-fiber go pthread", kb_seed000_table2},
+	{"seed002.fig3", "2,000,000 switches between two flows at call depth L = C = 1..10",
+	 "karui boost-fcontext ucontext call-only", kb_seed002_fig3},
+	{"seed002.fig4", "2,000,000 switches between two flows, L = 1, C = 1..10",
+	 "karui boost-fcontext ucontext call-only", kb_seed002_fig4},
+};
+#define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
+
+/* The seeds' tables that are experiments above under their own names. */
+static const struct {
+	const char *name, *what;
+	const char *members[3];
+} GROUPS[] = {
+	{"seed000.table3", "lock/unlock and monitor enter/exit without a switch",
+	 {"mutex", "monitor"}},
+	{"seed000.table4", "two condition-variable operations with a switch",
+	 {"condvar_pingpong"}},
+};
+#define NGROUPS (sizeof GROUPS / sizeof GROUPS[0])
+
 static int json, quick;
 static const char *only;
 static long n_override;
@@ -195,8 +235,8 @@ static struct stat3 stats(double *v, int n)
 	return (struct stat3){n ? v[n / 2] : 0, n ? v[0] : 0, n ? v[n - 1] : 0, n};
 }
 
-static void emit(const char *exp, const char *sys, const char *metric, const char *unit,
-		 struct stat3 s, double karui, long n)
+static void emit_x(const char *exp, const char *sys, const char *metric, const char *unit,
+		   struct stat3 s, double karui, long n, double x)
 {
 	double ratio = karui > 0 ? s.med / karui : 0;
 	if (json) {
@@ -205,6 +245,8 @@ static void emit(const char *exp, const char *sys, const char *metric, const cha
 		       exp, sys, metric, s.med, unit, s.min, s.max, s.runs);
 		if (n)
 			printf(",\"n\":%ld", n);
+		if (x >= 0)
+			printf(",\"x\":%g", x);
 		if (karui > 0)
 			printf(",\"ratio_to_karui\":%.4g", ratio);
 		printf("}\n");
@@ -213,11 +255,19 @@ static void emit(const char *exp, const char *sys, const char *metric, const cha
 		       unit, s.min, s.max);
 		if (n)
 			printf(" n=%ld", n);
+		if (x >= 0)
+			printf(" x=%g", x);
 		if (karui > 0 && strcmp(sys, "karui") != 0)
 			printf("  %6.2fx karui", ratio);
 		printf("\n");
 	}
 	fflush(stdout);
+}
+
+static void emit(const char *exp, const char *sys, const char *metric, const char *unit,
+		 struct stat3 s, double karui, long n)
+{
+	emit_x(exp, sys, metric, unit, s, karui, n, -1);
 }
 
 /* kind: "skipped" (the system is not available here) or "failed" (it ran
@@ -232,8 +282,45 @@ static void emit_none(const char *exp, const char *sys, const char *kind, const 
 	fflush(stdout);
 }
 
-/* Run the Go program; fills ns[] and rss[] with one value per repeat. */
-static int run_go(const char *exp, long iters, long n, int reps, double *ns, double *rss)
+int kb_want(const kb_ctx *c, const char *exp, const char *sys)
+{
+	if (c->only && strcmp(c->only, sys) && strncmp(sys, "karui", 5))
+		return 0;
+	fprintf(stderr, "karui-bench: %s / %s ...\n", exp, sys);
+	return 1;
+}
+
+int kb_repeat(const kb_ctx *c, kb_fn fn, const kb_args *a, double *v)
+{
+	for (int r = -1; r < c->reps; r++) { /* r = -1: the warm-up */
+		kb_res res = {0, -1, -1};
+		int err = fn(a, &res);
+		if (err)
+			return err;
+		if (r >= 0)
+			v[r] = res.ns_per_op;
+	}
+	return 0;
+}
+
+double kb_row(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
+	      const char *unit, double *v, int nv, double karui, double x)
+{
+	(void)c;
+	struct stat3 st = stats(v, nv);
+	emit_x(exp, sys, metric, unit, st, karui, 0, x);
+	return st.med;
+}
+
+void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why)
+{
+	emit_none(exp, sys, kind, why);
+}
+
+/* Run the Go program; fills ns[], rss[] and peak[] with one value per
+ * repeat (-1: none). */
+static int run_go(const char *exp, long iters, long n, int reps, double *ns, double *rss,
+		  double *peak)
 {
 	char cmd[PATH_MAX + 128];
 	snprintf(cmd, sizeof cmd, "%s/karui-bench-go", self_dir);
@@ -246,9 +333,12 @@ static int run_go(const char *exp, long iters, long n, int reps, double *ns, dou
 		return -1;
 	int got = 0;
 	char line[256];
-	while (got < reps && fgets(line, sizeof line, p))
-		if (sscanf(line, "{\"ns_per_op\": %lf, \"rss_kib\": %lf}", &ns[got], &rss[got]) == 2)
+	while (got < reps && fgets(line, sizeof line, p)) {
+		peak[got] = -1;
+		if (sscanf(line, "{\"ns_per_op\": %lf, \"rss_kib\": %lf, \"peak\": %lf", &ns[got],
+			   &rss[got], &peak[got]) >= 2)
 			got++;
+	}
 	pclose(p);
 	return got;
 }
@@ -256,8 +346,9 @@ static int run_go(const char *exp, long iters, long n, int reps, double *ns, dou
 static void run_exp(const struct exp *e)
 {
 	int reps = quick ? 5 : 11;
-	long n = n_override ? n_override : e->n;
-	double karui = 0, karui_mem = 0;
+	long n = n_override ? n_override : quick && e->quick_n ? e->quick_n : e->n;
+	double karui = 0, karui_mem = 0, karui_peak = 0;
+	double scale = e->scale > 0 ? e->scale : 1;
 	for (int i = 0; i < MAXSYS && e->sys[i].name; i++) {
 		const struct sys *s = &e->sys[i];
 		if (only && strcmp(only, s->name) != 0 && strcmp(s->name, "karui") != 0)
@@ -265,21 +356,22 @@ static void run_exp(const struct exp *e)
 		long iters = e->iters / (quick && e->iters > 1 ? 10 : 1) / (s->div ? s->div : 1);
 		long sn = s->ncap && n > s->ncap ? s->ncap : n;
 		kb_args a = {.iters = iters < 1 ? 1 : iters, .n = sn > 0 ? sn : 1};
-		double ns[16], rss[16];
+		double ns[16], rss[16], peak[16];
 		int got = 0, err = 0;
 		fprintf(stderr, "karui-bench: %s / %s ...\n", e->name, s->name);
 		if (s->fn) {
 			for (int r = -1; r < reps; r++) { /* r = -1: the warm-up */
-				kb_res res = {0, -1};
+				kb_res res = {0, -1, -1};
 				if ((err = s->fn(&a, &res)) != 0)
 					break;
 				if (r < 0)
 					continue;
 				ns[got] = res.ns_per_op;
+				peak[got] = res.peak;
 				rss[got++] = res.rss_kib;
 			}
 		} else {
-			got = run_go(s->go, a.iters, a.n, reps, ns, rss);
+			got = run_go(s->go, a.iters, a.n, reps, ns, rss, peak);
 			if (got < 0) {
 				emit_none(e->name, s->name, "skipped",
 					  "karui-bench-go not built (no Go toolchain)");
@@ -290,6 +382,8 @@ static void run_exp(const struct exp *e)
 			emit_none(e->name, s->name, "failed", err ? strerror(err) : "no result");
 			continue;
 		}
+		for (int r = 0; r < got; r++)
+			ns[r] /= scale;
 		struct stat3 st = stats(ns, got);
 		if (!strcmp(s->name, "karui"))
 			karui = st.med;
@@ -301,6 +395,12 @@ static void run_exp(const struct exp *e)
 			if (!strcmp(s->name, "karui"))
 				karui_mem = m.med;
 			emit(e->name, s->name, "memory", "B/flow", m, karui_mem, sn);
+		}
+		if (peak[0] >= 0) {
+			struct stat3 m = stats(peak, got);
+			if (!strcmp(s->name, "karui"))
+				karui_peak = m.med;
+			emit(e->name, s->name, "peak live", "flows", m, karui_peak, sn);
 		}
 	}
 }
@@ -418,7 +518,7 @@ static void usage(FILE *f)
 		   "       karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]\n"
 		   "       karui-bench count SYSTEM EXPERIMENT N\n"
 		   "       karui-bench locked SYSTEM EXPERIMENT [N]\n"
-		   "       karui-bench serve-pthread\n");
+		   "       karui-bench serve-pthread | serve-epoll\n");
 }
 
 static void list(void)
@@ -427,6 +527,14 @@ static void list(void)
 		printf("%-13s %s; systems:", EXPS[i].name, EXPS[i].what);
 		for (int j = 0; j < MAXSYS && EXPS[i].sys[j].name; j++)
 			printf(" %s", EXPS[i].sys[j].name);
+		printf("\n");
+	}
+	for (size_t i = 0; i < NSEEDS; i++)
+		printf("%-13s %s; systems: %s\n", SEEDS[i].name, SEEDS[i].what, SEEDS[i].systems);
+	for (size_t i = 0; i < NGROUPS; i++) {
+		printf("%-13s %s: runs", GROUPS[i].name, GROUPS[i].what);
+		for (int j = 0; j < 3 && GROUPS[i].members[j]; j++)
+			printf(" %s", GROUPS[i].members[j]);
 		printf("\n");
 	}
 	printf("%-13s HTTP \"hello\" on loopback driven by wrk, --n connections (100); "
@@ -454,12 +562,21 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "serve-pthread"))
 		return kb_pthread_httpd();
+	if (!strcmp(argv[1], "serve-epoll"))
+		return kb_epoll_httpd();
 	if (!strcmp(argv[1], "count")) {
 		if (argc != 5 || atol(argv[4]) <= 0) {
 			usage(stderr);
 			return 2;
 		}
 		return count(argv[2], argv[3], atol(argv[4])) ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "chain")) {
+		if (argc != 5 || atol(argv[3]) <= 0 || atol(argv[4]) <= 0) {
+			usage(stderr);
+			return 2;
+		}
+		return kb_chain_once(argv[2], atol(argv[3]), atol(argv[4]));
 	}
 	if (!strcmp(argv[1], "locked")) {
 		long n = argc == 5 ? atol(argv[4]) : 20000;
@@ -493,6 +610,13 @@ int main(int argc, char **argv)
 	    found = all || !strcmp(name, "instructions") || !strcmp(name, "http");
 	for (size_t i = 0; i < NEXPS; i++)
 		found |= !strcmp(name, EXPS[i].name);
+	for (size_t i = 0; i < NSEEDS; i++)
+		found |= !strcmp(name, SEEDS[i].name);
+	const char *const *group = NULL;
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (!strcmp(name, GROUPS[i].name))
+			group = GROUPS[i].members;
+	found |= group != NULL;
 	if (!found) {
 		fprintf(stderr, "karui-bench: no experiment '%s' (see karui-bench list)\n", name);
 		return 2;
@@ -500,9 +624,18 @@ int main(int argc, char **argv)
 	if (!json)
 		printf("%-13s %-15s %-23s %10s %-7s %s\n", "experiment", "system", "metric",
 		       "median", "unit", "[min .. max]  peer/karui");
-	for (size_t i = 0; i < NEXPS; i++)
-		if (all || !strcmp(name, EXPS[i].name))
+	for (size_t i = 0; i < NEXPS; i++) {
+		int in_group = 0;
+		for (int j = 0; group && j < 3 && group[j]; j++)
+			in_group |= !strcmp(group[j], EXPS[i].name);
+		if (all || in_group || !strcmp(name, EXPS[i].name))
 			run_exp(&EXPS[i]);
+	}
+	kb_ctx ctx = {.dir = self_dir, .only = only, .quick = quick, .reps = quick ? 5 : 11,
+		      .n = n_override};
+	for (size_t i = 0; i < NSEEDS; i++)
+		if (all || !strcmp(name, SEEDS[i].name))
+			SEEDS[i].run(&ctx);
 	if (all || !strcmp(name, "http"))
 		run_http();
 	if (all || !strcmp(name, "instructions"))

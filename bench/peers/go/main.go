@@ -1,4 +1,4 @@
-// benchpeer: the Go peer of karui-bench (goroutines on one P).
+// benchpeer: the Go peer of karui-bench (goroutines, on one P unless said).
 //
 // Usage: benchpeer EXPERIMENT ITERS N REPEATS
 //        benchpeer httpd     (httpd.go: the HTTP server peer)
@@ -24,11 +24,27 @@
 //	stream       ITERS blocks of 4096 bytes through an io.Pipe from the main
 //	             goroutine to a reader goroutine that reads into a 4096-byte
 //	             buffer and checks the total; one op = one block
+//	skynet       a tree of goroutines, 10 children each, down to N leaves;
+//	             a leaf sends its number on its parent's channel (buffered,
+//	             10), a parent the sum of what it received; the root checks
+//	             the total; one op = the tree; "peak" = the most goroutines
+//	             alive (runtime.NumGoroutine) sampled at every 1024th leaf
+//	prodcons     64 producer and 64 consumer goroutines, a 64-slot buffer
+//	             under one sync.Mutex with two sync.Conds; ITERS items; each
+//	             producer sleeps 2 ms (time.Sleep) after every 1000th item;
+//	             the consumers' total is checked; one op = the whole run
 //
-// GOMAXPROCS is 1 for every experiment.  A first run warms up and prints
-// nothing; then each repeat prints one line:
+//	chain        seed000.table2, in a fresh process: a chain of N goroutines,
+//	             each starting the next and waiting for it to end (a channel
+//	             closed at its end), run 1 + ITERS times; prints one line
+//	             {"first": ns per goroutine of the first pass, "cached": of
+//	             the later ones}, with no warm-up (REPEATS must be 1)
 //
-//	{"ns_per_op": <float>, "rss_kib": <float or -1>}
+// GOMAXPROCS is 1 for every experiment but skynet and prodcons, which run
+// with 2 (the default on a 2-CPU machine, and karui's 2 VPs).  A first run
+// warms up and prints nothing; then each repeat prints one line:
+//
+//	{"ns_per_op": <float>, "rss_kib": <float or -1>[, "peak": <float>]}
 //
 // A broken run (a wrong reply or byte count) prints to stderr and exits 1.
 package main
@@ -51,6 +67,7 @@ import (
 type result struct {
 	nsPerOp float64
 	rssKiB  float64
+	peak    float64 // -1: none
 }
 
 // rssKiB returns VmRSS from /proc/self/status in KiB, or -1.
@@ -100,7 +117,7 @@ func yield(iters int64) result {
 	go body(0)
 	go body(1)
 	wg.Wait()
-	return result{nsPer(time.Since(start), iters), -1}
+	return result{nsPer(time.Since(start), iters), -1, -1}
 }
 
 func empty(wg *sync.WaitGroup) {
@@ -115,7 +132,7 @@ func createJoin(iters int64) result {
 		go empty(&wg)
 		wg.Wait()
 	}
-	return result{nsPer(time.Since(start), iters), -1}
+	return result{nsPer(time.Since(start), iters), -1, -1}
 }
 
 func createBatch(n int64) result {
@@ -126,7 +143,7 @@ func createBatch(n int64) result {
 		go empty(&wg)
 	}
 	wg.Wait()
-	return result{nsPer(time.Since(start), n), -1}
+	return result{nsPer(time.Since(start), n), -1, -1}
 }
 
 func many(n int64) result {
@@ -156,7 +173,7 @@ func many(n int64) result {
 	if rss0 >= 0 && rss1 >= 0 {
 		growth = rss1 - rss0
 	}
-	return result{nsPer(spawn, n), growth}
+	return result{nsPer(spawn, n), growth, -1}
 }
 
 func mutex(iters int64) result {
@@ -166,7 +183,7 @@ func mutex(iters int64) result {
 		mu.Lock()
 		mu.Unlock()
 	}
-	return result{nsPer(time.Since(start), iters), -1}
+	return result{nsPer(time.Since(start), iters), -1, -1}
 }
 
 func monitor(iters int64) result {
@@ -178,7 +195,7 @@ func monitor(iters int64) result {
 		c.Signal()
 		mu.Unlock()
 	}
-	return result{nsPer(time.Since(start), iters), -1}
+	return result{nsPer(time.Since(start), iters), -1, -1}
 }
 
 func condvarPingpong(iters int64) result {
@@ -210,7 +227,7 @@ func condvarPingpong(iters int64) result {
 	flow(0) // end is even: returns when the last round is back
 	d := time.Since(start)
 	wg.Wait()
-	return result{nsPer(d, iters), -1}
+	return result{nsPer(d, iters), -1, -1}
 }
 
 func chanPingpong(iters int64) result {
@@ -231,7 +248,7 @@ func chanPingpong(iters int64) result {
 	d := time.Since(start)
 	close(c1)
 	wg.Wait()
-	return result{nsPer(d, iters), -1}
+	return result{nsPer(d, iters), -1, -1}
 }
 
 // relay is one side of chan_relay (see the header); side 0 starts the
@@ -268,7 +285,7 @@ func chanRelay(iters int64) result {
 	if int64(end) != iters {
 		fail(fmt.Sprintf("chan_relay: token came back as %d, want %d", end, iters))
 	}
-	return result{nsPer(d, iters), -1}
+	return result{nsPer(d, iters), -1, -1}
 }
 
 type request struct {
@@ -298,7 +315,7 @@ func rendezvous(iters int64) result {
 	if int64(v) != iters {
 		fail("rendezvous: wrong replies")
 	}
-	return result{nsPer(d, iters), -1}
+	return result{nsPer(d, iters), -1, -1}
 }
 
 const block = 4096
@@ -331,7 +348,138 @@ func stream(blocks int64) result {
 	if n != blocks*block {
 		fail(fmt.Sprintf("stream: read %d bytes, want %d", n, blocks*block))
 	}
-	return result{nsPer(d, blocks), -1}
+	return result{nsPer(d, blocks), -1, -1}
+}
+
+const skyDiv, skySample = 10, 1024
+
+var skyPeak atomic.Int64
+
+func skyNote() {
+	n := int64(runtime.NumGoroutine())
+	for {
+		p := skyPeak.Load()
+		if n <= p || skyPeak.CompareAndSwap(p, n) {
+			return
+		}
+	}
+}
+
+func sky(c chan int64, num, size int64) {
+	if size == 1 {
+		if num%skySample == 0 {
+			skyNote()
+		}
+		c <- num
+		return
+	}
+	rc := make(chan int64, skyDiv)
+	sub := size / skyDiv
+	for i := int64(0); i < skyDiv; i++ {
+		go sky(rc, num+i*sub, sub)
+	}
+	var sum int64
+	for i := 0; i < skyDiv; i++ {
+		sum += <-rc
+	}
+	c <- sum
+}
+
+func skynet(leaves int64) result {
+	skyPeak.Store(0)
+	c := make(chan int64, 1)
+	start := time.Now()
+	go sky(c, 0, leaves)
+	sum := <-c
+	d := time.Since(start)
+	if sum != leaves*(leaves-1)/2 {
+		fail(fmt.Sprintf("skynet: sum %d, want %d", sum, leaves*(leaves-1)/2))
+	}
+	return result{float64(d.Nanoseconds()), -1, float64(skyPeak.Load())}
+}
+
+const pcFlows, pcSlots, pcPauseEvery = 64, 64, 1000
+
+func prodcons(items int64) result {
+	var mu sync.Mutex
+	notFull, notEmpty := sync.NewCond(&mu), sync.NewCond(&mu)
+	var buf [pcSlots]int64
+	var head, count, total int64
+	var wg sync.WaitGroup
+	share := func(i int64) (int64, int64) {
+		return items * i / pcFlows, items * (i + 1) / pcFlows
+	}
+	producer := func(i int64) {
+		defer wg.Done()
+		lo, hi := share(i)
+		for v := lo; v < hi; v++ {
+			mu.Lock()
+			for count == pcSlots {
+				notFull.Wait()
+			}
+			buf[(head+count)%pcSlots] = v
+			count++
+			notEmpty.Signal()
+			mu.Unlock()
+			if (v-lo+1)%pcPauseEvery == 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+	}
+	consumer := func(i int64) {
+		defer wg.Done()
+		lo, hi := share(i)
+		var sum int64
+		for n := lo; n < hi; n++ {
+			mu.Lock()
+			for count == 0 {
+				notEmpty.Wait()
+			}
+			sum += buf[head]
+			head = (head + 1) % pcSlots
+			count--
+			notFull.Signal()
+			mu.Unlock()
+		}
+		mu.Lock()
+		total += sum
+		mu.Unlock()
+	}
+	start := time.Now()
+	wg.Add(2 * pcFlows)
+	for i := int64(0); i < pcFlows; i++ {
+		go producer(i)
+		go consumer(i)
+	}
+	wg.Wait()
+	d := time.Since(start)
+	if total != items*(items-1)/2 {
+		fail(fmt.Sprintf("prodcons: total %d, want %d", total, items*(items-1)/2))
+	}
+	return result{float64(d.Nanoseconds()), -1, -1}
+}
+
+func chainFrom(d, n int64) {
+	if d < n {
+		done := make(chan struct{})
+		go func() {
+			chainFrom(d+1, n)
+			close(done)
+		}()
+		<-done
+	}
+}
+
+func chain(n, m int64) {
+	start := time.Now()
+	chainFrom(0, n)
+	first := time.Since(start)
+	start = time.Now()
+	for i := int64(0); i < m; i++ {
+		chainFrom(0, n)
+	}
+	fmt.Printf("{\"first\": %.3f, \"cached\": %.3f}\n", nsPer(first, n),
+		nsPer(time.Since(start), n*m))
 }
 
 func fail(msg string) {
@@ -344,6 +492,7 @@ func usage(msg string) {
 	fmt.Fprintln(os.Stderr, "usage: benchpeer EXPERIMENT ITERS N REPEATS")
 	fmt.Fprintln(os.Stderr, "experiments: yield create_join create_batch many mutex monitor")
 	fmt.Fprintln(os.Stderr, "             condvar_pingpong chan_pingpong chan_relay rendezvous stream")
+	fmt.Fprintln(os.Stderr, "             skynet prodcons chain")
 	os.Exit(2)
 }
 
@@ -367,6 +516,15 @@ func main() {
 	n := posArg("N", os.Args[3])
 	repeats := posArg("REPEATS", os.Args[4])
 	var run func() result
+	procs := 1
+	if os.Args[1] == "chain" {
+		if repeats != 1 {
+			usage("chain runs once per process: REPEATS must be 1")
+		}
+		runtime.GOMAXPROCS(procs)
+		chain(n, iters)
+		return
+	}
 	switch os.Args[1] {
 	case "yield":
 		run = func() result { return yield(iters) }
@@ -390,13 +548,24 @@ func main() {
 		run = func() result { return rendezvous(iters) }
 	case "stream":
 		run = func() result { return stream(iters) }
+	case "skynet":
+		procs = 2
+		run = func() result { return skynet(n) }
+	case "prodcons":
+		procs = 2
+		run = func() result { return prodcons(iters) }
 	default:
 		usage(fmt.Sprintf("unknown experiment %q", os.Args[1]))
 	}
-	runtime.GOMAXPROCS(1)
+	runtime.GOMAXPROCS(procs)
 	run() // the warm-up, not printed (karui-bench's rule for every system)
 	for i := int64(0); i < repeats; i++ {
 		r := run()
-		fmt.Printf("{\"ns_per_op\": %.3f, \"rss_kib\": %.1f}\n", r.nsPerOp, r.rssKiB)
+		if r.peak >= 0 {
+			fmt.Printf("{\"ns_per_op\": %.3f, \"rss_kib\": %.1f, \"peak\": %.0f}\n",
+				r.nsPerOp, r.rssKiB, r.peak)
+		} else {
+			fmt.Printf("{\"ns_per_op\": %.3f, \"rss_kib\": %.1f}\n", r.nsPerOp, r.rssKiB)
+		}
 	}
 }

@@ -1,0 +1,138 @@
+/*
+ * karui L2 — blocking calls (kr_blocking_enter / _leave) and the spare VPs.
+ *
+ * Blocking sections (kr_blocking_enter / _leave) belong to the
+ * microprocess: one that switches away inside a section hands its VP back
+ * to the others (the VP counts as running again) and takes the section to
+ * the VP it resumes on (kr__sw_blocked).
+ *
+ * Blocking calls.  karui keeps `active` (workers neither inside a blocking
+ * call nor parked as spares) at the configured VP count: a microprocess
+ * that enters a blocking call takes its VP out of `active`, and if that
+ * leaves too few, a parked spare VP is resumed or a new one started; it
+ * runs the other microprocesses (the blocked VP's queue too: idle VPs
+ * steal, shared queues are shared).  When the call returns, the VP counts
+ * again, and a spare that goes idle while there are too many parks
+ * (kr__spare_retire).  Spares stay until kr_fini.  Both tell the event
+ * source first (its `leave`), which moves requests only this VP would
+ * see complete.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+
+#include "rt.h"
+
+/* This VP stops looking at the event source for a while. */
+static void poller_leave(void)
+{
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) && G.poller.leave)
+		G.poller.leave(G.poller.arg);
+}
+
+static void spare_run(void)
+{
+	pthread_mutex_lock(&G.spare_lock);
+	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+	if (G.spare_parked) {
+		G.spare_parked--;
+		G.spare_tokens++;
+		pthread_cond_signal(&G.spare_cv);
+	} else if (G.nspares < KR_VP_MAX &&
+		   kr_vp_allocate(1, kr__vp_main, &G.spares, &G.spares[G.nspares]) == 0) {
+		G.nspares++;
+	} else {
+		/* no thread: the blocked VP's work waits for it */
+		__atomic_fetch_sub(&G.active, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&G.spare_lock);
+}
+
+void kr__spare_retire(struct kr_worker *w)
+{
+	uint32_t a = __atomic_load_n(&G.active, __ATOMIC_RELAXED);
+	while (a > G.sched.nvp)
+		if (__atomic_compare_exchange_n(&G.active, &a, a - 1, 1, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			break;
+	if (a <= G.sched.nvp)
+		return;
+	poller_leave();
+	/* A shared event source needs a VP waiting in it whenever all are
+	 * idle.  This one may have been that VP while the others went to
+	 * sleep on L0 (kr_sched_park), and it is not coming back: wake one
+	 * of them to take its place. */
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) &&
+	    !(G.poller.flags & KR_POLLER_PER_VP))
+		kr_vp_wakeup(1);
+	/* Its timers are left to the idle VPs, which may have gone to sleep
+	 * before they were armed (a microprocess that slept inside a
+	 * blocking section made this VP count as running, and so this
+	 * spare one too many): wake one, to sleep again with them in its
+	 * deadline. */
+	if (__atomic_load_n(&w->timers.next, __ATOMIC_ACQUIRE) != KR_FOREVER)
+		kr_sched_unpark(1);
+	kr_vp_publish(KR_VP_SUSPENDED);
+	pthread_mutex_lock(&G.spare_lock);
+	G.spare_parked++;
+	while (!G.spare_tokens && !__atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&G.spare_cv, &G.spare_lock);
+	if (G.spare_tokens)
+		G.spare_tokens--; /* spare_run counted us active again */
+	else
+		G.spare_parked--;
+	pthread_mutex_unlock(&G.spare_lock);
+	kr_vp_publish(KR_VP_RUNNING);
+}
+
+/* The VP of the running microprocess goes into a blocking section
+ * (kr_blocking_enter, or a microprocess that switched away inside one
+ * resuming here: kr__sw_blocked), and out of it (kr_blocking_leave, the
+ * switch away, an exit inside one: mp_end). */
+static void blocking_begin(struct kr_worker *w)
+{
+	w->blocked = 1;
+	poller_leave();
+	kr_vp_publish(KR_VP_BLOCKED);
+	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
+		spare_run();
+}
+
+void kr__blocking_end(struct kr_worker *w)
+{
+	w->blocked = 0;
+	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+	kr_vp_publish(KR_VP_RUNNING);
+}
+
+int kr_blocking_enter(void)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	if (w->blocked)
+		return EBUSY;
+	blocking_begin(w);
+	return 0;
+}
+
+int kr_blocking_leave(void)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return EPERM;
+	if (!w->blocked)
+		return EINVAL;
+	kr__blocking_end(w);
+	return 0;
+}
+
+/* A switch away inside a blocking section: the VP counts as running while
+ * self waits, and the section goes on where self resumes. */
+__attribute__((noinline)) void kr__sw_blocked(struct kr_worker *w, kr_mp *self, kr_mp *next)
+{
+	kr__blocking_end(w);
+	sw_plain(w, self, next);
+	blocking_begin(W());
+}
+

@@ -1,0 +1,327 @@
+/*
+ * karui L2 — the core's shared runtime state, for the files of L2 only:
+ * the workers, the scheduler's dispatch, the switch and the inline fast
+ * paths that life.c, park.c, blocking.c, runtime.c and timer.c share.
+ *
+ * Concepts.  A worker is L2's view of a VP: the microprocess it runs (cur)
+ * and an idle context that looks for work when no microprocess can run.
+ * The scheduler module (sched.h) decides which microprocess runs next; the
+ * files of L2 do everything else: create, exit and join (life.c), sleep,
+ * wakeup and the switches themselves (park.c), blocking sections
+ * (blocking.c), start-up, shut-down and the idle loop (runtime.c), the
+ * timers (timer.c).
+ *
+ * The hard problem: a microprocess that stops running (yield, sleep, exit)
+ * must be findable by other VPs as early as possible, but must not be
+ * resumed anywhere before its own VP has finished saving its context.
+ * Two words settle it: on_cpu, below, and wstate, the wakeup permit
+ * (park.c):
+ *
+ *   on_cpu   1 from the moment a VP decides to run the microprocess until
+ *            that VP has switched away from it; cleared (release) by the
+ *            *next* context on that VP, right after kr_ctx_switch returns
+ *            there (finish()).  Anyone about to run a microprocess first
+ *            checks (acquire) that on_cpu == 0, almost always already
+ *            true.  So a yielding microprocess can be queued before it
+ *            switches, and one going to sleep can be woken before it has
+ *            left.  Only a context that holds nothing half switched out
+ *            (an idle loop, a running microprocess) may *wait* for on_cpu:
+ *            a VP that is leaving X must not wait for Y while the VP that
+ *            is leaving Y waits for X.  route() sends such a switch through
+ *            the idle context, which finishes leaving X first.
+ *
+ * Thread pointer: after any switch the code may run on another kernel
+ * thread, so the worker is re-read (KR_TLS_GET) after every switch and
+ * never kept across one.
+ *
+ * Rejected: doing all state changes on the next context after the switch
+ * (Go's mcall to g0): it costs a second lock round trip on every yield.
+ */
+#ifndef KARUI_CORE_RT_H
+#define KARUI_CORE_RT_H
+
+#include "internal.h"
+#include "sched_default.h"
+#include "../arch/ctx_init.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+/* The runtime's state (runtime.c), G in the files of L2. */
+struct kr__rt {
+	int running;
+	uint32_t stopping;
+	struct kr_sched sched;
+	kr_mp *main;
+	kr_mp *handoff;         /* kr_fini: the main mp waiting for VP 0 */
+	struct kr_worker *w0;
+	kr_vp **vps;            /* VPs 1.. started by kr_init */
+	unsigned nvps;
+	pthread_mutex_t lock;   /* kr_init against a concurrent kr_init */
+	int busy;               /* under lock: from kr_init's check to the end
+	                           of its failure, or of kr_fini */
+	int fork_hooked;        /* under lock: fork_child is registered */
+	/* the event source (sched.h) */
+	kr_poller poller;
+	uint32_t poller_on;     /* poller set: busy VPs poll it */
+	struct kr_worker *polling; /* the VP inside poller.wait, if any */
+	/* blocking calls: workers that are neither blocked nor parked
+	 * spares, and the spare VPs (see kr_blocking_enter) */
+	uint32_t active;
+	pthread_mutex_t spare_lock;
+	pthread_cond_t spare_cv;
+	unsigned spare_parked, spare_tokens, nspares;
+	kr_vp *spares[KR_VP_MAX];
+};
+extern struct kr__rt kr__rt __attribute__((visibility("hidden")));
+#define G kr__rt
+
+/* per-worker counters, owner-written, summed by readers */
+struct counters {
+	unsigned long created, ended;   /* created also numbers the ids */
+};
+/* every worker by VP id, for idle VPs to expire the timers of busy ones */
+extern struct kr_worker *kr__workers[KR_VP_MAX] __attribute__((visibility("hidden")));
+
+static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
+
+#define SCHED (&G.sched)
+#define OPS (G.sched.ops)
+/* The default scheduler is called directly, any other through its ops. */
+#define IS_DEFAULT (OPS == &kr_sched_default)
+#define NEXT(w, prev)                                                          \
+	(IS_DEFAULT ? kr__d_next_in(SCHED, (w)->vp, (w)->sched_vp, prev)            \
+		    : OPS->next(SCHED, (w)->vp, prev))
+#define TAKE(w, mp, prev)                                                      \
+	(IS_DEFAULT ? kr__d_take_in(SCHED, (w)->sched_vp, mp, prev)                 \
+	 : OPS->take ? OPS->take(SCHED, (w)->vp, mp, prev) : ESRCH)
+/* w may be NULL: a thread that is no VP */
+#define READY(w, mp)                                                           \
+	(IS_DEFAULT ? kr__d_ready_in(SCHED, (w) ? (w)->sched_vp : NULL, mp)          \
+		    : OPS->ready(SCHED, (w) ? (w)->vp : NULL, mp))
+/* a new microprocess, made on w */
+#define SPAWN(w, mp)                                                           \
+	(IS_DEFAULT ? kr__d_spawn_in(SCHED, (w)->sched_vp, mp)                       \
+		    : OPS->ready(SCHED, (w)->vp, mp))
+
+/* ---------------- sanitizer annotations of the switch ---------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+static inline void ctx_bounds(struct kr_worker *w, kr_mp *mp, const void **lo, size_t *sz)
+{
+	if (mp) {
+		*lo = mp->stack_lo;
+		*sz = mp->stack_size;
+	} else {
+		*lo = w->idle_stack_lo;
+		*sz = w->idle_stack_size;
+	}
+}
+#define ASAN_START(w, save, to)                                                \
+	do {                                                                   \
+		const void *lo_;                                               \
+		size_t sz_;                                                    \
+		ctx_bounds(w, to, &lo_, &sz_);                                 \
+		__sanitizer_start_switch_fiber(save, lo_, sz_);                \
+	} while (0)
+#define ASAN_FINISH(save) __sanitizer_finish_switch_fiber(save, NULL, NULL)
+#else
+#define ASAN_START(w, save, to) ((void)0)
+#define ASAN_FINISH(save) ((void)0)
+#endif
+
+/* ThreadSanitizer: every context is a TSan fiber (the idle loop of VPs
+ * 1.. runs on its thread's own).  A switch is announced just before it
+ * happens, with synchronisation, as a switch on one VP orders everything
+ * before it before everything after it. */
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#define TSAN_SWITCH(w, to) __tsan_switch_to_fiber((to) ? (to)->tsan_fiber : (w)->tsan_idle, 0)
+#define TSAN_NEW(mp) ((mp)->tsan_fiber = __tsan_create_fiber(0))
+#define TSAN_FREE(mp) __tsan_destroy_fiber((mp)->tsan_fiber)
+#define TSAN_THREAD() __tsan_get_current_fiber()
+#define TSAN_FIBER() __tsan_create_fiber(0)
+#define TSAN_DROP(f) __tsan_destroy_fiber(f)
+#else
+#define TSAN_THREAD() NULL
+#define TSAN_FIBER() NULL
+#define TSAN_DROP(f) ((void)(f))
+#define TSAN_SWITCH(w, to) ((void)0)
+#define TSAN_NEW(mp) ((void)0)
+#define TSAN_FREE(mp) ((void)0)
+#endif
+
+/* A record goes back to the stack cache. */
+static inline void release_record(struct kr_worker *w, kr_mp *mp)
+{
+	TSAN_FREE(mp);
+	kr__stack_put(w->stacks, mp);
+}
+
+/* ---------------- switching ---------------- */
+
+/* On the context that was just resumed: complete the switch away from
+ * `from` (NULL when the switch came from an idle loop). */
+static inline __attribute__((always_inline)) void finish(void *from)
+{
+	kr_mp *p = from;
+	if (!p)
+		return;
+	if (__builtin_expect(p->on_cpu == 2, 0)) {
+		release_record(W(), p); /* a detached mp that ended */
+		return;
+	}
+	__atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+}
+
+static inline __attribute__((always_inline)) void claim_cpu(struct kr_worker *w, kr_mp *next)
+{
+	while (__atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE))
+		kr_cpu_relax();
+	next->on_cpu = 1;
+	w->cur = next;
+}
+
+/* The context to switch to in order to run `next` (NULL: nothing to run).
+ * Waiting for next->on_cpu here, while the caller is itself half switched
+ * out, could deadlock: two VPs, each waiting for the microprocess the other
+ * is leaving.  So if next has not been released yet (rare), go through the
+ * idle context: it completes the caller's switch first, then waits for next
+ * holding nothing (w->pending). */
+static inline __attribute__((always_inline)) kr_mp *route(struct kr_worker *w, kr_mp *next,
+							   kr_ctx **to)
+{
+	if (next && __atomic_load_n(&next->on_cpu, __ATOMIC_ACQUIRE) == 0) {
+		next->on_cpu = 1;
+		w->cur = next;
+		*to = &next->ctx;
+		return next;
+	}
+	w->pending = next;
+	w->cur = NULL;
+	*to = &w->idle_ctx;
+	return NULL;
+}
+
+/* Leave `self` (already queued, sleeping or ended-and-joinable) for `next`,
+ * or for the idle loop when next is NULL.  Returns when self is resumed. */
+static inline __attribute__((always_inline)) void sw_plain(struct kr_worker *w, kr_mp *self,
+							   kr_mp *next)
+{
+	kr_ctx *to;
+	next = route(w, next, &to);
+#if defined(__SANITIZE_ADDRESS__)
+	void *fake;
+	ASAN_START(w, &fake, next);
+	TSAN_SWITCH(w, next);
+	finish(kr__ctx_switch(&self->ctx, to, self));
+	ASAN_FINISH(fake);
+#else
+	TSAN_SWITCH(w, next);
+	finish(kr__ctx_switch(&self->ctx, to, self));
+#endif
+}
+
+/* blocking.c */
+void kr__sw_blocked(struct kr_worker *w, kr_mp *self, kr_mp *next);
+void kr__blocking_end(struct kr_worker *w);
+void kr__spare_retire(struct kr_worker *w);
+
+static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+{
+	if (__builtin_expect(w->blocked, 0))
+		kr__sw_blocked(w, self, next);
+	else
+		sw_plain(w, self, next);
+}
+
+/* ---------------- timers ---------------- */
+
+/* timer.c */
+void kr__timers_run(struct kr_worker *w);
+void kr__timers_run_all(void);
+
+/* At a scheduling point: while this VP has timers, look at the clock (a
+ * clock read costs a few yields) at every 8th point.  Idle VPs look at every
+ * VP's timers each time round their loop, so a timer is late by at most
+ * 8 scheduling points of its VP or one idle VP's wake-up.  timers_due says
+ * whether this point is one to look; kr__timers_run (timer.c) looks. */
+static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
+{
+	return __builtin_expect(__atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
+				__atomic_load_n(&G.poller_on, __ATOMIC_RELAXED), 0) &&
+	       !(++w->ticks & 7);
+}
+
+static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
+{
+	if (timers_due(w))
+		kr__timers_run(w);
+}
+
+/* ---------------- scheduling ---------------- */
+
+/* Let the scheduler pick what runs instead of `self`, which does not stay
+ * runnable (it sleeps).  kr__block_slow is the general path: the timers' turn
+ * (`due`), another scheduler, a busy lock, an empty queue (steal or go
+ * idle), a blocking section. */
+void kr__block_slow(struct kr_worker *w, kr_mp *self, int due);
+
+/* Inline, with no call in the common case but the switch; callers keep
+ * nothing in registers across it (they re-read W()), so that they need
+ * not save any of their own. */
+static inline __attribute__((always_inline)) void block(struct kr_worker *w, kr_mp *self)
+{
+	kr_mp *next;
+	int due = timers_due(w);
+	if (due || !IS_DEFAULT || w->blocked ||
+	    !(next = kr__d_next_try(SCHED, w->sched_vp, NULL)))
+		kr__block_slow(w, self, due);
+	else if (next != self)
+		sw_plain(w, self, next);
+}
+
+/* The end of a fast path that made mp ready under a free lock but saw an
+ * idle VP (kr__unpark_one); or could not take the lock at once (ready_slow
+ * in park.c, spawn_slow in life.c). */
+int kr__unpark_one(void); /* runtime.c */
+
+/* A VP's main function (runtime.c): kr_init's VPs, and the spares
+ * (blocking.c), whose arg is not NULL. */
+void kr__vp_main(kr_vp *vp, void *arg);
+
+/* Claim mp, whose wstate read s, if it sleeps: SLEEP -> RUN.  1: the
+ * caller now owns making it run.  Testing s first keeps a failing CAS (an
+ * atomic) off the common path of switching to a runnable microprocess;
+ * the CAS expects s, generation included. */
+static inline int claim_read(kr_mp *mp, uint32_t s)
+{
+	return (s & WS_STATE) == WS_SLEEP &&
+	       __atomic_compare_exchange_n(&mp->wstate, &s, s - 1, 0,
+					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+/* Claim a sleeping mp of any generation: the record of a sleep that holds
+ * still (a timer's, whose node lives as long as the sleep; kr_fini's). */
+static inline int claim_sleeper(kr_mp *mp)
+{
+	return claim_read(mp, __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED));
+}
+
+/* Is h of another generation than wstate word s?  Generation 0 is no
+ * handle's (the pointers that scheduler modules are given have it): it
+ * matches only a record fresh from the pool, where an RMW of a wakeup
+ * changes nothing that the record's next create keeps. */
+static inline int gen_differs(const kr_mp *h, uint32_t s)
+{
+	return ((uint32_t)((uintptr_t)h >> (KR_GEN_SHIFT - 16)) ^ s) & WS_GEN;
+}
+
+/* Does h name a life of its record that has not ended? */
+static inline int live_handle(const kr_mp *h)
+{
+	return !gen_differs(h, __atomic_load_n(&kr__rec(h)->wstate, __ATOMIC_ACQUIRE));
+}
+
+#endif

@@ -1,0 +1,475 @@
+/*
+ * karui L2 — the runtime: kr_init and kr_fini, the workers and their VPs,
+ * the idle loop, the event source's hooks (kr_poller_set, kr_sched_park,
+ * kr_sched_unpark), kr_stats_get, and the accessors of scheduler modules.
+ *
+ * A worker lives from its VP's start until karui stops, after every VP has
+ * ended: until then idle VPs may look at any worker's timers.  The idle
+ * loop runs first what route() handed it (rt.h), and is the one context
+ * of its VP that may wait for a microprocess's on_cpu.  kr_init's claim
+ * holds until kr_fini is over, so that a second kr_init sees it however
+ * far the first one has got; kr_fini ends on the thread kr_init was
+ * called on, resumed there by VP 0's idle loop.
+ *
+ * Fork.  The child of a fork made while karui runs has one thread, the
+ * one that called fork, and karui's state as it was at that moment, maybe
+ * half way through a change that a VP the child does not have was making.
+ * A pthread_atfork child handler (registered by the first kr_init) stops
+ * karui there for good and touches nothing else: the thread is no worker
+ * (the calls for microprocesses return EPERM), `running` is 0 (so do the
+ * calls that work while karui runs), `busy` stays (kr_init returns EBUSY:
+ * the caller may be on a microprocess's stack, which a new karui would
+ * not know of), and kr__forked makes the calls that read the rest from
+ * any thread (keys, statistics) return EPERM.  Nothing is freed: the
+ * child may be running on one of the stacks.  G.lock, which kr_init
+ * takes, is made anew (a thread the child lacks may have held it).  A
+ * microprocess whose function returns in the child ends the process with
+ * exit(0), as the last thread of a process does (life.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+__thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
+int kr__forked;
+
+struct kr__rt kr__rt = {.lock = PTHREAD_MUTEX_INITIALIZER,
+			.spare_lock = PTHREAD_MUTEX_INITIALIZER,
+			.spare_cv = PTHREAD_COND_INITIALIZER};
+
+/* each VP's counters (rt.h), by VP id */
+static struct counters cnt[KR_VP_MAX];
+struct kr_worker *kr__workers[KR_VP_MAX];
+
+/* ---------------- the event source ---------------- */
+
+int kr_poller_set(const kr_poller *p)
+{
+	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
+		return EPERM;
+	if (p && (!p->poll || !p->wait || (!p->kick && !(p->flags & KR_POLLER_PER_VP))))
+		return EINVAL;
+	pthread_mutex_lock(&G.lock);
+	int err = 0;
+	if (p && G.poller_on)
+		err = EBUSY;
+	else if (p) {
+		G.poller = *p;
+		__atomic_store_n(&G.poller_on, 1, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&G.poller_on, 0, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&G.lock);
+	return err;
+}
+
+/* Each VP waits on its own event source (KR_POLLER_PER_VP), which takes
+ * L0 wakeups itself; or one VP at a time waits on a shared source and the
+ * others sleep on L0.  Lost wakeups in the second case: the poller
+ * publishes itself (seq_cst) and then takes a pending L0 wakeup if there
+ * is one; kr_sched_unpark posts the L0 wakeup (seq_cst) and then looks for
+ * a poller to kick.  One of the two sees the other, as in L0's own
+ * protocol. */
+void kr_sched_park(uint64_t deadline)
+{
+	uint64_t trim = kr__stacks_trim(kr_now());
+	if (trim < deadline)
+		deadline = trim;
+	struct kr_worker *w = W(), *none = NULL;
+	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
+	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {
+		G.poller.wait(G.poller.arg, deadline);
+		return;
+	}
+	if (on && __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
+					__ATOMIC_RELAXED)) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (kr_vp_sleep(0) != 0) {
+			kr_vp_publish(KR_VP_SLEEPING);
+			G.poller.wait(G.poller.arg, deadline);
+			kr_vp_publish(KR_VP_RUNNING);
+		}
+		__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
+		return;
+	}
+	kr_vp_sleep(deadline);
+}
+
+void kr_sched_unpark(unsigned n)
+{
+	kr_vp_wakeup(n);
+	/* G.polling is set only for a shared source (never KR_POLLER_PER_VP),
+	 * after kr_sched_park saw poller_on: reading G.poller before it
+	 * would race with kr_poller_set filling it in. */
+	struct kr_worker *p = __atomic_load_n(&G.polling, __ATOMIC_SEQ_CST);
+	/* the poller itself wakes microprocesses from inside its wait */
+	if (p && p != W())
+		G.poller.kick(G.poller.arg);
+}
+
+/* ready_tail's and spawn_tail's idle VP (rt.h). */
+__attribute__((noinline)) int kr__unpark_one(void)
+{
+	kr_sched_unpark(1);
+	return 0;
+}
+
+void **kr_sched_data(kr_sched *s) { return &s->data; }
+
+void **kr_sched_vp_data(kr_vp *vp)
+{
+	return &((struct kr_worker *)vp->upper)->sched_vp;
+}
+
+/* ---------------- VPs and the idle loop ---------------- */
+
+static void idle_loop(struct kr_worker *w)
+{
+	for (;;) {
+		kr_mp *mp = w->pending; /* handed over by route() */
+		w->pending = NULL;
+		if (w->spare && !mp)
+			kr__spare_retire(w);
+		kr__timers_run_all();
+		if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
+			G.poller.poll(G.poller.arg);
+		if (!mp)
+			mp = NEXT(w, NULL);
+		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
+			if (w != G.w0)
+				return;
+			kr_mp *h = __atomic_load_n(&G.handoff, __ATOMIC_ACQUIRE);
+			if (h && claim_sleeper(h))
+				mp = h;
+		}
+		if (!mp)
+			mp = OPS->idle(SCHED, w->vp);
+		if (!mp)
+			continue;
+		claim_cpu(w, mp);
+#if defined(__SANITIZE_ADDRESS__)
+		void *fake;
+		ASAN_START(w, &fake, mp);
+		TSAN_SWITCH(w, mp);
+		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+		ASAN_FINISH(fake);
+#else
+		TSAN_SWITCH(w, mp);
+		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+#endif
+		w->cur = NULL;
+		finish(from);
+	}
+}
+
+/* VP 0's idle loop runs on a stack of its own, first entered when the main
+ * microprocess blocks. */
+static kr_ctx_transfer idle_entry(void *from)
+{
+	finish(from);
+	ASAN_FINISH(NULL);
+	idle_loop(W());
+	__builtin_unreachable(); /* VP 0's idle loop ends only with the process */
+}
+
+static struct kr_worker *worker_new(kr_vp *vp)
+{
+	struct kr_worker *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->vp = vp;
+	w->cnt = &cnt[vp->id];
+	w->stacks = kr__stack_cache_new();
+	if (!w->stacks) {
+		free(w);
+		return NULL;
+	}
+	vp->upper = w; /* VP 0: kr_vp_release refuses until teardown clears it */
+	int err = OPS->vp_init(SCHED, vp);
+	if (err) {
+		vp->upper = NULL;
+		kr__stack_cache_free(w->stacks);
+		free(w);
+		return NULL;
+	}
+	kr__timers_init(&w->timers);
+	__atomic_store_n(&kr__workers[vp->id], w, __ATOMIC_RELEASE);
+	return w;
+}
+
+/* Workers live until karui stops, after every VP has ended: until then
+ * idle VPs may look at any worker's timers. */
+static void worker_free(unsigned id)
+{
+	struct kr_worker *w = kr__workers[id];
+	__atomic_store_n(&kr__workers[id], NULL, __ATOMIC_RELEASE);
+	kr__timers_fini(&w->timers);
+	kr__stack_cache_free(w->stacks);
+	free(w);
+}
+
+static void thread_stack(const void **lo, size_t *size)
+{
+	pthread_attr_t a;
+	void *addr = NULL;
+	*size = 0;
+	if (pthread_getattr_np(pthread_self(), &a) == 0) {
+		pthread_attr_getstack(&a, &addr, size);
+		pthread_attr_destroy(&a);
+	}
+	*lo = addr;
+}
+
+void kr__vp_main(kr_vp *vp, void *arg)
+{
+	struct kr_worker *w = worker_new(vp);
+	if (!w) {
+		if (arg) /* a spare: the count spare_run made is void */
+			__atomic_fetch_sub(&G.active, 1, __ATOMIC_RELAXED);
+		return; /* kr_init's VPs: see its handshake below */
+	}
+	w->spare = arg != NULL;
+	const void *lo;
+	thread_stack(&lo, &w->idle_stack_size);
+	w->idle_stack_lo = (unsigned char *)lo;
+	w->tsan_idle = TSAN_THREAD();
+	kr__w = w;
+	idle_loop(w);
+	kr__w = NULL; /* teardown() frees w */
+}
+
+static int ops_valid(const kr_config *cfg)
+{
+	const kr_rq_ops *r = cfg->rq;
+	const kr_sched_ops *s = cfg->sched;
+	if (r && (!r->init || !r->push || !r->pop || (r->flags & ~(unsigned)KR_RQ_SHARED)))
+		return 0;
+	if (s && (!s->init || !s->fini || !s->vp_init || !s->ready || !s->next || !s->idle))
+		return 0;
+	return 1;
+}
+
+static void teardown(void);
+
+/* The child of a fork (see the top). */
+static void fork_child(void)
+{
+	kr__w = NULL;
+	pthread_mutex_init(&G.lock, NULL);
+	if (G.busy) {
+		kr__forked = 1;
+		G.running = 0;
+		G.poller_on = 0;
+	}
+}
+
+/* kr_init failed, or kr_fini is over: another kr_init may start. */
+static void unclaim(void)
+{
+	pthread_mutex_lock(&G.lock);
+	G.busy = 0;
+	pthread_mutex_unlock(&G.lock);
+}
+
+int kr_init(const kr_config *cfg)
+{
+	kr_config def = {0};
+	if (!cfg)
+		cfg = &def;
+	unsigned nvp = cfg->vps ? cfg->vps : 1;
+	if (nvp > KR_VP_MAX || !ops_valid(cfg))
+		return EINVAL;
+	/* The claim is made under the lock, and held until kr_fini is over:
+	 * a second kr_init sees it however far the first one has got. */
+	pthread_mutex_lock(&G.lock);
+	if (G.busy || kr_vp_self()) {
+		pthread_mutex_unlock(&G.lock);
+		return EBUSY;
+	}
+	if (!G.fork_hooked)
+		G.fork_hooked = pthread_atfork(NULL, NULL, fork_child) == 0;
+	if (!G.fork_hooked) {
+		pthread_mutex_unlock(&G.lock);
+		return ENOMEM;
+	}
+	G.busy = 1;
+	int err = kr__stacks_init(cfg->stack_cache ? cfg->stack_cache : 64);
+	memset(cnt, 0, sizeof cnt);
+	G.sched.ops = cfg->sched ? cfg->sched : &kr_sched_default;
+	G.sched.rq = cfg->rq ? cfg->rq : &kr_rq_ws;
+	G.sched.nvp = nvp;
+	G.sched.data = NULL;
+	G.stopping = 0;
+	G.handoff = NULL;
+	G.active = nvp;
+	G.poller_on = 0;
+	G.polling = NULL;
+	if (!err)
+		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
+	pthread_mutex_unlock(&G.lock);
+	if (err) {
+		unclaim();
+		return err;
+	}
+
+	kr_vp *vp0;
+	/* 64-byte aligned, as the records on stacks are (the mutex's tokens) */
+	kr_mp *main = aligned_alloc(64, (sizeof *main + 63) & ~(size_t)63);
+	if (main)
+		memset(main, 0, sizeof *main);
+	if (!main || (err = kr_vp_adopt(&vp0)) != 0) {
+		free(main);
+		G.sched.ops->fini(SCHED);
+		kr__stacks_fini();
+		unclaim();
+		return err ? err : ENOMEM;
+	}
+	struct kr_worker *w = worker_new(vp0);
+	kr_mp *idle = w ? kr__stack_get(w->stacks, KR_STACK_DEFAULT, 1) : NULL;
+	if (!idle) {
+		if (w)
+			worker_free(vp0->id);
+		vp0->upper = NULL;
+		kr_vp_release();
+		free(main);
+		G.sched.ops->fini(SCHED);
+		kr__stacks_fini();
+		unclaim();
+		return ENOMEM;
+	}
+	w->idle_stack_lo = idle->stack_lo;
+	w->idle_stack_size = idle->stack_size;
+	kr__ctx_init(&w->idle_ctx, idle->stack_lo, idle->stack_size, idle_entry,
+		     kr__ctx_trampoline_counted);
+	w->tsan_idle = TSAN_FIBER();
+	main->tsan_fiber = TSAN_THREAD();
+	const void *lo;
+	thread_stack(&lo, &main->stack_size);
+	main->stack_lo = (unsigned char *)lo;
+	main->is_main = 1;
+	main->on_cpu = 1;
+	main->prio = KR_PRIO_DEFAULT;
+	main->wstate = 1u << 16 | WS_RUN; /* generation 1 */
+	main->join = (uintptr_t)1 << KR_GEN_SHIFT | JS_DETACHED;
+	main->id = vp0->id;
+	w->cur = main;
+	G.main = main;
+	G.w0 = w;
+	kr__w = w;
+	__atomic_store_n(&G.running, 1, __ATOMIC_RELEASE);
+
+	if (nvp > 1) {
+		G.vps = calloc(nvp - 1, sizeof *G.vps);
+		err = G.vps ? kr_vp_allocate(nvp - 1, kr__vp_main, NULL, G.vps) : ENOMEM;
+		G.nvps = err ? 0 : nvp - 1;
+		if (err) {
+			/* kr_vp_allocate starts all or none */
+			teardown();
+			unclaim();
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* Ends are read before creations: every microprocess counted as ended
+ * was created earlier and is counted as created too, so the count is never
+ * negative, even while microprocesses come and go on other VPs. */
+static unsigned long live_count(void)
+{
+	unsigned long c = 0, e = 0;
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		e += __atomic_load_n(&cnt[i].ended, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		c += __atomic_load_n(&cnt[i].created, __ATOMIC_RELAXED);
+	return c - e;
+}
+
+static void teardown(void)
+{
+	struct kr_worker *w = G.w0;
+	__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
+	/* A wakeup for every VP that may sleep on L0 or its event source,
+	 * spares included: any sleeper takes any wakeup, and a spare that
+	 * takes one meant for a VP ends without passing it on. */
+	if (G.nvps + G.nspares)
+		kr_sched_unpark(G.nvps + G.nspares);
+	for (unsigned i = 0; i < G.nvps; i++)
+		kr_vp_join(G.vps[i]);
+	free(G.vps);
+	G.vps = NULL;
+	G.nvps = 0;
+	pthread_mutex_lock(&G.spare_lock);
+	pthread_cond_broadcast(&G.spare_cv);
+	pthread_mutex_unlock(&G.spare_lock);
+	if (G.nspares)
+		kr_sched_unpark(G.nspares);
+	for (unsigned i = 0; i < G.nspares; i++)
+		kr_vp_join(G.spares[i]);
+	G.nspares = G.spare_parked = G.spare_tokens = 0;
+	if (G.poller_on && G.poller.fini)
+		G.poller.fini(G.poller.arg);
+	__atomic_store_n(&G.poller_on, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&G.running, 0, __ATOMIC_RELEASE);
+	G.sched.ops->fini(SCHED);
+	kr__w = NULL;
+	TSAN_DROP(w->tsan_idle);
+	kr_vp *vp0 = w->vp;
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		if (kr__workers[i])
+			worker_free(i);
+	free(G.main);
+	G.main = NULL;
+	G.w0 = NULL;
+	vp0->upper = NULL;
+	kr_vp_release();
+	kr__stacks_fini();
+}
+
+int kr_fini(void)
+{
+	struct kr_worker *w = W();
+	if (!w || !w->cur->is_main)
+		return EPERM;
+	if (live_count() != 0)
+		return EBUSY;
+	/* The main microprocess ends here: its keys' destructors run (they
+	 * may block, and start microprocesses: then EBUSY after all). */
+	if (w->cur->keys) {
+		kr__keys_run_destructors(w->cur);
+		w = W();
+		if (live_count() != 0)
+			return EBUSY;
+	}
+	kr_mp *self = w->cur;
+	if (w != G.w0) {
+		/* Get back onto the thread kr_init was called on: sleep, and
+		 * let VP 0's idle loop resume us. */
+		uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED);
+		__atomic_store_n(&self->wstate, (s & ~(uint32_t)WS_STATE) | WS_SLEEP,
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&G.handoff, self, __ATOMIC_RELEASE);
+		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
+		kr_sched_unpark(G.nvps + G.nspares + 1);
+		block(w, self);
+	}
+	teardown();
+	unclaim();
+	return 0;
+}
+
+int kr_stats_get(kr_stats *st)
+{
+	if (!st)
+		return EINVAL;
+	if (kr__forked)
+		return EPERM;
+	st->mps_live = live_count();
+	kr__stack_stats(st);
+	return 0;
+}
