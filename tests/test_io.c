@@ -1068,7 +1068,7 @@ static void io_in_flight_completes_while_its_vp_blocks(void)
  * the data come once B has left its blocking call.) */
 static int spare_q[2], spare_a[2];
 static kr_vp *vp_zero, *spare_vp;
-static uint32_t b_left;
+static uint32_t b_in, b_left;
 static int shared_source;
 
 static void *read_a(void *a)
@@ -1096,6 +1096,7 @@ static void *block_a_while(void *a)
 {
 	(void)a;
 	KT_EQ(kr_blocking_enter(), 0);
+	__atomic_store_n(&b_in, 1, __ATOMIC_RELEASE);
 	KT_WAIT(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE), kt_nap_us(1000));
 	KT_EQ(kr_blocking_leave(), 0);
 	__atomic_store_n(&b_left, 1, __ATOMIC_RELEASE);
@@ -1140,6 +1141,8 @@ static void io_is_watched_after_a_spare_retires(void)
 	uint64_t t0 = kr_now();
 	KT_EQ(kr_mp_create(&m[0], &small, read_a, NULL), 0);
 	KT_EQ(kr_mp_create(&m[1], &small, block_a_while, NULL), 0);
+	while (!__atomic_load_n(&b_in, __ATOMIC_ACQUIRE)) /* then main is on the spare */
+		KT_EQ(kr_mp_yield(), 0);
 	KT_EQ(kr_mp_create(&m[2], &small, note_spare, NULL), 0); /* VP 0 is blocked */
 	for (int i = 0; i < 3; i++)
 		KT_EQ(kr_mp_join(m[i], NULL), 0);
