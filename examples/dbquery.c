@@ -26,6 +26,13 @@
  * runs.  Wasted work is the rows examined beyond what the sequential plan
  * (db_query_seq: one row after the other until n are found) examines.
  *
+ * Priorities tell the ready queue which work is which: needed work has
+ * KR_PRIO_DEFAULT or more (so the main microprocess's is needed too),
+ * speculative range j has KR_PRIO_DEFAULT - j, the nearer range (the
+ * likelier to be needed) higher.  The modules of (b) and (c) are one
+ * queue with two pops: needed microprocesses in a FIFO list, speculative
+ * ones in a list by priority; reprio moves one between them.
+ *
  * Invariants: ranges below the frontier are complete and their rows
  * (`prefix` of them) are part of the answer; the frontier, `prefix`,
  * `done` and the ranges' `complete` change under the run's spin lock,
