@@ -35,7 +35,8 @@ static inline void kr__ctx_init_below(kr_ctx *ctx, void *end, kr_ctx_entry entry
 	memcpy(f + KR_FRAME_ENTRY, &e, sizeof e);
 	memcpy(f + KR_FRAME_RESUME, &r, sizeof r);
 #if defined(__x86_64__)
-	uint64_t fp = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
+	uint64_t fp = (KR_FRAME_MXCSR_DEFAULT | KR_FRAME_FRESH) |
+		      (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
 	memcpy(f + KR_FRAME_FPCTL, &fp, sizeof fp);
 #elif defined(__aarch64__)
 	uint64_t fpcr = 0, fp = 0;
