@@ -162,12 +162,10 @@ static inline void release_record(struct kr_worker *w, kr_mp *mp)
 /* ---------------- switching ---------------- */
 
 /* On the context that was just resumed: complete the switch away from
- * `from` (NULL when the switch came from an idle loop). */
+ * `from` (&w->idle when the switch came from an idle loop: never NULL). */
 static inline __attribute__((always_inline)) void finish(void *from)
 {
 	kr_mp *p = from;
-	if (!p)
-		return;
 	if (__builtin_expect(p->on_cpu == 2, 0)) {
 		release_record(W(), p); /* a detached mp that ended */
 		return;
@@ -200,7 +198,7 @@ static inline __attribute__((always_inline)) kr_mp *route(struct kr_worker *w, k
 	}
 	w->pending = next;
 	w->cur = NULL;
-	*to = &w->idle_ctx;
+	*to = &w->idle.ctx;
 	return NULL;
 }
 
@@ -242,16 +240,21 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
 void kr__timers_run(struct kr_worker *w);
 void kr__timers_run_all(void);
 
-/* At a scheduling point: while this VP has timers, look at the clock (a
- * clock read costs a few yields) at every 8th point.  Idle VPs look at every
- * VP's timers each time round their loop, so a timer is late by at most
- * 8 scheduling points of its VP or one idle VP's wake-up.  timers_due says
- * whether this point is one to look; kr__timers_run (timer.c) looks. */
+/* At a scheduling point: at every 8th, if this VP has timers, look at the
+ * clock (a clock read costs a few yields), and poll the event source if
+ * there is one.  Idle VPs look at every VP's timers each time round their
+ * loop, so a timer is late by at most 8 scheduling points of its VP or one
+ * idle VP's wake-up.  timers_due says whether this point is one to look;
+ * kr__timers_run (timer.c) looks.  The count goes down on every point,
+ * timers or not: one decrement and a branch on the fast paths, the two
+ * loads of the rest at every 8th only. */
 static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 {
-	return __builtin_expect(__atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
-				__atomic_load_n(&G.poller_on, __ATOMIC_RELAXED), 0) &&
-	       !(++w->ticks & 7);
+	if (__builtin_expect(--w->tick != 0, 1))
+		return 0;
+	w->tick = 8;
+	return __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
+	       __atomic_load_n(&G.poller_on, __ATOMIC_RELAXED);
 }
 
 static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
@@ -261,6 +264,16 @@ static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *
 }
 
 /* ---------------- scheduling ---------------- */
+
+/* w->fast, for the worker's state now: one word that the fast paths test
+ * instead of the scheduler in use, its queue's kind and the blocking
+ * section.  Set when the worker starts and when a blocking section begins
+ * or ends (blocking.c). */
+static inline struct inst *fast_inst(struct kr_worker *w)
+{
+	return IS_DEFAULT && !w->blocked && ((struct inst *)w->sched_vp)->slotted ? w->sched_vp
+										  : NULL;
+}
 
 /* Let the scheduler pick what runs instead of `self`, which does not stay
  * runnable (it sleeps).  kr__block_slow is the general path: the timers' turn
@@ -275,8 +288,8 @@ static inline __attribute__((always_inline)) void block(struct kr_worker *w, kr_
 {
 	kr_mp *next;
 	int due = timers_due(w);
-	if (due || !IS_DEFAULT || w->blocked ||
-	    !(next = kr__d_next_try(SCHED, w->sched_vp, NULL)))
+	struct inst *i = w->fast;
+	if (due || !i || !(next = kr__d_next_fast(SCHED, i, NULL)))
 		kr__block_slow(w, self, due);
 	else if (next != self)
 		sw_plain(w, self, next);

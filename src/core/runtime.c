@@ -155,11 +155,11 @@ static void idle_loop(struct kr_worker *w)
 		void *fake;
 		ASAN_START(w, &fake, mp);
 		TSAN_SWITCH(w, mp);
-		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+		void *from = kr__ctx_switch(&w->idle.ctx, &mp->ctx, &w->idle);
 		ASAN_FINISH(fake);
 #else
 		TSAN_SWITCH(w, mp);
-		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+		void *from = kr__ctx_switch(&w->idle.ctx, &mp->ctx, &w->idle);
 #endif
 		w->cur = NULL;
 		finish(from);
@@ -197,6 +197,8 @@ static struct kr_worker *worker_new(kr_vp *vp)
 		return NULL;
 	}
 	kr__timers_init(&w->timers);
+	w->tick = 8;
+	w->fast = fast_inst(w);
 	__atomic_store_n(&kr__workers[vp->id], w, __ATOMIC_RELEASE);
 	return w;
 }
@@ -343,7 +345,7 @@ int kr_init(const kr_config *cfg)
 	}
 	w->idle_stack_lo = idle->stack_lo;
 	w->idle_stack_size = idle->stack_size;
-	kr__ctx_init(&w->idle_ctx, idle->stack_lo, idle->stack_size, idle_entry,
+	kr__ctx_init(&w->idle.ctx, idle->stack_lo, idle->stack_size, idle_entry,
 		     kr__ctx_trampoline_counted);
 	w->tsan_idle = TSAN_FIBER();
 	main->tsan_fiber = TSAN_THREAD();
