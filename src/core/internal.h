@@ -125,10 +125,13 @@ struct inst; /* the default scheduler's instance (sched_default.h) */
 struct kr_worker {
 	kr_mp *cur;             /* running microprocess, NULL in the idle loop */
 	kr_mp *pending;         /* for the idle loop to run first (route()) */
-	kr_mp idle;             /* the idle loop's context (idle.ctx), and what
-	                           it hands to the context it resumes as the
-	                           one that left (finish(), rt.h): only its ctx
-	                           and on_cpu are used */
+	kr_mp idle;             /* the idle loop's context (idle.ctx), and an
+	                           on_cpu that nobody waits for: only these two
+	                           are used (rt.h: left_word) */
+	kr_mp *left;            /* sanitizer builds: the context the last switch
+	                           on this VP left (rt.h: done_left) */
+	kr_mp *dead;            /* a detached record that ended here (rt.h:
+	                           release_dead) */
 	kr_vp *vp;
 	void *sched_vp;         /* kr_sched_vp_data */
 	struct counters *cnt;   /* this VP's counters (rt.h) */

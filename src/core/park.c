@@ -90,10 +90,10 @@ static inline int announce_sleep(kr_mp *self)
 	return 0;
 }
 
-static void sleep_self(struct kr_worker *w, kr_mp *self)
+/* Returns 0: `return sleep_self(...)` makes the switch a tail call. */
+static inline int sleep_self(struct kr_worker *w, kr_mp *self)
 {
-	if (announce_sleep(self))
-		block(w, self);
+	return announce_sleep(self) ? block(w, self) : 0;
 }
 
 int kr_mp_park(void)
@@ -101,8 +101,7 @@ int kr_mp_park(void)
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
-	sleep_self(w, w->cur);
-	return 0;
+	return sleep_self(w, w->cur);
 }
 
 /* Back out of a sleep that has been announced (SLEEP) but not started.
@@ -139,10 +138,8 @@ static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *
 
 static inline int sleep_timed(struct kr_worker *w, kr_mp *self, uint64_t deadline)
 {
-	if (deadline == KR_FOREVER) {
-		sleep_self(w, self);
-		return 0;
-	}
+	if (deadline == KR_FOREVER)
+		return sleep_self(w, self);
 	return sleep_deadline(w, self, deadline);
 }
 
@@ -255,8 +252,7 @@ static __attribute__((noinline)) int direct_slow(struct kr_worker *w, kr_mp *sel
 		READY(w, self);
 	else if (how == SELF_UNPARK)
 		kr_sched_unpark(1);
-	sw(w, self, mp);
-	return 0;
+	return sw(w, self, mp);
 }
 
 /* What a direct switch still owes for self after kr__d_ready_try. */
@@ -297,8 +293,7 @@ int kr_mp_switch_to(kr_mp *h)
 		if (w->blocked)
 			return direct_slow(w, self, mp, SELF_QUEUED);
 	}
-	sw_plain(w, self, mp);
-	return 0;
+	return sw_plain(w, self, mp);
 }
 
 static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, kr_mp *self,
@@ -335,8 +330,7 @@ int kr_mp_park_and_switch(kr_mp *h)
 	} else if (w->blocked) {
 		return direct_slow(w, self, mp, SELF_QUEUED);
 	}
-	sw_plain(w, self, mp);
-	return 0;
+	return sw_plain(w, self, mp);
 }
 
 /* kr_mp_yield's general path: the timers' turn (`due`), another scheduler,
@@ -349,9 +343,7 @@ static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 		kr__timers_run(w);
 	if (due || !IS_DEFAULT || w->blocked || !(next = kr__d_next_try(SCHED, w->sched_vp, self)))
 		next = NEXT(w, self);
-	if (next != self)
-		sw(w, self, next);
-	return 0;
+	return next != self ? sw(w, self, next) : 0;
 }
 
 /* kr_mp_yield found its VP's slot and list empty, and is in the slot now:
@@ -385,7 +377,6 @@ int kr_mp_yield(void)
 		return yield_slow(w, 0);
 	if (!(next = slot_swap(i, self)))
 		return yield_alone(w, i, self);
-	sw_plain(w, self, next);
-	return 0;
+	return sw_plain(w, self, next);
 }
 

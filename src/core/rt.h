@@ -19,8 +19,12 @@
  *
  *   on_cpu   1 from the moment a VP decides to run the microprocess until
  *            that VP has switched away from it; cleared (release) by the
- *            *next* context on that VP, right after kr_ctx_switch returns
- *            there (finish()).  Anyone about to run a microprocess first
+ *            switch itself once it is off the microprocess's stack
+ *            (kr__ctx_switch's `left`, src/arch/ctx_init.h), so that the
+ *            context resumed has nothing to complete and a fast path can
+ *            end with the switch as a tail call (in the sanitizer builds
+ *            the resumed context clears it in C: done_left()).  Anyone
+ *            about to run a microprocess first
  *            checks (acquire) that on_cpu == 0, almost always already
  *            true.  So a yielding microprocess can be queued before it
  *            switches, and one going to sleep can be woken before it has
@@ -159,19 +163,44 @@ static inline void release_record(struct kr_worker *w, kr_mp *mp)
 	kr__stack_put(w->stacks, mp);
 }
 
+/* A detached microprocess that ended on w waits in w->dead until w is
+ * surely off its stack: its VP releases it at the next detached end, in
+ * the idle loop, or when karui stops. */
+static inline void release_dead(struct kr_worker *w)
+{
+	if (w->dead) {
+		release_record(w, w->dead);
+		w->dead = NULL;
+	}
+}
+
 /* ---------------- switching ---------------- */
 
-/* On the context that was just resumed: complete the switch away from
- * `from` (&w->idle when the switch came from an idle loop: never NULL). */
-static inline __attribute__((always_inline)) void finish(void *from)
+/* The word the switch away from `self` releases (on_cpu), and what the
+ * context resumed completes (done_left, on the worker it runs on).  The
+ * sanitizers must see the release of on_cpu, and the switch's store is
+ * hidden from them: their builds give the switch a word nobody reads
+ * (w->idle.on_cpu) and clear on_cpu in C, through w->left. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+static inline uint32_t *left_word(struct kr_worker *w, kr_mp *self)
 {
-	kr_mp *p = from;
-	if (__builtin_expect(p->on_cpu == 2, 0)) {
-		release_record(W(), p); /* a detached mp that ended */
-		return;
-	}
-	__atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+	w->left = self;
+	return &w->idle.on_cpu;
 }
+
+static inline void done_left(struct kr_worker *w)
+{
+	__atomic_store_n(&w->left->on_cpu, 0, __ATOMIC_RELEASE);
+}
+#else
+static inline uint32_t *left_word(struct kr_worker *w, kr_mp *self)
+{
+	(void)w;
+	return &self->on_cpu;
+}
+
+static inline void done_left(struct kr_worker *w) { (void)w; }
+#endif
 
 static inline __attribute__((always_inline)) void claim_cpu(struct kr_worker *w, kr_mp *next)
 {
@@ -203,21 +232,25 @@ static inline __attribute__((always_inline)) kr_mp *route(struct kr_worker *w, k
 }
 
 /* Leave `self` (already queued, sleeping or ended-and-joinable) for `next`,
- * or for the idle loop when next is NULL.  Returns when self is resumed. */
-static inline __attribute__((always_inline)) void sw_plain(struct kr_worker *w, kr_mp *self,
-							   kr_mp *next)
+ * or for the idle loop when next is NULL.  Returns 0 when self is resumed:
+ * `return sw_plain(...)` is a tail call. */
+static inline __attribute__((always_inline)) int sw_plain(struct kr_worker *w, kr_mp *self,
+							  kr_mp *next)
 {
 	kr_ctx *to;
 	next = route(w, next, &to);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake;
+#endif
 	ASAN_START(w, &fake, next);
 	TSAN_SWITCH(w, next);
-	finish(kr__ctx_switch(&self->ctx, to, self));
+	kr__ctx_switch(&self->ctx, to, left_word(w, self));
 	ASAN_FINISH(fake);
+	done_left(W());
+	return 0;
 #else
-	TSAN_SWITCH(w, next);
-	finish(kr__ctx_switch(&self->ctx, to, self));
+	return kr__ctx_switch(&self->ctx, to, &self->on_cpu);
 #endif
 }
 
@@ -226,12 +259,13 @@ void kr__sw_blocked(struct kr_worker *w, kr_mp *self, kr_mp *next);
 void kr__blocking_end(struct kr_worker *w);
 void kr__spare_retire(struct kr_worker *w);
 
-static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
 {
-	if (__builtin_expect(w->blocked, 0))
+	if (__builtin_expect(w->blocked, 0)) {
 		kr__sw_blocked(w, self, next);
-	else
-		sw_plain(w, self, next);
+		return 0;
+	}
+	return sw_plain(w, self, next);
 }
 
 /* ---------------- timers ---------------- */
@@ -283,16 +317,18 @@ void kr__block_slow(struct kr_worker *w, kr_mp *self, int due);
 
 /* Inline, with no call in the common case but the switch; callers keep
  * nothing in registers across it (they re-read W()), so that they need
- * not save any of their own. */
-static inline __attribute__((always_inline)) void block(struct kr_worker *w, kr_mp *self)
+ * not save any of their own.  Returns 0: `return block(...)` makes the
+ * switch a tail call. */
+static inline __attribute__((always_inline)) int block(struct kr_worker *w, kr_mp *self)
 {
 	kr_mp *next;
 	int due = timers_due(w);
 	struct inst *i = w->fast;
-	if (due || !i || !(next = kr__d_next_fast(SCHED, i, NULL)))
+	if (due || !i || !(next = kr__d_next_fast(SCHED, i, NULL))) {
 		kr__block_slow(w, self, due);
-	else if (next != self)
-		sw_plain(w, self, next);
+		return 0;
+	}
+	return next != self ? sw_plain(w, self, next) : 0;
 }
 
 /* The end of a fast path that made mp ready under a free lock but saw an

@@ -38,13 +38,16 @@
  * it): one test of a word the resumption reads anyway.
  *
  * kr_ctx_switch, kr_ctx_jump and kr__ctx_trampoline are L1's, for any
- * user of contexts.  The core switches with kr__ctx_switch, kr__ctx_jump
- * and kr__ctx_trampoline_counted, which also count the thread's
- * resumptions for the return from a blocked call (src/arch/blocking.h):
- * a level-0 user does not pay for that.
+ * user of contexts: rax carries the switch's arg to the resumed side.  The
+ * core switches with kr__ctx_switch, kr__ctx_jump and
+ * kr__ctx_trampoline_counted (src/arch/ctx_init.h), which also count the
+ * thread's resumptions for the return from a blocked call
+ * (src/arch/blocking.h), and, in place of the arg, store 0 into the
+ * 32-bit word rdx points to once they are off the stack they leave (the
+ * core's "this context may run elsewhere now"); kr__ctx_switch returns 0.
+ * A level-0 user pays for neither.
  *
- * rax carries the switch's arg to the resumed side.  Only unprivileged
- * instructions; no system call.
+ * Only unprivileged instructions; no system call.
  */
 	.text
 
@@ -61,13 +64,16 @@
 	movq	%rsp, (%rdi)
 .endm
 
-/* Resume the context at (rsi) with arg rdx.  count: add one to the
- * thread's resumptions first (the core's switch; src/arch/blocking.h).
- * A fresh context (bit 31 of its MXCSR word) starts with the ABI's default
- * MXCSR, its entry in r12, at its trampoline. */
-.macro RESUME count
+/* Resume the context at (rsi) with arg rdx.  core: the core's switch:
+ * release the word at (rdx) (x86-64's stores are ordered: everything saved
+ * is visible before it), count the thread's resumptions
+ * (src/arch/blocking.h), return 0 rather than the arg.  A fresh context
+ * (bit 31 of its MXCSR word) starts with the ABI's default MXCSR, its entry
+ * in r12, at its trampoline. */
+.macro RESUME core
 	movq	(%rsi), %rsp
-.if \count
+.if \core
+	movl	$0, (%rdx)
 	movq	kr__resumes@gottpoff(%rip), %rcx
 	incq	%fs:(%rcx)
 .endif
@@ -81,14 +87,22 @@
 	popq	%r15
 	popq	%rbx
 	popq	%rbp
+.if \core
+	xorl	%eax, %eax
+.else
 	movq	%rdx, %rax
+.endif
 	ret
 1:	ldmxcsr	.Lmxcsr_default(%rip)
 	fldcw	-4(%rsp)
 	movq	(%rsp), %r12
 	movq	48(%rsp), %rcx
 	leaq	56(%rsp), %rsp
+.if \core
+	xorl	%eax, %eax
+.else
 	movq	%rdx, %rax
+.endif
 	jmp	*%rcx
 .endm
 
@@ -138,7 +152,10 @@ kr__ctx_trampoline:
 	.cfi_endproc
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
 
-/* The core's switch, jump and trampoline: the same, counting resumptions. */
+/* The core's switch, jump and trampoline: the same, counting resumptions
+ * and releasing the word given in place of the arg:
+ * int kr__ctx_switch(kr_ctx *from [rdi], kr_ctx *to [rsi], uint32_t *left [rdx]),
+ * void kr__ctx_jump(kr_ctx *to [rdi], uint32_t *left [rsi]). */
 	.globl	kr__ctx_switch
 	.hidden	kr__ctx_switch
 	.type	kr__ctx_switch, @function
