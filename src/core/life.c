@@ -231,6 +231,16 @@ static __attribute__((noinline)) kr_ctx_transfer end_next(struct kr_worker *w, k
 	return (kr_ctx_transfer){to, left_word(w, self)};
 }
 
+/* A detached microprocess ends: its record waits in w->dead (rt.h:
+ * release_dead), which first releases the last one's: we run on another
+ * stack.  Out of line, so that a joined end saves no register for it. */
+static __attribute__((noinline)) kr_ctx_transfer end_detached(struct kr_worker *w, kr_mp *self)
+{
+	release_dead(w);
+	w->dead = self;
+	return end_next(w, self);
+}
+
 static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_worker *w,
 									 kr_mp *self, void *result)
 {
@@ -248,9 +258,7 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 		uintptr_t st = j & KR_ADDR_MASK;
 		if (st == JS_DETACHED) {
 			__atomic_store_n(&self->join, JS_REAPED, __ATOMIC_RELAXED);
-			release_dead(w); /* the last one's: we run on another stack */
-			w->dead = self;
-			break;
+			return end_detached(w, self);
 		}
 		if (__atomic_compare_exchange_n(&self->join, &j, st == JS_NONE ? j | JS_DONE : JS_REAPED,
 						0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
