@@ -58,6 +58,8 @@ void kb_seed002_fig4(const kb_ctx *c);
 int kb_chain_once(const char *sys, long n, long m); /* `karui-bench chain` */
 /* exp_table1.c */
 void kb_seed004_table1(const kb_ctx *c);
+/* exp_table5.c */
+void kb_seed000_table5(const kb_ctx *c);
 
 /* The http experiment (exp_http.c) and what it needs from main.c. */
 typedef struct kb_http_opts {
