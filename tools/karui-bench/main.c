@@ -201,6 +201,9 @@ static const struct seed {
 	 "karui boost-fcontext ucontext call-only", kb_seed002_fig3},
 	{"seed002.fig4", "2,000,000 switches between two flows, L = 1, C = 1..10",
 	 "karui boost-fcontext ucontext call-only", kb_seed002_fig4},
+	{"seed004.table1",
+	 "instructions of create, stop, resume, switch, exit under callgrind, one VP",
+	 "karui boost-fiber", kb_seed004_table1},
 };
 #define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
 
@@ -439,9 +442,10 @@ static void run_instructions(void)
 		const char *metric = COUNTS[i].metric ? COUNTS[i].metric : COUNTS[i].exp;
 		fprintf(stderr, "karui-bench: instructions / %s %s ...\n", COUNTS[i].sys, metric);
 		kb_cg a, b;
-		int err = kb_cg_run(&a, self_dir, COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, n);
+		int err = kb_cg_run(&a, self_dir, COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, 0,
+				    NULL, n);
 		if (!err && (err = kb_cg_run(&b, self_dir, COUNTS[i].sys, COUNTS[i].exp,
-					     COUNTS[i].in, 2 * n)) != 0)
+					     COUNTS[i].in, 0, NULL, 2 * n)) != 0)
 			kb_cg_free(&a);
 		if (err) {
 			emit_none("instructions", COUNTS[i].sys, "failed", "callgrind run failed");
@@ -484,8 +488,8 @@ static int where(const char *sys, const char *exp, long n)
 		return 2;
 	}
 	kb_cg a, b;
-	int err = kb_cg_run(&a, self_dir, sys, exp, NULL, n);
-	if (!err && (err = kb_cg_run(&b, self_dir, sys, exp, NULL, 2 * n)) != 0)
+	int err = kb_cg_run(&a, self_dir, sys, exp, NULL, 0, NULL, n);
+	if (!err && (err = kb_cg_run(&b, self_dir, sys, exp, NULL, 0, NULL, 2 * n)) != 0)
 		kb_cg_free(&a);
 	if (err) {
 		fprintf(stderr, "karui-bench: callgrind run failed: %s\n", strerror(err));
@@ -505,6 +509,9 @@ static int where(const char *sys, const char *exp, long n)
 
 static int count(const char *sys, const char *exp, long n)
 {
+	int err = kb_t1_count(sys, exp, n);
+	if (err != ENOENT)
+		return err;
 	for (size_t i = 0; i < NCOUNTS; i++)
 		if (!strcmp(COUNTS[i].sys, sys) && !strcmp(COUNTS[i].exp, exp)) {
 			kb_args a = {.iters = n, .n = n};
