@@ -1,21 +1,23 @@
 /*
  * SSF's karui back end: every agent a microprocess, all on one VP.
  *
- * run() starts karui on the calling thread with one VP and the shared
- * FIFO ready queue, creates the agents' microprocesses in ring order and
- * joins them; the calling thread's main microprocess sleeps in the join
- * meanwhile.  An agent ends its cycle with kr_mp_yield: with one VP and a
- * FIFO queue holding exactly the agents, the one that yields goes behind
- * all the others, so the next to run is the next in the ring — round
- * robin by the queue's own order, with no bookkeeping of ours.  At the end
- * each body returns in ring order and its microprocess ends, and the queue
- * again runs the next.
+ * run() starts karui on the calling thread with one VP, creates the
+ * agents' microprocesses and waits until each has parked at its start;
+ * then it unparks agent 0 and joins them all, the main microprocess
+ * sleeping in the join meanwhile.  An agent ends its cycle with
+ * kr_mp_park_and_switch(next): it parks, and the next agent in the ring,
+ * parked in the same call a cycle ago, runs at once on this VP — the
+ * seed's sleep_and_wakeup.  Exactly one agent is runnable at any time, so
+ * the ready queue is never consulted and the order is the ring's whatever
+ * queue karui uses.  A body that returns unparks the next agent still
+ * running and ends; the queue then holds only that one.
  *
- * Rejected: kr_mp_switch_to(next) and kr_mp_park_and_switch(next), which
- * name the next agent explicitly and so would keep the order with any ready
- * queue; both cost more per switch than a yield here, and the ring order
- * needs nothing of them that the FIFO queue does not give.  (They also need
- * a start gate: the default queue runs the newest microprocess first.)
+ * Rejected: kr_mp_yield over the shared FIFO queue, which gives the ring
+ * order by the queue's own order with no bookkeeping, but takes the queue's
+ * lock and list on every switch and costs more per switch;
+ * kr_mp_switch_to(next), which leaves the caller runnable, so every agent
+ * sits in the queue and each switch both removes one and queues one:
+ * slower still.
  *
  * karui must not be running already on this thread (kr_init's EBUSY).
  */
@@ -28,56 +30,76 @@
 #include "karui.h"
 #include "ssf_impl.h"
 
-struct agent {
+struct kbe {
 	ssf_sched *s;
+	kr_mp **mp;
+	unsigned cur, parked, finished;
+	int abort; /* not every agent could be made: end without simulating */
+};
+
+struct agent {
+	struct kbe *b;
 	unsigned i;
-	const int *abort; /* set when not every agent could be made */
 };
 
 static void pass(ssf_sched *s)
 {
-	kr_mp_yield();
+	struct kbe *b = s->be;
+	b->cur = b->cur + 1 == s->n ? 0 : b->cur + 1;
+	kr_mp_park_and_switch(b->mp[b->cur]);
 }
 
 static void *agent_main(void *arg)
 {
 	struct agent *a = arg;
-	if (!*a->abort)
-		a->s->body(a->s, a->i);
+	struct kbe *b = a->b;
+	b->parked++;
+	kr_mp_park(); /* until run() or the previous agent unparks us */
+	if (b->abort)
+		return NULL;
+	b->s->body(b->s, a->i);
+	b->cur = a->i + 1 == b->s->n ? 0 : a->i + 1;
+	if (++b->finished < b->s->n)
+		kr_mp_unpark(b->mp[b->cur]);
 	return NULL;
 }
 
 static int karui_run(ssf_sched *s, char *why, size_t len)
 {
-	kr_config cfg = {.vps = 1, .rq = &kr_rq_fifo};
+	kr_config cfg = {.vps = 1};
 	kr_attr attr = {.stack_size = 16 * 1024};
+	struct kbe b = {.s = s, .mp = calloc(s->n, sizeof *b.mp)};
 	struct agent *a = calloc(s->n, sizeof *a);
-	kr_mp **mp = calloc(s->n, sizeof *mp);
 	unsigned made = 0;
-	int e = a && mp ? kr_init(&cfg) : ENOMEM;
+	int e = a && b.mp ? kr_init(&cfg) : ENOMEM;
 	if (e) {
 		snprintf(why, len, "karui: kr_init: %s", strerror(e));
 		free(a);
-		free(mp);
+		free(b.mp);
 		return e;
 	}
 	s->pass = pass;
-	s->be = NULL;
-	/* No agent runs before the main microprocess waits in its first
-	 * join, so after a failed create the ones made can still be told to
-	 * end without simulating: a ring with agents missing would never end. */
+	s->be = &b;
 	for (; made < s->n; made++) {
-		a[made] = (struct agent){s, made, &e};
-		if ((e = kr_mp_create(&mp[made], &attr, agent_main, &a[made])) != 0)
+		a[made] = (struct agent){&b, made};
+		if ((e = kr_mp_create(&b.mp[made], &attr, agent_main, &a[made])) != 0)
 			break;
 	}
-	if (e)
+	if (e) {
 		snprintf(why, len, "karui: kr_mp_create: %s", strerror(e));
+		b.abort = 1;
+		for (unsigned i = 0; i < made; i++)
+			kr_mp_unpark(b.mp[i]);
+	} else {
+		while (b.parked < s->n) /* one VP: they run when we yield */
+			kr_mp_yield();
+		kr_mp_unpark(b.mp[0]);
+	}
 	for (unsigned i = 0; i < made; i++)
-		kr_mp_join(mp[i], NULL);
+		kr_mp_join(b.mp[i], NULL);
 	kr_fini();
 	free(a);
-	free(mp);
+	free(b.mp);
 	return e;
 }
 

@@ -12,9 +12,9 @@
  * that returns posts the next agent still running, the last one posts
  * run(), which joins them all.
  *
- * The threads are left where the kernel puts them: on this machine a
- * hand-off between two CPUs and one on the same CPU cost about the same,
- * both a futex wake and a wait, and pinning would fail where affinity is
+ * The threads are left where the kernel puts them.  Rejected: pinning them
+ * all to one CPU, which gained nothing measurable (a hand-off is a futex
+ * wake and a futex wait either way) and fails where affinity is
  * restricted.
  */
 #define _GNU_SOURCE
