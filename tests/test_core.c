@@ -1612,6 +1612,42 @@ static void *join_peer(void *a)
 	return NULL;
 }
 
+/* A chain of CHAIN_N nested joins, each microprocess creating the next
+ * and joining it: no join is taken for a cycle, and every result comes
+ * back up.  The deepest one joins the first, which nobody joins yet and
+ * which waits, through all the others, for the deepest: EDEADLK; then the
+ * chain unwinds and main joins the first. */
+enum { CHAIN_N = 3000 };
+static kr_mp *chain_mp[CHAIN_N + 1];
+static int chain_back_err = -1;
+
+static void *chain_link(void *a)
+{
+	long d = (long)(intptr_t)a;
+	if (d == CHAIN_N) {
+		__atomic_store_n(&chain_back_err, kr_mp_join(chain_mp[1], NULL), __ATOMIC_RELEASE);
+		return (void *)(intptr_t)d;
+	}
+	void *r = NULL;
+	if (kr_mp_create(&chain_mp[d + 1], NULL, chain_link, (void *)(intptr_t)(d + 1)) != 0 ||
+	    kr_mp_join(chain_mp[d + 1], &r) != 0)
+		return (void *)(intptr_t)-1;
+	return (intptr_t)r < 0 ? r : (void *)((intptr_t)r + d);
+}
+
+static void nested_joins_are_no_cycle_and_a_join_back_up_is(void)
+{
+	init(1);
+	void *r = NULL;
+	KT_EQ(kr_mp_create(&chain_mp[1], NULL, chain_link, (void *)(intptr_t)1), 0);
+	while (__atomic_load_n(&chain_back_err, __ATOMIC_ACQUIRE) < 0)
+		KT_EQ(kr_mp_yield(), 0);
+	KT_EQ(kr_mp_join(chain_mp[1], &r), 0);
+	KT_EQ((long)(intptr_t)r, (long)CHAIN_N * (CHAIN_N + 1) / 2);
+	KT_EQ(chain_back_err, EDEADLK);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void joins_that_close_a_cycle_return_edeadlk(void)
 {
 	init(1);
@@ -1877,6 +1913,7 @@ int main(int argc, char **argv)
 	KT_RUN(stale_handle_does_not_name_the_next_microprocess_in_its_record);
 	KT_RUN(racing_joins_of_an_ended_microprocess_let_one_win);
 	KT_RUN_T(joins_that_close_a_cycle_return_edeadlk, 60);
+	KT_RUN(nested_joins_are_no_cycle_and_a_join_back_up_is);
 	KT_RUN(keys_stay_valid_through_any_number_of_reuses);
 	KT_RUN(main_keys_are_destroyed_at_fini);
 	KT_RUN(karui_calls_inside_a_blocking_section_keep_it_with_the_microprocess);

@@ -8,6 +8,8 @@
  *   create_join  make_fcontext on a reused 64 KiB stack, jump in, the entry
  *                jumps straight back and is abandoned; one operation =
  *                make + two jumps
+ *   nest         seed002.fig3/fig4: main and one fcontext run the nesting
+ *                loop (nest.c), jumping to each other
  */
 #include <cerrno>
 #include <cstdlib>
@@ -71,5 +73,43 @@ extern "C" int kb_fcontext_create_join(const kb_args *a, kb_res *r)
 	}
 	r->ns_per_op = (kb_now_ns() - t0) / double(a->iters);
 	std::free(stk);
+	return 0;
+}
+
+namespace {
+
+bcd::fcontext_t fc_peer; /* the flow that is not running */
+long fc_l, fc_c, fc_rounds;
+
+void fc_nest_sw(void *)
+{
+	/* the jump returns with the flow that jumped here: the other one */
+	fc_peer = bcd::jump_fcontext(fc_peer, nullptr).fctx;
+}
+
+void fc_nest_other(bcd::transfer_t t)
+{
+	fc_peer = t.fctx;
+	kb_nest_run(fc_l, fc_c, fc_rounds, fc_nest_sw, nullptr);
+	std::abort(); /* main finishes first and never resumes this one */
+}
+
+} // namespace
+
+extern "C" int kb_fcontext_nest(const kb_args *a, kb_res *r)
+{
+	if (a->l < 1 || a->c < a->l || a->iters < 2)
+		return EINVAL;
+	char *stk = static_cast<char *>(std::malloc(fc_stack));
+	if (!stk)
+		return ENOMEM;
+	fc_l = a->l;
+	fc_c = a->c;
+	fc_rounds = a->iters / 2;
+	fc_peer = bcd::make_fcontext(stk + fc_stack, fc_stack, fc_nest_other);
+	double t0 = kb_now_ns();
+	kb_nest_run(fc_l, fc_c, fc_rounds, fc_nest_sw, nullptr);
+	r->ns_per_op = (kb_now_ns() - t0) / double(2 * fc_rounds);
+	std::free(stk); /* the other flow stays suspended for good */
 	return 0;
 }

@@ -543,3 +543,36 @@ extern "C" int kb_fiber_skynet(const kb_args *a, kb_res *r)
 	r->peak = rep.peak;
 	return 0;
 }
+
+namespace {
+
+void fib_chain(long d, long n)
+{
+	if (d < n) {
+		bf::fiber f(fib_chain, d + 1, n);
+		f.join();
+	}
+}
+
+} // namespace
+
+/* seed000.table2: fibers with Boost's default stack allocator, each
+ * creating the next and joining it */
+extern "C" int kb_fiber_chain(const kb_args *a, kb_res *r)
+{
+	if (a->n < 1 || a->iters < 1)
+		return EINVAL;
+	try {
+		double t0 = kb_now_ns();
+		bf::fiber(fib_chain, 1L, a->n).join();
+		double t1 = kb_now_ns();
+		for (long i = 0; i < a->iters; i++)
+			bf::fiber(fib_chain, 1L, a->n).join();
+		double t2 = kb_now_ns();
+		r->ns_per_op = (t1 - t0) / double(a->n);
+		r->ns_cached = (t2 - t1) / double(a->n * a->iters);
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}

@@ -16,6 +16,8 @@
  *   sem_pingpong two sem_t: A posts s[0] and waits on s[1], B the reverse
  *   rendezvous   a caller and a server thread, one mutex and a condvar each
  *                way; the server takes the request v and replies v + 1
+ *   chain        seed000.table2: default threads, each creating the next
+ *                and joining it
  *   prodcons     64 producer and 64 consumer threads (64 KiB stacks), not
  *                pinned, signalling under the mutex; pauses by nanosleep
  * The two-thread experiments (yield and the ping-pongs) run two new threads
@@ -705,4 +707,50 @@ int kb_pthread_prodcons(const kb_args *a, kb_res *r)
 		return EIO;
 	r->ns_per_op = t1 - t0;
 	return 0;
+}
+
+/* ---- seed000.table2 ---- */
+
+static long chain_n;
+
+static void *chain_fn(void *arg)
+{
+	long d = (long)(intptr_t)arg;
+	if (d < chain_n) {
+		pthread_t t;
+		int e = pthread_create(&t, NULL, chain_fn, (void *)(intptr_t)(d + 1));
+		if (e)
+			return (void *)(intptr_t)e;
+		void *ret;
+		pthread_join(t, &ret);
+		return ret;
+	}
+	return NULL;
+}
+
+static int chain_pass(void)
+{
+	pthread_t t;
+	void *ret;
+	int e = pthread_create(&t, NULL, chain_fn, (void *)(intptr_t)1);
+	if (e)
+		return e;
+	pthread_join(t, &ret);
+	return (int)(intptr_t)ret;
+}
+
+int kb_pthread_chain(const kb_args *a, kb_res *r)
+{
+	if (a->n < 1 || a->iters < 1)
+		return EINVAL;
+	chain_n = a->n;
+	double t0 = kb_now_ns();
+	int e = chain_pass();
+	double t1 = kb_now_ns();
+	for (long i = 0; i < a->iters && !e; i++)
+		e = chain_pass();
+	double t2 = kb_now_ns();
+	r->ns_per_op = (t1 - t0) / (double)a->n;
+	r->ns_cached = (t2 - t1) / (double)(a->n * a->iters);
+	return e;
 }

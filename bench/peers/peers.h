@@ -65,12 +65,14 @@ extern "C" {
 typedef struct kb_args {
 	long iters; /* operations to time */
 	long n;     /* flows for create_batch and many */
+	long l, c;  /* seed002.fig3/4: the call-nesting depths L and C */
 } kb_args;
 
 typedef struct kb_res {
 	double ns_per_op;
 	double rss_kib; /* "many" only; otherwise left as the caller set it */
 	double peak;    /* "skynet" only; otherwise left as the caller set it */
+	double ns_cached; /* seed000.table2 only */
 } kb_res;
 
 /* skynet's shape, and prodcons's */
@@ -79,6 +81,26 @@ enum { KB_PC_FLOWS = 64, KB_PC_SLOTS = 64, KB_PC_PAUSE_EVERY = 1000 };
 #define KB_PC_PAUSE_NS 2000000L
 
 typedef int (*kb_fn)(const kb_args *a, kb_res *r);
+
+/* seed002.fig3/fig4 (bench/peers/nest.c): from depth l, `rounds` times
+ * call down to depth c and call sw(arg) there.  kb_call_nest is the loop
+ * with a switch that does nothing: the calls' own cost per round. */
+typedef void (*kb_sw)(void *arg);
+void kb_nest_run(long l, long c, long rounds, kb_sw sw, void *arg);
+int kb_call_nest(const kb_args *a, kb_res *r);
+/* The switch loops: two flows, each running kb_nest_run with a->iters / 2
+ * rounds, switching to the other; one operation = one switch. */
+int kb_ucontext_nest(const kb_args *a, kb_res *r);
+int kb_fcontext_nest(const kb_args *a, kb_res *r);
+
+/* seed000.table2 (each call in a fresh process): a chain of a->n flows,
+ * each creating the next and joining it (the inner loop, which nests the
+ * flows), run 1 + a->iters times (the outer loop); ns_per_op = the first
+ * pass per flow, ns_cached = each later pass per flow. */
+int kb_ucontext_chain(const kb_args *a, kb_res *r);
+int kb_ucontext_mprot_chain(const kb_args *a, kb_res *r);
+int kb_fiber_chain(const kb_args *a, kb_res *r);
+int kb_pthread_chain(const kb_args *a, kb_res *r);
 
 /* monotonic nanoseconds and current RSS in KiB (bench/peers/clock.c) */
 double kb_now_ns(void);

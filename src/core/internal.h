@@ -82,6 +82,8 @@ struct kr_mp {
 	                           microprocess accepted and has not answered);
 	                           0 at each create */
 	/* line 2 */
+	uintptr_t joining;      /* in kr_mp_join: the handle of the record it
+	                           joins (life.c's join_cycle), else 0: atomic */
 	uint32_t is_main;
 	uint32_t region;        /* the region's number in its class (stack.c) */
 	/* the stack region: [stack_lo, stack_lo + stack_size) usable, this

@@ -34,11 +34,30 @@
  * straight to it (no ready queue, no claim: the seed's sleep_and_wakeup);
  * a detached one stores REAPED.  Whoever moves DONE -> REAPED (a join or a
  * detach of an ended microprocess) releases the record: one CAS, one
- * winner.  Before blocking, a joiner walks up the chain of its own joiners
- * (join_cycle): if it leads to the microprocess it joins, the join would
- * wait for itself, and it is undone with EDEADLK.  The registering CAS and
- * the walk's loads are sequentially consistent, so of two joins that
- * close a cycle at once, at least one sees the other.
+ * winner.
+ *
+ * Join cycles.  A joiner records whom it joins (joining) before its
+ * registering CAS, and, if someone joins it in turn, walks down the chain
+ * of joins from the microprocess it joins (join_cycle): mp joins y, y
+ * joins z, ...; if the chain reaches the joiner, the join would wait for
+ * itself, and it is undone with EDEADLK.  Walking down rather than up the
+ * chain of the joiner's own joiners keeps the common shapes O(1): in a
+ * chain of nested joins, or a tree whose parents join their children, the
+ * joined one has not started or joins nothing, while the chain above the
+ * joiner is as long as the nesting is deep.  A link read is checked to
+ * belong to the life it names (the join word's generation, read after
+ * the link), so the walk never follows a record that ended or was reused;
+ * a chain that reaches the joiner is a real cycle, since each of its
+ * members waits, through the others, for the joiner, which runs.  Of two
+ * joins that close a cycle at once, at least one sees the other: each
+ * stores its link before its registering CAS and loads the others' after
+ * its own; the walk's loads and the CAS are sequentially consistent, and
+ * the relaxed store of the link is ordered before the CAS by the CAS
+ * itself on both architectures (lock cmpxchg on x86-64; a release
+ * store-exclusive or casal on aarch64, whose store and later acquire load
+ * are not reordered), without a fence of its own on the fast path.
+ * Rejected: walking up the joiner's own chain (O(depth) per join, O(n^2)
+ * for a chain of n nested joins).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -276,21 +295,28 @@ int kr_mp_exit(void *result)
 	kr__ctx_jump(t.to, t.arg);
 }
 
-/* Walk up the chain of self's joiners, self having just registered as
- * mp's joiner: each of them waits, directly or through the others, for
- * self, which runs, so none can end meanwhile and the chain holds still
- * but for newcomers; it ends at a microprocess that nobody joins, or at mp,
- * and then the join would wait for itself.  1: a cycle, and the
- * registration undone; 0: none, or mp ended meanwhile (its exit, which
- * the undo's CAS lost to, is on its way to self). */
+/* self, with someone joining it, has registered as the joiner of mp (of
+ * generation gen): walk down the chain of joins from mp (see the top).
+ * 1: the chain reaches self, a cycle, and the registration is undone; 0:
+ * none, or mp ended meanwhile (its exit, which the undo's CAS lost to, is
+ * on its way to self). */
 static __attribute__((noinline)) int join_cycle(kr_mp *self, kr_mp *mp, uintptr_t gen)
 {
-	uintptr_t x = __atomic_load_n(&self->join, __ATOMIC_SEQ_CST) & KR_ADDR_MASK;
-	while (x > JS_DONE && (kr_mp *)x != mp)
-		x = __atomic_load_n(&((kr_mp *)x)->join, __ATOMIC_SEQ_CST) & KR_ADDR_MASK;
+	uintptr_t h = gen | (uintptr_t)mp;
+	for (;;) {
+		kr_mp *x = (kr_mp *)(h & KR_ADDR_MASK);
+		if (x == self)
+			break;
+		uintptr_t next = __atomic_load_n(&x->joining, __ATOMIC_SEQ_CST);
+		if ((__atomic_load_n(&x->join, __ATOMIC_SEQ_CST) & ~KR_ADDR_MASK) !=
+		    (h & ~KR_ADDR_MASK))
+			return 0; /* x ended: the link to it is going */
+		if (!next)
+			return 0;
+		h = next;
+	}
 	uintptr_t j = gen | (uintptr_t)self;
-	return (kr_mp *)x == mp &&
-	       __atomic_compare_exchange_n(&mp->join, &j, gen | JS_NONE, 0, __ATOMIC_ACQ_REL,
+	return __atomic_compare_exchange_n(&mp->join, &j, gen | JS_NONE, 0, __ATOMIC_ACQ_REL,
 					   __ATOMIC_RELAXED);
 }
 
@@ -337,16 +363,22 @@ int kr_mp_join(kr_mp *h, void **result)
 	kr_mp *self = w->cur;
 	if (mp == self) /* the caller, or a stale handle of its record */
 		return h == kr__handle(self) ? EDEADLK : ESRCH;
+	__atomic_store_n(&self->joining, (uintptr_t)h, __ATOMIC_RELAXED); /* before the CAS */
 	if (!__atomic_compare_exchange_n(&mp->join, &j, gen | (uintptr_t)self, 0, __ATOMIC_SEQ_CST,
-					 __ATOMIC_ACQUIRE))
+					 __ATOMIC_ACQUIRE)) {
+		__atomic_store_n(&self->joining, 0, __ATOMIC_RELAXED);
 		return join_other(mp, j, gen, result);
+	}
 	if (__builtin_expect((__atomic_load_n(&self->join, __ATOMIC_SEQ_CST) & KR_ADDR_MASK) >
 			     JS_DONE, 0) &&
-	    join_cycle(self, mp, gen))
+	    join_cycle(self, mp, gen)) {
+		__atomic_store_n(&self->joining, 0, __ATOMIC_RELAXED);
 		return EDEADLK;
+	}
 	/* Not a kr_mp_park: the joiner is in no queue and its permit is
 	 * untouched, so nothing but mp's exit resumes it. */
 	block(w, self);
+	__atomic_store_n(&self->joining, 0, __ATOMIC_RELAXED);
 	return reap(mp, result);
 }
 

@@ -21,6 +21,41 @@ int kb_karui_stream(const kb_args *a, kb_res *r);
 int kb_karui_skynet(const kb_args *a, kb_res *r);
 int kb_karui_prodcons(const kb_args *a, kb_res *r);
 int kb_karui_prodcons_1vp(const kb_args *a, kb_res *r);
+int kb_karui_nest(const kb_args *a, kb_res *r);  /* seed002.fig3/fig4 */
+int kb_karui_chain(const kb_args *a, kb_res *r); /* seed000.table2 */
+
+/*
+ * The seeds' experiments (seed000.table2, seed002.fig3, ...) have shapes of
+ * their own: several metrics, a point on an x axis (a nesting depth, a VP
+ * count), systems that are variants of karui.  Each runs its systems
+ * itself and reports through kb_row, which prints the same table line or
+ * JSON object as the other experiments, with "x" when x >= 0.
+ */
+typedef struct kb_ctx {
+	const char *dir;        /* karui-bench's directory (karui-bench-go, servers) */
+	const char *only;       /* --only: the one system to run besides karui, or NULL */
+	int quick;              /* --quick: the short mode of `make demo` */
+	int reps;               /* timed repeats per row: 5 with --quick, else 11 */
+	long n;                 /* --n, or 0 */
+} kb_ctx;
+/* Is `sys` to run (--only)?  karui and its variants ("karui-...") always
+ * are; says so on stderr, the progress line. */
+int kb_want(const kb_ctx *c, const char *exp, const char *sys);
+/* One warm-up call of fn(a), then c->reps timed ones; v[] (room for 16)
+ * gets each ns_per_op.  0 or fn's errno code. */
+int kb_repeat(const kb_ctx *c, kb_fn fn, const kb_args *a, double *v);
+/* One row: the median, min and max of v[0..nv) (sorted in place), the
+ * ratio to `karui` if > 0 (peer / karui), x if >= 0.  Returns the median. */
+double kb_row(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
+	      const char *unit, double *v, int nv, double karui, double x);
+/* kind: "skipped" (not available here) or "failed" (ran, reported an error) */
+void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why);
+
+/* exp_seeds.c */
+void kb_seed000_table2(const kb_ctx *c);
+void kb_seed002_fig3(const kb_ctx *c);
+void kb_seed002_fig4(const kb_ctx *c);
+int kb_chain_once(const char *sys, long n, long m); /* `karui-bench chain` */
 
 /* The http experiment (exp_http.c) and what it needs from main.c. */
 typedef struct kb_http_opts {

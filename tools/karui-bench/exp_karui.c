@@ -239,3 +239,86 @@ int kb_karui_skynet(const kb_args *a, kb_res *r)
 	r->peak = (double)sky_peak;
 	return err;
 }
+
+/* ---- seed002.fig3/fig4: the nesting loop (nest.c) on two microprocesses
+ * handing the VP to each other with kr_mp_switch_to ---- */
+
+static long nest_l, nest_c;
+
+static void nest_sw(void *other)
+{
+	kr_mp_switch_to(*(kr_mp **)other);
+}
+
+static void *nester(void *a)
+{
+	int me = (int)(intptr_t)a;
+	while (!__atomic_load_n(&peer[!me], __ATOMIC_ACQUIRE))
+		kr_mp_yield();
+	kb_nest_run(nest_l, nest_c, per_mp, nest_sw, &peer[!me]);
+	return NULL;
+}
+
+int kb_karui_nest(const kb_args *a, kb_res *r)
+{
+	if (a->l < 1 || a->c < a->l || a->iters < 2)
+		return EINVAL;
+	int err = start();
+	if (err)
+		return err;
+	per_mp = a->iters / 2;
+	nest_l = a->l;
+	nest_c = a->c;
+	peer[0] = peer[1] = NULL;
+	kr_mp *m0, *m1;
+	kr_mp_create(&m0, NULL, nester, (void *)0);
+	kr_mp_create(&m1, NULL, nester, (void *)1);
+	__atomic_store_n(&peer[0], m0, __ATOMIC_RELEASE);
+	__atomic_store_n(&peer[1], m1, __ATOMIC_RELEASE);
+	double t0 = kb_now_ns();
+	kr_mp_join(m0, NULL);
+	kr_mp_join(m1, NULL);
+	r->ns_per_op = (kb_now_ns() - t0) / (per_mp * 2);
+	return kr_fini();
+}
+
+/* ---- seed000.table2: a chain of microprocesses, each creating the next
+ * and joining it, on one VP with the default settings ---- */
+
+static long chain_n;
+
+static void *chain_fn(void *arg)
+{
+	long d = (long)(intptr_t)arg;
+	void *ret = NULL;
+	if (d < chain_n) {
+		kr_mp *c;
+		int e = kr_mp_create(&c, NULL, chain_fn, (void *)(intptr_t)(d + 1));
+		if (e)
+			return (void *)(intptr_t)e;
+		kr_mp_join(c, &ret);
+	}
+	return ret;
+}
+
+int kb_karui_chain(const kb_args *a, kb_res *r)
+{
+	if (a->n < 1 || a->iters < 1)
+		return EINVAL;
+	int err = start();
+	if (err)
+		return err;
+	chain_n = a->n;
+	void *ret = NULL;
+	double t0 = kb_now_ns();
+	ret = chain_fn((void *)0);
+	double t1 = kb_now_ns();
+	for (long i = 0; i < a->iters && !ret; i++)
+		ret = chain_fn((void *)0);
+	double t2 = kb_now_ns();
+	r->ns_per_op = (t1 - t0) / (double)a->n;
+	r->ns_cached = (t2 - t1) / (double)(a->n * a->iters);
+	err = (int)(intptr_t)ret;
+	int e2 = kr_fini();
+	return err ? err : e2;
+}

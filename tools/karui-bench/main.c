@@ -186,6 +186,33 @@ static const struct {
 };
 #define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
 
+/* The seeds' experiments with shapes of their own (exp.h: kb_ctx). */
+static const struct seed {
+	const char *name, *what, *systems;
+	void (*run)(const kb_ctx *c);
+} SEEDS[] = {
+	{"seed000.table2",
+	 "create/terminate, a chain of n nested processes: first pass, cached passes",
+	 "karui ucontext ucontext-mprot boost-fiber go pthread", kb_seed000_table2},
+	{"seed002.fig3", "2,000,000 switches between two flows at call depth L = C = 1..10",
+	 "karui boost-fcontext ucontext call-only", kb_seed002_fig3},
+	{"seed002.fig4", "2,000,000 switches between two flows, L = 1, C = 1..10",
+	 "karui boost-fcontext ucontext call-only", kb_seed002_fig4},
+};
+#define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
+
+/* The seeds' tables that are experiments above under their own names. */
+static const struct {
+	const char *name, *what;
+	const char *members[3];
+} GROUPS[] = {
+	{"seed000.table3", "lock/unlock and monitor enter/exit without a switch",
+	 {"mutex", "monitor"}},
+	{"seed000.table4", "two condition-variable operations with a switch",
+	 {"condvar_pingpong"}},
+};
+#define NGROUPS (sizeof GROUPS / sizeof GROUPS[0])
+
 static int json, quick;
 static const char *only;
 static long n_override;
@@ -208,8 +235,8 @@ static struct stat3 stats(double *v, int n)
 	return (struct stat3){n ? v[n / 2] : 0, n ? v[0] : 0, n ? v[n - 1] : 0, n};
 }
 
-static void emit(const char *exp, const char *sys, const char *metric, const char *unit,
-		 struct stat3 s, double karui, long n)
+static void emit_x(const char *exp, const char *sys, const char *metric, const char *unit,
+		   struct stat3 s, double karui, long n, double x)
 {
 	double ratio = karui > 0 ? s.med / karui : 0;
 	if (json) {
@@ -218,6 +245,8 @@ static void emit(const char *exp, const char *sys, const char *metric, const cha
 		       exp, sys, metric, s.med, unit, s.min, s.max, s.runs);
 		if (n)
 			printf(",\"n\":%ld", n);
+		if (x >= 0)
+			printf(",\"x\":%g", x);
 		if (karui > 0)
 			printf(",\"ratio_to_karui\":%.4g", ratio);
 		printf("}\n");
@@ -226,11 +255,19 @@ static void emit(const char *exp, const char *sys, const char *metric, const cha
 		       unit, s.min, s.max);
 		if (n)
 			printf(" n=%ld", n);
+		if (x >= 0)
+			printf(" x=%g", x);
 		if (karui > 0 && strcmp(sys, "karui") != 0)
 			printf("  %6.2fx karui", ratio);
 		printf("\n");
 	}
 	fflush(stdout);
+}
+
+static void emit(const char *exp, const char *sys, const char *metric, const char *unit,
+		 struct stat3 s, double karui, long n)
+{
+	emit_x(exp, sys, metric, unit, s, karui, n, -1);
 }
 
 /* kind: "skipped" (the system is not available here) or "failed" (it ran
@@ -243,6 +280,41 @@ static void emit_none(const char *exp, const char *sys, const char *kind, const 
 	else
 		printf("%-13s %-15s %s: %s\n", exp, sys, kind, why);
 	fflush(stdout);
+}
+
+int kb_want(const kb_ctx *c, const char *exp, const char *sys)
+{
+	if (c->only && strcmp(c->only, sys) && strncmp(sys, "karui", 5))
+		return 0;
+	fprintf(stderr, "karui-bench: %s / %s ...\n", exp, sys);
+	return 1;
+}
+
+int kb_repeat(const kb_ctx *c, kb_fn fn, const kb_args *a, double *v)
+{
+	for (int r = -1; r < c->reps; r++) { /* r = -1: the warm-up */
+		kb_res res = {0, -1, -1};
+		int err = fn(a, &res);
+		if (err)
+			return err;
+		if (r >= 0)
+			v[r] = res.ns_per_op;
+	}
+	return 0;
+}
+
+double kb_row(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
+	      const char *unit, double *v, int nv, double karui, double x)
+{
+	(void)c;
+	struct stat3 st = stats(v, nv);
+	emit_x(exp, sys, metric, unit, st, karui, 0, x);
+	return st.med;
+}
+
+void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why)
+{
+	emit_none(exp, sys, kind, why);
 }
 
 /* Run the Go program; fills ns[], rss[] and peak[] with one value per
@@ -457,6 +529,14 @@ static void list(void)
 			printf(" %s", EXPS[i].sys[j].name);
 		printf("\n");
 	}
+	for (size_t i = 0; i < NSEEDS; i++)
+		printf("%-13s %s; systems: %s\n", SEEDS[i].name, SEEDS[i].what, SEEDS[i].systems);
+	for (size_t i = 0; i < NGROUPS; i++) {
+		printf("%-13s %s: runs", GROUPS[i].name, GROUPS[i].what);
+		for (int j = 0; j < 3 && GROUPS[i].members[j]; j++)
+			printf(" %s", GROUPS[i].members[j]);
+		printf("\n");
+	}
 	printf("%-13s HTTP \"hello\" on loopback driven by wrk, --n connections (100); "
 	       "systems: karui karui-epoll go pthread\n", "http");
 	printf("%-13s instructions and locked instructions per operation under callgrind; "
@@ -491,6 +571,13 @@ int main(int argc, char **argv)
 		}
 		return count(argv[2], argv[3], atol(argv[4])) ? 1 : 0;
 	}
+	if (!strcmp(argv[1], "chain")) {
+		if (argc != 5 || atol(argv[3]) <= 0 || atol(argv[4]) <= 0) {
+			usage(stderr);
+			return 2;
+		}
+		return kb_chain_once(argv[2], atol(argv[3]), atol(argv[4]));
+	}
 	if (!strcmp(argv[1], "locked")) {
 		long n = argc == 5 ? atol(argv[4]) : 20000;
 		if ((argc != 4 && argc != 5) || n <= 0) {
@@ -523,6 +610,13 @@ int main(int argc, char **argv)
 	    found = all || !strcmp(name, "instructions") || !strcmp(name, "http");
 	for (size_t i = 0; i < NEXPS; i++)
 		found |= !strcmp(name, EXPS[i].name);
+	for (size_t i = 0; i < NSEEDS; i++)
+		found |= !strcmp(name, SEEDS[i].name);
+	const char *const *group = NULL;
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (!strcmp(name, GROUPS[i].name))
+			group = GROUPS[i].members;
+	found |= group != NULL;
 	if (!found) {
 		fprintf(stderr, "karui-bench: no experiment '%s' (see karui-bench list)\n", name);
 		return 2;
@@ -530,9 +624,18 @@ int main(int argc, char **argv)
 	if (!json)
 		printf("%-13s %-15s %-23s %10s %-7s %s\n", "experiment", "system", "metric",
 		       "median", "unit", "[min .. max]  peer/karui");
-	for (size_t i = 0; i < NEXPS; i++)
-		if (all || !strcmp(name, EXPS[i].name))
+	for (size_t i = 0; i < NEXPS; i++) {
+		int in_group = 0;
+		for (int j = 0; group && j < 3 && group[j]; j++)
+			in_group |= !strcmp(group[j], EXPS[i].name);
+		if (all || in_group || !strcmp(name, EXPS[i].name))
 			run_exp(&EXPS[i]);
+	}
+	kb_ctx ctx = {.dir = self_dir, .only = only, .quick = quick, .reps = quick ? 5 : 11,
+		      .n = n_override};
+	for (size_t i = 0; i < NSEEDS; i++)
+		if (all || !strcmp(name, SEEDS[i].name))
+			SEEDS[i].run(&ctx);
 	if (all || !strcmp(name, "http"))
 		run_http();
 	if (all || !strcmp(name, "instructions"))

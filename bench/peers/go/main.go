@@ -34,6 +34,12 @@
 //	             producer sleeps 2 ms (time.Sleep) after every 1000th item;
 //	             the consumers' total is checked; one op = the whole run
 //
+//	chain        seed000.table2, in a fresh process: a chain of N goroutines,
+//	             each starting the next and waiting for it to end (a channel
+//	             closed at its end), run 1 + ITERS times; prints one line
+//	             {"first": ns per goroutine of the first pass, "cached": of
+//	             the later ones}, with no warm-up (REPEATS must be 1)
+//
 // GOMAXPROCS is 1 for every experiment but skynet and prodcons, which run
 // with 2 (the default on a 2-CPU machine, and karui's 2 VPs).  A first run
 // warms up and prints nothing; then each repeat prints one line:
@@ -453,6 +459,29 @@ func prodcons(items int64) result {
 	return result{float64(d.Nanoseconds()), -1, -1}
 }
 
+func chainFrom(d, n int64) {
+	if d < n {
+		done := make(chan struct{})
+		go func() {
+			chainFrom(d+1, n)
+			close(done)
+		}()
+		<-done
+	}
+}
+
+func chain(n, m int64) {
+	start := time.Now()
+	chainFrom(0, n)
+	first := time.Since(start)
+	start = time.Now()
+	for i := int64(0); i < m; i++ {
+		chainFrom(0, n)
+	}
+	fmt.Printf("{\"first\": %.3f, \"cached\": %.3f}\n", nsPer(first, n),
+		nsPer(time.Since(start), n*m))
+}
+
 func fail(msg string) {
 	fmt.Fprintf(os.Stderr, "benchpeer: %s\n", msg)
 	os.Exit(1)
@@ -463,7 +492,7 @@ func usage(msg string) {
 	fmt.Fprintln(os.Stderr, "usage: benchpeer EXPERIMENT ITERS N REPEATS")
 	fmt.Fprintln(os.Stderr, "experiments: yield create_join create_batch many mutex monitor")
 	fmt.Fprintln(os.Stderr, "             condvar_pingpong chan_pingpong chan_relay rendezvous stream")
-	fmt.Fprintln(os.Stderr, "             skynet prodcons")
+	fmt.Fprintln(os.Stderr, "             skynet prodcons chain")
 	os.Exit(2)
 }
 
@@ -488,6 +517,14 @@ func main() {
 	repeats := posArg("REPEATS", os.Args[4])
 	var run func() result
 	procs := 1
+	if os.Args[1] == "chain" {
+		if repeats != 1 {
+			usage("chain runs once per process: REPEATS must be 1")
+		}
+		runtime.GOMAXPROCS(procs)
+		chain(n, iters)
+		return
+	}
 	switch os.Args[1] {
 	case "yield":
 		run = func() result { return yield(iters) }
