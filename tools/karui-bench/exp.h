@@ -57,6 +57,9 @@ void kb_seed002_fig3(const kb_ctx *c);
 void kb_seed002_fig4(const kb_ctx *c);
 int kb_chain_once(const char *sys, long n, long m); /* `karui-bench chain` */
 
+/* exp_ssf.c */
+void kb_seed002_ssf(const kb_ctx *c);
+
 /* The http experiment (exp_http.c) and what it needs from main.c. */
 typedef struct kb_http_opts {
 	const char *dir;        /* karui-bench's directory: the servers */

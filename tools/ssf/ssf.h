@@ -60,7 +60,9 @@ typedef struct ssf_result {
 	uint64_t instructions; /* executed by all CPUs */
 	uint64_t bus_txns;     /* bus transactions (misses and upgrades) */
 	uint64_t digest;       /* a hash of the final memory, for comparing runs */
-	double wall_ns;        /* the back end's run, set-up and check excluded */
+	double wall_ns;        /* from the first cycle to the last: the back end's
+	                          start-up and tear-down (contexts, threads,
+	                          kr_init) are not the simulation's speed */
 	int ok;                /* 1: the program's result check passed */
 	char check[160];       /* what the check found */
 } ssf_result;
