@@ -1,8 +1,9 @@
 #!/bin/sh
-# ssf_args.sh KARUI-SSF [EMULATOR]: karui-ssf refuses bad arguments with a
-# message and exit status 2, and a good run prints its check and exits 0.
+# ssf_args.sh KARUI-SSF [EMULATOR...]: karui-ssf refuses bad arguments with
+# a message and exit status 2, and a good run prints its check and exits 0.
 ssf=$1
-emu=$2
+shift
+emu="$*"
 fail=0
 bad() {
 	out=$($emu "$ssf" "$@" 2>&1)

@@ -45,6 +45,19 @@ static void entry(unsigned hi, unsigned lo, unsigned i)
 	setcontext(++b->finished == b->s->n ? &b->main : &b->ctx[b->cur]);
 }
 
+/* Into agent 0; back when the last agent ends.  Apart, so that no local
+ * of ucontext_run lives across the swap that returns twice. */
+static int start(struct ube *b, char *why, size_t len)
+{
+	b->s->pass = pass;
+	b->s->be = b;
+	if (swapcontext(&b->main, &b->ctx[0]) == 0)
+		return 0;
+	int e = errno;
+	snprintf(why, len, "ucontext: swapcontext: %s", strerror(e));
+	return e;
+}
+
 static int ucontext_run(ssf_sched *s, char *why, size_t len)
 {
 	struct ube b = {.s = s};
@@ -68,14 +81,8 @@ static int ucontext_run(ssf_sched *s, char *why, size_t len)
 		makecontext(&b.ctx[i], (void (*)(void))entry, 3, (unsigned)(p >> 16 >> 16),
 			    (unsigned)p, i);
 	}
-	if (!e) {
-		s->pass = pass;
-		s->be = &b;
-		if (swapcontext(&b.main, &b.ctx[0]) != 0) {
-			e = errno;
-			snprintf(why, len, "ucontext: swapcontext: %s", strerror(e));
-		}
-	}
+	if (!e)
+		e = start(&b, why, len);
 	free(b.ctx);
 	free(b.stacks);
 	return e;
