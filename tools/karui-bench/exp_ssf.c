@@ -15,9 +15,11 @@
  * The size of a run (the program's scale) is chosen once per (program, x)
  * from two karui runs, so that a run makes about TARGET switches (one per
  * agent per cycle); every system then runs that same simulation.
- * A run whose result check fails, or whose cycles differ from karui's, is
- * reported as failed rather than timed.  pthread runs take 100-300 times
- * as long, so they get PT_REPS timed runs (still one warm-up first).
+ * The systems' runs alternate, round by round, so that a slow phase of a
+ * shared machine falls on all of them alike.  A system whose result check
+ * fails, or whose cycles differ from karui's, is reported as failed rather
+ * than timed.  pthread runs take a few hundred times as long, so they get
+ * PT_REPS timed runs (still after a warm-up).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -60,57 +62,68 @@ static unsigned scale_for(const char *program, unsigned cpus, double target)
 	return got > 0 ? clamp_scale(s * target / got) : s;
 }
 
-/* One warm-up and `reps` timed runs: ms[] and the cycles of the last;
- * 0, or -1 with why[] filled. */
-static int runs(const char *sys, const char *program, unsigned cpus, unsigned scale, int reps,
-		double *ms, uint64_t *cycles, char *why, size_t len)
+/* One run; 0, or -1 with why[] filled. */
+static int run_once(const char *sys, const char *program, unsigned cpus, unsigned scale,
+		    double *ms, uint64_t *cycles, char *why, size_t len)
 {
-	for (int i = -1; i < reps; i++) {
-		ssf_result r;
-		int e = ssf_run(ssf_backend_find(sys), program, cpus, scale, &r, why, len);
-		if (e)
-			return -1;
-		if (!r.ok) {
-			snprintf(why, len, "result check failed: %s", r.check);
-			return -1;
-		}
-		if (i >= 0)
-			ms[i] = r.wall_ns / 1e6;
-		*cycles = r.cycles;
+	ssf_result r;
+	if (ssf_run(ssf_backend_find(sys), program, cpus, scale, &r, why, len) != 0)
+		return -1;
+	if (!r.ok) {
+		snprintf(why, len, "result check failed: %s", r.check);
+		return -1;
 	}
+	*ms = r.wall_ns / 1e6;
+	*cycles = r.cycles;
 	return 0;
 }
 
 static void one(const kb_ctx *c, const char *exp, const char *program, unsigned cpus)
 {
 	unsigned scale = scale_for(program, cpus, c->quick ? TARGET_QUICK : TARGET);
+	double ms[NSYS][16];
+	uint64_t cycles[NSYS] = {0};
+	int want[NSYS], reps[NSYS];
+	char why[NSYS][200];
+	for (size_t s = 0; s < NSYS; s++) {
+		want[s] = kb_want(c, exp, SYS[s]);
+		reps[s] = !strcmp(SYS[s], "pthread") && c->reps > PT_REPS ? PT_REPS : c->reps;
+		why[s][0] = 0;
+	}
+	/* round r runs each system once (r = -1: the warm-up), so that a slow
+	 * phase of a shared machine falls on all of them alike */
+	for (int r = -1; r < c->reps; r++) {
+		for (size_t s = 0; s < NSYS; s++) {
+			double t;
+			if (!want[s] || why[s][0] || r >= reps[s])
+				continue;
+			if (run_once(SYS[s], program, cpus, scale, &t, &cycles[s], why[s],
+				     sizeof why[s]) == 0 && r >= 0)
+				ms[s][r] = t;
+		}
+	}
 	char metric[32];
 	snprintf(metric, sizeof metric, "%s.cycles", program);
 	double karui_ms = 0, karui_cycles = 0;
 	for (size_t s = 0; s < NSYS; s++) {
-		if (!kb_want(c, exp, SYS[s]))
+		if (!want[s])
 			continue;
-		int reps = !strcmp(SYS[s], "pthread") && c->reps > PT_REPS ? PT_REPS : c->reps;
-		double ms[16], cyc[16];
-		uint64_t cycles = 0;
-		char why[200] = "";
-		if (runs(SYS[s], program, cpus, scale, reps, ms, &cycles, why, sizeof why) != 0) {
-			kb_row_none(exp, SYS[s], "failed", why);
-			continue;
-		}
-		if (s > 0 && karui_cycles > 0 && (double)cycles != karui_cycles) {
-			snprintf(why, sizeof why, "%s on %u CPUs: %llu cycles, karui %.0f",
-				 program, cpus, (unsigned long long)cycles, karui_cycles);
-			kb_row_none(exp, SYS[s], "failed", why);
+		if (!why[s][0] && s > 0 && karui_cycles > 0 && (double)cycles[s] != karui_cycles)
+			snprintf(why[s], sizeof why[s], "%s on %u CPUs: %llu cycles, karui %.0f",
+				 program, cpus, (unsigned long long)cycles[s], karui_cycles);
+		if (why[s][0]) {
+			kb_row_none(exp, SYS[s], "failed", why[s]);
 			continue;
 		}
-		for (int i = 0; i < reps; i++)
-			cyc[i] = (double)cycles;
-		double med = kb_row(c, exp, SYS[s], program, "ms", ms, reps, s ? karui_ms : 0, cpus);
-		kb_row(c, exp, SYS[s], metric, "cycles", cyc, reps, s ? karui_cycles : 0, cpus);
+		double cyc[16];
+		for (int i = 0; i < reps[s]; i++)
+			cyc[i] = (double)cycles[s];
+		double med = kb_row(c, exp, SYS[s], program, "ms", ms[s], reps[s],
+				    s ? karui_ms : 0, cpus);
+		kb_row(c, exp, SYS[s], metric, "cycles", cyc, reps[s], s ? karui_cycles : 0, cpus);
 		if (s == 0) {
 			karui_ms = med;
-			karui_cycles = (double)cycles;
+			karui_cycles = (double)cycles[s];
 		}
 	}
 }
