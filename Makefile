@@ -42,7 +42,9 @@ build: deps
 
 # The suite three times: native, AddressSanitizer + UBSan, and aarch64 under
 # qemu-user; each ends with ctest's "N tests failed out of M" line.  Then
-# the L3 synchronisation tests under ThreadSanitizer.
+# the suites of L1 to L3, I/O (on both back ends) and the API under
+# ThreadSanitizer (TSAN_TESTS; test_syscalls forbids the system calls its
+# runtime makes, test_scale and test_alloc_fail outgrow it).
 test: deps test-native test-asan test-tsan test-aarch64
 	@echo "karui: all suites passed"
 
@@ -56,11 +58,14 @@ test-asan: deps
 	@cmake --build $(ASAN)
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 $(CTEST)
 
+TSAN_TESTS := test_ctx test_vp test_core test_sync test_io test_api
+
 test-tsan: deps
-	@echo "== karui tests: ThreadSanitizer (L3 sync) =="
+	@echo "== karui tests: ThreadSanitizer =="
 	@$(CMAKE) -S . -B $(TSAN) -DKARUI_SANITIZE=thread -DKARUI_BENCH=OFF >/dev/null
-	@cmake --build $(TSAN) --target test_sync
-	@cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) -R '^test_sync$$'
+	@cmake --build $(TSAN) --target $(TSAN_TESTS)
+	@cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) \
+		-R '^test_(ctx|vp|core|sync|io|io_epoll|io_no_uring|api)$$'
 
 test-aarch64: deps
 	@echo "== karui tests: aarch64 under qemu-user =="

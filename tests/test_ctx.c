@@ -30,10 +30,12 @@ static void frame_offsets_match_header(void)
 /* What the switch saves must land at the header's offsets: a context
  * suspended in kr_ctx_switch has its resume address at KR_FRAME_RESUME,
  * pointing into the function that called the switch. */
-static void *seen_sp;
+static void *seen_resume;
+/* Read while the frame is there: once call_switch has returned, the calls
+ * its caller makes (a sanitizer's memcpy, say) may write over it. */
 static kr_ctx_transfer peek(void *arg)
 {
-	seen_sp = main_ctx.sp;
+	memcpy(&seen_resume, (char *)main_ctx.sp + KR_FRAME_RESUME, sizeof seen_resume);
 	return (kr_ctx_transfer){&main_ctx, arg};
 }
 
@@ -47,8 +49,7 @@ static void saved_frame_has_resume_address_at_header_offset(void)
 {
 	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, peek), 0);
 	call_switch();
-	void *resume;
-	memcpy(&resume, (char *)seen_sp + KR_FRAME_RESUME, sizeof resume);
+	void *resume = seen_resume;
 	/* the resume address lies inside call_switch */
 	KT_CHECK((uintptr_t)resume > (uintptr_t)call_switch);
 	KT_CHECK((uintptr_t)resume < (uintptr_t)call_switch + 64);

@@ -18,7 +18,10 @@
  * (vm.max_map_count), so guarded stacks stop near max_map_count / 2 and
  * kr_mp_create returns ENOMEM (docs/limits.md).  The probe checks that the
  * kernel refuses to read a guarded page, as an emulator (qemu-user) may
- * accept the advice and ignore it.  A guard is 64 KiB rather than a page
+ * accept the advice and ignore it.  Fresh regions come in batches, and
+ * where process_madvise takes the advice for the calling process (Linux
+ * >= 6.15, probed too) one call guards the whole batch instead of one
+ * madvise per stack.  A guard is 64 KiB rather than a page
  * because GCC does not probe a large frame unless the program is built
  * with -fstack-clash-protection: a frame larger than the guard can step
  * over it onto the record of the stack below.
@@ -87,6 +90,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -104,6 +109,8 @@
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
+/* the calling thread, for process_madvise (Linux >= 6.15) */
+#define KR_PIDFD_SELF (-10000)
 
 /* classes: 8 of whole pages, then 4 per power of two up to KR_STACK_MAX */
 #define NCLS 68
@@ -128,6 +135,7 @@ static struct {
 	struct kr_stack_cache *caches;  /* every VP's, for statistics */
 	size_t page, guard, cache_max;
 	int inline_guards;              /* MADV_GUARD_INSTALL works */
+	int batch_guards;               /* and process_madvise takes it for us */
 	int handler;                    /* our SIGSEGV handler was installed */
 	unsigned long mapped, trimmed, trim_calls;      /* __atomic */
 	uint64_t trim_at;               /* next trim, kr_now() time: __atomic */
@@ -235,12 +243,33 @@ static int guard_probe(void)
 	return ok;
 }
 
+/* Does process_madvise install guards in our own address space?  One call
+ * then guards a whole batch of fresh regions (carve). */
+static int batch_probe(void)
+{
+	unsigned char *p = mmap(NULL, 2 * S.page, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return 0;
+	struct iovec v[2] = {{p, S.page}, {p + S.page, S.page}};
+	long n = syscall(SYS_process_madvise, KR_PIDFD_SELF, v, 2, MADV_GUARD_INSTALL, 0);
+	int ok = 0, fd[2];
+	if (n == (long)(2 * S.page) && pipe2(fd, O_CLOEXEC) == 0) {
+		ok = write(fd[1], p + S.page, 1) < 0 && errno == EFAULT;
+		close(fd[0]);
+		close(fd[1]);
+	}
+	munmap(p, 2 * S.page);
+	return ok;
+}
+
 int kr__stacks_init(size_t per_vp_cache)
 {
 	S.page = (size_t)sysconf(_SC_PAGESIZE);
 	S.guard = S.page > KR_STACK_GUARD ? S.page : KR_STACK_GUARD;
 	S.cache_max = per_vp_cache;
 	S.inline_guards = guard_probe();
+	S.batch_guards = S.inline_guards && batch_probe();
 	__atomic_store_n(&S.trim_at, kr_now() + TRIM_NS, __ATOMIC_RELAXED);
 	handler_install();
 	return 0;
@@ -381,10 +410,34 @@ static int reserve(struct kr_stack_class *c)
 	return 1;
 }
 
+/* Install the guards of up to n regions from c->cur on, within the
+ * reservation: with one process_madvise where it can, else one region's
+ * guard.  How many regions are guarded now (0: ENOMEM).  A guard that a
+ * failed batch call left installed is installed again, which is no
+ * change. */
+static size_t guard_run(const struct kr_stack_class *c, size_t g, size_t n)
+{
+	size_t left = (size_t)(c->end - c->cur) / c->stride;
+	if (n > left)
+		n = left;
+	if (n > 1 && S.batch_guards) {
+		struct iovec v[1 + BATCH];
+		if (n > 1 + BATCH)
+			n = 1 + BATCH;
+		for (size_t i = 0; i < n; i++)
+			v[i] = (struct iovec){c->cur + i * c->stride, g};
+		if (syscall(SYS_process_madvise, KR_PIDFD_SELF, v, n, MADV_GUARD_INSTALL, 0) ==
+		    (long)(n * g))
+			return n;
+	}
+	return (S.inline_guards ? madvise(c->cur, g, MADV_GUARD_INSTALL)
+				: mprotect(c->cur, g, PROT_NONE)) == 0;
+}
+
 /* Up to n fresh regions; how many (0: ENOMEM, out of memory or mappings). */
 static size_t carve(struct kr_stack_class *c, uint32_t *r, size_t n)
 {
-	size_t g = c->stride - c->size, made = 0;
+	size_t g = c->stride - c->size, made = 0, guarded = 0;
 	for (; made < n; made++) {
 		if (!c->cur || (size_t)(c->end - c->cur) < c->stride) {
 			if (made || !reserve(c))
@@ -394,9 +447,10 @@ static size_t carve(struct kr_stack_class *c, uint32_t *r, size_t n)
 		if (x == UINT32_MAX || !blocks_grow(c, x >> 6))
 			break;
 		unsigned char *base = c->cur + g;
-		if (g && (S.inline_guards ? madvise(c->cur, g, MADV_GUARD_INSTALL)
-					  : mprotect(c->cur, g, PROT_NONE)) != 0)
+		if (g && !guarded && !(guarded = guard_run(c, g, n - made)))
 			break;
+		if (g)
+			guarded--;
 		if (!(x & 63)) {
 			c->blk[x >> 6] = (struct kr_stack_block){.base = base};
 			c->nblk = (x >> 6) + 1;
