@@ -835,6 +835,118 @@ static void priority_queue_runs_highest_first_and_changes_live(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A ready-queue module that holds back microprocesses below the default
+ * priority (pop returns NULL while only such are queued) until a reprio
+ * raises them: seed 000 §4.3's scheduler (c).  LIFO lists suffice here. */
+struct holdq {
+	kr_mp *run, *held;
+};
+static unsigned hold_empty_pops; /* pops that found only held ones */
+
+static kr_mp **hold_list(struct holdq *h, const kr_mp *mp)
+{
+	return kr_mp_prio(mp) >= KR_PRIO_DEFAULT ? &h->run : &h->held;
+}
+
+static void holdq_init(void *q) { *(struct holdq *)q = (struct holdq){0}; }
+
+static void holdq_push(void *q, kr_mp *mp)
+{
+	kr_mp **l = hold_list(q, mp);
+	kr_mp_rqlink(mp)->key = l == &((struct holdq *)q)->held;
+	kr_mp_rqlink(mp)->next = *l;
+	*l = mp;
+}
+
+static kr_mp *holdq_pop(void *q)
+{
+	struct holdq *h = q;
+	kr_mp *mp = h->run;
+	if (mp)
+		h->run = kr_mp_rqlink(mp)->next;
+	else if (h->held)
+		__atomic_fetch_add(&hold_empty_pops, 1, __ATOMIC_RELAXED);
+	return mp;
+}
+
+static int holdq_remove(void *q, kr_mp *mp)
+{
+	struct holdq *h = q;
+	kr_mp **p = kr_mp_rqlink(mp)->key ? &h->held : &h->run;
+	while (*p != mp)
+		p = &kr_mp_rqlink(*p)->next;
+	*p = kr_mp_rqlink(mp)->next;
+	return 0;
+}
+
+static void holdq_reprio(void *q, kr_mp *mp, int prio)
+{
+	(void)prio; /* kr_mp_prio(mp) says so already */
+	holdq_remove(q, mp);
+	holdq_push(q, mp);
+}
+
+static const kr_rq_ops hold_rq = {
+	.name = "hold", .size = sizeof(struct holdq), .flags = KR_RQ_SHARED,
+	.init = holdq_init, .push = holdq_push, .pop = holdq_pop,
+	.remove = holdq_remove, .reprio = holdq_reprio,
+};
+
+static void *yield_then_prio(void *a)
+{
+	kr_mp_yield(); /* pushed again: by the priority it has now */
+	int p = -1;
+	kr_mp_getprio(kr_mp_self(), &p);
+	return (void *)(intptr_t)p;
+}
+
+/* kr_mp_setprio of a queued microprocess: the module's reprio sees the
+ * new priority, and it stays for the pushes that follow. */
+static void a_modules_reprio_sees_and_keeps_the_new_priority(void)
+{
+	kr_config c = {.rq = &hold_rq};
+	KT_EQ(kr_init(&c), 0);
+	kr_mp *m;
+	kr_attr at = {.flags = KR_MP_PRIO, .prio = 3};
+	KT_EQ(kr_mp_create(&m, &at, yield_then_prio, NULL), 0); /* held */
+	KT_EQ(kr_mp_setprio(m, 20), 0);
+	int p;
+	KT_EQ(kr_mp_getprio(m, &p), 0);
+	KT_EQ(p, 20);
+	void *r;
+	KT_EQ(kr_mp_join(m, &r), 0);
+	KT_EQ((intptr_t)r, 20);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *raise_when_idle(void *a)
+{
+	/* the VP found only the held one in its next and in its idle
+	 * path's last look, after which it parks */
+	while (__atomic_load_n(&hold_empty_pops, __ATOMIC_RELAXED) < 2)
+		usleep(1000);
+	return (void *)(intptr_t)kr_mp_setprio(a, KR_PRIO_DEFAULT);
+}
+
+/* The only runnable microprocess is held back and the VP parks; a thread
+ * that is no VP raises it: the VP wakes and runs it. */
+static void raising_a_held_microprocess_wakes_an_idle_vp(void)
+{
+	kr_config c = {.rq = &hold_rq};
+	KT_EQ(kr_init(&c), 0);
+	kr_mp *m;
+	kr_attr at = {.flags = KR_MP_PRIO, .prio = 3};
+	KT_EQ(kr_mp_create(&m, &at, ret_arg, (void *)7), 0);
+	pthread_t t;
+	pthread_create(&t, NULL, raise_when_idle, m);
+	void *r, *e;
+	KT_EQ(kr_mp_join(m, &r), 0); /* VP 0 parks until the raise */
+	KT_EQ((intptr_t)r, 7);
+	pthread_join(t, &e);
+	KT_EQ((intptr_t)e, 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static int vps_seen(long *seen)
 {
 	int used = 0;
@@ -1923,6 +2035,8 @@ int main(int argc, char **argv)
 	KT_RUN(own_sigsegv_handler_runs_for_an_overflow_on_vp_0);
 	KT_RUN(own_sigsegv_handler_runs_for_an_overflow_on_vp_1);
 	KT_RUN(priority_queue_runs_highest_first_and_changes_live);
+	KT_RUN(a_modules_reprio_sees_and_keeps_the_new_priority);
+	KT_RUN_T(raising_a_held_microprocess_wakes_an_idle_vp, 20);
 	KT_RUN(work_spreads_to_idle_vps);
 	KT_RUN(mixed_operations_on_four_vps_add_up);
 	KT_RUN(mixed_operations_with_shared_fifo);

@@ -76,7 +76,11 @@ struct kr_rq_ops {
 	/* optional (NULL: not supported) */
 	kr_mp *(*steal)(void *q);        /* for an idle VP; per-VP queues only */
 	int (*remove)(void *q, kr_mp *mp);/* mp is queued here; returns 0 */
-	void (*reprio)(void *q, kr_mp *mp, int prio); /* mp is queued here */
+	/* mp is queued here and its priority is now prio (kr_mp_prio says
+	 * so already).  A module may hold microprocesses back, pop returning
+	 * NULL while they are queued, and release one here: the default
+	 * scheduler then wakes an idle VP, as after a push. */
+	void (*reprio)(void *q, kr_mp *mp, int prio);
 	void (*fini)(void *q);
 };
 
@@ -112,7 +116,8 @@ struct kr_sched_ops {
 	/* optional: take queued `mp` out for a direct switch and requeue
 	 * `prev` (not NULL): 0, or ESRCH if mp is not queued */
 	int (*take)(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev);
-	/* optional: a priority changed (mp may be queued) */
+	/* optional: a priority changed (mp may be queued); kr_mp_prio(mp)
+	 * already returns the new one */
 	void (*reprio)(kr_sched *s, kr_mp *mp, int prio);
 };
 

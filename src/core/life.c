@@ -420,10 +420,11 @@ int kr_mp_setprio(kr_mp *h, int prio)
 		return EPERM;
 	if (!live_handle(h))
 		return ESRCH;
+	/* first, so that the scheduler's and the module's reprio see it
+	 * (and a push that the scheduler's reprio misses: d_reprio) */
+	__atomic_store_n(&mp->prio, prio, __ATOMIC_RELAXED);
 	if (OPS->reprio)
 		OPS->reprio(SCHED, mp, prio);
-	else
-		__atomic_store_n(&mp->prio, prio, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -94,10 +94,11 @@ static int p_remove(void *q, kr_mp *mp)
 	return 0;
 }
 
+/* mp's priority is already prio (sched.h); link.key still names its list */
 static void p_reprio(void *q, kr_mp *mp, int prio)
 {
+	(void)prio;
 	p_remove(q, mp);
-	__atomic_store_n(&mp->prio, prio, __ATOMIC_RELAXED);
 	p_push(q, mp);
 }
 

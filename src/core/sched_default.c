@@ -299,25 +299,40 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 }
 
 
+/* kr_mp_setprio has stored the new priority; the module moves mp if it
+ * is queued.  A push that this misses must read the new priority: with a
+ * shared instance the look at mp->queued is made under its lock, which
+ * every push holds; with per-VP instances mp may be pushed onto any of
+ * them, so the look and the push's read of the priority follow a store
+ * and a fence each (push_as), and one of the two sees the other's.  A
+ * module may hold microprocesses back (its pop returning NULL while they
+ * are queued) and release one here: an idle VP is woken as after a
+ * push. */
 static void d_reprio(kr_sched *s, kr_mp *mp, int prio)
 {
 	struct dsched *d = D(s);
+	if (!d->rq->reprio)
+		return;
+	if (!d->shared)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (;;) {
-		struct inst *i = __atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE);
-		if (!i || !d->rq->reprio) {
-			__atomic_store_n(&mp->prio, prio, __ATOMIC_RELAXED);
-			/* it may have been queued meanwhile: look again */
-			if (__atomic_load_n((struct inst **)&mp->queued, __ATOMIC_ACQUIRE) == i)
-				return;
-			continue;
-		}
+		struct inst *i = d->shared ? d->one
+					   : __atomic_load_n((struct inst **)&mp->queued,
+							     __ATOMIC_RELAXED);
+		if (!i)
+			return;
 		kr__spin_lock(&i->lock);
 		if (__atomic_load_n(&mp->queued, __ATOMIC_RELAXED) == i) {
 			d->rq->reprio(i->q, mp, prio);
+			uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 			kr__spin_unlock(&i->lock);
+			if (idle && wake_claim(d))
+				kr_sched_unpark(1);
 			return;
 		}
 		kr__spin_unlock(&i->lock);
+		if (d->shared)
+			return;
 	}
 }
 

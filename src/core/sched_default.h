@@ -57,12 +57,20 @@ static inline struct inst *own(struct dsched *d, kr_vp *vp)
 static inline __attribute__((always_inline)) void push_as(struct dsched *d, int kind,
 							  struct inst *i, kr_mp *mp)
 {
-	if (kind == RQ_OTHER)
+	if (kind == RQ_OTHER) {
+		/* per-VP instances of a module with reprio: mp->queued is
+		 * stored, and a fence made, before the module reads mp's
+		 * priority (sched_default.c, d_reprio) */
+		if (!d->shared && d->rq->reprio) {
+			__atomic_store_n(&mp->queued, i, __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		}
 		d->rq->push(i->q, mp);
-	else if (kind == RQ_LIST_HEAD)
+	} else if (kind == RQ_LIST_HEAD) {
 		mpl_push_head((struct mplist *)i->q, mp);
-	else
+	} else {
 		mpl_push_tail((struct mplist *)i->q, mp);
+	}
 	/* atomic: take and reprio read it without the lock */
 	__atomic_store_n(&mp->queued, i, __ATOMIC_RELAXED);
 }

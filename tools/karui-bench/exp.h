@@ -56,6 +56,8 @@ void kb_seed000_table2(const kb_ctx *c);
 void kb_seed002_fig3(const kb_ctx *c);
 void kb_seed002_fig4(const kb_ctx *c);
 int kb_chain_once(const char *sys, long n, long m); /* `karui-bench chain` */
+/* exp_table5.c */
+void kb_seed000_table5(const kb_ctx *c);
 
 /* exp_ssf.c */
 void kb_seed002_ssf(const kb_ctx *c);

@@ -67,7 +67,9 @@ static void *switcher(void *a)
 	return NULL;
 }
 
-int kb_karui_switch(const kb_args *a, kb_res *r)
+/* Two microprocesses running fn(0) and fn(1), each told the other's
+ * handle (peer[]), a->iters / 2 switches each; one operation = one switch. */
+static int switch_pair(const kb_args *a, kb_res *r, kr_mp_fn fn)
 {
 	int err = start();
 	if (err)
@@ -75,8 +77,8 @@ int kb_karui_switch(const kb_args *a, kb_res *r)
 	per_mp = a->iters / 2;
 	peer[0] = peer[1] = NULL;
 	kr_mp *m0, *m1;
-	kr_mp_create(&m0, NULL, switcher, (void *)0);
-	kr_mp_create(&m1, NULL, switcher, (void *)1);
+	kr_mp_create(&m0, NULL, fn, (void *)0);
+	kr_mp_create(&m1, NULL, fn, (void *)1);
 	__atomic_store_n(&peer[0], m0, __ATOMIC_RELEASE);
 	__atomic_store_n(&peer[1], m1, __ATOMIC_RELEASE);
 	double t0 = kb_now_ns();
@@ -84,6 +86,11 @@ int kb_karui_switch(const kb_args *a, kb_res *r)
 	kr_mp_join(m1, NULL);
 	r->ns_per_op = (kb_now_ns() - t0) / (per_mp * 2);
 	return kr_fini();
+}
+
+int kb_karui_switch(const kb_args *a, kb_res *r)
+{
+	return switch_pair(a, r, switcher);
 }
 
 static void *nop(void *a) { return a; }
@@ -263,23 +270,9 @@ int kb_karui_nest(const kb_args *a, kb_res *r)
 {
 	if (a->l < 1 || a->c < a->l || a->iters < 2)
 		return EINVAL;
-	int err = start();
-	if (err)
-		return err;
-	per_mp = a->iters / 2;
 	nest_l = a->l;
 	nest_c = a->c;
-	peer[0] = peer[1] = NULL;
-	kr_mp *m0, *m1;
-	kr_mp_create(&m0, NULL, nester, (void *)0);
-	kr_mp_create(&m1, NULL, nester, (void *)1);
-	__atomic_store_n(&peer[0], m0, __ATOMIC_RELEASE);
-	__atomic_store_n(&peer[1], m1, __ATOMIC_RELEASE);
-	double t0 = kb_now_ns();
-	kr_mp_join(m0, NULL);
-	kr_mp_join(m1, NULL);
-	r->ns_per_op = (kb_now_ns() - t0) / (per_mp * 2);
-	return kr_fini();
+	return switch_pair(a, r, nester);
 }
 
 /* ---- seed000.table2: a chain of microprocesses, each creating the next
