@@ -165,6 +165,28 @@ static void detach_of_ended_frees_it(void)
 
 static void *nop(void *a) { return a; }
 
+/* A detached microprocess's record goes back to its VP's stack cache once
+ * the VP is off its stack: a thousand ended one after another reuse a
+ * stack or two, and none is carved for each. */
+static void detached_ends_reuse_their_stacks(void)
+{
+	init(1);
+	kr_attr at = {.flags = KR_MP_DETACHED};
+	kr_stats st0, st;
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, &at, nop, NULL), 0);
+	kr_mp_yield(); /* it runs and ends */
+	KT_EQ(kr_stats_get(&st0), 0);
+	for (int i = 0; i < 1000; i++) {
+		KT_EQ(kr_mp_create(&m, &at, nop, NULL), 0);
+		kr_mp_yield();
+	}
+	KT_EQ(kr_stats_get(&st), 0);
+	KT_EQ(st.mps_live, 0);
+	KT_CHECK(st.stacks_mapped - st0.stacks_mapped <= 1);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void create_rejects_bad_input(void)
 {
 	init(1);
@@ -2005,6 +2027,7 @@ int main(int argc, char **argv)
 	KT_RUN(join_of_self_returns_edeadlk);
 	KT_RUN(second_joiner_returns_einval);
 	KT_RUN(detach_of_ended_frees_it);
+	KT_RUN(detached_ends_reuse_their_stacks);
 	KT_RUN(create_rejects_bad_input);
 	KT_RUN(init_rejects_bad_input);
 	KT_RUN(calls_off_a_vp_return_eperm);

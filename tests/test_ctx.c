@@ -24,7 +24,8 @@ static void frame_offsets_match_header(void)
 	memcpy(&resume, (char *)c.sp + KR_FRAME_RESUME, sizeof resume);
 	KT_CHECK(entry == (void *)never);
 	KT_CHECK(resume == (void *)kr__ctx_trampoline);
-	KT_EQ(KR_FRAME_SIZE % 16, 0);
+	/* the entry starts on the ABI's alignment */
+	KT_EQ(((uintptr_t)c.sp + KR_FRAME_SIZE) % 16, 0);
 }
 
 /* What the switch saves must land at the header's offsets: a context
@@ -100,14 +101,37 @@ static void switch_preserves_callee_saved_registers(void)
 	KT_EQ(g, g0 + 70000);
 }
 
+/* The core's switch stores 0 into the word it is given once it has left
+ * the caller's context, and returns 0 to a caller that the core's switch
+ * resumes. */
+static uint32_t main_left, co_left;
+static kr_ctx_transfer core_echo(void *arg)
+{
+	for (;;)
+		kr__ctx_switch(&co_ctx, &main_ctx, &co_left);
+	__builtin_unreachable();
+}
+
+static void core_switch_releases_the_word_of_the_context_it_leaves(void)
+{
+	KT_EQ(kr_ctx_make(&co_ctx, stack, sizeof stack, core_echo), 0);
+	for (int i = 0; i < 100; i++) {
+		main_left = co_left = 1;
+		KT_EQ(kr__ctx_switch(&main_ctx, &co_ctx, &main_left), 0);
+		KT_EQ(main_left, 0);
+		KT_EQ(co_left, 0);
+	}
+}
+
 /* kr__blocking_call (KR_BLOCKING): the five arguments reach fn, fn's
  * result reaches the caller, and the return by jump lands where the call
  * was made, also after fn switched away and back, with the caller's
  * callee-saved values intact. */
 static int blocked(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d, uintptr_t e)
 {
-	uintptr_t r = (uintptr_t)kr__ctx_switch(&main_ctx, &co_ctx, (void *)(a + b + c + d + e));
-	return (int)(r - a); /* echo adds 1 */
+	/* echo gets 0 from the core's switch and answers 1 */
+	uintptr_t r = (uintptr_t)kr__ctx_switch(&main_ctx, &co_ctx, &main_left);
+	return (int)(b + c + d + e + r);
 }
 
 static __attribute__((noinline)) int through(uintptr_t a, uintptr_t b, uintptr_t c, uintptr_t d,
@@ -147,7 +171,7 @@ static void only_the_core_switch_counts_resumptions(void)
 		kr_ctx_switch(&main_ctx, &co_ctx, NULL);
 	KT_EQ(kr__resumes - n0, 0); /* the public switch counts nothing */
 	for (int i = 0; i < 100; i++)
-		kr__ctx_switch(&main_ctx, &co_ctx, NULL);
+		kr__ctx_switch(&main_ctx, &co_ctx, &main_left);
 	KT_EQ(kr__resumes - n0, 100); /* there; echo comes back by kr_ctx_switch */
 	KT_EQ(kr__blocking_call(1, 2, 3, 4, 5, (const void *)no_switch), 15);
 	KT_EQ(kr__resumes - n0, 100);
@@ -239,6 +263,7 @@ int main(int argc, char **argv)
 	KT_RUN(saved_frame_has_resume_address_at_header_offset);
 	KT_RUN(switch_passes_values_both_ways);
 	KT_RUN(switch_preserves_callee_saved_registers);
+	KT_RUN(core_switch_releases_the_word_of_the_context_it_leaves);
 	KT_RUN(blocking_call_forwards_its_arguments_and_returns_past_a_switch);
 	KT_RUN(only_the_core_switch_counts_resumptions);
 	KT_RUN(fp_control_state_belongs_to_each_context);

@@ -1,7 +1,8 @@
 /*
  * Timing and memory helpers shared by the peers: kb_now_ns reads
  * CLOCK_MONOTONIC; kb_rss_kib reads VmRSS from /proc/self/status
- * (returns -1 if it cannot be read).
+ * (returns -1 if it cannot be read); kb_cg_on is the state of the t1_*
+ * experiments' callgrind marks (peers.h).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <time.h>
 
 #include "peers.h"
+
+int kb_cg_on;
 
 double kb_now_ns(void)
 {

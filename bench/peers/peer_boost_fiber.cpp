@@ -30,6 +30,13 @@
  * Fibers are launched with launch::post: a new fiber first runs when the
  * creating fiber blocks (in join or wait).
  *
+ * t1_* (seed004.table1, the marks in peers.h): create = constructing a
+ * fiber (launch::post, the pooled stack warm); switch = this_fiber::yield;
+ * stop = context::suspend() of the active fiber, which is what a blocking
+ * primitive of Boost.Fiber calls; resume = context::schedule(ctx) of a
+ * suspended one, which is what its wakeups call; exit = a fiber's function
+ * returning, up to the return of its join.
+ *
  * skynet runs on Boost.Fiber's multi-thread scheduler, work_stealing, on two
  * threads, with fixedsize_stack (64 KiB, from malloc: the pooled allocator
  * is not thread-safe) and launch::dispatch, as Boost's own skynet programs
@@ -573,6 +580,162 @@ extern "C" int kb_fiber_chain(const kb_args *a, kb_res *r)
 		r->ns_cached = (t2 - t1) / double(a->n * a->iters);
 	} catch (...) {
 		return fib_error();
+	}
+	return 0;
+}
+
+/* ---- seed004.table1 (see the top) ---- */
+
+namespace {
+
+void t1_nop() {}
+void t1_exiting() { kb_mark_on(); }
+
+/* create: the constructor alone; exit: from the function's return to the
+ * return of its join */
+int t1_life(const kb_args *a, bool exit)
+{
+	if (a->iters < 1)
+		return EINVAL;
+	try {
+		bf::pooled_fixedsize_stack salloc(fib_stack);
+		for (int i = 0; i < 64; i++) /* warm the pool */
+			bf::fiber(std::allocator_arg, salloc, t1_nop).join();
+		for (long i = 0; i < a->iters; i++) {
+			if (exit) {
+				bf::fiber f(std::allocator_arg, salloc, t1_exiting);
+				f.join();
+				kb_mark_off();
+			} else {
+				kb_mark_on();
+				bf::fiber f(std::allocator_arg, salloc, t1_nop);
+				kb_mark_off();
+				f.join();
+			}
+		}
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}
+
+
+/* Two fibers wake each other and park, a->iters parks in all; with
+ * `resume` the wakeups are marked, else the parks.  The main fiber is one
+ * of them. */
+struct t1_pp {
+	bf::context *main = nullptr, *other = nullptr;
+	long rounds = 0;
+	bool resume = false;
+};
+
+void t1_wake(bf::context *self, bf::context *to, bool marked)
+{
+	if (marked)
+		kb_mark_on();
+	self->schedule(to);
+	if (marked)
+		kb_mark_off();
+}
+
+void t1_park(bf::context *self, bool marked)
+{
+	if (marked)
+		kb_mark_on();
+	self->suspend();
+	if (marked)
+		kb_mark_off();
+}
+
+void t1_other(t1_pp *p)
+{
+	bf::context *self = bf::context::active();
+	p->other = self;
+	self->suspend(); /* until the main fiber's first wakeup */
+	for (long i = 0; i < p->rounds; i++) {
+		t1_wake(self, p->main, p->resume);
+		if (i + 1 == p->rounds)
+			break;
+		t1_park(self, !p->resume);
+	}
+}
+
+int t1_pingpong(const kb_args *a, bool resume)
+{
+	if (a->iters < 2)
+		return EINVAL;
+	try {
+		t1_pp p;
+		p.main = bf::context::active();
+		p.rounds = a->iters / 2;
+		p.resume = resume;
+		bf::fiber b(t1_other, &p);
+		boost::this_fiber::yield(); /* b runs and parks */
+		for (long i = 0; i < p.rounds; i++) {
+			t1_wake(p.main, p.other, resume);
+			t1_park(p.main, !resume);
+		}
+		b.join();
+	} catch (...) {
+		return fib_error();
+	}
+	return 0;
+}
+
+} // namespace
+
+extern "C" int kb_fiber_t1_create(const kb_args *a, kb_res *)
+{
+	return t1_life(a, false);
+}
+
+extern "C" int kb_fiber_t1_exit(const kb_args *a, kb_res *)
+{
+	return t1_life(a, true);
+}
+
+extern "C" int kb_fiber_t1_switch(const kb_args *a, kb_res *)
+{
+	if (a->iters < 2)
+		return EINVAL;
+	long each = a->iters / 2;
+	auto body = [each] {
+		for (long i = 0; i < each; i++) {
+			kb_mark_on();
+			boost::this_fiber::yield();
+			kb_mark_off();
+		}
+	};
+	bf::fiber f1, f2;
+	try {
+		f1 = bf::fiber(body);
+		f2 = bf::fiber(body);
+	} catch (...) {
+		int e = fib_error();
+		if (f1.joinable())
+			f1.join(); /* it yields to itself until done */
+		return e;
+	}
+	f1.join();
+	f2.join();
+	return 0;
+}
+
+extern "C" int kb_fiber_t1_stop(const kb_args *a, kb_res *)
+{
+	return t1_pingpong(a, false);
+}
+
+extern "C" int kb_fiber_t1_resume(const kb_args *a, kb_res *)
+{
+	return t1_pingpong(a, true);
+}
+
+extern "C" int kb_fiber_t1_marks(const kb_args *a, kb_res *)
+{
+	for (long i = 0; i < a->iters; i++) {
+		kb_mark_on();
+		kb_mark_off();
 	}
 	return 0;
 }

@@ -54,6 +54,21 @@
  *                (a timed sleep) after every 1000th item it puts; consumers
  *                sum what they take and the total is checked (EIO);
  *                one operation = the whole run
+ *   t1_*         seed004.table1 (tools/karui-bench/exp_table1.c): one VP or
+ *                thread, one operation counted by callgrind between
+ *                kb_mark_on() and kb_mark_off() in each repetition:
+ *     t1_create  create a flow that does nothing, not run yet (it is joined
+ *                outside the marks)
+ *     t1_switch  two flows yielding to each other: from the yield call in
+ *                one to the return from its yield in the other
+ *     t1_stop    two flows, each waking the other and then parking: the
+ *                park call, from its start in one flow to its return in the
+ *                other (the register switch is left out by the runner)
+ *     t1_resume  the same two flows: the call that makes the parked other
+ *                runnable
+ *     t1_exit    create and join a flow whose function marks on just before
+ *                it returns; the joiner marks off when its join returns
+ *     t1_marks   kb_mark_on(); kb_mark_off(); alone: the marks' own count
  */
 #ifndef KARUI_BENCH_PEERS_H
 #define KARUI_BENCH_PEERS_H
@@ -101,6 +116,33 @@ int kb_ucontext_chain(const kb_args *a, kb_res *r);
 int kb_ucontext_mprot_chain(const kb_args *a, kb_res *r);
 int kb_fiber_chain(const kb_args *a, kb_res *r);
 int kb_pthread_chain(const kb_args *a, kb_res *r);
+
+/* The marks of the t1_* experiments: callgrind client requests that toggle
+ * collection, in a run that starts with it off.  The state is kept here, so
+ * that a mark that finds it already set does nothing: a region that opens
+ * in one flow and closes in another pairs up however the flows started.
+ * Without valgrind's header they do nothing (and nothing counts them). */
+#if defined(__has_include) && __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define KB_CG_TOGGLE() CALLGRIND_TOGGLE_COLLECT
+#else
+#define KB_CG_TOGGLE() ((void)0)
+#endif
+extern int kb_cg_on; /* clock.c */
+static inline void kb_mark_on(void)
+{
+	if (!kb_cg_on) {
+		kb_cg_on = 1;
+		KB_CG_TOGGLE();
+	}
+}
+static inline void kb_mark_off(void)
+{
+	if (kb_cg_on) {
+		KB_CG_TOGGLE();
+		kb_cg_on = 0;
+	}
+}
 
 /* monotonic nanoseconds and current RSS in KiB (bench/peers/clock.c) */
 double kb_now_ns(void);
@@ -158,6 +200,16 @@ int kb_pthread_prodcons(const kb_args *a, kb_res *r);
 
 /* Boost.Fiber: skynet with the work_stealing scheduler on two threads */
 int kb_fiber_skynet(const kb_args *a, kb_res *r);
+
+/* Boost.Fiber: seed004.table1's operations (t1_* above): fiber with
+ * launch::post and a pooled stack, this_fiber::yield, context::suspend,
+ * context::schedule, a fiber's return and join */
+int kb_fiber_t1_create(const kb_args *a, kb_res *r);
+int kb_fiber_t1_switch(const kb_args *a, kb_res *r);
+int kb_fiber_t1_stop(const kb_args *a, kb_res *r);
+int kb_fiber_t1_resume(const kb_args *a, kb_res *r);
+int kb_fiber_t1_exit(const kb_args *a, kb_res *r);
+int kb_fiber_t1_marks(const kb_args *a, kb_res *r);
 
 /* UNIX: a pipe between two processes (fork), a->iters 4 KiB blocks */
 int kb_unix_pipe_stream(const kb_args *a, kb_res *r);

@@ -17,10 +17,15 @@
 void kr__ctx_trampoline(void);
 
 /* The core's switch (switch.S): kr_ctx_switch and kr_ctx_jump that also
- * count the thread's resumptions (blocking.h), and the trampoline of the
- * contexts it makes. */
-void *kr__ctx_switch(kr_ctx *from, kr_ctx *to, void *arg);
-__attribute__((noreturn)) void kr__ctx_jump(kr_ctx *to, void *arg);
+ * count the thread's resumptions (blocking.h) and, once off the stack they
+ * leave, store 0 (release) into *left: the one who waits to run the context
+ * left may run it from then on, and the resumed side has nothing to
+ * complete, so that a switch can be a tail call.  kr__ctx_switch returns 0
+ * when the caller is resumed.  The trampoline of the contexts it makes
+ * calls their entry with a NULL arg, and resumes what the entry returns,
+ * releasing its `arg` (a uint32_t *) the same way. */
+int kr__ctx_switch(kr_ctx *from, kr_ctx *to, uint32_t *left);
+__attribute__((noreturn)) void kr__ctx_jump(kr_ctx *to, uint32_t *left);
 void kr__ctx_trampoline_counted(void);
 
 /* A fresh context whose stack ends (exclusive) at `end`, first entered
@@ -35,7 +40,8 @@ static inline void kr__ctx_init_below(kr_ctx *ctx, void *end, kr_ctx_entry entry
 	memcpy(f + KR_FRAME_ENTRY, &e, sizeof e);
 	memcpy(f + KR_FRAME_RESUME, &r, sizeof r);
 #if defined(__x86_64__)
-	uint64_t fp = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
+	uint64_t fp = (KR_FRAME_MXCSR_DEFAULT | KR_FRAME_FRESH) |
+		      (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
 	memcpy(f + KR_FRAME_FPCTL, &fp, sizeof fp);
 #elif defined(__aarch64__)
 	uint64_t fpcr = 0, fp = 0;

@@ -8,21 +8,25 @@
 #define KARUI_ARCH_FRAME_H
 
 #if defined(__x86_64__)
-/*   0  mxcsr (4) | x87 control word (2) | pad (2)
- *   8  r12        <- entry function of a fresh context
- *  16  r13
- *  24  r14
- *  32  r15
- *  40  rbx
- *  48  rbp
- *  56  resume address
- *  64  (end: the stack pointer after resumption)   */
-#define KR_FRAME_FPCTL 0
-#define KR_FRAME_ENTRY 8
-#define KR_FRAME_RESUME 56
-#define KR_FRAME_SIZE 64
+/*  -8  mxcsr (4) | x87 control word (2) | pad (2): below the saved stack
+ *      pointer, in the red zone
+ *   0  r12        <- entry function of a fresh context
+ *   8  r13
+ *  16  r14
+ *  24  r15
+ *  32  rbx
+ *  40  rbp
+ *  48  resume address
+ *  56  (end: the stack pointer after resumption)
+ * A fresh context's MXCSR word has KR_FRAME_FRESH set (a reserved bit,
+ * never set in a saved one): the switch enters it at its trampoline. */
+#define KR_FRAME_FPCTL (-8)
+#define KR_FRAME_ENTRY 0
+#define KR_FRAME_RESUME 48
+#define KR_FRAME_SIZE 56
 #define KR_FRAME_MXCSR_DEFAULT 0x1F80u
 #define KR_FRAME_X87CW_DEFAULT 0x037Fu
+#define KR_FRAME_FRESH 0x80000000u
 #elif defined(__aarch64__)
 /*   0  d8  d9    16 d10 d11   32 d12 d13   48 d14 d15
  *  64  x19 x20   <- x19 is the entry function of a fresh context

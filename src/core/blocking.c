@@ -92,6 +92,7 @@ void kr__spare_retire(struct kr_worker *w)
 static void blocking_begin(struct kr_worker *w)
 {
 	w->blocked = 1;
+	w->fast = NULL;
 	poller_leave();
 	kr_vp_publish(KR_VP_BLOCKED);
 	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
@@ -101,6 +102,7 @@ static void blocking_begin(struct kr_worker *w)
 void kr__blocking_end(struct kr_worker *w)
 {
 	w->blocked = 0;
+	w->fast = fast_inst(w);
 	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
 	kr_vp_publish(KR_VP_RUNNING);
 }

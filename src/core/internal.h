@@ -121,17 +121,28 @@ int kr__timer_cancel(struct kr_timer *t);
 /* fire every node due at `now`; fire() must end by marking the node FIRED */
 void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr_timer *));
 
+struct inst; /* the default scheduler's instance (sched_default.h) */
 struct kr_worker {
 	kr_mp *cur;             /* running microprocess, NULL in the idle loop */
 	kr_mp *pending;         /* for the idle loop to run first (route()) */
-	kr_ctx idle_ctx;
+	kr_mp idle;             /* the idle loop's context (idle.ctx), and an
+	                           on_cpu that nobody waits for: only these two
+	                           are used (rt.h: left_word) */
+	kr_mp *left;            /* sanitizer builds: the context the last switch
+	                           on this VP left (rt.h: done_left) */
+	kr_mp *dead;            /* a detached record that ended here (rt.h:
+	                           release_dead) */
 	kr_vp *vp;
 	void *sched_vp;         /* kr_sched_vp_data */
 	struct counters *cnt;   /* this VP's counters (rt.h) */
 	struct kr_stack_cache *stacks;
 	unsigned char *idle_stack_lo;   /* VP 0 only: its idle loop's stack */
 	size_t idle_stack_size;
-	unsigned ticks;         /* scheduling points, for polling the timers */
+	int tick;               /* scheduling points left until the timers'
+	                           and the event source's turn (rt.h) */
+	struct inst *fast;      /* sched_vp while the fast paths apply: the
+	                           default scheduler, a slot (kr_rq_ws), no
+	                           blocking section; else NULL (rt.h) */
 	int spare;              /* started for a blocking call (blocking.c) */
 	int blocked;            /* inside kr_blocking_enter/leave */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */

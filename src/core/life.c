@@ -22,9 +22,10 @@
  * token, whose low bits the mutex uses).
  *
  * An ending microprocess cannot free its own stack while running on it.
- * It sets on_cpu = 2 before its last switch; finish() on the next context
- * then returns the stack (detached case).  A joiner frees the stack itself
- * after waiting for on_cpu == 0.
+ * A detached one leaves its record in its VP's w->dead, which the VP
+ * releases once it is surely off that stack (rt.h: release_dead).  A
+ * joiner frees the stack itself after waiting for on_cpu == 0, which the
+ * last switch clears once off it.
  *
  * Join: mp->join holds JS_NONE, JS_DETACHED, JS_DONE, JS_REAPED or the
  * joiner's record.  The joiner CASes NONE -> itself and blocks without
@@ -89,9 +90,10 @@ static kr_ctx_transfer mp_end(kr_mp *self, void *result);
 /* A microprocess's first frame.  It returns where to go once the
  * microprocess is over, so that the switch away happens from the
  * trampoline with every call matched by its return (see switch.S). */
-static kr_ctx_transfer mp_entry(void *from)
+static kr_ctx_transfer mp_entry(void *unused)
 {
-	finish(from);
+	(void)unused;
+	done_left(W());
 	ASAN_FINISH(NULL);
 	kr_mp *self = W()->cur;
 	void *result = self->fn(self->arg);
@@ -103,7 +105,7 @@ static kr_ctx_transfer mp_entry(void *from)
 	/* TSan keeps a shadow call stack per fiber: announce the switch only
 	 * where no function returns after it */
 	TSAN_SWITCH(W(), W()->cur);
-	kr__ctx_jump(t.to, t.arg);
+	kr__ctx_jump(t.to, (uint32_t *)t.arg);
 #endif
 	return t;
 }
@@ -226,7 +228,17 @@ static __attribute__((noinline)) kr_ctx_transfer end_next(struct kr_worker *w, k
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
-	return (kr_ctx_transfer){to, self};
+	return (kr_ctx_transfer){to, left_word(w, self)};
+}
+
+/* A detached microprocess ends: its record waits in w->dead (rt.h:
+ * release_dead), which first releases the last one's: we run on another
+ * stack.  Out of line, so that a joined end saves no register for it. */
+static __attribute__((noinline)) kr_ctx_transfer end_detached(struct kr_worker *w, kr_mp *self)
+{
+	release_dead(w);
+	w->dead = self;
+	return end_next(w, self);
 }
 
 static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_worker *w,
@@ -246,8 +258,7 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 		uintptr_t st = j & KR_ADDR_MASK;
 		if (st == JS_DETACHED) {
 			__atomic_store_n(&self->join, JS_REAPED, __ATOMIC_RELAXED);
-			self->on_cpu = 2; /* finish() on the next context frees us */
-			break;
+			return end_detached(w, self);
 		}
 		if (__atomic_compare_exchange_n(&self->join, &j, st == JS_NONE ? j | JS_DONE : JS_REAPED,
 						0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -261,7 +272,7 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
-	return (kr_ctx_transfer){to, self};
+	return (kr_ctx_transfer){to, left_word(w, self)};
 }
 
 /* Keys to destroy, or a blocking section left open. */
@@ -292,7 +303,7 @@ int kr_mp_exit(void *result)
 		return EPERM;
 	kr_ctx_transfer t = mp_end(w->cur, result);
 	TSAN_SWITCH(W(), W()->cur);
-	kr__ctx_jump(t.to, t.arg);
+	kr__ctx_jump(t.to, (uint32_t *)t.arg);
 }
 
 /* self, with someone joining it, has registered as the joiner of mp (of

@@ -46,6 +46,11 @@ static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
 /* READY(w, mp) for the fast paths: no call but tail calls.  Returns 0. */
 static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w, kr_mp *mp)
 {
+	struct inst *i;
+	if (w && (i = w->fast) && slot_free(i)) {
+		slot_put(i, mp, 1);
+		return fill_wakes(D(SCHED), i) ? kr__unpark_one() : 0;
+	}
 	if (!w || !IS_DEFAULT)
 		return ready_slow(w, mp);
 	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
@@ -85,10 +90,10 @@ static inline int announce_sleep(kr_mp *self)
 	return 0;
 }
 
-static void sleep_self(struct kr_worker *w, kr_mp *self)
+/* Returns 0: `return sleep_self(...)` makes the switch a tail call. */
+static inline int sleep_self(struct kr_worker *w, kr_mp *self)
 {
-	if (announce_sleep(self))
-		block(w, self);
+	return announce_sleep(self) ? block(w, self) : 0;
 }
 
 int kr_mp_park(void)
@@ -96,8 +101,7 @@ int kr_mp_park(void)
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
-	sleep_self(w, w->cur);
-	return 0;
+	return sleep_self(w, w->cur);
 }
 
 /* Back out of a sleep that has been announced (SLEEP) but not started.
@@ -134,10 +138,8 @@ static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *
 
 static inline int sleep_timed(struct kr_worker *w, kr_mp *self, uint64_t deadline)
 {
-	if (deadline == KR_FOREVER) {
-		sleep_self(w, self);
-		return 0;
-	}
+	if (deadline == KR_FOREVER)
+		return sleep_self(w, self);
 	return sleep_deadline(w, self, deadline);
 }
 
@@ -250,8 +252,7 @@ static __attribute__((noinline)) int direct_slow(struct kr_worker *w, kr_mp *sel
 		READY(w, self);
 	else if (how == SELF_UNPARK)
 		kr_sched_unpark(1);
-	sw(w, self, mp);
-	return 0;
+	return sw(w, self, mp);
 }
 
 /* What a direct switch still owes for self after kr__d_ready_try. */
@@ -292,8 +293,7 @@ int kr_mp_switch_to(kr_mp *h)
 		if (w->blocked)
 			return direct_slow(w, self, mp, SELF_QUEUED);
 	}
-	sw_plain(w, self, mp);
-	return 0;
+	return sw_plain(w, self, mp);
 }
 
 static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, kr_mp *self,
@@ -330,26 +330,38 @@ int kr_mp_park_and_switch(kr_mp *h)
 	} else if (w->blocked) {
 		return direct_slow(w, self, mp, SELF_QUEUED);
 	}
-	sw_plain(w, self, mp);
-	return 0;
+	return sw_plain(w, self, mp);
 }
 
-/* kr_mp_yield's general path: the timers' turn (`due`), another scheduler, a
- * busy queue lock, a blocking section. */
+/* kr_mp_yield's general path: the timers' turn (`due`), another scheduler,
+ * a list queue (inline when its lock is free at once), a busy queue lock,
+ * a blocking section. */
 static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 {
-	kr_mp *self = w->cur;
+	kr_mp *self = w->cur, *next;
 	if (due)
 		kr__timers_run(w);
-	kr_mp *next = NEXT(w, self);
-	if (next != self)
-		sw(w, self, next);
+	if (due || !IS_DEFAULT || w->blocked || !(next = kr__d_next_try(SCHED, w->sched_vp, self)))
+		next = NEXT(w, self);
+	return next != self ? sw(w, self, next) : 0;
+}
+
+/* kr_mp_yield found its VP's slot and list empty, and is in the slot now:
+ * it takes itself back and goes on, unless a thief took it meanwhile; then
+ * it leaves as a sleeper does (it must not run here while it runs there). */
+static __attribute__((noinline)) int yield_alone(struct kr_worker *w, struct inst *i, kr_mp *self)
+{
+	if (slot_grab(i) != self)
+		kr__block_slow(w, self, 0);
 	return 0;
 }
 
-/* The common case makes no call but the switch, and what it leaves to the
- * general path it leaves with a tail call: so kr_mp_yield saves no register of
- * its own, the switch saves the caller's (seed 002). */
+/* The common case, two or more microprocesses taking turns on a VP, makes
+ * no call but the switch: one exchange puts the caller into the VP's slot
+ * and takes the next one out, when nothing is queued behind the slot (else
+ * the caller goes behind the queue: yield_slow).  What it leaves to the
+ * general paths it leaves with tail calls: so kr_mp_yield saves no register
+ * of its own, the switch saves the caller's (seed 002). */
 int kr_mp_yield(void)
 {
 	struct kr_worker *w = W();
@@ -360,10 +372,11 @@ int kr_mp_yield(void)
 	kr_mp *self = w->cur, *next;
 	if (!self) /* a microprocess runs: tells the compiler that self is pushed */
 		__builtin_unreachable();
-	if (!IS_DEFAULT || w->blocked || !(next = kr__d_next_try(SCHED, w->sched_vp, self)))
+	struct inst *i = w->fast;
+	if (!i || !list_empty(i))
 		return yield_slow(w, 0);
-	if (next != self)
-		sw_plain(w, self, next);
-	return 0;
+	if (!(next = slot_swap(i, self)))
+		return yield_alone(w, i, self);
+	return sw_plain(w, self, next);
 }
 

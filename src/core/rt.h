@@ -19,8 +19,12 @@
  *
  *   on_cpu   1 from the moment a VP decides to run the microprocess until
  *            that VP has switched away from it; cleared (release) by the
- *            *next* context on that VP, right after kr_ctx_switch returns
- *            there (finish()).  Anyone about to run a microprocess first
+ *            switch itself once it is off the microprocess's stack
+ *            (kr__ctx_switch's `left`, src/arch/ctx_init.h), so that the
+ *            context resumed has nothing to complete and a fast path can
+ *            end with the switch as a tail call (in the sanitizer builds
+ *            the resumed context clears it in C: done_left()).  Anyone
+ *            about to run a microprocess first
  *            checks (acquire) that on_cpu == 0, almost always already
  *            true.  So a yielding microprocess can be queued before it
  *            switches, and one going to sleep can be woken before it has
@@ -159,21 +163,44 @@ static inline void release_record(struct kr_worker *w, kr_mp *mp)
 	kr__stack_put(w->stacks, mp);
 }
 
+/* A detached microprocess that ended on w waits in w->dead until w is
+ * surely off its stack: its VP releases it at the next detached end, in
+ * the idle loop, or when karui stops. */
+static inline void release_dead(struct kr_worker *w)
+{
+	if (w->dead) {
+		release_record(w, w->dead);
+		w->dead = NULL;
+	}
+}
+
 /* ---------------- switching ---------------- */
 
-/* On the context that was just resumed: complete the switch away from
- * `from` (NULL when the switch came from an idle loop). */
-static inline __attribute__((always_inline)) void finish(void *from)
+/* The word the switch away from `self` releases (on_cpu), and what the
+ * context resumed completes (done_left, on the worker it runs on).  The
+ * sanitizers must see the release of on_cpu, and the switch's store is
+ * hidden from them: their builds give the switch a word nobody reads
+ * (w->idle.on_cpu) and clear on_cpu in C, through w->left. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+static inline uint32_t *left_word(struct kr_worker *w, kr_mp *self)
 {
-	kr_mp *p = from;
-	if (!p)
-		return;
-	if (__builtin_expect(p->on_cpu == 2, 0)) {
-		release_record(W(), p); /* a detached mp that ended */
-		return;
-	}
-	__atomic_store_n(&p->on_cpu, 0, __ATOMIC_RELEASE);
+	w->left = self;
+	return &w->idle.on_cpu;
 }
+
+static inline void done_left(struct kr_worker *w)
+{
+	__atomic_store_n(&w->left->on_cpu, 0, __ATOMIC_RELEASE);
+}
+#else
+static inline uint32_t *left_word(struct kr_worker *w, kr_mp *self)
+{
+	(void)w;
+	return &self->on_cpu;
+}
+
+static inline void done_left(struct kr_worker *w) { (void)w; }
+#endif
 
 static inline __attribute__((always_inline)) void claim_cpu(struct kr_worker *w, kr_mp *next)
 {
@@ -200,26 +227,30 @@ static inline __attribute__((always_inline)) kr_mp *route(struct kr_worker *w, k
 	}
 	w->pending = next;
 	w->cur = NULL;
-	*to = &w->idle_ctx;
+	*to = &w->idle.ctx;
 	return NULL;
 }
 
 /* Leave `self` (already queued, sleeping or ended-and-joinable) for `next`,
- * or for the idle loop when next is NULL.  Returns when self is resumed. */
-static inline __attribute__((always_inline)) void sw_plain(struct kr_worker *w, kr_mp *self,
-							   kr_mp *next)
+ * or for the idle loop when next is NULL.  Returns 0 when self is resumed:
+ * `return sw_plain(...)` is a tail call. */
+static inline __attribute__((always_inline)) int sw_plain(struct kr_worker *w, kr_mp *self,
+							  kr_mp *next)
 {
 	kr_ctx *to;
 	next = route(w, next, &to);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #if defined(__SANITIZE_ADDRESS__)
 	void *fake;
+#endif
 	ASAN_START(w, &fake, next);
 	TSAN_SWITCH(w, next);
-	finish(kr__ctx_switch(&self->ctx, to, self));
+	kr__ctx_switch(&self->ctx, to, left_word(w, self));
 	ASAN_FINISH(fake);
+	done_left(W());
+	return 0;
 #else
-	TSAN_SWITCH(w, next);
-	finish(kr__ctx_switch(&self->ctx, to, self));
+	return kr__ctx_switch(&self->ctx, to, &self->on_cpu);
 #endif
 }
 
@@ -228,12 +259,13 @@ void kr__sw_blocked(struct kr_worker *w, kr_mp *self, kr_mp *next);
 void kr__blocking_end(struct kr_worker *w);
 void kr__spare_retire(struct kr_worker *w);
 
-static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
 {
-	if (__builtin_expect(w->blocked, 0))
+	if (__builtin_expect(w->blocked, 0)) {
 		kr__sw_blocked(w, self, next);
-	else
-		sw_plain(w, self, next);
+		return 0;
+	}
+	return sw_plain(w, self, next);
 }
 
 /* ---------------- timers ---------------- */
@@ -242,16 +274,21 @@ static inline __attribute__((always_inline)) void sw(struct kr_worker *w, kr_mp 
 void kr__timers_run(struct kr_worker *w);
 void kr__timers_run_all(void);
 
-/* At a scheduling point: while this VP has timers, look at the clock (a
- * clock read costs a few yields) at every 8th point.  Idle VPs look at every
- * VP's timers each time round their loop, so a timer is late by at most
- * 8 scheduling points of its VP or one idle VP's wake-up.  timers_due says
- * whether this point is one to look; kr__timers_run (timer.c) looks. */
+/* At a scheduling point: at every 8th, if this VP has timers, look at the
+ * clock (a clock read costs a few yields), and poll the event source if
+ * there is one.  Idle VPs look at every VP's timers each time round their
+ * loop, so a timer is late by at most 8 scheduling points of its VP or one
+ * idle VP's wake-up.  timers_due says whether this point is one to look;
+ * kr__timers_run (timer.c) looks.  The count goes down on every point,
+ * timers or not: one decrement and a branch on the fast paths, the two
+ * loads of the rest at every 8th only. */
 static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 {
-	return __builtin_expect(__atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
-				__atomic_load_n(&G.poller_on, __ATOMIC_RELAXED), 0) &&
-	       !(++w->ticks & 7);
+	if (__builtin_expect(--w->tick != 0, 1))
+		return 0;
+	w->tick = 8;
+	return __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
+	       __atomic_load_n(&G.poller_on, __ATOMIC_RELAXED);
 }
 
 static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
@@ -262,6 +299,16 @@ static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *
 
 /* ---------------- scheduling ---------------- */
 
+/* w->fast, for the worker's state now: one word that the fast paths test
+ * instead of the scheduler in use, its queue's kind and the blocking
+ * section.  Set when the worker starts and when a blocking section begins
+ * or ends (blocking.c). */
+static inline struct inst *fast_inst(struct kr_worker *w)
+{
+	return IS_DEFAULT && !w->blocked && ((struct inst *)w->sched_vp)->slotted ? w->sched_vp
+										  : NULL;
+}
+
 /* Let the scheduler pick what runs instead of `self`, which does not stay
  * runnable (it sleeps).  kr__block_slow is the general path: the timers' turn
  * (`due`), another scheduler, a busy lock, an empty queue (steal or go
@@ -270,16 +317,18 @@ void kr__block_slow(struct kr_worker *w, kr_mp *self, int due);
 
 /* Inline, with no call in the common case but the switch; callers keep
  * nothing in registers across it (they re-read W()), so that they need
- * not save any of their own. */
-static inline __attribute__((always_inline)) void block(struct kr_worker *w, kr_mp *self)
+ * not save any of their own.  Returns 0: `return block(...)` makes the
+ * switch a tail call. */
+static inline __attribute__((always_inline)) int block(struct kr_worker *w, kr_mp *self)
 {
 	kr_mp *next;
 	int due = timers_due(w);
-	if (due || !IS_DEFAULT || w->blocked ||
-	    !(next = kr__d_next_try(SCHED, w->sched_vp, NULL)))
+	struct inst *i = w->fast;
+	if (due || !i || !(next = kr__d_next_fast(SCHED, i, NULL))) {
 		kr__block_slow(w, self, due);
-	else if (next != self)
-		sw_plain(w, self, next);
+		return 0;
+	}
+	return next != self ? sw_plain(w, self, next) : 0;
 }
 
 /* The end of a fast path that made mp ready under a free lock but saw an

@@ -132,6 +132,7 @@ static void idle_loop(struct kr_worker *w)
 	for (;;) {
 		kr_mp *mp = w->pending; /* handed over by route() */
 		w->pending = NULL;
+		release_dead(w);
 		if (w->spare && !mp)
 			kr__spare_retire(w);
 		kr__timers_run_all();
@@ -153,24 +154,22 @@ static void idle_loop(struct kr_worker *w)
 		claim_cpu(w, mp);
 #if defined(__SANITIZE_ADDRESS__)
 		void *fake;
+#endif
 		ASAN_START(w, &fake, mp);
 		TSAN_SWITCH(w, mp);
-		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
+		kr__ctx_switch(&w->idle.ctx, &mp->ctx, left_word(w, &w->idle));
 		ASAN_FINISH(fake);
-#else
-		TSAN_SWITCH(w, mp);
-		void *from = kr__ctx_switch(&w->idle_ctx, &mp->ctx, NULL);
-#endif
 		w->cur = NULL;
-		finish(from);
+		done_left(w);
 	}
 }
 
 /* VP 0's idle loop runs on a stack of its own, first entered when the main
  * microprocess blocks. */
-static kr_ctx_transfer idle_entry(void *from)
+static kr_ctx_transfer idle_entry(void *unused)
 {
-	finish(from);
+	(void)unused;
+	done_left(W());
 	ASAN_FINISH(NULL);
 	idle_loop(W());
 	__builtin_unreachable(); /* VP 0's idle loop ends only with the process */
@@ -197,6 +196,8 @@ static struct kr_worker *worker_new(kr_vp *vp)
 		return NULL;
 	}
 	kr__timers_init(&w->timers);
+	w->tick = 8;
+	w->fast = fast_inst(w);
 	__atomic_store_n(&kr__workers[vp->id], w, __ATOMIC_RELEASE);
 	return w;
 }
@@ -208,6 +209,7 @@ static void worker_free(unsigned id)
 	struct kr_worker *w = kr__workers[id];
 	__atomic_store_n(&kr__workers[id], NULL, __ATOMIC_RELEASE);
 	kr__timers_fini(&w->timers);
+	release_dead(w);
 	kr__stack_cache_free(w->stacks);
 	free(w);
 }
@@ -343,7 +345,7 @@ int kr_init(const kr_config *cfg)
 	}
 	w->idle_stack_lo = idle->stack_lo;
 	w->idle_stack_size = idle->stack_size;
-	kr__ctx_init(&w->idle_ctx, idle->stack_lo, idle->stack_size, idle_entry,
+	kr__ctx_init(&w->idle.ctx, idle->stack_lo, idle->stack_size, idle_entry,
 		     kr__ctx_trampoline_counted);
 	w->tsan_idle = TSAN_FIBER();
 	main->tsan_fiber = TSAN_THREAD();

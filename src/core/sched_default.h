@@ -398,16 +398,17 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 /* next(prev) when it needs no call: the caller's own slot, or a built-in
  * list queue whose lock is free at once (prev NULL: the caller does not
  * stay runnable).  NULL: nothing done or nothing queued, take the general
- * path; never NULL when prev was pushed. */
-static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, struct inst *i,
-								   kr_mp *prev)
+ * path; never NULL when prev was pushed.  `slotted` is i->slotted, or 1
+ * where the caller knows it (kr__d_next_fast). */
+static inline __attribute__((always_inline)) kr_mp *next_try_as(kr_sched *s, struct inst *i,
+								int slotted, kr_mp *prev)
 {
 	struct dsched *d = D(s);
 	int kind;
 	kr_mp *mp;
 	/* with prev: swap places with the slot's, if nothing is queued
 	 * behind it (the order holds without the lock) */
-	if (i->slotted && __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST) &&
+	if (slotted && __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST) &&
 	    (!prev || list_empty(i)) && (mp = slot_grab(i))) {
 		if (prev)
 			slot_put(i, prev, 0);
@@ -417,6 +418,33 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, 
 		return NULL;
 	mp = next_locked(d, kind, i, prev);
 	kr__spin_unlock(&i->lock);
+	return mp;
+}
+
+static inline __attribute__((always_inline)) kr_mp *kr__d_next_try(kr_sched *s, struct inst *i,
+								   kr_mp *prev)
+{
+	return next_try_as(s, i, i->slotted, prev);
+}
+
+/* kr__d_next_try on an instance known to have a slot */
+static inline __attribute__((always_inline)) kr_mp *kr__d_next_fast(kr_sched *s, struct inst *i,
+								    kr_mp *prev)
+{
+	return next_try_as(s, i, 1, prev);
+}
+
+/* The owner VP, running prev, swaps places with its slot's microprocess
+ * in one exchange: prev goes into the slot (a caller put back: no fill),
+ * and what the slot held comes out.  The caller has seen the list empty,
+ * so that prev goes behind everything queued.  NULL: the slot was empty,
+ * and now holds prev. */
+static inline __attribute__((always_inline)) kr_mp *slot_swap(struct inst *i, kr_mp *prev)
+{
+	__atomic_store_n(&prev->queued, in_slot(i), __ATOMIC_RELAXED);
+	kr_mp *mp = __atomic_exchange_n(&i->slot, prev, __ATOMIC_SEQ_CST);
+	if (mp)
+		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	return mp;
 }
 

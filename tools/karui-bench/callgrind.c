@@ -125,12 +125,27 @@ static kb_cg_site *site_at(kb_cg *r, const char *ob, const char *fn, unsigned lo
 	return s;
 }
 
-/* Read callgrind's output file; 0 or an errno code. */
-static int parse(FILE *f, kb_cg *r)
+/* Is callgrind's function name fn (a symbol, maybe with a context suffix
+ * such as "'2") one of the comma-separated names in list? */
+static int named(const char *list, const char *fn)
+{
+	size_t k = strcspn(fn, "'");
+	for (const char *p = list; p && *p;) {
+		size_t m = strcspn(p, ",");
+		if (m == k && !strncmp(p, fn, k))
+			return 1;
+		p += m + (p[m] == ',');
+	}
+	return 0;
+}
+
+/* Read callgrind's output file, adding the instructions of the functions
+ * that `apart` names up in r->apart; 0 or an errno code. */
+static int parse(FILE *f, kb_cg *r, const char *apart)
 {
 	char line[PATH_MAX + 256], ob[sizeof line] = "???", fn[sizeof line] = "???";
 	const struct fences *fc = NULL;
-	int skip = 0, totals = 0;
+	int skip = 0, totals = 0, in_apart = 0;
 	r->fences = 0;
 	while (fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = 0;
@@ -145,6 +160,7 @@ static int parse(FILE *f, kb_cg *r)
 				r->fences = -1; /* code ran where objdump cannot look */
 		} else if (!strncmp(line, "fn=", 3)) {
 			snprintf(fn, sizeof fn, "%s", line + 3);
+			in_apart = named(apart, fn);
 		} else if (!strncmp(line, "calls=", 6)) {
 			skip = 1;
 		} else if (!strncmp(line, "totals:", 7)) {
@@ -164,13 +180,15 @@ static int parse(FILE *f, kb_cg *r)
 			}
 			if (r->fences >= 0 && is_fence(fc, addr))
 				r->fences += ir;
+			if (in_apart)
+				r->apart += ir;
 		}
 	}
 	return totals ? 0 : EPROTO;
 }
 
 int kb_cg_run(kb_cg *r, const char *dir, const char *sys, const char *exp, const char *in,
-	      long n)
+	      int marks, const char *apart, long n)
 {
 	*r = (kb_cg){0};
 	char out[] = "/tmp/karui-bench-cg.XXXXXX";
@@ -181,15 +199,16 @@ int kb_cg_run(kb_cg *r, const char *dir, const char *sys, const char *exp, const
 	char cmd[PATH_MAX * 2];
 	snprintf(cmd, sizeof cmd,
 		 "valgrind --tool=callgrind --collect-bus=yes --dump-instr=yes "
-		 "--compress-strings=no --compress-pos=no --callgrind-out-file=%s%s%s "
+		 "--compress-strings=no --compress-pos=no --callgrind-out-file=%s%s%s%s "
 		 "%s/karui-bench count %s %s %ld >/dev/null 2>&1",
-		 out, in ? " --toggle-collect=" : "", in ? in : "", dir, sys, exp, n);
+		 out, marks ? " --collect-atstart=no" : "", in ? " --toggle-collect=" : "",
+		 in ? in : "", dir, sys, exp, n);
 	int err = system(cmd) == 0 ? 0 : EIO;
 	FILE *f = err ? NULL : fopen(out, "r");
 	if (!err && !f)
 		err = errno;
 	if (f) {
-		err = parse(f, r);
+		err = parse(f, r, apart);
 		fclose(f);
 	}
 	unlink(out);

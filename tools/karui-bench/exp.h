@@ -56,6 +56,8 @@ void kb_seed000_table2(const kb_ctx *c);
 void kb_seed002_fig3(const kb_ctx *c);
 void kb_seed002_fig4(const kb_ctx *c);
 int kb_chain_once(const char *sys, long n, long m); /* `karui-bench chain` */
+/* exp_table1.c */
+void kb_seed004_table1(const kb_ctx *c);
 /* exp_table5.c */
 void kb_seed000_table5(const kb_ctx *c);
 
@@ -79,7 +81,9 @@ int kb_pthread_httpd(void); /* `karui-bench serve-pthread` */
 int kb_epoll_httpd(void);   /* `karui-bench serve-epoll` */
 
 /* callgrind.c: one `karui-bench count SYS EXP n` run under callgrind (only
- * inside function `in` if not NULL), counted per instruction. */
+ * inside function `in` if not NULL; with `marks`, only between the run's
+ * marks, peers.h), counted per instruction; the instructions of the
+ * functions that `apart` names (comma-separated) are also added up apart. */
 typedef struct kb_cg_site {
 	char *ob, *fn;          /* object and symbol, as callgrind names them */
 	unsigned long addr;     /* in the object, as objdump prints it */
@@ -89,12 +93,17 @@ typedef struct kb_cg {
 	double ir;              /* instructions executed */
 	double locked;          /* locked instructions (lock prefix, xchg with memory) */
 	double fences;          /* mfence; -1: unknown (no objdump, or an object it cannot read) */
+	double apart;           /* instructions inside the functions named by `apart` */
 	kb_cg_site *site;       /* every locked instruction that ran */
 	size_t nsite;
 } kb_cg;
 int kb_cg_run(kb_cg *r, const char *dir, const char *sys, const char *exp, const char *in,
-	      long n);     /* 0 or an errno code */
+	      int marks, const char *apart, long n); /* 0 or an errno code */
 void kb_cg_free(kb_cg *r);
 /* The locked instructions per operation by site, from runs of n and 2n. */
 void kb_cg_where(FILE *out, const kb_cg *a, const kb_cg *b, long n);
+
+/* seed004.table1 (exp_table1.c): `karui-bench count SYS t1_OP n` (ENOENT:
+ * not one of its runs) */
+int kb_t1_count(const char *sys, const char *exp, long n);
 #endif

@@ -205,6 +205,9 @@ static const struct seed {
 	 "SSF, a clock-level multiprocessor simulator switching every agent every cycle: "
 	 "ms per run of sum, barrier, prodcons on x CPUs (--n: x)",
 	 "karui ucontext pthread", kb_seed002_ssf},
+	{"seed004.table1",
+	 "instructions of create, stop, resume, switch, exit under callgrind, one VP",
+	 "karui boost-fiber", kb_seed004_table1},
 };
 #define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
 
@@ -443,9 +446,10 @@ static void run_instructions(void)
 		const char *metric = COUNTS[i].metric ? COUNTS[i].metric : COUNTS[i].exp;
 		fprintf(stderr, "karui-bench: instructions / %s %s ...\n", COUNTS[i].sys, metric);
 		kb_cg a, b;
-		int err = kb_cg_run(&a, self_dir, COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, n);
+		int err = kb_cg_run(&a, self_dir, COUNTS[i].sys, COUNTS[i].exp, COUNTS[i].in, 0,
+				    NULL, n);
 		if (!err && (err = kb_cg_run(&b, self_dir, COUNTS[i].sys, COUNTS[i].exp,
-					     COUNTS[i].in, 2 * n)) != 0)
+					     COUNTS[i].in, 0, NULL, 2 * n)) != 0)
 			kb_cg_free(&a);
 		if (err) {
 			emit_none("instructions", COUNTS[i].sys, "failed", "callgrind run failed");
@@ -488,8 +492,8 @@ static int where(const char *sys, const char *exp, long n)
 		return 2;
 	}
 	kb_cg a, b;
-	int err = kb_cg_run(&a, self_dir, sys, exp, NULL, n);
-	if (!err && (err = kb_cg_run(&b, self_dir, sys, exp, NULL, 2 * n)) != 0)
+	int err = kb_cg_run(&a, self_dir, sys, exp, NULL, 0, NULL, n);
+	if (!err && (err = kb_cg_run(&b, self_dir, sys, exp, NULL, 0, NULL, 2 * n)) != 0)
 		kb_cg_free(&a);
 	if (err) {
 		fprintf(stderr, "karui-bench: callgrind run failed: %s\n", strerror(err));
@@ -509,6 +513,9 @@ static int where(const char *sys, const char *exp, long n)
 
 static int count(const char *sys, const char *exp, long n)
 {
+	int err = kb_t1_count(sys, exp, n);
+	if (err != ENOENT)
+		return err;
 	for (size_t i = 0; i < NCOUNTS; i++)
 		if (!strcmp(COUNTS[i].sys, sys) && !strcmp(COUNTS[i].exp, exp)) {
 			kb_args a = {.iters = n, .n = n};

@@ -27,9 +27,11 @@
  * creator's prediction for the `ret` that resumes it when the new context
  * ends (see the x86-64 file).  As there, kr__ctx_switch, kr__ctx_jump and
  * kr__ctx_trampoline_counted are the core's copies, which also count the
- * thread's resumptions (src/arch/blocking.h).  x0 carries the switch's arg
- * to the resumed side.  Only unprivileged instructions; no
- * system call.
+ * thread's resumptions (src/arch/blocking.h) and, in place of the arg,
+ * release the 32-bit word x2 points to once they are off the stack they
+ * leave; kr__ctx_switch returns 0.  For the others x0 carries the switch's
+ * arg to the resumed side.  Only unprivileged instructions; no system
+ * call.
  */
 	.text
 
@@ -52,13 +54,16 @@
 	str	x4, [x0]
 .endm
 
-/* Resume the context at [x1] with arg x2.  count: add one to the thread's
- * resumptions first (the core's switch; src/arch/blocking.h).  tramp: the
- * trampoline of the contexts this switch makes fresh. */
-.macro RESUME count, tramp
+/* Resume the context at [x1] with arg x2.  core: the core's switch:
+ * release the word at [x2] (stlr: everything saved is visible before it),
+ * count the thread's resumptions (src/arch/blocking.h), return 0 rather
+ * than the arg.  tramp: the trampoline of the contexts this switch makes
+ * fresh. */
+.macro RESUME core, tramp
 	ldr	x4, [x1]
 	mov	sp, x4
-.if \count
+.if \core
+	stlr	wzr, [x2]
 	adrp	x5, :gottprel:kr__resumes
 	ldr	x5, [x5, #:gottprel_lo12:kr__resumes]
 	mrs	x6, tpidr_el0
@@ -79,7 +84,11 @@
 	ldp	x27, x28, [sp, #128]
 	ldp	x29, x30, [sp, #144]
 	add	sp, sp, #176
+.if \core
+	mov	x0, xzr
+.else
 	mov	x0, x2
+.endif
 	adr	x3, \tramp
 	cmp	x30, x3
 	b.eq	1f

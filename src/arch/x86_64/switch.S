@@ -5,38 +5,49 @@
  * (the same numbers are in src/arch/frame.h):
  *
  *        +--------------------------------------+
- *    0   | mxcsr (32) | x87 cw (16) | pad (16)  |  FP control state
+ *   -8   | mxcsr (32) | x87 cw (16) | pad (16)  |  FP control state
+ *        +======================================+  <- kr_ctx.sp
+ *    0   | r12  (entry fn of a fresh context)   |
+ *    8   | r13                                  |
+ *   16   | r14                                  |  callee-saved
+ *   24   | r15                                  |  registers
+ *   32   | rbx                                  |
+ *   40   | rbp                                  |
  *        +--------------------------------------+
- *    8   | r12  (entry fn of a fresh context)   |
- *   16   | r13                                  |
- *   24   | r14                                  |  callee-saved
- *   32   | r15                                  |  registers
- *   40   | rbx                                  |
- *   48   | rbp                                  |
+ *   48   | resume address (pushed by `call`)    |
  *        +--------------------------------------+
- *   56   | resume address (pushed by `call`)    |
- *        +--------------------------------------+
- *   64     caller's frame
+ *   56     caller's frame
+ *
+ * The FP control state lies below the saved stack pointer, in the ABI's
+ * red zone, so that neither side moves the stack pointer for it: nothing
+ * runs on a suspended stack, and a signal taken during the switch leaves
+ * the red zone alone (the kernel puts its frame below it).
  *
  * Resumption, and the return-stack predictor.  Every switch is entered by
  * a `call`, which pushes a prediction.  A context suspended here is resumed
  * with `ret`, which consumes exactly that prediction; it is right whenever
  * both sides were suspended at the same call site (kr_mp_yield against
  * kr_mp_yield: the common case), and the predictor stays balanced either way.
- * A context that has never run (its resume address is the trampoline) is
- * entered with `jmp`, leaving the creator's prediction in place for the
- * `ret` that will resume the creator when the new context ends through the
+ * A context that has never run is entered with `jmp` to its trampoline (its
+ * resume address), leaving the creator's prediction in place for the `ret`
+ * that will resume the creator when the new context ends through the
  * trampoline.  Resuming everything with `jmp` would leave one stale
- * prediction per switch, so that later returns mispredict.
+ * prediction per switch, so that later returns mispredict.  A fresh
+ * context is told apart by bit 31 of its saved MXCSR, which the processor
+ * keeps 0 (a reserved bit: stmxcsr never sets it, ldmxcsr would fault on
+ * it): one test of a word the resumption reads anyway.
  *
  * kr_ctx_switch, kr_ctx_jump and kr__ctx_trampoline are L1's, for any
- * user of contexts.  The core switches with kr__ctx_switch, kr__ctx_jump
- * and kr__ctx_trampoline_counted, which also count the thread's
- * resumptions for the return from a blocked call (src/arch/blocking.h):
- * a level-0 user does not pay for that.
+ * user of contexts: rax carries the switch's arg to the resumed side.  The
+ * core switches with kr__ctx_switch, kr__ctx_jump and
+ * kr__ctx_trampoline_counted (src/arch/ctx_init.h), which also count the
+ * thread's resumptions for the return from a blocked call
+ * (src/arch/blocking.h), and, in place of the arg, store 0 into the
+ * 32-bit word rdx points to once they are off the stack they leave (the
+ * core's "this context may run elsewhere now"); kr__ctx_switch returns 0.
+ * A level-0 user pays for neither.
  *
- * rax carries the switch's arg to the resumed side.  Only unprivileged
- * instructions; no system call.
+ * Only unprivileged instructions; no system call.
  */
 	.text
 
@@ -48,36 +59,50 @@
 	pushq	%r14
 	pushq	%r13
 	pushq	%r12
-	leaq	-8(%rsp), %rsp
-	stmxcsr	(%rsp)
-	fnstcw	4(%rsp)
+	stmxcsr	-8(%rsp)
+	fnstcw	-4(%rsp)
 	movq	%rsp, (%rdi)
 .endm
 
-/* Resume the context at (rsi) with arg rdx.  count: add one to the
- * thread's resumptions first (the core's switch; src/arch/blocking.h).
- * tramp: the trampoline of the contexts this switch makes fresh. */
-.macro RESUME count, tramp
+/* Resume the context at (rsi) with arg rdx.  core: the core's switch:
+ * release the word at (rdx) (x86-64's stores are ordered: everything saved
+ * is visible before it), count the thread's resumptions
+ * (src/arch/blocking.h), return 0 rather than the arg.  A fresh context
+ * (bit 31 of its MXCSR word) starts with the ABI's default MXCSR, its entry
+ * in r12, at its trampoline. */
+.macro RESUME core
 	movq	(%rsi), %rsp
-.if \count
+.if \core
+	movl	$0, (%rdx)
 	movq	kr__resumes@gottpoff(%rip), %rcx
 	incq	%fs:(%rcx)
 .endif
-	ldmxcsr	(%rsp)
-	fldcw	4(%rsp)
-	leaq	8(%rsp), %rsp
+	cmpl	$0, -8(%rsp)
+	js	1f
+	ldmxcsr	-8(%rsp)
+	fldcw	-4(%rsp)
 	popq	%r12
 	popq	%r13
 	popq	%r14
 	popq	%r15
 	popq	%rbx
 	popq	%rbp
+.if \core
+	xorl	%eax, %eax
+.else
 	movq	%rdx, %rax
-	leaq	\tramp(%rip), %rcx
-	cmpq	%rcx, (%rsp)
-	je	1f
+.endif
 	ret
-1:	addq	$8, %rsp
+1:	ldmxcsr	.Lmxcsr_default(%rip)
+	fldcw	-4(%rsp)
+	movq	(%rsp), %r12
+	movq	48(%rsp), %rcx
+	leaq	56(%rsp), %rsp
+.if \core
+	xorl	%eax, %eax
+.else
+	movq	%rdx, %rax
+.endif
 	jmp	*%rcx
 .endm
 
@@ -101,7 +126,7 @@ kr_ctx_switch:
 	.cfi_startproc
 	SAVE
 .Lresume:			/* rsi = to, rdx = arg */
-	RESUME	0, kr__ctx_trampoline
+	RESUME	0
 	.cfi_endproc
 	.size	kr_ctx_switch, .-kr_ctx_switch
 
@@ -127,7 +152,10 @@ kr__ctx_trampoline:
 	.cfi_endproc
 	.size	kr__ctx_trampoline, .-kr__ctx_trampoline
 
-/* The core's switch, jump and trampoline: the same, counting resumptions. */
+/* The core's switch, jump and trampoline: the same, counting resumptions
+ * and releasing the word given in place of the arg:
+ * int kr__ctx_switch(kr_ctx *from [rdi], kr_ctx *to [rsi], uint32_t *left [rdx]),
+ * void kr__ctx_jump(kr_ctx *to [rdi], uint32_t *left [rsi]). */
 	.globl	kr__ctx_switch
 	.hidden	kr__ctx_switch
 	.type	kr__ctx_switch, @function
@@ -136,7 +164,7 @@ kr__ctx_switch:
 	.cfi_startproc
 	SAVE
 .Lresume_counted:
-	RESUME	1, kr__ctx_trampoline_counted
+	RESUME	1
 	.cfi_endproc
 	.size	kr__ctx_switch, .-kr__ctx_switch
 
@@ -200,5 +228,10 @@ kr__blocking_call:
 4:	jmp	*%rcx
 	.cfi_endproc
 	.size	kr__blocking_call, .-kr__blocking_call
+
+	.section .rodata
+	.p2align 2
+.Lmxcsr_default:
+	.long	0x1F80		/* KR_FRAME_MXCSR_DEFAULT */
 
 	.section .note.GNU-stack,"",@progbits
