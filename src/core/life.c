@@ -246,7 +246,6 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 {
 	self->result = result;
 	struct counters *c = w->cnt;
-	__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELEASE); /* live_count */
 	kr_mp *next = NULL;
 	uintptr_t j = __atomic_load_n(&self->join, __ATOMIC_ACQUIRE);
 	/* The next generation (65535 wraps to 1): from now on a wakeup or
@@ -256,12 +255,16 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 	__atomic_store_n(&self->wstate, g ? g : 1u << 16, __ATOMIC_RELEASE);
 	for (;;) {
 		uintptr_t st = j & KR_ADDR_MASK;
+		/* live_count counts it as ended once a join or a detach would
+		 * find it so */
 		if (st == JS_DETACHED) {
 			__atomic_store_n(&self->join, JS_REAPED, __ATOMIC_RELAXED);
+			__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELEASE);
 			return end_detached(w, self);
 		}
 		if (__atomic_compare_exchange_n(&self->join, &j, st == JS_NONE ? j | JS_DONE : JS_REAPED,
 						0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELEASE);
 			if (st != JS_NONE)
 				next = (kr_mp *)st; /* the joiner waits for us alone */
 			break;

@@ -61,6 +61,9 @@ void kb_seed004_table1(const kb_ctx *c);
 /* exp_table5.c */
 void kb_seed000_table5(const kb_ctx *c);
 
+/* exp_ssf.c */
+void kb_seed002_ssf(const kb_ctx *c);
+
 /* The http experiment (exp_http.c) and what it needs from main.c. */
 typedef struct kb_http_opts {
 	const char *dir;        /* karui-bench's directory: the servers */

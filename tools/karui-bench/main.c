@@ -201,6 +201,10 @@ static const struct seed {
 	 "karui boost-fcontext ucontext call-only", kb_seed002_fig3},
 	{"seed002.fig4", "2,000,000 switches between two flows, L = 1, C = 1..10",
 	 "karui boost-fcontext ucontext call-only", kb_seed002_fig4},
+	{"seed002.ssf",
+	 "SSF, a clock-level multiprocessor simulator switching every agent every cycle: "
+	 "ms per run of sum, barrier, prodcons on x CPUs (--n: x)",
+	 "karui ucontext pthread", kb_seed002_ssf},
 	{"seed004.table1",
 	 "instructions of create, stop, resume, switch, exit under callgrind, one VP",
 	 "karui boost-fiber", kb_seed004_table1},
