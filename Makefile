@@ -1,8 +1,9 @@
 # karui — `make` builds the library alone (build-lib/lib: libkarui.a,
 # libkarui.so) and `make install PREFIX=...` installs it; they need only a C
 # compiler, CMake and liburing, and install no package.  `make test` runs the
-# whole suite, `make demo` the experiments: both install the Debian packages
-# they need first (scripts/deps.sh) and build everything in build/.
+# whole suite, `make demo` the experiments and their report (report/REPORT.md):
+# both install the Debian packages they need first (scripts/deps.sh) and build
+# everything in build/.
 
 BUILD   := build
 LIB     := build-lib
@@ -75,14 +76,18 @@ test-aarch64: deps
 	@cmake --build $(ARM)
 	@cd $(ARM) && $(CTEST)
 
-# The experiments in short mode and the table of karui against its peers.
+# Every experiment in short mode (demo) or in full (bench), a progress line
+# per system on stderr, then the report: report/REPORT.md and its plots, from
+# report/results.jsonl, which starts with the machine the run took place on.
+RUN_REPORT := scripts/report --run report/results.jsonl -- $(BUILD)/bin/karui-bench run all --json
+
 demo: build
 	@scripts/deps.sh --demo
-	@$(BUILD)/bin/karui-bench run all --quick
+	@$(RUN_REPORT) --quick
 
 bench: build
 	@scripts/deps.sh --demo
-	@$(BUILD)/bin/karui-bench run all
+	@$(RUN_REPORT)
 
 clean:
 	rm -rf $(BUILD) $(LIB) $(ASAN) $(TSAN) $(ARM)

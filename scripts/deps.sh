@@ -23,8 +23,10 @@ have_cmd aarch64-linux-gnu-gcc || want gcc-aarch64-linux-gnu
 [ -e /usr/include/boost/fiber/all.hpp ] || want libboost-fiber-dev
 # Go is a benchmark peer only; a toolchain already on the machine will do.
 have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
+# scripts/report's plots (its test too): the distribution's matplotlib, for
+# the distribution's python3
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || want python3-matplotlib
 if [ "${1:-}" = "--demo" ]; then
-	python3 -c 'import matplotlib' 2>/dev/null || want python3-matplotlib
 	have_cmd wrk || want wrk
 fi
 
