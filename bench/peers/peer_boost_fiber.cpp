@@ -91,6 +91,24 @@ int fib_error()
 	}
 }
 
+/* Run body on two fibers to their end: 0, or the error of making them. */
+template <class F> int run_two(F body)
+{
+	bf::fiber f1, f2;
+	try {
+		f1 = bf::fiber(body);
+		f2 = bf::fiber(body);
+	} catch (...) {
+		int e = fib_error();
+		if (f1.joinable())
+			f1.join(); /* it yields to itself until done */
+		return e;
+	}
+	f1.join();
+	f2.join();
+	return 0;
+}
+
 void join_all(std::vector<bf::fiber> &fs)
 {
 	for (bf::fiber &f : fs)
@@ -234,18 +252,8 @@ extern "C" int kb_fiber_yield(const kb_args *a, kb_res *r)
 
 	if (a->iters < 1)
 		return EINVAL;
-	bf::fiber f1, f2;
-	try {
-		f1 = bf::fiber(body);
-		f2 = bf::fiber(body);
-	} catch (...) {
-		int e = fib_error();
-		if (f1.joinable())
-			f1.join(); /* it yields to itself until done */
+	if (int e = run_two(body))
 		return e;
-	}
-	f1.join();
-	f2.join();
 	r->ns_per_op = (s.t1 - s.t0) / double(a->iters);
 	return 0;
 }
@@ -706,19 +714,7 @@ extern "C" int kb_fiber_t1_switch(const kb_args *a, kb_res *)
 			kb_mark_off();
 		}
 	};
-	bf::fiber f1, f2;
-	try {
-		f1 = bf::fiber(body);
-		f2 = bf::fiber(body);
-	} catch (...) {
-		int e = fib_error();
-		if (f1.joinable())
-			f1.join(); /* it yields to itself until done */
-		return e;
-	}
-	f1.join();
-	f2.join();
-	return 0;
+	return run_two(body);
 }
 
 extern "C" int kb_fiber_t1_stop(const kb_args *a, kb_res *)
