@@ -1091,13 +1091,18 @@ static void *note_spare(void *a)
 	return a;
 }
 
-/* blocks until P has run on the spare VP its blocking call started */
+/* blocks until P has run on the spare VP its blocking call started and
+ * the spare, the only VP not blocked, waits in the event source: were VP 0
+ * back before that, either of the two might be the one to wait there */
 static void *block_a_while(void *a)
 {
 	(void)a;
 	KT_EQ(kr_blocking_enter(), 0);
 	__atomic_store_n(&b_in, 1, __ATOMIC_RELEASE);
-	KT_WAIT(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE), kt_nap_us(1000));
+	KT_WAIT(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE) &&
+			kr_vp_status(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE)) ==
+				KR_VP_SLEEPING,
+		kt_nap_us(1000));
 	KT_EQ(kr_blocking_leave(), 0);
 	__atomic_store_n(&b_left, 1, __ATOMIC_RELEASE);
 	return NULL;
