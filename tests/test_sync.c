@@ -841,7 +841,9 @@ static void *wait_chan(void *a)
 	return a;
 }
 
-static void served_waiter_ending_first_costs_its_server_nothing(void)
+/* A server that SIGTRAP holds at its wakeup (hold_server), one VP and
+ * the semaphore; skipped without hardware breakpoints. */
+static void held_server_setup(void)
 {
 	struct sigaction sa = {.sa_sigaction = hold_server, .sa_flags = SA_SIGINFO};
 	KT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
@@ -851,6 +853,11 @@ static void served_waiter_ending_first_costs_its_server_nothing(void)
 	close(fd);
 	init(1);
 	KT_EQ(kr_sem_init(&sem, 0), 0);
+}
+
+static void served_waiter_ending_first_costs_its_server_nothing(void)
+{
+	held_server_setup();
 	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), 0), 0);
 	void *(*waiter[2])(void *) = {wait_sem, wait_chan};
 	void *what[2] = {&sem, &ch};
@@ -891,14 +898,7 @@ static void *park_then_note(void *a)
  * waiter's generation, and the new microprocess stays parked. */
 static void late_wakeup_spares_the_next_microprocess_in_its_record(void)
 {
-	struct sigaction sa = {.sa_sigaction = hold_server, .sa_flags = SA_SIGINFO};
-	KT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
-	int fd = break_at_wakeup();
-	if (fd < 0)
-		KT_SKIP("no hardware breakpoints for this thread (perf_event_open)");
-	close(fd);
-	init(1);
-	KT_EQ(kr_sem_init(&sem, 0), 0);
+	held_server_setup();
 	held = released = 0;
 	kr_mp *w, *next;
 	KT_EQ(kr_mp_create(&w, &small, wait_sem, NULL), 0);
