@@ -5,6 +5,7 @@
  *   L3 karui/sync.h   semaphores, monitors, barriers, channels, streams,
  *                     rendezvous;  karui/io.h  I/O that parks only the
  *                     calling microprocess
+ *   image karui/image.h  μprocesses: programs loaded as private images
  *      karui/version.h  KARUI_VERSION_* and kr_version()
  *
  * Errors, the one rule of every header.  A call that can fail returns int:
@@ -41,6 +42,7 @@
  *            _broadcast, kr_chan_trysend / _tryrecv / _close,
  *            kr_stream_close_write / _close_read
  *   io.h     kr_io_cancel, kr_close
+ *   image.h  kr_upipe_create, kr_upipe_close, the kr_uproc_attr_* calls
  * tests/test_api.c holds every fallible call of every header to this
  * rule, and fails when a header gains one it does not check.
  *
@@ -70,4 +72,5 @@
 #include "karui/sched.h"
 #include "karui/sync.h"
 #include "karui/io.h"
+#include "karui/image.h"
 #endif

@@ -852,6 +852,67 @@ struct api {
 #define ACC(f) {#f, (void (*)(void))f, ACCESSOR, NULL, NULL, 0}
 #define VOID_(f) {#f, (void (*)(void))f, VOID, NULL, NULL, 0}
 
+static void image_off_vp(void)
+{
+	kr_upipe *p;
+	kr_uproc *up;
+	char *argv[] = {"true", NULL};
+	size_t n;
+	KT_EQ(kr_upipe_create(&p), 0); /* any thread */
+	KT_EQ(kr_upipe_write(p, "a", 1, &n), EPERM);
+	KT_EQ(kr_upipe_close(p, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(p, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_uproc_spawn(&up, "/bin/true", argv, NULL), EPERM);
+}
+
+static void image_calls_refuse_bad_input(void)
+{
+	init(1);
+	kr_upipe *p;
+	kr_uproc *up = (kr_uproc *)&p;
+	kr_uproc_attr a;
+	char b[4];
+	size_t n;
+	char *argv[] = {"true", NULL}, *noargs[] = {NULL};
+	KT_EQ(kr_upipe_create(NULL), EINVAL);
+	KT_EQ(kr_upipe_close(NULL, KR_UPIPE_READ), EINVAL);
+	KT_EQ(kr_upipe_read(NULL, b, 1, &n), EINVAL);
+	KT_EQ(kr_upipe_write(NULL, b, 1, &n), EINVAL);
+	KT_EQ(kr_upipe_create(&p), 0);
+	KT_EQ(kr_upipe_close(p, 7), EINVAL);
+	KT_EQ(kr_upipe_read(p, b, 1, NULL), EINVAL);
+	KT_EQ(kr_upipe_close(p, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_upipe_close(p, KR_UPIPE_WRITE), EINVAL); /* closed already */
+	KT_EQ(kr_upipe_write(p, b, 1, &n), EINVAL);
+	n = 9;
+	KT_EQ(kr_upipe_read(p, b, 1, &n), 0); /* end of file */
+	KT_EQ(n, 0);
+	KT_EQ(kr_upipe_close(p, KR_UPIPE_READ), 0);
+
+	KT_EQ(kr_uproc_attr_init(NULL), EINVAL);
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(a.umask, -1);
+	KT_EQ(kr_uproc_attr_fd_host(NULL, 0, 0), EINVAL);
+	KT_EQ(kr_uproc_attr_fd_host(&a, -1, 0), EINVAL);
+	KT_EQ(kr_uproc_attr_fd_host(&a, KR_UPROC_ATTR_FDS, 0), EINVAL);
+	KT_EQ(kr_uproc_attr_fd_host(&a, 0, -1), EINVAL);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, NULL, KR_UPIPE_READ), EINVAL);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, (kr_upipe *)&a, 5), EINVAL);
+	KT_EQ(kr_uproc_attr_fd_close(NULL, 0), EINVAL);
+	KT_EQ(kr_uproc_attr_fd_close(&a, 99), EINVAL);
+
+	KT_EQ(kr_uproc_spawn(NULL, "/bin/true", argv, NULL), EINVAL);
+	KT_EQ(kr_uproc_spawn(&up, NULL, argv, NULL), EINVAL);
+	KT_EQ(kr_uproc_spawn(&up, "/bin/true", NULL, NULL), EINVAL);
+	KT_EQ(kr_uproc_spawn(&up, "/bin/true", noargs, NULL), EINVAL);
+	a.umask = 01000;
+	KT_EQ(kr_uproc_spawn(&up, "/bin/true", argv, &a), EINVAL);
+	KT_EQ(kr_uproc_wait(NULL, NULL), EINVAL);
+	KT_EQ(kr_uproc_pid(NULL), 0);
+	off_vp(image_off_vp);
+	KT_EQ(kr_fini(), 0);
+}
+
 static struct api table[] = {
 	/* vp.h */
 	API(kr_vp_allocate, vp_calls_refuse_bad_input_and_need_a_vp),
@@ -964,6 +1025,17 @@ static struct api table[] = {
 	API(kr_io_cancel, io_calls_refuse_bad_input),
 	API(kr_close, io_calls_refuse_bad_input),
 	ACC(kr_io_backend),
+	API(kr_upipe_create, image_calls_refuse_bad_input),
+	API(kr_upipe_close, image_calls_refuse_bad_input),
+	API(kr_upipe_read, image_calls_refuse_bad_input),
+	API(kr_upipe_write, image_calls_refuse_bad_input),
+	API(kr_uproc_attr_init, image_calls_refuse_bad_input),
+	API(kr_uproc_attr_fd_host, image_calls_refuse_bad_input),
+	API(kr_uproc_attr_fd_pipe, image_calls_refuse_bad_input),
+	API(kr_uproc_attr_fd_close, image_calls_refuse_bad_input),
+	API(kr_uproc_spawn, image_calls_refuse_bad_input),
+	API(kr_uproc_wait, image_calls_refuse_bad_input),
+	ACC(kr_uproc_pid),
 };
 #define NAPI (sizeof table / sizeof table[0])
 

@@ -1,0 +1,92 @@
+/* karui image layer — μprocesses (seed 003): unmodified programs loaded as
+ * private images into the calling process, each running its main() on a
+ * microprocess of its own, with its own fds, cwd, umask, environment and
+ * pid, ending alone when it exits or crashes.  Pipes between μprocesses
+ * are karui byte streams.  x86-64 Linux with Syscall User Dispatch
+ * (Linux >= 5.11) and FSGSBASE; elsewhere every spawn returns ENOTSUP.
+ * docs/uproc.md describes how a program is loaded, what is private and
+ * what is shared, and every system call karui intercepts.
+ *
+ * Errors follow the rule of include/karui.h.  Every call needs a running
+ * karui and, but kr_upipe_create / _close, a microprocess (EPERM
+ * otherwise). */
+#ifndef KARUI_IMAGE_H
+#define KARUI_IMAGE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kr_uproc kr_uproc;
+typedef struct kr_upipe kr_upipe;
+
+/* A pipe whose ends μprocesses can hold as fds: one copy from writer to
+ * reader, no kernel.  Like pipe(2), the creator holds one read and one
+ * write end; it closes its own ends with kr_upipe_close once it has given
+ * them to μprocesses.  Readers see end of file when every write end is
+ * closed; writers get EPIPE (and a μprocess SIGPIPE) when every read end
+ * is.  The pipe is freed with its last end.  ENOMEM. */
+enum kr_upipe_end { KR_UPIPE_READ = 0, KR_UPIPE_WRITE = 1 };
+int kr_upipe_create(kr_upipe **out);
+/* Close the creator's end; EINVAL: NULL, bad end, or closed already. */
+int kr_upipe_close(kr_upipe *p, enum kr_upipe_end end);
+/* The creator's ends, from a microprocess: as kr_stream_read / _write
+ * (*got 0: end of file).  EINVAL: that end is closed. */
+int kr_upipe_read(kr_upipe *p, void *buf, size_t len, size_t *got);
+int kr_upipe_write(kr_upipe *p, const void *buf, size_t len, size_t *done);
+
+/* What a new μprocess gets.  kr_uproc_attr_init gives the defaults, as
+ * does a NULL attr: the host's cwd, umask and environ, and fds 0, 1 and 2
+ * duplicated from the host's 0, 1 and 2; no other host fd is inherited.
+ * The kr_uproc_attr_fd_* calls change one fd (0 <= fd < KR_UPROC_ATTR_FDS):
+ * EINVAL for a NULL attr, a bad fd or a bad end.  An attr holds no
+ * references: the host fds and pipe ends it names are taken at spawn. */
+#define KR_UPROC_ATTR_FDS 16
+enum kr_ufd_kind { KR_UFD_DEFAULT = 0, KR_UFD_HOST, KR_UFD_PIPE, KR_UFD_CLOSED };
+struct kr_uproc_fdspec {
+	enum kr_ufd_kind kind;
+	int hostfd;             /* KR_UFD_HOST */
+	kr_upipe *pipe;         /* KR_UFD_PIPE */
+	enum kr_upipe_end end;  /* KR_UFD_PIPE */
+};
+typedef struct kr_uproc_attr {
+	const char *cwd;    /* NULL: the host's */
+	char *const *envp;  /* NULL: the host's environ */
+	int umask;          /* -1: the host's; else 0..0777 */
+	struct kr_uproc_fdspec fd[KR_UPROC_ATTR_FDS];
+} kr_uproc_attr;
+
+int kr_uproc_attr_init(kr_uproc_attr *a); /* EINVAL: NULL */
+/* fd of the μprocess is a duplicate of the host's hostfd (taken at spawn). */
+int kr_uproc_attr_fd_host(kr_uproc_attr *a, int fd, int hostfd);
+/* fd of the μprocess is an end of p (a reference of its own). */
+int kr_uproc_attr_fd_pipe(kr_uproc_attr *a, int fd, kr_upipe *p, enum kr_upipe_end end);
+/* fd is closed in the μprocess. */
+int kr_uproc_attr_fd_close(kr_uproc_attr *a, int fd);
+
+/* Start the program at `path` (no PATH search) as a μprocess with argv
+ * (argv[0] is what the program sees as its name).  ENOENT, EACCES,
+ * ENOTDIR: as execve; ENOEXEC: no program karui can load as a μprocess (a
+ * script, another architecture, a static non-PIE program): run it as a
+ * child process instead; EPERM: setuid or setgid, which a μprocess cannot
+ * honour; ENOTSUP: no Syscall User Dispatch or FSGSBASE here; ENOMEM. */
+int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
+		   const kr_uproc_attr *attr);
+
+/* Wait for the μprocess to end and free it.  *status (may be NULL) is what
+ * a shell shows as $?: the exit code, or 128 + the signal that ended it.
+ * EINVAL: NULL; as kr_mp_join otherwise. */
+int kr_uproc_wait(kr_uproc *up, int *status);
+
+/* The pid the μprocess sees as its own (getpid). */
+pid_t kr_uproc_pid(const kr_uproc *up);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,285 @@
+/*
+ * karui image layer — a μprocess's file descriptors, and pipes between
+ * μprocesses.
+ *
+ * An fd of a μprocess names an open file (struct kr__ufile), which dup,
+ * dup2 and fcntl(F_DUPFD) share, as the kernel shares an open file
+ * description.  An open file is either one of karui's own host fds (opened
+ * for the μprocess, or duplicated from the host's at spawn; always
+ * O_CLOEXEC, so that nothing leaks into children of the host) or an end of
+ * a kr_upipe.  Numbers are the μprocess's own: its 0, 1 and 2 can be
+ * anything, and another μprocess's 0 is another file.  The table is the
+ * μprocess's alone and touched only by its microprocess, so it needs no
+ * lock; open files and pipes are shared and counted with atomics.
+ *
+ * A kr_upipe is a kr_stream (sync.h: one copy from the writer's buffer to
+ * the reader's, parking only the microprocess that waits) with counts of
+ * open read and write ends; the stream is closed for writing when the last
+ * write end goes (readers see end of file) and for reading when the last
+ * read end goes (writers see EPIPE).
+ *
+ * Host fds that may block (terminals, kernel pipes, sockets) are read and
+ * written with karui's I/O calls (io.h), which park only the calling
+ * microprocess; regular files directly.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "uproc.h"
+
+#define PIPE_CAP 65536
+
+struct kr_upipe {
+	kr_stream s;
+	int ends[2];        /* open ends, [KR_UPIPE_READ], [KR_UPIPE_WRITE]; __atomic */
+	int creator[2];     /* the creator still holds that end */
+	int refs;           /* open ends of both kinds: the last one frees */
+};
+
+static void end_put(kr_upipe *p, int end)
+{
+	if (__atomic_sub_fetch(&p->ends[end], 1, __ATOMIC_ACQ_REL) == 0) {
+		if (end == KR_UPIPE_WRITE)
+			kr_stream_close_write(&p->s);
+		else
+			kr_stream_close_read(&p->s);
+	}
+	if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		kr_stream_destroy(&p->s);
+		free(p);
+	}
+}
+
+int kr_upipe_create(kr_upipe **out)
+{
+	if (!out)
+		return EINVAL;
+	kr_upipe *p = calloc(1, sizeof *p);
+	if (!p)
+		return ENOMEM;
+	int e = kr_stream_init(&p->s, PIPE_CAP);
+	if (e) {
+		free(p);
+		return e;
+	}
+	p->ends[0] = p->ends[1] = 1;
+	p->refs = 2;
+	p->creator[0] = p->creator[1] = 1;
+	*out = p;
+	return 0;
+}
+
+int kr_upipe_close(kr_upipe *p, enum kr_upipe_end end)
+{
+	if (!p || (end != KR_UPIPE_READ && end != KR_UPIPE_WRITE))
+		return EINVAL;
+	if (!__atomic_exchange_n(&p->creator[end == KR_UPIPE_WRITE], 0, __ATOMIC_ACQ_REL))
+		return EINVAL;
+	end_put(p, end);
+	return 0;
+}
+
+static int creator_holds(kr_upipe *p, int end)
+{
+	return p && __atomic_load_n(&p->creator[end], __ATOMIC_ACQUIRE) == 1;
+}
+
+int kr_upipe_read(kr_upipe *p, void *buf, size_t len, size_t *got)
+{
+	if (!creator_holds(p, KR_UPIPE_READ) || !got)
+		return EINVAL;
+	return kr_stream_read(&p->s, buf, len, got);
+}
+
+int kr_upipe_write(kr_upipe *p, const void *buf, size_t len, size_t *done)
+{
+	if (!creator_holds(p, KR_UPIPE_WRITE))
+		return EINVAL;
+	return kr_stream_write(&p->s, buf, len, done);
+}
+
+/* A read or write of a μprocess on a pipe end: a count or -errno. */
+long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len)
+{
+	size_t n = 0;
+	int e = write ? kr_stream_write(&p->s, buf, len, &n) : kr_stream_read(&p->s, buf, len, &n);
+	if (e && n == 0)
+		return -e;
+	return (long)n;
+}
+
+/* ---------------- what a μprocess gets at spawn ---------------- */
+
+int kr_uproc_attr_init(kr_uproc_attr *a)
+{
+	if (!a)
+		return EINVAL;
+	memset(a, 0, sizeof *a);
+	a->umask = -1;
+	return 0;
+}
+
+int kr_uproc_attr_fd_host(kr_uproc_attr *a, int fd, int hostfd)
+{
+	if (!a || fd < 0 || fd >= KR_UPROC_ATTR_FDS || hostfd < 0)
+		return EINVAL;
+	a->fd[fd] = (struct kr_uproc_fdspec){.kind = KR_UFD_HOST, .hostfd = hostfd};
+	return 0;
+}
+
+int kr_uproc_attr_fd_pipe(kr_uproc_attr *a, int fd, kr_upipe *p, enum kr_upipe_end end)
+{
+	if (!a || fd < 0 || fd >= KR_UPROC_ATTR_FDS || !p ||
+	    (end != KR_UPIPE_READ && end != KR_UPIPE_WRITE))
+		return EINVAL;
+	a->fd[fd] = (struct kr_uproc_fdspec){.kind = KR_UFD_PIPE, .pipe = p, .end = end};
+	return 0;
+}
+
+int kr_uproc_attr_fd_close(kr_uproc_attr *a, int fd)
+{
+	if (!a || fd < 0 || fd >= KR_UPROC_ATTR_FDS)
+		return EINVAL;
+	a->fd[fd] = (struct kr_uproc_fdspec){.kind = KR_UFD_CLOSED};
+	return 0;
+}
+
+/* kr_uproc_spawn's checks of its input, on every architecture. */
+int kr__uproc_spawn_check(kr_uproc **out, const char *path, char *const argv[],
+			  const kr_uproc_attr *attr)
+{
+	if (!out || !path || !argv || !argv[0])
+		return EINVAL;
+	if (attr && (attr->umask < -1 || attr->umask > 0777))
+		return EINVAL;
+	return kr_mp_self() ? 0 : EPERM;
+}
+
+/* ---------------- open files ---------------- */
+
+struct kr__ufile *kr__ufile_host(int hostfd, int flags)
+{
+	struct kr__ufile *f = calloc(1, sizeof *f);
+	if (!f) {
+		close(hostfd);
+		return NULL;
+	}
+	struct stat st;
+	f->refs = 1;
+	f->kind = UF_HOST;
+	f->hostfd = hostfd;
+	f->flags = flags;
+	f->waits = fstat(hostfd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode) &&
+		   !S_ISDIR(st.st_mode);
+	return f;
+}
+
+struct kr__ufile *kr__ufile_pipe(kr_upipe *p, int end)
+{
+	if (!p || (end != KR_UPIPE_READ && end != KR_UPIPE_WRITE))
+		return NULL;
+	struct kr__ufile *f = calloc(1, sizeof *f);
+	if (!f)
+		return NULL;
+	__atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&p->ends[end], 1, __ATOMIC_RELAXED);
+	f->refs = 1;
+	f->kind = UF_PIPE;
+	f->pipe = p;
+	f->end = end;
+	f->hostfd = -1;
+	f->flags = end == KR_UPIPE_READ ? O_RDONLY : O_WRONLY;
+	return f;
+}
+
+void kr__ufile_put(struct kr__ufile *f)
+{
+	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	if (f->kind == UF_HOST)
+		kr_close(f->hostfd);
+	else
+		end_put(f->pipe, f->end);
+	free(f);
+}
+
+/* ---------------- the table ---------------- */
+
+static int grow(struct kr__fdtab *t, int need)
+{
+	if (need <= t->n)
+		return 0;
+	if (need > KR_UFD_MAX)
+		return EMFILE;
+	int n = t->n ? t->n : 16;
+	while (n < need)
+		n *= 2;
+	if (n > KR_UFD_MAX)
+		n = KR_UFD_MAX;
+	struct kr__ufd *fd = realloc(t->fd, n * sizeof *fd);
+	if (!fd)
+		return ENOMEM;
+	memset(fd + t->n, 0, (n - t->n) * sizeof *fd);
+	t->fd = fd;
+	t->n = n;
+	return 0;
+}
+
+int kr__fd_set(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec)
+{
+	if (fd < 0 || fd >= KR_UFD_MAX)
+		return EBADF;
+	int e = grow(t, fd + 1);
+	if (e)
+		return e;
+	struct kr__ufile *old = t->fd[fd].f;
+	t->fd[fd].f = f;
+	t->fd[fd].cloexec = cloexec;
+	if (old)
+		kr__ufile_put(old);
+	return 0;
+}
+
+/* The lowest free fd >= lowest, or -errno.  Takes f's reference. */
+int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int cloexec)
+{
+	int fd = lowest;
+	while (fd < t->n && t->fd[fd].f)
+		fd++;
+	int e = kr__fd_set(t, fd, f, cloexec);
+	if (e) {
+		kr__ufile_put(f);
+		return -(e == EBADF ? EMFILE : e);
+	}
+	return fd;
+}
+
+struct kr__ufile *kr__fd_get(struct kr__fdtab *t, int fd)
+{
+	return fd >= 0 && fd < t->n ? t->fd[fd].f : NULL;
+}
+
+int kr__fd_close(struct kr__fdtab *t, int fd)
+{
+	struct kr__ufile *f = kr__fd_get(t, fd);
+	if (!f)
+		return EBADF;
+	t->fd[fd].f = NULL;
+	kr__ufile_put(f);
+	return 0;
+}
+
+void kr__fd_close_all(struct kr__fdtab *t)
+{
+	for (int fd = 0; fd < t->n; fd++)
+		if (t->fd[fd].f)
+			kr__fd_close(t, fd);
+	free(t->fd);
+	t->fd = NULL;
+	t->n = 0;
+}

@@ -1,0 +1,918 @@
+/*
+ * karui image layer — what each system call of a μprocess does (seed
+ * 003's Table 1).  kr__sys gets the call's number and six arguments as
+ * the kernel would, and returns what the kernel would: a value or -errno.
+ *
+ * Four kinds of calls (docs/uproc.md lists each one):
+ *  - the μprocess's own state, emulated here: its fds (every call that
+ *    takes or makes one goes through its table, fd.c), its working
+ *    directory (relative paths and AT_FDCWD are resolved against it: the
+ *    path calls become their *at forms), umask, pid, thread pointer
+ *    (arch_prctl), signal dispositions and mask, brk;
+ *  - its end: exit, exit_group, a fatal signal to itself;
+ *  - calls that would wait: on a pipe, a terminal, a kernel pipe or
+ *    socket, a sleep; they park only the μprocess's microprocess;
+ *  - the rest of what a process may do that touches only itself (time,
+ *    memory it maps, which is recorded so that it goes with the μprocess,
+ *    uname, getrandom, ...), passed to the kernel;
+ * and what a μprocess may not do: calls on the whole process's
+ * identity (setuid and the like: EPERM) and those not done yet (fork,
+ * exec, threads, and any call not listed: ENOSYS, with one line on the
+ * μprocess's stderr for the ones a program means to use).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "uproc.h"
+
+#ifndef ARCH_SET_FS
+#define ARCH_SET_GS 0x1001
+#define ARCH_SET_FS 0x1002
+#define ARCH_GET_FS 0x1003
+#define ARCH_GET_GS 0x1004
+#endif
+
+static long pass(long nr, long a[6])
+{
+	long r = syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return r == -1 ? -errno : r;
+}
+
+static void say(struct kr_uproc *up, const char *what)
+{
+	char msg[160];
+	int n = snprintf(msg, sizeof msg, "karui: %s is not supported in a μprocess yet\n", what);
+	struct kr__ufile *f = kr__fd_get(&up->fds, 2);
+	if (!f || n <= 0)
+		return;
+	if (f->kind == UF_PIPE)
+		kr__upipe_rw(f->pipe, 1, msg, (size_t)n);
+	else
+		(void)!write(f->hostfd, msg, (size_t)n);
+}
+
+/* ---------------- fds ---------------- */
+
+#define FILE_OR(up, fd, err)                                                                   \
+	struct kr__ufile *f = kr__fd_get(&(up)->fds, (int)(fd));                                  \
+	if (!f)                                                                                    \
+		return -(err)
+
+/* A host fd for dirfd-taking calls: AT_FDCWD is the working directory. */
+static int dirfd_of(struct kr_uproc *up, long fd, int *err)
+{
+	if ((int)fd == AT_FDCWD)
+		return up->cwdfd;
+	struct kr__ufile *f = kr__fd_get(&up->fds, (int)fd);
+	if (!f) {
+		*err = EBADF;
+		return -1;
+	}
+	if (f->kind != UF_HOST) {
+		*err = ENOTDIR;
+		return -1;
+	}
+	return f->hostfd;
+}
+
+/* The call with argument i (a dirfd) made a host fd. */
+static long with_dirfd(struct kr_uproc *up, long nr, long a[6], int i)
+{
+	int err = 0;
+	long b[6];
+	memcpy(b, a, sizeof b);
+	b[i] = dirfd_of(up, a[i], &err);
+	if (err)
+		return -err;
+	return pass(nr, b);
+}
+
+/* The call with argument i (an fd) made a host fd; pipes: `onpipe`. */
+static long with_fd(struct kr_uproc *up, long nr, long a[6], int i, long onpipe)
+{
+	FILE_OR(up, a[i], EBADF);
+	if (f->kind != UF_HOST)
+		return onpipe;
+	long b[6];
+	memcpy(b, a, sizeof b);
+	b[i] = f->hostfd;
+	return pass(nr, b);
+}
+
+/* A new host fd made by a call becomes the μprocess's lowest free fd. */
+static long adopt(struct kr_uproc *up, long r, int cloexec)
+{
+	if (r < 0)
+		return r;
+	int fl = fcntl((int)r, F_GETFL);
+	fcntl((int)r, F_SETFD, FD_CLOEXEC);
+	struct kr__ufile *f = kr__ufile_host((int)r, fl < 0 ? 0 : fl);
+	if (!f)
+		return -ENOMEM;
+	return kr__fd_install(&up->fds, f, 0, cloexec);
+}
+
+static long sys_openat(struct kr_uproc *up, long dirfd, const char *path, long flags, long mode)
+{
+	int err = 0;
+	int d = dirfd_of(up, dirfd, &err);
+	if (err)
+		return -err;
+	if (flags & (O_CREAT | __O_TMPFILE))
+		mode &= ~(long)up->umask;
+	long r = syscall(SYS_openat, d, path, flags | O_CLOEXEC, mode);
+	if (r < 0)
+		return -errno;
+	return adopt(up, r, !!(flags & O_CLOEXEC));
+}
+
+static int is_tty(int fd)
+{
+	struct termios t;
+	return tcgetattr(fd, &t) == 0;
+}
+
+static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
+{
+	FILE_OR(up, fd, EBADF);
+	if (f->kind == UF_PIPE) {
+		if (f->end != (write ? KR_UPIPE_WRITE : KR_UPIPE_READ))
+			return -EBADF;
+		long r = kr__upipe_rw(f->pipe, write, buf, len);
+		if (r == -EPIPE)
+			kr__uproc_signal(up, SIGPIPE);
+		return r;
+	}
+	long r;
+	if (f->waits && !(f->flags & O_NONBLOCK)) {
+		if (is_tty(f->hostfd)) {
+			/* no O_NONBLOCK on a terminal the host shares */
+			kr_blocking_enter();
+			r = write ? syscall(SYS_write, f->hostfd, buf, len)
+				  : syscall(SYS_read, f->hostfd, buf, len);
+			r = r < 0 ? -errno : r;
+			kr_blocking_leave();
+		} else {
+			size_t n = 0;
+			int e = write ? kr_write(f->hostfd, buf, len, &n, KR_FOREVER)
+				      : kr_read(f->hostfd, buf, len, &n, KR_FOREVER);
+			r = e && n == 0 ? -e : (long)n;
+		}
+	} else {
+		r = write ? syscall(SYS_write, f->hostfd, buf, len)
+			  : syscall(SYS_read, f->hostfd, buf, len);
+		r = r < 0 ? -errno : r;
+	}
+	if (r == -EPIPE)
+		kr__uproc_signal(up, SIGPIPE);
+	return r;
+}
+
+static long rwv(struct kr_uproc *up, long fd, const struct iovec *iov, long cnt, int write)
+{
+	if (cnt < 0 || cnt > 1024)
+		return -EINVAL;
+	long total = 0;
+	for (long i = 0; i < cnt; i++) {
+		if (!iov[i].iov_len)
+			continue;
+		long r = rw(up, fd, iov[i].iov_base, iov[i].iov_len, write);
+		if (r < 0)
+			return total ? total : r;
+		total += r;
+		if ((size_t)r < iov[i].iov_len)
+			break;
+	}
+	return total;
+}
+
+static void pipe_stat(struct stat *st)
+{
+	memset(st, 0, sizeof *st);
+	st->st_mode = S_IFIFO | 0600;
+	st->st_nlink = 1;
+	st->st_uid = getuid();
+	st->st_gid = getgid();
+	st->st_blksize = 4096;
+}
+
+static long sys_fcntl(struct kr_uproc *up, long fd, long cmd, long arg)
+{
+	FILE_OR(up, fd, EBADF);
+	switch (cmd) {
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		if (arg < 0 || arg >= KR_UFD_MAX)
+			return -EINVAL;
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
+		return kr__fd_install(&up->fds, f, (int)arg, cmd == F_DUPFD_CLOEXEC);
+	case F_GETFD:
+		return up->fds.fd[fd].cloexec ? FD_CLOEXEC : 0;
+	case F_SETFD:
+		up->fds.fd[fd].cloexec = !!(arg & FD_CLOEXEC);
+		return 0;
+	case F_GETFL:
+		if (f->kind == UF_HOST) {
+			long r = fcntl(f->hostfd, F_GETFL);
+			return r < 0 ? -errno : r;
+		}
+		return f->flags;
+	case F_SETFL:
+		f->flags = (f->flags & O_ACCMODE) | (arg & (O_APPEND | O_NONBLOCK));
+		if (f->kind == UF_HOST && fcntl(f->hostfd, F_SETFL, arg) < 0)
+			return -errno;
+		return 0;
+	default:
+		if (f->kind != UF_HOST)
+			return -EINVAL;
+		{
+			long b[6] = {f->hostfd, cmd, arg};
+			return pass(SYS_fcntl, b);
+		}
+	}
+}
+
+static long sys_dup3(struct kr_uproc *up, long oldfd, long newfd, long flags, int dup2)
+{
+	FILE_OR(up, oldfd, EBADF);
+	if (newfd < 0 || newfd >= KR_UFD_MAX)
+		return -EBADF;
+	if (oldfd == newfd)
+		return dup2 ? newfd : -EINVAL;
+	if (flags & ~O_CLOEXEC)
+		return -EINVAL;
+	__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
+	int e = kr__fd_set(&up->fds, (int)newfd, f, !!(flags & O_CLOEXEC));
+	if (e) {
+		kr__ufile_put(f);
+		return -e;
+	}
+	return newfd;
+}
+
+static long sys_pipe2(struct kr_uproc *up, int *fds, long flags)
+{
+	if (flags & ~(O_CLOEXEC | O_NONBLOCK | O_DIRECT))
+		return -EINVAL;
+	kr_upipe *p;
+	int e = kr_upipe_create(&p);
+	if (e)
+		return -e;
+	struct kr__ufile *r = kr__ufile_pipe(p, KR_UPIPE_READ);
+	struct kr__ufile *w = r ? kr__ufile_pipe(p, KR_UPIPE_WRITE) : NULL;
+	kr_upipe_close(p, KR_UPIPE_READ);
+	kr_upipe_close(p, KR_UPIPE_WRITE);
+	if (!w) {
+		if (r)
+			kr__ufile_put(r);
+		return -ENOMEM;
+	}
+	int cloexec = !!(flags & O_CLOEXEC);
+	int rfd = kr__fd_install(&up->fds, r, 0, cloexec);
+	if (rfd < 0) {
+		kr__ufile_put(w);
+		return rfd;
+	}
+	int wfd = kr__fd_install(&up->fds, w, 0, cloexec);
+	if (wfd < 0) {
+		kr__fd_close(&up->fds, rfd);
+		return wfd;
+	}
+	fds[0] = rfd;
+	fds[1] = wfd;
+	return 0;
+}
+
+/* ---------------- working directory ---------------- */
+
+static long set_cwd(struct kr_uproc *up, int fd)
+{
+	char link[64], buf[4096];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, buf, sizeof buf - 1);
+	char *s = n > 0 ? strndup(buf, (size_t)n) : NULL;
+	if (!s) {
+		close(fd);
+		return -ENOMEM;
+	}
+	close(up->cwdfd);
+	up->cwdfd = fd;
+	free(up->cwd);
+	up->cwd = s;
+	return 0;
+}
+
+static long sys_chdir(struct kr_uproc *up, long dirfd, const char *path)
+{
+	int err = 0;
+	int d = dirfd_of(up, dirfd, &err);
+	if (err)
+		return -err;
+	int fd = openat(d, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return set_cwd(up, fd);
+}
+
+static long sys_getcwd(struct kr_uproc *up, char *buf, size_t size)
+{
+	size_t n = strlen(up->cwd) + 1;
+	if (size < n)
+		return -ERANGE;
+	memcpy(buf, up->cwd, n);
+	return (long)n;
+}
+
+/* ---------------- memory ---------------- */
+
+#define PG 4096ul
+static long sys_mmap(struct kr_uproc *up, long a[6])
+{
+	long b[6];
+	memcpy(b, a, sizeof b);
+	size_t len = ((size_t)a[1] + PG - 1) & ~(PG - 1);
+	if (!(a[3] & MAP_ANONYMOUS)) {
+		FILE_OR(up, a[4], EBADF);
+		if (f->kind != UF_HOST)
+			return -ENODEV;
+		b[4] = f->hostfd;
+	}
+	if ((a[3] & MAP_FIXED) && !kr__region_covers(up, (uintptr_t)a[0], (uintptr_t)a[0] + len))
+		b[3] = (a[3] & ~MAP_FIXED) | MAP_FIXED_NOREPLACE; /* never over the host's */
+	if (a[3] & MAP_GROWSDOWN)
+		return -EINVAL;
+	long r = pass(SYS_mmap, b);
+	if (r < 0)
+		return r == -EEXIST ? -ENOMEM : r;
+	if (kr__region_add(up, (uintptr_t)r, (uintptr_t)r + len)) {
+		munmap((void *)r, len);
+		return -ENOMEM;
+	}
+	return r;
+}
+
+/* Only what the μprocess mapped may it unmap, move or change. */
+static long owned(struct kr_uproc *up, long addr, long len)
+{
+	size_t l = ((size_t)len + PG - 1) & ~(PG - 1);
+	return (addr & (PG - 1)) == 0 && kr__region_covers(up, (uintptr_t)addr, (uintptr_t)addr + l);
+}
+
+static long sys_munmap(struct kr_uproc *up, long a[6])
+{
+	if (!owned(up, a[0], a[1]))
+		return -EINVAL;
+	long r = pass(SYS_munmap, a);
+	if (r == 0)
+		kr__region_del(up, (uintptr_t)a[0], (uintptr_t)a[0] + (((size_t)a[1] + PG - 1) & ~(PG - 1)));
+	return r;
+}
+
+static long sys_mremap(struct kr_uproc *up, long a[6])
+{
+	if (!owned(up, a[0], a[1]) || (a[3] & MREMAP_FIXED))
+		return -EINVAL;
+	long r = pass(SYS_mremap, a);
+	if (r < 0)
+		return r;
+	size_t oldl = ((size_t)a[1] + PG - 1) & ~(PG - 1), newl = ((size_t)a[2] + PG - 1) & ~(PG - 1);
+	if (!(a[3] & MREMAP_DONTUNMAP))
+		kr__region_del(up, (uintptr_t)a[0], (uintptr_t)a[0] + oldl);
+	kr__region_add(up, (uintptr_t)r, (uintptr_t)r + newl);
+	return r;
+}
+
+/* mprotect, madvise, ...: on its own mappings and its stack. */
+static long on_own(struct kr_uproc *up, long nr, long a[6])
+{
+	size_t l = ((size_t)a[1] + PG - 1) & ~(PG - 1);
+	uintptr_t lo = (uintptr_t)a[0];
+	if (!owned(up, a[0], a[1]) && !(lo + l <= up->die_sp && lo >= up->die_sp - ((size_t)8 << 20)))
+		return -EINVAL;
+	return pass(nr, a);
+}
+
+/* ---------------- signals ---------------- */
+
+static long sys_sigaction(struct kr_uproc *up, long sig, const struct sigaction_k *act,
+			  struct sigaction_k *old, long size)
+{
+	if (sig < 1 || sig > 64 || size != 8)
+		return -EINVAL;
+	if (act && (sig == SIGKILL || sig == SIGSTOP))
+		return -EINVAL;
+	if (old)
+		*old = up->sig[sig];
+	if (act)
+		up->sig[sig] = *act;
+	return 0;
+}
+
+static long sys_sigprocmask(struct kr_uproc *up, long how, const uint64_t *set, uint64_t *old,
+			    long size)
+{
+	if (size != 8)
+		return -EINVAL;
+	if (old)
+		*old = up->sigmask;
+	if (!set)
+		return 0;
+	switch (how) {
+	case SIG_BLOCK:
+		up->sigmask |= *set;
+		break;
+	case SIG_UNBLOCK:
+		up->sigmask &= ~*set;
+		break;
+	case SIG_SETMASK:
+		up->sigmask = *set;
+		break;
+	default:
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static long to_self(struct kr_uproc *up, long pid, long sig)
+{
+	if (pid != up->pid)
+		return -ESRCH;
+	return kr__uproc_signal(up, (int)sig);
+}
+
+/* ---------------- time ---------------- */
+
+static long sys_nanosleep(long clock, long flags, const struct timespec *req)
+{
+	if (!req || req->tv_nsec < 0 || req->tv_nsec >= 1000000000 || req->tv_sec < 0)
+		return -EINVAL;
+	uint64_t ns = (uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec;
+	if (flags & TIMER_ABSTIME) {
+		struct timespec now;
+		clock_gettime((clockid_t)clock, &now);
+		uint64_t n = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+		ns = ns > n ? ns - n : 0;
+	}
+	kr_mp_sleep_for(ns);
+	return 0;
+}
+
+/* ---------------- poll ---------------- */
+
+/* Readiness of the μprocess's fds without waiting. */
+static int poll_now(struct kr_uproc *up, struct pollfd *p, unsigned long n)
+{
+	int ready = 0;
+	for (unsigned long i = 0; i < n; i++) {
+		p[i].revents = 0;
+		if (p[i].fd < 0)
+			continue;
+		struct kr__ufile *f = kr__fd_get(&up->fds, p[i].fd);
+		if (!f) {
+			p[i].revents = POLLNVAL;
+		} else if (f->kind == UF_PIPE) {
+			kr_stream *s = (kr_stream *)f->pipe; /* first member */
+			size_t count = __atomic_load_n(&s->count, __ATOMIC_ACQUIRE);
+			if (f->end == KR_UPIPE_READ)
+				p[i].revents = (count ? POLLIN : 0) |
+					       (__atomic_load_n(&s->wclosed, __ATOMIC_ACQUIRE) ? POLLHUP : 0);
+			else
+				p[i].revents = __atomic_load_n(&s->rclosed, __ATOMIC_ACQUIRE)
+						       ? POLLERR
+						       : (count < s->cap ? POLLOUT : 0);
+			p[i].revents &= (short)(p[i].events | POLLHUP | POLLERR);
+		} else {
+			struct pollfd h = {.fd = f->hostfd, .events = p[i].events};
+			if (poll(&h, 1, 0) > 0)
+				p[i].revents = h.revents;
+		}
+		ready += p[i].revents != 0;
+	}
+	return ready;
+}
+
+/* Waits by looking again every millisecond: simple, and no busy VP. */
+static long sys_poll(struct kr_uproc *up, struct pollfd *p, unsigned long n, long ms)
+{
+	if (n > KR_UFD_MAX)
+		return -EINVAL;
+	uint64_t end = ms < 0 ? KR_FOREVER : kr_now() + (uint64_t)ms * 1000000u;
+	for (;;) {
+		int r = poll_now(up, p, n);
+		if (r || kr_now() >= end)
+			return r;
+		kr_mp_sleep_for(1000000);
+	}
+}
+
+/* ---------------- the table ---------------- */
+
+long kr__sys(struct kr_uproc *up, long nr, long a[6])
+{
+	struct stat st;
+	switch (nr) {
+	/* fds */
+	case SYS_read:
+		return rw(up, a[0], (void *)a[1], (size_t)a[2], 0);
+	case SYS_write:
+		return rw(up, a[0], (void *)a[1], (size_t)a[2], 1);
+	case SYS_readv:
+		return rwv(up, a[0], (const struct iovec *)a[1], a[2], 0);
+	case SYS_writev:
+		return rwv(up, a[0], (const struct iovec *)a[1], a[2], 1);
+	case SYS_pread64:
+	case SYS_pwrite64:
+	case SYS_preadv:
+	case SYS_pwritev:
+	case SYS_preadv2:
+	case SYS_pwritev2:
+	case SYS_lseek:
+		return with_fd(up, nr, a, 0, -ESPIPE);
+	case SYS_close:
+		return -kr__fd_close(&up->fds, (int)a[0]);
+	case SYS_close_range:
+		for (long fd = a[0]; fd <= a[1] && fd < up->fds.n; fd++)
+			kr__fd_close(&up->fds, (int)fd);
+		return 0;
+	case SYS_open:
+		return sys_openat(up, AT_FDCWD, (const char *)a[0], a[1], a[2]);
+	case SYS_creat:
+		return sys_openat(up, AT_FDCWD, (const char *)a[0], O_CREAT | O_WRONLY | O_TRUNC, a[1]);
+	case SYS_openat:
+		return sys_openat(up, a[0], (const char *)a[1], a[2], a[3]);
+	case SYS_dup: {
+		FILE_OR(up, a[0], EBADF);
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
+		return kr__fd_install(&up->fds, f, 0, 0);
+	}
+	case SYS_dup2:
+		return sys_dup3(up, a[0], a[1], 0, 1);
+	case SYS_dup3:
+		return sys_dup3(up, a[0], a[1], a[2], 0);
+	case SYS_fcntl:
+		return sys_fcntl(up, a[0], a[1], a[2]);
+	case SYS_pipe:
+		return sys_pipe2(up, (int *)a[0], 0);
+	case SYS_pipe2:
+		return sys_pipe2(up, (int *)a[0], a[1]);
+	case SYS_fstat: {
+		FILE_OR(up, a[0], EBADF);
+		if (f->kind == UF_PIPE) {
+			pipe_stat((struct stat *)a[1]);
+			return 0;
+		}
+		return with_fd(up, nr, a, 0, -EBADF);
+	}
+	case SYS_newfstatat:
+		if ((a[3] & AT_EMPTY_PATH) && a[1] && !*(const char *)a[1]) {
+			FILE_OR(up, a[0], EBADF);
+			if (f->kind == UF_PIPE) {
+				pipe_stat((struct stat *)a[2]);
+				return 0;
+			}
+		}
+		return with_dirfd(up, nr, a, 0);
+	case SYS_statx:
+		if ((a[2] & AT_EMPTY_PATH) && a[1] && !*(const char *)a[1]) {
+			FILE_OR(up, a[0], EBADF);
+			if (f->kind == UF_PIPE)
+				return -ENOSYS; /* glibc falls back to fstat */
+		}
+		return with_dirfd(up, nr, a, 0);
+	case SYS_ioctl: {
+		FILE_OR(up, a[0], EBADF);
+		if (f->kind == UF_PIPE) {
+			if (a[1] == FIONREAD && f->end == KR_UPIPE_READ) {
+				*(int *)a[2] = (int)__atomic_load_n(&((kr_stream *)f->pipe)->count,
+								    __ATOMIC_ACQUIRE);
+				return 0;
+			}
+			return -ENOTTY;
+		}
+		return with_fd(up, nr, a, 0, -ENOTTY);
+	}
+	case SYS_getdents64:
+	case SYS_fsync:
+	case SYS_fdatasync:
+	case SYS_ftruncate:
+	case SYS_fadvise64:
+	case SYS_fallocate:
+	case SYS_flock:
+	case SYS_fchmod:
+	case SYS_fchown:
+	case SYS_fstatfs:
+	case SYS_readahead:
+	case SYS_syncfs:
+	case SYS_fgetxattr:
+	case SYS_flistxattr:
+	case SYS_fsetxattr:
+	case SYS_fremovexattr:
+	case SYS_sync_file_range:
+		return with_fd(up, nr, a, 0, nr == SYS_fadvise64 ? -ESPIPE : -EINVAL);
+	case SYS_copy_file_range:
+	case SYS_sendfile:
+	case SYS_splice:
+	case SYS_tee:
+		return -EINVAL; /* callers fall back to read and write */
+	case SYS_poll:
+		return sys_poll(up, (struct pollfd *)a[0], (unsigned long)a[1], a[2]);
+	case SYS_ppoll: {
+		const struct timespec *t = (const struct timespec *)a[2];
+		long ms = t ? t->tv_sec * 1000 + (t->tv_nsec + 999999) / 1000000 : -1;
+		return sys_poll(up, (struct pollfd *)a[0], (unsigned long)a[1], ms);
+	}
+
+	/* paths, against the working directory */
+	case SYS_faccessat:
+	case SYS_faccessat2:
+	case SYS_mkdirat:
+	case SYS_mknodat:
+	case SYS_fchownat:
+	case SYS_futimesat:
+	case SYS_unlinkat:
+	case SYS_readlinkat:
+	case SYS_fchmodat:
+	case SYS_utimensat:
+	case SYS_name_to_handle_at:
+		if (nr == SYS_mkdirat || nr == SYS_mknodat)
+			a[2] &= ~(long)up->umask;
+		return with_dirfd(up, nr, a, 0);
+	case SYS_renameat:
+	case SYS_renameat2:
+	case SYS_linkat: {
+		int err = 0;
+		long b[6];
+		memcpy(b, a, sizeof b);
+		b[0] = dirfd_of(up, a[0], &err);
+		if (!err)
+			b[2] = dirfd_of(up, a[2], &err);
+		return err ? -err : pass(nr, b);
+	}
+	case SYS_symlinkat: {
+		int err = 0;
+		long b[6] = {a[0], dirfd_of(up, a[1], &err), a[2]};
+		return err ? -err : pass(nr, b);
+	}
+	case SYS_stat:
+	case SYS_lstat: {
+		long b[6] = {up->cwdfd, a[0], a[1], nr == SYS_lstat ? AT_SYMLINK_NOFOLLOW : 0};
+		return pass(SYS_newfstatat, b);
+	}
+	case SYS_access: {
+		long b[6] = {up->cwdfd, a[0], a[1], 0};
+		return pass(SYS_faccessat, b);
+	}
+	case SYS_readlink: {
+		long b[6] = {up->cwdfd, a[0], a[1], a[2]};
+		return pass(SYS_readlinkat, b);
+	}
+	case SYS_unlink:
+	case SYS_rmdir: {
+		long b[6] = {up->cwdfd, a[0], nr == SYS_rmdir ? AT_REMOVEDIR : 0};
+		return pass(SYS_unlinkat, b);
+	}
+	case SYS_mkdir: {
+		long b[6] = {up->cwdfd, a[0], a[1] & ~(long)up->umask};
+		return pass(SYS_mkdirat, b);
+	}
+	case SYS_rename: {
+		long b[6] = {up->cwdfd, a[0], up->cwdfd, a[1]};
+		return pass(SYS_renameat, b);
+	}
+	case SYS_link: {
+		long b[6] = {up->cwdfd, a[0], up->cwdfd, a[1], 0};
+		return pass(SYS_linkat, b);
+	}
+	case SYS_symlink: {
+		long b[6] = {a[0], up->cwdfd, a[1]};
+		return pass(SYS_symlinkat, b);
+	}
+	case SYS_chmod: {
+		long b[6] = {up->cwdfd, a[0], a[1]};
+		return pass(SYS_fchmodat, b);
+	}
+	case SYS_chown:
+	case SYS_lchown: {
+		long b[6] = {up->cwdfd, a[0], a[1], a[2], nr == SYS_lchown ? AT_SYMLINK_NOFOLLOW : 0};
+		return pass(SYS_fchownat, b);
+	}
+	case SYS_truncate:
+	case SYS_statfs: {
+		int fd = openat(up->cwdfd, (const char *)a[0],
+				(nr == SYS_truncate ? O_WRONLY : O_PATH) | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		long r = nr == SYS_truncate ? ftruncate(fd, a[1]) : fstatfs(fd, (void *)a[1]);
+		r = r < 0 ? -errno : 0;
+		close(fd);
+		return r;
+	}
+	case SYS_chdir:
+		return sys_chdir(up, AT_FDCWD, (const char *)a[0]);
+	case SYS_fchdir: {
+		FILE_OR(up, a[0], EBADF);
+		if (f->kind != UF_HOST)
+			return -ENOTDIR;
+		if (fstat(f->hostfd, &st) || !S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		int fd = fcntl(f->hostfd, F_DUPFD_CLOEXEC, 3);
+		return fd < 0 ? -errno : set_cwd(up, fd);
+	}
+	case SYS_getcwd:
+		return sys_getcwd(up, (char *)a[0], (size_t)a[1]);
+	case SYS_umask: {
+		long old = up->umask;
+		up->umask = (mode_t)(a[0] & 0777);
+		return old;
+	}
+
+	/* memory */
+	case SYS_mmap:
+		return sys_mmap(up, a);
+	case SYS_munmap:
+		return sys_munmap(up, a);
+	case SYS_mremap:
+		return sys_mremap(up, a);
+	case SYS_mprotect:
+	case SYS_madvise:
+	case SYS_msync:
+	case SYS_mincore:
+	case SYS_mlock:
+	case SYS_munlock:
+		return on_own(up, nr, a);
+	case SYS_brk:
+		return (long)up->brk; /* never grows: malloc maps instead */
+
+	/* identity and the thread pointer */
+	case SYS_getpid:
+	case SYS_gettid:
+		return up->pid;
+	case SYS_getppid:
+		return getpid();
+	case SYS_set_tid_address:
+		return up->pid;
+	case SYS_set_robust_list:
+		return 0;
+	case SYS_rseq:
+		return -ENOSYS;
+	case SYS_arch_prctl:
+		switch (a[0]) {
+		case ARCH_SET_FS:
+			up->fs = (uint64_t)a[1];
+			return 0;
+		case ARCH_GET_FS:
+			*(uint64_t *)a[1] = up->fs;
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	case SYS_prctl:
+		switch (a[0]) {
+		case PR_GET_DUMPABLE:
+			return 1;
+		case PR_SET_NAME:
+		case PR_SET_PDEATHSIG:
+		case PR_SET_DUMPABLE:
+			return 0;
+		default:
+			return -EINVAL;
+		}
+	case SYS_setuid:
+	case SYS_setgid:
+	case SYS_setreuid:
+	case SYS_setregid:
+	case SYS_setresuid:
+	case SYS_setresgid:
+	case SYS_setfsuid:
+	case SYS_setfsgid:
+	case SYS_setgroups:
+	case SYS_capset:
+	case SYS_setsid:
+	case SYS_setpgid:
+	case SYS_chroot:
+		return -EPERM;
+
+	/* signals */
+	case SYS_rt_sigaction:
+		return sys_sigaction(up, a[0], (const struct sigaction_k *)a[1],
+				     (struct sigaction_k *)a[2], a[3]);
+	case SYS_rt_sigprocmask:
+		return sys_sigprocmask(up, a[0], (const uint64_t *)a[1], (uint64_t *)a[2], a[3]);
+	case SYS_rt_sigpending:
+		*(uint64_t *)a[0] = 0;
+		return 0;
+	case SYS_sigaltstack:
+		if (a[1])
+			*(stack_t *)a[1] = (stack_t){.ss_flags = SS_DISABLE};
+		return 0;
+	case SYS_kill:
+		return to_self(up, a[0] == 0 ? up->pid : a[0] < 0 ? -a[0] : a[0], a[1]);
+	case SYS_tkill:
+		return to_self(up, a[0], a[1]);
+	case SYS_tgkill:
+		return a[0] == up->pid ? to_self(up, a[1], a[2]) : -ESRCH;
+	case SYS_pause:
+	case SYS_rt_sigsuspend:
+		for (;;) /* no signal ever comes */
+			kr_mp_park();
+
+	/* the end */
+	case SYS_exit:
+	case SYS_exit_group:
+		kr__uproc_end(up, (int)a[0]);
+
+	/* waits that park the microprocess only */
+	case SYS_nanosleep:
+		return sys_nanosleep(CLOCK_MONOTONIC, 0, (const struct timespec *)a[0]);
+	case SYS_clock_nanosleep:
+		return sys_nanosleep(a[0], a[1], (const struct timespec *)a[2]);
+	case SYS_sched_yield:
+		kr_mp_yield();
+		return 0;
+
+	case SYS_futex: /* one thread: nobody to wake, nobody to wait for */
+		switch (a[1] & FUTEX_CMD_MASK) {
+		case FUTEX_WAKE:
+		case FUTEX_WAKE_BITSET:
+			return 0;
+		case FUTEX_WAIT:
+		case FUTEX_WAIT_BITSET:
+			if (__atomic_load_n((const int *)a[0], __ATOMIC_ACQUIRE) != (int)a[2])
+				return -EAGAIN;
+			for (;;) /* as a process would: for ever */
+				kr_mp_park();
+		default:
+			return -ENOSYS;
+		}
+
+	/* not yet */
+	case SYS_clone:
+	case SYS_fork:
+	case SYS_vfork:
+		say(up, nr == SYS_clone && (a[0] & CLONE_THREAD) ? "a thread" : "fork");
+		return -ENOSYS;
+	case SYS_clone3:
+		return -ENOSYS; /* glibc tries clone next */
+	case SYS_execve:
+	case SYS_execveat:
+		say(up, "exec");
+		return -ENOSYS;
+	case SYS_wait4:
+	case SYS_waitid:
+		return -ECHILD;
+
+	/* the kernel's: time, limits, information, randomness */
+	case SYS_clock_gettime:
+	case SYS_clock_getres:
+	case SYS_gettimeofday:
+	case SYS_time:
+	case SYS_times:
+	case SYS_uname:
+	case SYS_sysinfo:
+	case SYS_getrandom:
+	case SYS_getuid:
+	case SYS_geteuid:
+	case SYS_getgid:
+	case SYS_getegid:
+	case SYS_getgroups:
+	case SYS_getresuid:
+	case SYS_getresgid:
+	case SYS_getpgrp:
+	case SYS_getpgid:
+	case SYS_getsid:
+	case SYS_getrlimit:
+	case SYS_getrusage:
+	case SYS_getpriority:
+	case SYS_sched_getaffinity:
+	case SYS_getcpu:
+	case SYS_membarrier:
+		return pass(nr, a);
+	case SYS_prlimit64:
+		if (a[0] != 0 && a[0] != up->pid)
+			return -ESRCH;
+		if (a[2])
+			return -EPERM;
+		a[0] = 0;
+		return pass(nr, a);
+	default:
+		return -ENOSYS;
+	}
+}

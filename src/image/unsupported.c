@@ -1,0 +1,29 @@
+/*
+ * karui image layer on an architecture without its interception (the
+ * gate, the thread-pointer switch): pipes work, μprocesses are refused
+ * with ENOTSUP, which callers (karui-sh) answer by running child
+ * processes.
+ */
+#include <errno.h>
+
+#include "uproc.h"
+
+int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
+		   const kr_uproc_attr *attr)
+{
+	int err = kr__uproc_spawn_check(out, path, argv, attr);
+	return err ? err : ENOTSUP;
+}
+
+int kr_uproc_wait(kr_uproc *up, int *status)
+{
+	(void)up;
+	(void)status;
+	return EINVAL; /* no μprocess can exist */
+}
+
+pid_t kr_uproc_pid(const kr_uproc *up)
+{
+	(void)up;
+	return 0;
+}

@@ -1,0 +1,607 @@
+/*
+ * karui image layer — μprocesses: their life, and the way every system
+ * call they make reaches karui.
+ *
+ * A μprocess is a microprocess whose code is a program's private image
+ * (elf.c): kr_uproc_spawn maps the program and its ld.so, creates a
+ * microprocess with a stack the size of a process's main stack, and that
+ * microprocess builds the initial stack of execve (argc, argv, envp,
+ * auxv) and jumps to ld.so's entry (gate.S: kr__img_start).  From then on
+ * the μprocess's code runs as if it were alone in a process: its ld.so
+ * loads its libraries and its own C library, whose thread pointer (%fs)
+ * karui keeps per μprocess.
+ *
+ * Interception.  Each VP that runs a μprocess is armed once (arm): its
+ * %gs base points at its struct kr__img_vp, whose first byte is the
+ * selector of Syscall User Dispatch, switched on for the thread with the
+ * gate (gate.S) as the only region whose system calls always pass.  The
+ * selector says BLOCK exactly while a μprocess's code runs, so karui's and
+ * the host's own calls go straight to the kernel and every call of a
+ * μprocess, whatever code makes it (its libc's wrappers, its ld.so, inline
+ * assembly), raises SIGSYS.  The handler (gate.S, then kr__img_trap) runs
+ * on the μprocess's stack as ordinary microprocess code: a call that waits
+ * (a pipe read) parks only this microprocess, and it may resume on
+ * another VP, which is armed then if it was not.  SA_NODEFER keeps SIGSYS
+ * unblocked while a handler is parked, so the next μprocess on the VP can
+ * trap too.  sys.c decides what each call does.
+ *
+ * The end.  exit and exit_group, a return from main (which calls them), a
+ * signal whose default action ends a process, sent by the μprocess to
+ * itself (abort(), raise()), and a fault in its code (SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL; the handler runs on the VP's alternate stack and
+ * redirects the μprocess to `die` on its own stack) end the μprocess
+ * alone: kr__uproc_end unmaps everything it mapped (regions, with its
+ * image), closes its fds and ends its microprocess; kr_uproc_wait collects
+ * the status a shell shows.  A fault in karui's or the host's code is
+ * passed to the handler that was there before (the core's overflow report,
+ * or the default action).
+ *
+ * Rejected: switching %fs and the selector in the core's context switch
+ * (every switch of every microprocess would pay for μprocesses); a
+ * μprocess's code reaches karui only through a trap, so the handler's
+ * entry and exit are the only places that need them.  glibc's dlmopen
+ * namespaces (at most 15 μprocesses; DESIGN.md).
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "uproc.h"
+
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#define PR_SYS_DISPATCH_OFF 0
+#define PR_SYS_DISPATCH_ON 1
+#endif
+#ifndef HWCAP2_FSGSBASE
+#define HWCAP2_FSGSBASE (1 << 1)
+#endif
+#define KSA_RESTORER 0x04000000
+#define STACK_SIZE ((size_t)8 << 20)
+#define DIE_ROOM 16384
+
+static struct {
+	pthread_mutex_t lock;
+	int state;                    /* 0 not tried, 1 ready, else the error */
+	struct sigaction old[32];     /* fault handlers before ours */
+	pid_t next_pid;
+	int trace;                    /* KARUI_UPROC_TRACE: each call on stderr */
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static __thread struct kr__img_vp *tvp;
+
+static inline uint64_t rdgsbase(void)
+{
+	uint64_t v;
+	__asm__ volatile("rdgsbase %0" : "=r"(v));
+	return v;
+}
+
+static inline void wrgsbase(uint64_t v)
+{
+	__asm__ volatile("wrgsbase %0" ::"r"(v) : "memory");
+}
+
+static inline uint64_t rdfsbase(void)
+{
+	uint64_t v;
+	__asm__ volatile("rdfsbase %0" : "=r"(v));
+	return v;
+}
+
+struct ksigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+/* Arm the calling VP: %gs, the selector, dispatch on. */
+static int arm(void)
+{
+	if (tvp)
+		return 0;
+	if (rdgsbase() != 0)
+		return ENOTSUP; /* someone else uses %gs on this thread */
+	struct kr__img_vp *v = aligned_alloc(64, 64);
+	if (!v)
+		return ENOMEM;
+	memset(v, 0, 64);
+	v->host_fs = rdfsbase();
+	if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)kr__img_gate,
+		  (unsigned long)(kr__img_gate_end - kr__img_gate), &v->selector)) {
+		int e = errno;
+		free(v);
+		return e == EINVAL ? ENOTSUP : e;
+	}
+	wrgsbase((uint64_t)v);
+	tvp = v;
+	return 0;
+}
+
+static int install_handlers(void)
+{
+	if (!(getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE))
+		return ENOTSUP;
+	/* Syscall User Dispatch present?  Try it on a thread of our own,
+	 * the calling VP: switched on and at once off again. */
+	static char probe_sel;
+	if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)kr__img_gate,
+		  (unsigned long)(kr__img_gate_end - kr__img_gate), &probe_sel))
+		return ENOTSUP;
+	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
+
+	struct ksigaction ks = {.handler = kr__img_sigsys,
+				.flags = SA_SIGINFO | SA_NODEFER | KSA_RESTORER,
+				.restorer = kr__img_restorer};
+	if (syscall(SYS_rt_sigaction, SIGSYS, &ks, NULL, 8))
+		return errno;
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+	for (unsigned i = 0; i < sizeof faults / sizeof *faults; i++) {
+		int s = faults[i];
+		sigaction(s, NULL, &G.old[s]);
+		struct ksigaction kf = {.handler = kr__img_sigfault,
+					.flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER |
+						 KSA_RESTORER,
+					.restorer = kr__img_restorer};
+		if (syscall(SYS_rt_sigaction, s, &kf, NULL, 8))
+			return errno;
+	}
+	G.trace = getenv("KARUI_UPROC_TRACE") != NULL;
+	/* pids no real process has (above PID_MAX_LIMIT), apart per host */
+	G.next_pid = (pid_t)(4194304 + ((unsigned)getpid() % 65536) * 16384);
+	return 0;
+}
+
+static int ready(void)
+{
+	pthread_mutex_lock(&G.lock);
+	if (G.state == 0) {
+		int e = install_handlers();
+		G.state = e ? e : 1;
+	}
+	int st = G.state;
+	pthread_mutex_unlock(&G.lock);
+	return st == 1 ? 0 : st;
+}
+
+struct kr_uproc *kr__uproc_self(void)
+{
+	kr_mp *mp = kr_mp_self();
+	struct kr_uproc *up = mp ? kr_mp_udata(mp) : NULL;
+	return up && up->magic == KR_UPROC_MAGIC ? up : NULL;
+}
+
+/* ---------------- regions: what a μprocess has mapped ---------------- */
+
+int kr__region_covers(const struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < up->nreg && lo < hi; i++)
+		if (up->reg[i].lo <= lo && lo < up->reg[i].hi)
+			lo = up->reg[i].hi;
+	return lo >= hi;
+}
+
+void kr__region_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < up->nreg;) {
+		struct kr__region *r = &up->reg[i];
+		if (r->hi <= lo || r->lo >= hi) {
+			i++;
+			continue;
+		}
+		if (r->lo < lo && r->hi > hi) { /* split in two */
+			if (up->nreg == up->capreg)
+				return; /* kept whole: it is unmapped at the end anyway */
+			memmove(r + 2, r + 1, (up->nreg - i - 1) * sizeof *r);
+			r[1] = (struct kr__region){hi, r->hi};
+			r->hi = lo;
+			up->nreg++;
+			return;
+		}
+		if (r->lo < lo) {
+			r->hi = lo;
+			i++;
+		} else if (r->hi > hi) {
+			r->lo = hi;
+			i++;
+		} else {
+			memmove(r, r + 1, (up->nreg - i - 1) * sizeof *r);
+			up->nreg--;
+		}
+	}
+}
+
+int kr__region_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+{
+	kr__region_del(up, lo, hi);
+	if (up->nreg + 2 > up->capreg) {
+		size_t cap = up->capreg ? up->capreg * 2 : 64;
+		struct kr__region *n = realloc(up->reg, cap * sizeof *n);
+		if (!n)
+			return ENOMEM;
+		up->reg = n;
+		up->capreg = cap;
+	}
+	size_t i = 0;
+	while (i < up->nreg && up->reg[i].lo < lo)
+		i++;
+	memmove(&up->reg[i + 1], &up->reg[i], (up->nreg - i) * sizeof *up->reg);
+	up->reg[i] = (struct kr__region){lo, hi};
+	up->nreg++;
+	return 0;
+}
+
+/* ---------------- the end ---------------- */
+
+static void release(struct kr_uproc *up)
+{
+	for (size_t i = 0; i < up->nreg; i++)
+		munmap((void *)up->reg[i].lo, up->reg[i].hi - up->reg[i].lo);
+	free(up->reg);
+	up->reg = NULL;
+	up->nreg = up->capreg = 0;
+	kr__fd_close_all(&up->fds);
+	if (up->cwdfd >= 0)
+		close(up->cwdfd);
+	up->cwdfd = -1;
+	free(up->cwd);
+	up->cwd = NULL;
+	for (int i = 0; up->argv && up->argv[i]; i++)
+		free(up->argv[i]);
+	for (int i = 0; up->envp && up->envp[i]; i++)
+		free(up->envp[i]);
+	free(up->argv);
+	free(up->envp);
+	up->argv = up->envp = NULL;
+}
+
+void kr__uproc_end(struct kr_uproc *up, int status)
+{
+	up->status = status & 0xff;
+	release(up);
+	kr_mp_exit(NULL);
+	__builtin_unreachable();
+}
+
+/* Where a μprocess whose code faulted goes, on its own stack. */
+static __attribute__((noreturn, used)) void die(int status)
+{
+	kr__uproc_end(kr__uproc_self(), status);
+}
+
+/* Default actions (signal(7)): end the process, or nothing (stop and
+ * continue are nothing too: μprocesses have no job control). */
+static int ends_process(int sig)
+{
+	switch (sig) {
+	case SIGCHLD:
+	case SIGCONT:
+	case SIGURG:
+	case SIGWINCH:
+	case SIGSTOP:
+	case SIGTSTP:
+	case SIGTTIN:
+	case SIGTTOU:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+long kr__uproc_signal(struct kr_uproc *up, int sig)
+{
+	if (sig == 0)
+		return 0;
+	if (sig < 1 || sig > 64)
+		return -EINVAL;
+	uint64_t h = up->sig[sig].handler;
+	if (sig == SIGKILL || (h == (uint64_t)SIG_DFL && ends_process(sig)))
+		kr__uproc_end(up, 128 + sig);
+	/* ignored, or caught: a μprocess's signal handlers are not run (a
+	 * documented limit), so a caught signal is as good as ignored */
+	return 0;
+}
+
+/* A fault.  In a μprocess's code: end it.  Else the handler that was there
+ * before ours, or the default action. */
+__attribute__((used)) void kr__img_fault(int sig, siginfo_t *si, void *ucv, int in_uproc)
+{
+	ucontext_t *uc = ucv;
+	struct kr_uproc *up = in_uproc ? kr__uproc_self() : NULL;
+	if (up) {
+		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)die;
+		uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(up->die_sp - 8);
+		uc->uc_mcontext.gregs[REG_RDI] = 128 + sig;
+		return;
+	}
+	struct sigaction *o = &G.old[sig];
+	if ((o->sa_flags & SA_SIGINFO) && o->sa_sigaction) {
+		if (o->sa_flags & SA_RESETHAND)
+			signal(sig, SIG_DFL);
+		o->sa_sigaction(sig, si, ucv);
+		return;
+	}
+	if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) {
+		o->sa_handler(sig);
+		return;
+	}
+	signal(sig, SIG_DFL); /* the fault comes again and ends the process */
+}
+
+/* A system call of a μprocess (gate.S).  Returns its thread pointer. */
+__attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
+{
+	struct kr_uproc *up = kr__uproc_self();
+	greg_t *g = uc->uc_mcontext.gregs;
+	long a[6] = {g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
+	up->nsys++;
+	long nr = g[REG_RAX];
+	g[REG_RAX] = kr__sys(up, nr, a);
+	if (G.trace)
+		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", up->pid, nr, a[0], a[1],
+			a[2], a[3], (long)g[REG_RAX]);
+	if (!tvp && arm())
+		kr__uproc_end(up, 128 + SIGSYS); /* cannot go on here */
+	return up->fs;
+}
+
+/* ---------------- start ---------------- */
+
+static size_t strsz(char *const *v, int *n)
+{
+	size_t s = 0;
+	int i = 0;
+	for (; v && v[i]; i++)
+		s += strlen(v[i]) + 1;
+	*n = i;
+	return s;
+}
+
+/* The microprocess of a μprocess: execve's initial stack, then its code. */
+static void *run(void *arg)
+{
+	struct kr_uproc *up = arg;
+	char here;
+	up->die_sp = ((uintptr_t)&here - 256) & ~(uintptr_t)15;
+	uintptr_t top = up->die_sp - DIE_ROOM;
+
+	if (arm())
+		kr__uproc_end(up, 126);
+
+	int nargs, nenv;
+	size_t strs = strsz(up->argv, &nargs) + strsz(up->envp, &nenv) + 16 + 16;
+	char *s = (char *)((top - strs) & ~(uintptr_t)15);
+	unsigned char *rnd = (unsigned char *)s;
+	if (getrandom(rnd, 16, 0) != 16)
+		memset(rnd, 0x5a, 16);
+	char *platform = s + 16;
+	strcpy(platform, "x86_64");
+	s += 32;
+
+	/* argc, argv[], NULL, envp[], NULL, auxv[], as the kernel lays them */
+	enum { NAUX = 21 };
+	size_t words = 1 + (nargs + 1) + (nenv + 1) + 2 * NAUX;
+	uintptr_t *sp = (uintptr_t *)(((uintptr_t)rnd - words * 8) & ~(uintptr_t)15);
+	uintptr_t *w = sp;
+	*w++ = nargs;
+	for (int i = 0; i < nargs; i++) {
+		*w++ = (uintptr_t)s;
+		s = stpcpy(s, up->argv[i]) + 1;
+	}
+	*w++ = 0;
+	for (int i = 0; i < nenv; i++) {
+		*w++ = (uintptr_t)s;
+		s = stpcpy(s, up->envp[i]) + 1;
+	}
+	*w++ = 0;
+	const struct kr__elf_img *p = &up->ld.prog;
+	const uint64_t aux[NAUX][2] = {
+		{AT_PHDR, p->phdr},
+		{AT_PHENT, sizeof(Elf64_Phdr)},
+		{AT_PHNUM, p->phnum},
+		{AT_PAGESZ, 4096},
+		{AT_BASE, up->ld.interp.entry ? up->ld.interp.base : 0},
+		{AT_FLAGS, 0},
+		{AT_ENTRY, p->entry},
+		{AT_UID, getauxval(AT_UID)},
+		{AT_EUID, getauxval(AT_EUID)},
+		{AT_GID, getauxval(AT_GID)},
+		{AT_EGID, getauxval(AT_EGID)},
+		{AT_SECURE, 0},
+		{AT_RANDOM, (uint64_t)rnd},
+		{AT_HWCAP, getauxval(AT_HWCAP)},
+		{AT_HWCAP2, getauxval(AT_HWCAP2)},
+		{AT_CLKTCK, getauxval(AT_CLKTCK)},
+		{AT_PLATFORM, (uint64_t)platform},
+		{AT_EXECFN, sp[1]},
+		{AT_SYSINFO_EHDR, getauxval(AT_SYSINFO_EHDR)},
+		{AT_MINSIGSTKSZ, getauxval(AT_MINSIGSTKSZ)},
+		{AT_NULL, 0},
+	};
+	memcpy(w, aux, sizeof aux);
+
+	for (int i = 0; i < nargs; i++)
+		free(up->argv[i]);
+	for (int i = 0; i < nenv; i++)
+		free(up->envp[i]);
+	free(up->argv);
+	free(up->envp);
+	up->argv = up->envp = NULL;
+
+	uint64_t entry = up->ld.interp.entry ? up->ld.interp.entry : p->entry;
+	up->fs = 0;
+	kr__img_start(entry, (uintptr_t)sp, 0);
+}
+
+static char **copyv(char *const *v, int *err)
+{
+	int n = 0;
+	while (v && v[n])
+		n++;
+	char **c = calloc(n + 1, sizeof *c);
+	if (!c) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	for (int i = 0; i < n; i++)
+		if (!(c[i] = strdup(v[i]))) {
+			*err = ENOMEM;
+			return c;
+		}
+	return c;
+}
+
+/* The μprocess's fds from the attr. */
+static int setup_fds(struct kr_uproc *up, const kr_uproc_attr *a)
+{
+	for (int fd = 0; fd < KR_UPROC_ATTR_FDS; fd++) {
+		struct kr_uproc_fdspec s = a ? a->fd[fd]
+					     : (struct kr_uproc_fdspec){.kind = KR_UFD_DEFAULT};
+		if (s.kind == KR_UFD_DEFAULT) {
+			if (fd > 2)
+				continue;
+			s.kind = KR_UFD_HOST;
+			s.hostfd = fd;
+		}
+		struct kr__ufile *f = NULL;
+		if (s.kind == KR_UFD_HOST) {
+			int fl = fcntl(s.hostfd, F_GETFL);
+			if (fl < 0)
+				continue; /* the host has no such fd: closed here too */
+			int h = fcntl(s.hostfd, F_DUPFD_CLOEXEC, 3);
+			if (h < 0)
+				return errno;
+			if (!(f = kr__ufile_host(h, fl)))
+				return ENOMEM;
+		} else if (s.kind == KR_UFD_PIPE) {
+			if (!(f = kr__ufile_pipe(s.pipe, s.end)))
+				return EINVAL;
+		} else if (s.kind == KR_UFD_CLOSED) {
+			continue;
+		} else {
+			return EINVAL;
+		}
+		int e = kr__fd_set(&up->fds, fd, f, 0);
+		if (e) {
+			kr__ufile_put(f);
+			return e;
+		}
+	}
+	return 0;
+}
+
+int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
+		   const kr_uproc_attr *attr)
+{
+	int err = kr__uproc_spawn_check(out, path, argv, attr);
+	if (!err)
+		err = ready();
+	if (err)
+		return err;
+	struct kr_uproc *up = calloc(1, sizeof *up);
+	if (!up)
+		return ENOMEM;
+	up->magic = KR_UPROC_MAGIC;
+	up->cwdfd = -1;
+	const char *cwd = attr && attr->cwd ? attr->cwd : ".";
+	up->cwdfd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (up->cwdfd < 0) {
+		err = errno;
+		goto fail;
+	}
+	char buf[4096];
+	if (attr && attr->cwd && attr->cwd[0] == '/')
+		up->cwd = strdup(attr->cwd);
+	else if (attr && attr->cwd) {
+		if (!getcwd(buf, sizeof buf)) {
+			err = errno;
+			goto fail;
+		}
+		size_t n = strlen(buf);
+		if (n + 1 + strlen(attr->cwd) + 1 > sizeof buf) {
+			err = ENAMETOOLONG;
+			goto fail;
+		}
+		buf[n] = '/';
+		strcpy(buf + n + 1, attr->cwd);
+		up->cwd = realpath(buf, NULL);
+	} else
+		up->cwd = getcwd(NULL, 0);
+	if (!up->cwd) {
+		err = errno ? errno : ENOMEM;
+		goto fail;
+	}
+	if (attr && attr->umask >= 0) {
+		up->umask = (mode_t)attr->umask;
+	} else {
+		up->umask = umask(022);
+		umask(up->umask);
+	}
+	for (int i = 1; i < 65; i++)
+		up->sig[i].handler = (uint64_t)SIG_DFL;
+	err = 0;
+	up->argv = copyv(argv, &err);
+	extern char **environ;
+	up->envp = copyv(attr && attr->envp ? attr->envp : environ, &err);
+	if (err || !up->argv || !up->envp) {
+		err = ENOMEM;
+		goto fail;
+	}
+	if ((err = kr__elf_load(up->cwdfd, path, &up->ld)))
+		goto fail;
+	if ((err = kr__region_add(up, (uintptr_t)up->ld.prog.map,
+				  (uintptr_t)up->ld.prog.map + up->ld.prog.maplen)))
+		goto fail;
+	if (up->ld.interp.map &&
+	    (err = kr__region_add(up, (uintptr_t)up->ld.interp.map,
+				  (uintptr_t)up->ld.interp.map + up->ld.interp.maplen)))
+		goto fail;
+	up->ld.prog.map = up->ld.interp.map = NULL; /* the regions own them now */
+	if ((err = setup_fds(up, attr)))
+		goto fail;
+	pthread_mutex_lock(&G.lock);
+	up->pid = G.next_pid++;
+	pthread_mutex_unlock(&G.lock);
+	kr_attr ma = {.stack_size = STACK_SIZE, .udata = up};
+	if ((err = kr_mp_create(&up->mp, &ma, run, up)))
+		goto fail;
+	*out = up;
+	return 0;
+fail:
+	kr__elf_unload(&up->ld);
+	release(up);
+	free(up);
+	return err;
+}
+
+int kr_uproc_wait(kr_uproc *up, int *status)
+{
+	if (!up || up->magic != KR_UPROC_MAGIC)
+		return EINVAL;
+	int err = kr_mp_join(up->mp, NULL);
+	if (err)
+		return err;
+	if (status)
+		*status = up->status;
+	up->magic = 0;
+	free(up);
+	return 0;
+}
+
+pid_t kr_uproc_pid(const kr_uproc *up)
+{
+	return up && up->magic == KR_UPROC_MAGIC ? up->pid : 0;
+}

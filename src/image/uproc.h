@@ -1,0 +1,108 @@
+/* karui image layer — internals shared by its modules (not installed). */
+#ifndef KARUI_IMAGE_UPROC_H
+#define KARUI_IMAGE_UPROC_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <ucontext.h>
+
+#include <karui.h>
+#include <karui/image.h>
+
+/* ---- elf.c ---- */
+struct kr__elf_img {
+	void *map;          /* the reservation holding every segment */
+	size_t maplen;
+	uint64_t base, entry, phdr;
+	unsigned phnum;
+};
+struct kr__elf_load {
+	struct kr__elf_img prog, interp; /* interp.map NULL: none (static-PIE) */
+};
+int kr__elf_load(int dirfd, const char *path, struct kr__elf_load *ld);
+void kr__elf_unload(struct kr__elf_load *ld);
+
+/* ---- fd.c: open files, fd tables, pipes ---- */
+enum { UF_HOST, UF_PIPE };
+struct kr__ufile {
+	int refs;           /* fds naming it, in every μprocess; __atomic */
+	int kind;
+	int hostfd;         /* UF_HOST: karui's own host fd (O_CLOEXEC) */
+	int waits;          /* UF_HOST: may block (not a regular file): kr_read */
+	int flags;          /* O_APPEND, O_NONBLOCK, the access mode */
+	kr_upipe *pipe;     /* UF_PIPE */
+	int end;            /* UF_PIPE: KR_UPIPE_READ or _WRITE */
+};
+#define KR_UFD_MAX 1024 /* RLIMIT_NOFILE as a μprocess sees it */
+struct kr__fdtab {
+	int n;              /* slots allocated */
+	struct kr__ufd {
+		struct kr__ufile *f;
+		int cloexec;
+	} *fd;
+};
+struct kr__ufile *kr__ufile_host(int hostfd, int flags);    /* takes hostfd */
+struct kr__ufile *kr__ufile_pipe(kr_upipe *p, int end);     /* a new end */
+void kr__ufile_put(struct kr__ufile *f);
+int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int cloexec);
+int kr__fd_set(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec);
+struct kr__ufile *kr__fd_get(struct kr__fdtab *t, int fd);
+int kr__fd_close(struct kr__fdtab *t, int fd);
+void kr__fd_close_all(struct kr__fdtab *t);
+int kr__uproc_spawn_check(kr_uproc **out, const char *path, char *const argv[],
+			  const kr_uproc_attr *attr);
+long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
+
+/* ---- uproc.c ---- */
+struct kr__region {
+	uintptr_t lo, hi;
+};
+struct kr_uproc {
+	uint32_t magic;
+	kr_mp *mp;
+	pid_t pid;
+	uint64_t fs;        /* its thread pointer, installed whenever it runs */
+	struct kr__elf_load ld;
+	char **argv, **envp;    /* copies, freed at start */
+	struct kr__fdtab fds;
+	int cwdfd;          /* its working directory, a host fd */
+	char *cwd;
+	mode_t umask;
+	uint64_t brk;
+	struct kr__region *reg;   /* what it mapped, sorted, disjoint */
+	size_t nreg, capreg;
+	struct sigaction_k {
+		uint64_t handler, flags, restorer, mask;
+	} sig[65];
+	uint64_t sigmask;
+	uintptr_t die_sp;   /* where the end of a crashed μprocess runs */
+	int status;
+	unsigned long nsys; /* system calls it made */
+};
+#define KR_UPROC_MAGIC 0x6b755052u
+struct kr_uproc *kr__uproc_self(void);
+__attribute__((noreturn)) void kr__uproc_end(struct kr_uproc *up, int status);
+int kr__region_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+void kr__region_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+int kr__region_covers(const struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+/* a signal sent to the μprocess itself: its default action, or nothing */
+long kr__uproc_signal(struct kr_uproc *up, int sig);
+
+/* ---- sys.c ---- */
+long kr__sys(struct kr_uproc *up, long nr, long a[6]);
+
+/* ---- x86_64/gate.S ---- */
+extern char kr__img_gate[], kr__img_gate_end[];
+void kr__img_restorer(void);
+void kr__img_sigsys(int, siginfo_t *, void *);
+void kr__img_sigfault(int, siginfo_t *, void *);
+__attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs);
+
+/* per VP: what gs:0 holds on a thread armed for μprocesses */
+struct kr__img_vp {
+	uint8_t selector;   /* offset 0: Syscall User Dispatch's selector byte */
+	uint8_t pad[7];
+	uint64_t host_fs;   /* offset 8: the VP's own thread pointer */
+};
+#endif

@@ -1,0 +1,517 @@
+/*
+ * μprocesses (include/karui/image.h): unmodified programs — Debian's own
+ * binaries and tests/uproc_probe.c — run as private images inside this
+ * process, each with its own fds, pid, cwd, umask and environment, and
+ * each ending alone.  Without Syscall User Dispatch (qemu-user, old
+ * kernels) or FSGSBASE every test says "skipped".
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "karui.h"
+#include "kt.h"
+
+static const char *probe; /* tests/uproc_probe, next to this program */
+
+static void start(unsigned vps)
+{
+	kr_config c = {.vps = vps};
+	KT_EQ(kr_init(&c), 0);
+}
+
+static void need_uprocs(void)
+{
+	kr_uproc *up;
+	char *argv[] = {"true", NULL};
+	int e = kr_uproc_spawn(&up, "/bin/true", argv, NULL);
+	if (e == ENOTSUP)
+		KT_SKIP("no Syscall User Dispatch or FSGSBASE here (qemu-user?)");
+	KT_EQ(e, 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 0);
+}
+
+/* The host's fds, but the I/O back end's rings, which a VP sets up when it
+ * first does I/O. */
+static int host_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	KT_CHECK(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], to[256];
+		snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+		ssize_t l = readlink(path, to, sizeof to - 1);
+		to[l > 0 ? l : 0] = 0;
+		n += e->d_name[0] != '.' && !strstr(to, "io_uring");
+	}
+	closedir(d);
+	return n;
+}
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	KT_CHECK(f);
+	char line[256];
+	long v = -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmRSS: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* ---- running a program with pipes for stdin and stdout ---- */
+
+struct feed {
+	kr_upipe *p;
+	const char *data;
+	size_t len;
+};
+
+static void *feeder(void *arg)
+{
+	struct feed *f = arg;
+	size_t done = 0;
+	if (f->len)
+		KT_EQ(kr_upipe_write(f->p, f->data, f->len, &done), 0);
+	KT_EQ(done, f->len);
+	KT_EQ(kr_upipe_close(f->p, KR_UPIPE_WRITE), 0);
+	return NULL;
+}
+
+/* Run argv as a μprocess with `in` on its stdin; its stdout is collected
+ * into a malloc'ed string.  Returns its status. */
+static int run(const char *path, char *const *argv, const char *in, char **out,
+	       const kr_uproc_attr *base)
+{
+	kr_upipe *pi, *po;
+	KT_EQ(kr_upipe_create(&pi), 0);
+	KT_EQ(kr_upipe_create(&po), 0);
+	kr_uproc_attr a;
+	if (base)
+		a = *base;
+	else
+		KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, pi, KR_UPIPE_READ), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, po, KR_UPIPE_WRITE), 0);
+	kr_uproc *up;
+	KT_EQ(kr_uproc_spawn(&up, path, argv, &a), 0);
+	KT_EQ(kr_upipe_close(pi, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_WRITE), 0);
+	struct feed f = {pi, in ? in : "", in ? strlen(in) : 0};
+	kr_mp *w;
+	KT_EQ(kr_mp_create(&w, NULL, feeder, &f), 0);
+	size_t cap = 1 << 16, len = 0, got;
+	char *buf = malloc(cap);
+	KT_CHECK(buf);
+	for (;;) {
+		if (len + 4096 > cap)
+			KT_CHECK((buf = realloc(buf, cap *= 2)));
+		KT_EQ(kr_upipe_read(po, buf + len, cap - len - 1, &got), 0);
+		if (!got)
+			break;
+		len += got;
+	}
+	buf[len] = 0;
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_READ), 0);
+	KT_EQ(kr_mp_join(w, NULL), 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	return st;
+}
+
+static int run_probe(const char *mode, const char *arg, char **out)
+{
+	char *argv[] = {"uproc_probe", (char *)mode, (char *)arg, NULL};
+	return run(probe, argv, NULL, out, NULL);
+}
+
+/* ---- the tests ---- */
+
+static void cat_copies_its_stdin_pipe_to_its_stdout_pipe(void)
+{
+	start(2);
+	need_uprocs();
+	size_t n = 300000;
+	char *in = malloc(n + 1);
+	for (size_t i = 0; i < n; i++)
+		in[i] = (char)('a' + i % 26 + (i % 61 == 60 ? '\n' - 'a' - i % 26 : 0));
+	in[n] = 0;
+	char *out, *argv[] = {"cat", NULL};
+	KT_EQ(run("/bin/cat", argv, in, &out, NULL), 0);
+	KT_EQ(strlen(out), n);
+	KT_CHECK(memcmp(in, out, n) == 0);
+	free(in);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void exit_status_is_what_a_shell_shows(void)
+{
+	start(1);
+	need_uprocs();
+	char *out, *argv[] = {"false", NULL};
+	KT_EQ(run("/bin/false", argv, NULL, NULL, NULL), 1);
+	KT_EQ(run_probe("exit", "3", &out), 3);
+	KT_CHECK(strcmp(out, "before exit\n") == 0); /* exit flushes stdio */
+	free(out);
+	KT_EQ(run_probe("return", "42", NULL), 42);
+	KT_EQ(run_probe("segv", NULL, NULL), 128 + SIGSEGV);
+	KT_EQ(run_probe("abort", NULL, NULL), 128 + SIGABRT);
+	KT_EQ(run_probe("fpe", NULL, NULL), 128 + SIGFPE);
+	KT_EQ(run_probe("ill", NULL, NULL), 128 + SIGILL);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *crasher(void *arg)
+{
+	return (void *)(intptr_t)run_probe(arg, NULL, NULL);
+}
+
+/* A μprocess that crashes while another waits on its stdin: the other
+ * one and the host go on. */
+static void a_crash_ends_its_uproc_alone(void)
+{
+	start(2);
+	need_uprocs();
+	kr_upipe *pi, *po;
+	KT_EQ(kr_upipe_create(&pi), 0);
+	KT_EQ(kr_upipe_create(&po), 0);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, pi, KR_UPIPE_READ), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, po, KR_UPIPE_WRITE), 0);
+	kr_uproc *cat;
+	char *argv[] = {"cat", NULL};
+	KT_EQ(kr_uproc_spawn(&cat, "/bin/cat", argv, &a), 0);
+	KT_EQ(kr_upipe_close(pi, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_WRITE), 0);
+	const char *modes[] = {"segv", "abort", "fpe", "ill"};
+	for (int i = 0; i < 4; i++) {
+		kr_mp *m;
+		void *st;
+		KT_EQ(kr_mp_create(&m, NULL, crasher, (void *)modes[i]), 0);
+		KT_EQ(kr_mp_join(m, &st), 0);
+		KT_CHECK((intptr_t)st > 128);
+		/* cat still answers */
+		size_t n;
+		char b[8];
+		KT_EQ(kr_upipe_write(pi, "ping\n", 5, &n), 0);
+		KT_EQ(kr_upipe_read(po, b, sizeof b, &n), 0);
+		KT_EQ(n, 5);
+		KT_CHECK(memcmp(b, "ping\n", 5) == 0);
+	}
+	KT_EQ(kr_upipe_close(pi, KR_UPIPE_WRITE), 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(cat, &st), 0);
+	KT_EQ(st, 0);
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void each_uproc_sees_a_pid_of_its_own(void)
+{
+	start(1);
+	need_uprocs();
+	char *o1, *o2;
+	KT_EQ(run_probe("pid", NULL, &o1), 0);
+	KT_EQ(run_probe("pid", NULL, &o2), 0);
+	int a, b, c, d;
+	KT_EQ(sscanf(o1, "%d %d", &a, &b), 2);
+	KT_EQ(sscanf(o2, "%d %d", &c, &d), 2);
+	KT_EQ(a, b); /* libc's getpid and the raw call agree */
+	KT_EQ(c, d);
+	KT_CHECK(a != c);
+	KT_CHECK(a != getpid() && c != getpid());
+	free(o1);
+	free(o2);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void cwd_umask_and_environment_are_the_uprocs_own(void)
+{
+	start(1);
+	need_uprocs();
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	a.cwd = "/usr/share";
+	a.umask = 027;
+	char *env[] = {"KARUI_PROBE=seen", "PATH=/bin", NULL};
+	a.envp = env;
+	char *out;
+	char *cwd[] = {"uproc_probe", "cwd", NULL}, *um[] = {"uproc_probe", "umask", NULL},
+	     *ev[] = {"uproc_probe", "env", "KARUI_PROBE", NULL};
+	KT_EQ(run(probe, cwd, NULL, &out, &a), 0);
+	KT_CHECK(strcmp(out, "/usr/share\n") == 0);
+	free(out);
+	KT_EQ(run(probe, um, NULL, &out, &a), 0);
+	KT_CHECK(strcmp(out, "027\n") == 0);
+	free(out);
+	KT_EQ(run(probe, ev, NULL, &out, &a), 0);
+	KT_CHECK(strcmp(out, "seen\n") == 0);
+	free(out);
+	/* a relative path is the μprocess's: cat in /etc reads /etc/hostname */
+	a.cwd = "/etc";
+	char *cat[] = {"cat", "hostname", NULL}, *want;
+	KT_EQ(run("/bin/cat", cat, NULL, &out, &a), 0);
+	FILE *f = fopen("/etc/hostname", "r");
+	KT_CHECK(f);
+	want = calloc(1, 4096);
+	fread(want, 1, 4095, f);
+	fclose(f);
+	KT_CHECK(strcmp(out, want) == 0);
+	free(out);
+	free(want);
+	char here[4096];
+	KT_CHECK(getcwd(here, sizeof here) && strcmp(here, "/etc") != 0); /* the host's stays */
+	KT_EQ(kr_fini(), 0);
+}
+
+/* What an ended μprocess held goes with it, after any number of runs. */
+static void ten_thousand_runs_leave_fd_count_and_rss_flat(void)
+{
+	start(2);
+	need_uprocs();
+	int runs = KT_TSAN ? 500 : 10000;
+	KT_EQ(run_probe("leak", "20", NULL), 0);
+	int fds = host_fds();
+	long rss = 0;
+	for (int i = 0; i < runs; i++) {
+		KT_EQ(run_probe("leak", "4", NULL), 0);
+		if (i == runs / 10)
+			rss = rss_kib();
+		if (i % 1000 == 999)
+			fprintf(stderr, "  %d runs, rss %ld KiB\n", i + 1, rss_kib());
+	}
+	KT_EQ(host_fds(), fds);
+	long grown = rss_kib() - rss;
+	fprintf(stderr, "  rss grew %ld KiB over the last %d runs\n", grown, runs - runs / 10);
+#if !defined(__SANITIZE_ADDRESS__) /* its quarantine keeps freed memory */
+	KT_CHECK(grown < 8192);
+#endif
+	KT_EQ(kr_fini(), 0);
+}
+
+/* 1,000 cat μprocesses at once, each blocked reading its own pipe. */
+static void a_thousand_cats_wait_on_their_stdin_at_once(void)
+{
+	start(2);
+	need_uprocs();
+	enum { N = 1000 };
+	static kr_uproc *up[N];
+	static kr_upipe *in[N], *out[N];
+	char *argv[] = {"cat", NULL};
+	for (int i = 0; i < N; i++) {
+		KT_EQ(kr_upipe_create(&in[i]), 0);
+		KT_EQ(kr_upipe_create(&out[i]), 0);
+		kr_uproc_attr a;
+		KT_EQ(kr_uproc_attr_init(&a), 0);
+		KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, in[i], KR_UPIPE_READ), 0);
+		KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, out[i], KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_uproc_spawn(&up[i], "/bin/cat", argv, &a), 0);
+		KT_EQ(kr_upipe_close(in[i], KR_UPIPE_READ), 0);
+		KT_EQ(kr_upipe_close(out[i], KR_UPIPE_WRITE), 0);
+	}
+	/* every one is alive: each echoes its own number back */
+	for (int i = 0; i < N; i++) {
+		char msg[16], b[16];
+		int l = snprintf(msg, sizeof msg, "%d\n", i);
+		size_t n;
+		KT_EQ(kr_upipe_write(in[i], msg, (size_t)l, &n), 0);
+		KT_EQ(kr_upipe_read(out[i], b, sizeof b, &n), 0);
+		KT_EQ(n, (size_t)l);
+		KT_CHECK(memcmp(b, msg, n) == 0);
+	}
+	kr_stats s;
+	KT_EQ(kr_stats_get(&s), 0);
+	KT_CHECK(s.mps_live >= N);
+	for (int i = 0; i < N; i++) {
+		KT_EQ(kr_upipe_close(in[i], KR_UPIPE_WRITE), 0);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up[i], &st), 0);
+		KT_EQ(st, 0);
+		KT_EQ(kr_upipe_close(out[i], KR_UPIPE_READ), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+static void identity_changes_fail_with_eperm(void)
+{
+	start(1);
+	need_uprocs();
+	char *out;
+	KT_EQ(run_probe("setuid", NULL, &out), 0);
+	KT_CHECK(strcmp(out, "EPERM\n") == 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* What a μprocess cannot do yet fails at once, with an errno, not a hang. */
+static void fork_and_threads_fail_with_a_clear_error(void)
+{
+	start(1);
+	need_uprocs();
+	char *out;
+	KT_EQ(run_probe("fork", NULL, &out), 0);
+	KT_CHECK(strcmp(out, "ENOSYS\n") == 0);
+	free(out);
+	KT_EQ(run_probe("thread", NULL, &out), 0);
+	KT_CHECK(strcmp(out, "0\n") != 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void scripts_and_setuid_programs_are_not_loaded(void)
+{
+	start(1);
+	need_uprocs();
+	char dir[] = "/tmp/karui-uproc-XXXXXX", path[128];
+	KT_CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/script", dir);
+	FILE *f = fopen(path, "w");
+	KT_CHECK(f);
+	fputs("#!/bin/sh\necho hi\n", f);
+	fclose(f);
+	KT_EQ(chmod(path, 0755), 0);
+	kr_uproc *up;
+	char *argv[] = {"x", NULL};
+	KT_EQ(kr_uproc_spawn(&up, path, argv, NULL), ENOEXEC);
+	unlink(path);
+	/* a setuid copy of true */
+	snprintf(path, sizeof path, "%s/suid", dir);
+	int in = open("/bin/true", O_RDONLY), outfd = open(path, O_WRONLY | O_CREAT, 0755);
+	KT_CHECK(in >= 0 && outfd >= 0);
+	char b[65536];
+	ssize_t n;
+	while ((n = read(in, b, sizeof b)) > 0)
+		KT_EQ(write(outfd, b, (size_t)n), n);
+	close(in);
+	close(outfd);
+	KT_EQ(chmod(path, 04755), 0);
+	KT_EQ(kr_uproc_spawn(&up, path, argv, NULL), EPERM);
+	unlink(path);
+	KT_EQ(kr_uproc_spawn(&up, "/nonexistent/x", argv, NULL), ENOENT);
+	KT_EQ(kr_uproc_spawn(&up, "/etc/passwd", argv, NULL), EACCES); /* no x bit */
+	rmdir(dir);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A writer whose reader has gone ends by SIGPIPE, as `yes | head -1`
+ * needs. */
+static void writing_to_a_pipe_without_readers_ends_by_sigpipe(void)
+{
+	start(1);
+	need_uprocs();
+	kr_upipe *po;
+	KT_EQ(kr_upipe_create(&po), 0);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, po, KR_UPIPE_WRITE), 0);
+	kr_uproc *up;
+	char *argv[] = {"uproc_probe", "write-after-close", NULL};
+	KT_EQ(kr_uproc_spawn(&up, probe, argv, &a), 0);
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_WRITE), 0);
+	char b[16];
+	size_t n;
+	KT_EQ(kr_upipe_read(po, b, sizeof b, &n), 0);
+	KT_CHECK(n > 0 && b[0] == 'y');
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_READ), 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 128 + SIGPIPE);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Two μprocesses joined by a karui pipe, as `sort | uniq -c` */
+static void a_pipeline_of_two_uprocs_gives_what_the_programs_give(void)
+{
+	start(2);
+	need_uprocs();
+	kr_upipe *pi, *mid, *po;
+	KT_EQ(kr_upipe_create(&pi), 0);
+	KT_EQ(kr_upipe_create(&mid), 0);
+	KT_EQ(kr_upipe_create(&po), 0);
+	kr_uproc_attr a, b;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_init(&b), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, pi, KR_UPIPE_READ), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, mid, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&b, 0, mid, KR_UPIPE_READ), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&b, 1, po, KR_UPIPE_WRITE), 0);
+	kr_uproc *s, *u;
+	char *sort[] = {"sort", NULL}, *uniq[] = {"uniq", "-c", NULL};
+	KT_EQ(kr_uproc_spawn(&s, "/usr/bin/sort", sort, &a), 0);
+	KT_EQ(kr_uproc_spawn(&u, "/usr/bin/uniq", uniq, &b), 0);
+	KT_EQ(kr_upipe_close(pi, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(mid, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(mid, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_WRITE), 0);
+	size_t n;
+	const char *text = "b\na\nb\nc\nb\na\n";
+	KT_EQ(kr_upipe_write(pi, text, strlen(text), &n), 0);
+	KT_EQ(kr_upipe_close(pi, KR_UPIPE_WRITE), 0);
+	char out[256];
+	size_t len = 0;
+	do {
+		KT_EQ(kr_upipe_read(po, out + len, sizeof out - 1 - len, &n), 0);
+		len += n;
+	} while (n);
+	out[len] = 0;
+	KT_CHECK(strcmp(out, "      2 a\n      3 b\n      1 c\n") == 0);
+	int st1 = -1, st2 = -1;
+	KT_EQ(kr_uproc_wait(s, &st1), 0);
+	KT_EQ(kr_uproc_wait(u, &st2), 0);
+	KT_EQ(st1, 0);
+	KT_EQ(st2, 0);
+	KT_EQ(kr_upipe_close(po, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void a_static_pie_program_runs_too(void)
+{
+	start(1);
+	need_uprocs();
+	char path[4096];
+	snprintf(path, sizeof path, "%s-static", probe);
+	if (access(path, X_OK))
+		KT_SKIP("no static-PIE build of uproc_probe (the toolchain has no -static-pie)");
+	char *out, *argv[] = {"uproc_probe", "exit", "9", NULL};
+	KT_EQ(run(path, argv, NULL, &out, NULL), 9);
+	KT_CHECK(strcmp(out, "before exit\n") == 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
+int main(int argc, char **argv)
+{
+	static char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 32);
+	KT_CHECK(n > 0);
+	self[n] = 0;
+	strcpy(strrchr(self, '/') + 1, "uproc_probe");
+	probe = self;
+	kt_args(argc, argv);
+	KT_RUN(cat_copies_its_stdin_pipe_to_its_stdout_pipe);
+	KT_RUN(exit_status_is_what_a_shell_shows);
+	KT_RUN(a_crash_ends_its_uproc_alone);
+	KT_RUN(each_uproc_sees_a_pid_of_its_own);
+	KT_RUN(cwd_umask_and_environment_are_the_uprocs_own);
+	KT_RUN(identity_changes_fail_with_eperm);
+	KT_RUN(fork_and_threads_fail_with_a_clear_error);
+	KT_RUN(scripts_and_setuid_programs_are_not_loaded);
+	KT_RUN(writing_to_a_pipe_without_readers_ends_by_sigpipe);
+	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
+	KT_RUN(a_static_pie_program_runs_too);
+	KT_RUN(a_thousand_cats_wait_on_their_stdin_at_once);
+	KT_RUN(ten_thousand_runs_leave_fd_count_and_rss_flat);
+	return kt_finish();
+}

@@ -1,0 +1,99 @@
+/*
+ * karui-run [--] PROGRAM [ARG...] — run one program as a μprocess of this
+ * process and exit with its status (the shell's $?: the exit code, or
+ * 128 + the signal that ended it).  PROGRAM without a slash is looked up
+ * in PATH.  A program that cannot run as a μprocess (a script, a setuid
+ * program, another architecture) is an error here: karui-run exists to
+ * run μprocesses, and says why not.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <karui.h>
+#include <karui/image.h>
+
+static char **args;
+static int status = 127;
+
+/* PATH search as execvp does it; NULL with errno if none. */
+static char *find(const char *name, char *buf, size_t cap)
+{
+	if (strchr(name, '/'))
+		return strlen(name) < cap ? strcpy(buf, name) : NULL;
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int err = ENOENT;
+	for (const char *p = path;; p++) {
+		const char *e = strchrnul(p, ':');
+		int n = snprintf(buf, cap, "%.*s%s%s", (int)(e - p), p, e == p ? "" : "/", name);
+		if (n > 0 && (size_t)n < cap) {
+			if (access(buf, X_OK) == 0)
+				return buf;
+			if (errno == EACCES)
+				err = EACCES;
+		}
+		if (!*e)
+			break;
+		p = e;
+	}
+	errno = err;
+	return NULL;
+}
+
+static void *run(void *arg)
+{
+	(void)arg;
+	char path[4096];
+	if (!find(args[0], path, sizeof path)) {
+		fprintf(stderr, "karui-run: %s: %s\n", args[0], strerror(errno));
+		status = errno == ENOENT ? 127 : 126;
+		return NULL;
+	}
+	kr_uproc *up;
+	int err = kr_uproc_spawn(&up, path, args, NULL);
+	if (err) {
+		fprintf(stderr, "karui-run: %s: %s%s\n", path, strerror(err),
+			err == ENOEXEC ? " (not a program karui can load as a μprocess)" : "");
+		status = err == ENOENT ? 127 : 126;
+		return NULL;
+	}
+	err = kr_uproc_wait(up, &status);
+	if (err) {
+		fprintf(stderr, "karui-run: %s\n", strerror(err));
+		status = 126;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int i = 1;
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc) {
+		fprintf(stderr, "usage: karui-run [--] PROGRAM [ARG...]\n");
+		return 2;
+	}
+	args = argv + i;
+	kr_config cfg = {0};
+	int err = kr_init(&cfg);
+	if (err) {
+		fprintf(stderr, "karui-run: kr_init: %s\n", strerror(err));
+		return 126;
+	}
+	kr_mp *mp;
+	if ((err = kr_mp_create(&mp, NULL, run, NULL)) == 0)
+		err = kr_mp_join(mp, NULL);
+	kr_fini();
+	if (err) {
+		fprintf(stderr, "karui-run: %s\n", strerror(err));
+		return 126;
+	}
+	fflush(stdout);
+	return status;
+}
