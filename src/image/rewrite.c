@@ -12,6 +12,7 @@
  *   slot:   padding between two functions  ->  jmp rel32 to a stub
  *   stub:   (a page karui maps within 2 GiB of the image)
  *           lea -128(%rsp),%rsp        step over the red zone
+ *           mov uproc(%rip),%r11       the μprocess (a clobber of syscall)
  *           call *fastcall(%rip)       gate.S: kr__img_fastcall
  *           lea 128(%rsp),%rsp
  *           jmp site+2
@@ -27,9 +28,11 @@
  * read, keeps trapping: Syscall User Dispatch stays the safe path.
  *
  * kr__img_fastcall (gate.S) keeps what the syscall instruction keeps
- * (every register but %rax, %rcx and %r11, the flags, the vector state:
- * XSAVEC/XRSTOR), and does what the SIGSYS path does: ALLOW, the VP's
- * thread pointer, kr__sys, the μprocess's thread pointer, BLOCK.
+ * (every register but %rax, %rcx and %r11, the flags, the vector state)
+ * and does what the SIGSYS path does: ALLOW, kr__sys, BLOCK.  The calls
+ * that fast.c can finish with general registers alone (getpid, a read of
+ * a regular file, ...) it finishes there; the others save the vector
+ * state (XSAVEC/XRSTOR), install the VP's thread pointer and run kr__sys.
  *
  * The written pages become the μprocess's own (copy on write); the
  * image's other pages stay shared.  The stub pages are the μprocess's
@@ -53,7 +56,7 @@
 #include "uproc.h"
 
 #define PG 4096ul
-#define STUB 24
+#define STUB 32
 #define HOT 2 /* traps at a site before it is rewritten */
 
 struct site {
@@ -275,10 +278,11 @@ static struct stubpage *stub_page(struct kr_uproc *up, struct kr__rw *rw, uintpt
 			munmap(p, PG);
 			return NULL;
 		}
-		*(uint64_t *)p = (uint64_t)kr__img_fastcall;
+		((uint64_t *)p)[0] = (uint64_t)kr__img_fastcall;
+		((uint64_t *)p)[1] = (uint64_t)up; /* %r11 for kr__img_fastcall */
 		mprotect(p, PG, PROT_READ | PROT_EXEC);
 		struct stubpage *sp = &rw->pages[rw->npages++];
-		*sp = (struct stubpage){(uintptr_t)p, base, 8};
+		*sp = (struct stubpage){(uintptr_t)p, base, 16};
 		return sp;
 	}
 	return NULL;
@@ -302,13 +306,17 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 	uintptr_t stub = sp->page + sp->used;
 	memcpy(c, "\x48\x8d\x64\x24\x80", 5);                /* lea -128(%rsp),%rsp */
 	c += 5;
+	memcpy(c, "\x4c\x8b\x1d", 3);                        /* mov page+8(%rip),%r11 */
+	put32(c + 3, (int32_t)(sp->page + 8 - (stub + 12)));
+	c += 7;
 	memcpy(c, "\xff\x15", 2);                            /* call *page(%rip) */
-	put32(c + 2, (int32_t)(sp->page - (stub + 11)));
+	put32(c + 2, (int32_t)(sp->page - (stub + 18)));
 	c += 6;
 	memcpy(c, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);    /* lea 128(%rsp),%rsp */
 	c += 8;
 	*c = 0xe9;                                           /* jmp site+2 */
-	put32(c + 1, (int32_t)((site + 2) - (stub + STUB)));
+	put32(c + 1, (int32_t)((site + 2) - (stub + 31)));
+	c[5] = 0xcc;
 	if (mprotect((void *)sp->page, PG, PROT_READ | PROT_WRITE))
 		return 0;
 	memcpy((void *)stub, code, STUB);

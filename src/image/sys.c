@@ -775,7 +775,7 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 	case SYS_gettid:
 		return up->pid;
 	case SYS_getppid:
-		return getpid();
+		return up->ppid;
 	case SYS_set_tid_address:
 		return up->pid;
 	case SYS_set_robust_list:

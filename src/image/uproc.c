@@ -77,11 +77,11 @@ static struct {
 	int state;                    /* 0 not tried, 1 ready, else the error */
 	struct sigaction old[32];     /* fault handlers before ours */
 	pid_t next_pid;
-	int trace;                    /* KARUI_UPROC_TRACE: each call on stderr */
 	int rewrite;                  /* KARUI_UPROC_REWRITE=0 turns it off */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread struct kr__img_vp *tvp;
+int kr__img_trace;
 
 static inline uint64_t rdgsbase(void)
 {
@@ -160,7 +160,7 @@ static int install_handlers(void)
 		if (syscall(SYS_rt_sigaction, s, &kf, NULL, 8))
 			return errno;
 	}
-	G.trace = getenv("KARUI_UPROC_TRACE") != NULL;
+	kr__img_trace = getenv("KARUI_UPROC_TRACE") != NULL;
 	const char *rw = getenv("KARUI_UPROC_REWRITE");
 	G.rewrite = !(rw && !strcmp(rw, "0"));
 	/* pids no real process has (above PID_MAX_LIMIT), apart per host */
@@ -354,10 +354,10 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	up->nsys++;
 	long nr = g[REG_RAX];
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
-	if (G.rewrite && *(const uint16_t *)site == 0x050f)
+	if (G.rewrite && ((const uint8_t *)site)[0] == 0x0f && ((const uint8_t *)site)[1] == 0x05)
 		kr__rw_trapped(up, site);
 	g[REG_RAX] = kr__sys(up, nr, a);
-	if (G.trace)
+	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", up->pid, nr, a[0], a[1],
 			a[2], a[3], (long)g[REG_RAX]);
 	if (!tvp && arm())
@@ -365,20 +365,16 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	return up->fs;
 }
 
-/* A system call from a rewritten site (rewrite.c, gate.S): the arguments
- * as the registers held them; the result and the thread pointer to run
- * the μprocess with. */
-struct kr__fast {
-	long rv;
-	uint64_t fs;
-};
+/* A system call from a rewritten site that kr__sys_fast declined (gate.S):
+ * the arguments as the registers held them; the result and the thread
+ * pointer to run the μprocess with. */
 __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 {
 	struct kr_uproc *up = kr__uproc_self();
 	long a[6] = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5]};
 	up->nsys++;
 	long rv = kr__sys(up, nr, a);
-	if (G.trace)
+	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", up->pid, nr,
 			a[0], a[1], a[2], a[3], rv);
 	if (!tvp && arm())
@@ -607,6 +603,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		goto fail;
 	pthread_mutex_lock(&G.lock);
 	up->pid = G.next_pid++;
+	up->ppid = getpid();
 	pthread_mutex_unlock(&G.lock);
 	kr_attr ma = {.stack_size = STACK_SIZE, .udata = up};
 	if ((err = kr_mp_create(&up->mp, &ma, run, up)))

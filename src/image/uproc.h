@@ -64,7 +64,7 @@ struct kr__xmap {        /* code mapped from an ELF file, and that image's base 
 struct kr_uproc {
 	uint32_t magic;
 	kr_mp *mp;
-	pid_t pid;
+	pid_t pid, ppid;    /* ppid: the host's pid */
 	uint64_t fs;        /* its thread pointer, installed whenever it runs */
 	struct kr__elf_load ld;
 	char **argv, **envp;    /* copies, freed at start */
@@ -101,6 +101,15 @@ void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t bas
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
 void kr__rw_free(struct kr_uproc *up);
+
+/* ---- fast.c: calls finished without the vector state saved ---- */
+struct kr__fast {
+	long rv;
+	uint64_t fs;        /* the μprocess's thread pointer */
+};
+#define KR__SLOW (1l << 62)
+struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a);
+extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
 
 /* ---- sys.c ---- */
 long kr__sys(struct kr_uproc *up, long nr, long a[6]);

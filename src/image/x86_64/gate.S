@@ -77,13 +77,16 @@ kr__img_sigfault:
 
 /* void kr__img_fastcall(void): a system call from a rewritten site
  * (rewrite.c), called by the site's stub below the μprocess's red zone,
- * with the call's number in %rax and its arguments in %rdi, %rsi, %rdx,
- * %r10, %r8, %r9.  It keeps what the syscall instruction keeps: every
- * register but %rax (the result), %rcx and %r11, the flags, and the vector
- * state (XSAVEC of x87, SSE, AVX and AVX-512: karui's C code may use any).
- * Frame, from %rbp: saved %rbp, %rbx, then %rdi %rsi %rdx %r10 %r8 %r9
- * (the arguments in order, at 16(%rbp)), a spare word (the μprocess's
- * thread pointer on the way back), the flags, the return address. */
+ * with the call's number in %rax, its arguments in %rdi, %rsi, %rdx,
+ * %r10, %r8, %r9, and the μprocess in %r11.  It keeps what the syscall
+ * instruction keeps: every register but %rax (the result), %rcx and %r11,
+ * the flags and the vector state.  kr__sys_fast (fast.c, general
+ * registers only) gets the call first, with the μprocess's %fs still in
+ * place; what it declines takes the general path: the vector state saved
+ * (XSAVEC of x87, SSE, AVX and AVX-512: karui's C code may use any), the
+ * VP's thread pointer, kr__img_fast.  Frame, from %rbp: saved %rbp, %rbx,
+ * then %rdi %rsi %rdx %r10 %r8 %r9 (the arguments in order, at 16(%rbp)),
+ * a spare word, the flags, the return address. */
 	.globl kr__img_fastcall
 	.type kr__img_fastcall, @function
 	.p2align 4
@@ -103,7 +106,31 @@ kr__img_fastcall:
 	.cfi_adjust_cfa_offset 80
 	mov %rsp, %rbp
 	mov %rax, %rbx
-	sub $3072, %rsp
+	and $-16, %rsp
+	mov %r11, %rdi
+	mov %rbx, %rsi
+	lea 16(%rbp), %rdx
+	call kr__sys_fast               /* -> %rax result or KR__SLOW, %rdx %fs */
+	movabs $0x4000000000000000, %rcx
+	cmp %rcx, %rax
+	je 2f
+1:	mov %rbp, %rsp
+	wrfsbase %rdx
+	pop %rbp
+	pop %rbx
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %r10
+	pop %r8
+	pop %r9
+	add $8, %rsp
+	.cfi_adjust_cfa_offset -80
+	popfq
+	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
+	ret
+	.cfi_adjust_cfa_offset 80
+2:	sub $3072, %rsp
 	and $-64, %rsp
 	xor %eax, %eax                  /* XSAVEC leaves the header's rest alone */
 	mov %rax, 512(%rsp)
@@ -127,23 +154,9 @@ kr__img_fastcall:
 	mov $0xe7, %eax
 	xor %edx, %edx
 	xrstor (%rsp)
-	mov %rbp, %rsp
-	mov 64(%rbp), %rax
-	wrfsbase %rax
 	mov %rbx, %rax
-	pop %rbp
-	pop %rbx
-	pop %rdi
-	pop %rsi
-	pop %rdx
-	pop %r10
-	pop %r8
-	pop %r9
-	add $8, %rsp
-	.cfi_adjust_cfa_offset -80
-	popfq
-	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
-	ret
+	mov 64(%rbp), %rdx
+	jmp 1b
 	.cfi_endproc
 	.size kr__img_fastcall, .-kr__img_fastcall
 
