@@ -34,8 +34,9 @@
  * a regular file, ...) it finishes there; the others save the vector
  * state (XSAVEC/XRSTOR), install the VP's thread pointer and run kr__sys.
  *
- * The written pages become the μprocess's own (copy on write); the
- * image's other pages stay shared.  The stub pages are the μprocess's
+ * The written pages become the μprocess's own (copy on write, written
+ * through /proc/self/mem so that no mapping is split); the image's other
+ * pages stay shared.  The stub pages are the μprocess's
  * regions and go with it.  Single-threaded μprocesses make this safe:
  * the code is changed only by the μprocess itself, in its handler, while
  * no other thread runs it.  KARUI_UPROC_REWRITE=0 turns rewriting off.
@@ -49,9 +50,11 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "uproc.h"
 
@@ -67,7 +70,7 @@ struct site {
 struct kr__rw {
 	struct site site[512];      /* open addressing on `at` */
 	struct stubpage {
-		uintptr_t page, base;   /* the page; the image it serves */
+		uintptr_t page;
 		unsigned used;
 	} pages[16];
 	unsigned npages;
@@ -255,13 +258,14 @@ static int near(uintptr_t a, uintptr_t b)
 	return d > -(1l << 31) + (1l << 20) && d < (1l << 31) - (1l << 20);
 }
 
-/* A stub page within reach of the image at base. */
+/* A stub page within reach of the site (one serves every image near it:
+ * ld.so puts a program's libraries next to each other, and karui the
+ * program and its ld.so too). */
 static struct stubpage *stub_page(struct kr_uproc *up, struct kr__rw *rw, uintptr_t base,
 				  uintptr_t site)
 {
 	for (unsigned i = 0; i < rw->npages; i++)
-		if (rw->pages[i].base == base && rw->pages[i].used + STUB <= PG &&
-		    near(rw->pages[i].page, site))
+		if (rw->pages[i].used + STUB <= PG && near(rw->pages[i].page, site))
 			return &rw->pages[i];
 	if (rw->npages == sizeof rw->pages / sizeof *rw->pages)
 		return NULL;
@@ -282,13 +286,43 @@ static struct stubpage *stub_page(struct kr_uproc *up, struct kr__rw *rw, uintpt
 		((uint64_t *)p)[1] = (uint64_t)up; /* %r11 for kr__img_fastcall */
 		mprotect(p, PG, PROT_READ | PROT_EXEC);
 		struct stubpage *sp = &rw->pages[rw->npages++];
-		*sp = (struct stubpage){(uintptr_t)p, base, 16};
+		*sp = (struct stubpage){(uintptr_t)p, 16};
 		return sp;
 	}
 	return NULL;
 }
 
 static void put32(uint8_t *p, int32_t v) { memcpy(p, &v, 4); }
+
+/* Write code into the μprocess's read-only, executable pages.  Through
+ * /proc/self/mem, as a debugger does: the page is copied on write and its
+ * mapping keeps its protection, so it is not split (mprotect would split
+ * it in three, and mappings are what bounds the number of μprocesses).
+ * Where the kernel refuses that, mprotect around a plain copy. */
+static int poke(uintptr_t at, const void *src, size_t n, int prot)
+{
+	static int mem = -2;
+	int fd = __atomic_load_n(&mem, __ATOMIC_ACQUIRE);
+	if (fd == -2) {
+		int f = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+		int want = -2;
+		if (!__atomic_compare_exchange_n(&mem, &want, f, 0, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE)) {
+			if (f >= 0)
+				close(f);
+			f = want;
+		}
+		fd = f;
+	}
+	if (fd >= 0 && pwrite(fd, src, n, (off_t)at) == (ssize_t)n)
+		return 1;
+	uintptr_t lo = at & ~(PG - 1), hi = (at + n + PG - 1) & ~(PG - 1);
+	if (mprotect((void *)lo, hi - lo, prot | PROT_WRITE))
+		return 0;
+	memcpy((void *)at, src, n);
+	mprotect((void *)lo, hi - lo, prot);
+	return 1;
+}
 
 static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 {
@@ -317,22 +351,17 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 	*c = 0xe9;                                           /* jmp site+2 */
 	put32(c + 1, (int32_t)((site + 2) - (stub + 31)));
 	c[5] = 0xcc;
-	if (mprotect((void *)sp->page, PG, PROT_READ | PROT_WRITE))
+	if (!poke(stub, code, STUB, PROT_READ | PROT_EXEC))
 		return 0;
-	memcpy((void *)stub, code, STUB);
-	mprotect((void *)sp->page, PG, PROT_READ | PROT_EXEC);
 	sp->used += STUB;
 
 	uint8_t jmp5[5] = {0xe9};
 	put32(jmp5 + 1, (int32_t)(stub - (slot + 5)));
 	uint8_t jmp2[2] = {0xeb, (uint8_t)(int8_t)((intptr_t)slot - (intptr_t)(site + 2))};
-	uintptr_t lo = (slot < site ? slot : site) & ~(PG - 1);
-	uintptr_t hi = ((slot + 5 > site + 2 ? slot + 5 : site + 2) + PG - 1) & ~(PG - 1);
-	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
+	/* the slot first: nothing jumps there yet */
+	if (!poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) ||
+	    !poke(site, jmp2, 2, PROT_READ | PROT_EXEC))
 		return 0;
-	memcpy((void *)slot, jmp5, 5); /* the slot first: nothing jumps there yet */
-	memcpy((void *)site, jmp2, 2);
-	mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC);
 	rw->slots[rw->nslots++] = slot;
 	up->rewritten++;
 	return 1;
