@@ -874,9 +874,12 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 
 	/* not yet */
 	case SYS_clone:
+		if (a[0] & CLONE_THREAD)
+			return -EAGAIN; /* "no more threads": programs go on with one */
+		/* fall through */
 	case SYS_fork:
 	case SYS_vfork:
-		say(up, nr == SYS_clone && (a[0] & CLONE_THREAD) ? "a thread" : "fork");
+		say(up, "fork");
 		return -ENOSYS;
 	case SYS_clone3:
 		return -ENOSYS; /* glibc tries clone next */
