@@ -12,6 +12,7 @@ have_cmd cmake || want cmake
 have_cmd ninja || want ninja-build
 have_cmd gcc || want gcc
 have_cmd g++ || want g++
+have_cmd objdump || want binutils   # test_x86dec compares with its listings
 have_cmd python3 || want python3
 have_cmd pkg-config || want pkgconf
 have_cmd valgrind || want valgrind

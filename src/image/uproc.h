@@ -111,6 +111,29 @@ struct kr__fast {
 struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a);
 extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
 
+/* ---- x86dec.c: instruction lengths, for rewriting at boundaries ---- */
+enum {
+	KR_INSN_OTHER,
+	KR_INSN_JMP,        /* jmp rel8/rel32 */
+	KR_INSN_JCC,        /* jcc rel8/rel32, loop*, jrcxz */
+	KR_INSN_CALL,       /* call rel32 */
+	KR_INSN_RET,        /* ret, ret imm16, lret */
+	KR_INSN_JMP_IND,    /* ff /4, ff /5 */
+	KR_INSN_CALL_IND,   /* ff /2, ff /3 */
+	KR_INSN_SYSCALL,
+	KR_INSN_CPUID,
+	KR_INSN_UD,         /* ud0, ud1, ud2, int3, int1, hlt */
+};
+struct kr__insn {
+	uint8_t len;        /* bytes; 0: not decoded (unknown or invalid) */
+	uint8_t kind;       /* KR_INSN_* */
+	uint8_t riprel;     /* has a rip-relative memory operand (ModRM mod=00 rm=101) */
+	int64_t target;     /* _JMP/_JCC/_CALL: offset of the target from the instruction's start */
+};
+/* Decode the instruction at p (at most `max` bytes readable), 64-bit mode:
+ * its length, or 0 when it is invalid, unknown or longer than max. */
+int kr__x86_decode(const uint8_t *p, size_t max, struct kr__insn *out);
+
 /* ---- sys.c ---- */
 long kr__sys(struct kr_uproc *up, long nr, long a[6]);
 
