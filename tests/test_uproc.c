@@ -504,6 +504,34 @@ static void with_rewriting_off_every_call_traps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* karui answers the cpuid instructions of a μprocess's ld.so (and of a
+ * static program) from its table: the program learns what a process
+ * learns. */
+static void cpuid_answers_are_the_processors(void)
+{
+	start(2);
+	need_uprocs();
+	char cmd[4200], native[256] = "", stat_[4200];
+	snprintf(stat_, sizeof stat_, "%s-static", probe);
+	const char *progs[] = {probe, stat_};
+	for (int k = 0; k < 2; k++) {
+		if (access(progs[k], X_OK))
+			continue;
+		snprintf(cmd, sizeof cmd, "%s cpu", progs[k]);
+		FILE *f = popen(cmd, "r");
+		KT_CHECK(f);
+		KT_CHECK(fgets(native, sizeof native, f));
+		pclose(f);
+		for (int i = 0; i < 3; i++) { /* the first fills the table, the others read it */
+			char *out, *argv[] = {"uproc_probe", "cpu", NULL};
+			KT_EQ(run(progs[k], argv, NULL, &out, NULL), 0);
+			KT_CHECK(strcmp(out, native) == 0);
+			free(out);
+		}
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 static void a_static_pie_program_runs_too(void)
 {
 	start(1);
@@ -539,6 +567,7 @@ int main(int argc, char **argv)
 	KT_RUN(writing_to_a_pipe_without_readers_ends_by_sigpipe);
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
 	KT_RUN(a_static_pie_program_runs_too);
+	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);
 	KT_RUN(with_rewriting_off_every_call_traps);
 	KT_RUN(a_thousand_cats_wait_on_their_stdin_at_once);

@@ -14,6 +14,8 @@
  *   uproc_probe thread       pthread_create's error
  *   uproc_probe write-after-close   writes to stdout after its reader went
  *   uproc_probe env NAME     getenv
+ *   uproc_probe cpu          what its C library learnt from cpuid: cache
+ *                            sizes and a few features
  *   uproc_probe regs NR      NR (getpid: the short path of a rewritten
  *                            site, umask: the general one) 6 times from one
  *                            site; prints "kept" if every register the
@@ -195,6 +197,17 @@ int main(int argc, char **argv)
 			kept &= regs_kept(nr, avx512);
 		printf("%s %s\n", kept ? "kept" : "changed",
 		       probe_site[0] == 0xeb ? "rewritten" : "trapping");
+		return 0;
+	}
+	if (!strcmp(m, "cpu")) {
+		printf("L1d %ld/%ld L2 %ld L3 %ld", sysconf(_SC_LEVEL1_DCACHE_SIZE),
+		       sysconf(_SC_LEVEL1_DCACHE_LINESIZE), sysconf(_SC_LEVEL2_CACHE_SIZE),
+		       sysconf(_SC_LEVEL3_CACHE_SIZE));
+#if defined(__x86_64__)
+		printf(" avx2 %d avx512f %d", !!__builtin_cpu_supports("avx2"),
+		       !!__builtin_cpu_supports("avx512f"));
+#endif
+		printf("\n");
 		return 0;
 	}
 	if (!strcmp(m, "env")) {

@@ -44,6 +44,12 @@ static int read_at(int fd, void *buf, size_t len, off_t off)
 /* Map one ELF object; fills the image's base, entry and program headers. */
 static int map_object(int fd, struct kr__elf_img *img)
 {
+	struct stat st;
+	if (fstat(fd, &st))
+		return ENOEXEC;
+	img->dev = st.st_dev;
+	img->ino = st.st_ino;
+	img->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	Elf64_Ehdr eh;
 	if (read_at(fd, &eh, sizeof eh, 0))
 		return ENOEXEC;
@@ -84,6 +90,7 @@ static int map_object(int fd, struct kr__elf_img *img)
 	img->entry = base + eh.e_entry;
 	img->phnum = eh.e_phnum;
 	img->phdr = 0;
+	img->xlo = img->xhi = 0;
 
 	for (int i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr *p = &ph[i];
@@ -100,6 +107,10 @@ static int map_object(int fd, struct kr__elf_img *img)
 		    mmap((void *)va, PUP(fileend) - va, prot, MAP_PRIVATE | MAP_FIXED, fd,
 			 (off_t)PDOWN(p->p_offset)) == MAP_FAILED)
 			goto fail;
+		if ((prot & PROT_EXEC) && p->p_filesz && !img->xlo) {
+			img->xlo = va;
+			img->xhi = PUP(fileend);
+		}
 		if (memend > fileend) {
 			/* bss: the tail of the last file page reads as zeros, the rest
 			 * is anonymous memory */

@@ -86,3 +86,64 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 	up->nsys++;
 	return (struct kr__fast){r, up->fs};
 }
+
+/* ---- cpuid (rewrite.c) ----
+ * The process's answers: a leaf (and sub-leaf where the processor reads
+ * one) is asked of the processor once, by whichever μprocess needs it
+ * first; entries are claimed by CAS (0 -> 2), filled, then published
+ * (release store of 1).  A full table, or a lost claim, answers from the
+ * processor without keeping the result. */
+static struct cpuid_ent {
+	uint32_t state, leaf, sub, r[4];
+} cpuid_tab[256];
+
+static int reads_subleaf(uint32_t leaf)
+{
+	switch (leaf) {
+	case 0x4: case 0x7: case 0xb: case 0xd: case 0xf: case 0x10: case 0x12: case 0x14:
+	case 0x17: case 0x18: case 0x1a: case 0x1b: case 0x1d: case 0x1e: case 0x1f:
+	case 0x20: case 0x23: case 0x24: case 0x8000001d: case 0x80000020: case 0x80000026:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void kr__cpuid_lookup(uint32_t leaf, uint32_t sub, uint32_t out[4])
+{
+	if (!reads_subleaf(leaf))
+		sub = 0;
+	unsigned i = 0;
+	for (; i < sizeof cpuid_tab / sizeof *cpuid_tab; i++) {
+		struct cpuid_ent *e = &cpuid_tab[i];
+		uint32_t st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+		if (st == 0)
+			break;
+		if (st == 1 && e->leaf == leaf && e->sub == sub) {
+			out[0] = e->r[0];
+			out[1] = e->r[1];
+			out[2] = e->r[2];
+			out[3] = e->r[3];
+			return;
+		}
+	}
+	uint32_t a, b, c, d;
+	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "0"(leaf), "2"(sub));
+	out[0] = a;
+	out[1] = b;
+	out[2] = c;
+	out[3] = d;
+	uint32_t free_ = 0;
+	if (i < sizeof cpuid_tab / sizeof *cpuid_tab &&
+	    __atomic_compare_exchange_n(&cpuid_tab[i].state, &free_, 2, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED)) {
+		struct cpuid_ent *e = &cpuid_tab[i];
+		e->leaf = leaf;
+		e->sub = sub;
+		e->r[0] = a;
+		e->r[1] = b;
+		e->r[2] = c;
+		e->r[3] = d;
+		__atomic_store_n(&e->state, 1, __ATOMIC_RELEASE);
+	}
+}

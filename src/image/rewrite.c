@@ -50,6 +50,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,8 @@ struct kr__rw {
 	unsigned npages;
 	uintptr_t slots[512];       /* slots taken, 5 bytes each */
 	unsigned nslots;
+	uintptr_t trap[64];         /* cpuid sites made hlt (no slot in reach) */
+	unsigned ntrap;
 };
 
 void kr__rw_free(struct kr_uproc *up)
@@ -200,9 +203,14 @@ static int slot_free(struct kr__rw *rw, uintptr_t s)
 	return 1;
 }
 
-/* A 5-byte slot in a gap between functions, reachable from `from` (the
- * end of the jmp rel8 at the site) with a rel8; 0 if none. */
-static uintptr_t find_slot(struct kr__rw *rw, uintptr_t base, uintptr_t site)
+/* The unwind table of the image at base: its sorted function starts. */
+struct eh {
+	const uint8_t *hdr;
+	const int32_t *tab;
+	uint32_t n;
+};
+
+static int eh_table(uintptr_t base, struct eh *e)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_machine != EM_X86_64)
@@ -215,39 +223,120 @@ static uintptr_t find_slot(struct kr__rw *rw, uintptr_t base, uintptr_t site)
 	/* version 1, fde_count udata4, table datarel sdata4 */
 	if (!hdr || hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b || (hdr[1] & 0x0f) != 0x0b)
 		return 0;
-	uint32_t n = *(const uint32_t *)(hdr + 8);
-	const int32_t *tab = (const int32_t *)(hdr + 12);
-	/* the last function starting at or before the site */
-	uint32_t lo = 0, hi = n;
+	e->hdr = hdr;
+	e->n = *(const uint32_t *)(hdr + 8);
+	e->tab = (const int32_t *)(hdr + 12);
+	return e->n >= 2;
+}
+
+/* The function that holds [at, at + len): its index, or -1. */
+static long fn_at(const struct eh *e, uintptr_t at, size_t len, struct range *f)
+{
+	uint32_t lo = 0, hi = e->n;
 	while (hi - lo > 1) {
 		uint32_t mid = (lo + hi) / 2;
-		if ((uintptr_t)(hdr + tab[2 * mid]) <= site)
+		if ((uintptr_t)(e->hdr + e->tab[2 * mid]) <= at)
 			lo = mid;
 		else
 			hi = mid;
 	}
+	if (!fde_range(e->hdr, e->tab, lo, f) || at < f->lo || at + len > f->hi)
+		return -1;
+	return lo;
+}
+
+static int reach8(uintptr_t slot, uintptr_t from)
+{
+	intptr_t d = (intptr_t)slot - (intptr_t)from;
+	return d >= -128 && d <= 127;
+}
+
+/* Alignment filler: nop (90, 0f 1f, with 66 / 2e prefixes) or int3. */
+static int is_filler(const uint8_t *p, unsigned len)
+{
+	if (len == 1 && (p[0] == 0x90 || p[0] == 0xcc))
+		return 1;
+	unsigned i = 0;
+	while (i < len && (p[i] == 0x66 || p[i] == 0x2e))
+		i++;
+	return i < len && (p[i] == 0x90 || (i + 1 < len && p[i] == 0x0f && p[i + 1] == 0x1f));
+}
+
+/* A slot in the dead filler inside function f: a run of filler right
+ * after an unconditional jmp, ret or trap, holding no branch target (a
+ * compiler branches to the aligned label after such a run, never into
+ * it).  Needs every instruction of f decoded. */
+static uintptr_t inner_slot(struct kr__rw *rw, struct range f, uintptr_t from)
+{
+	enum { MAXT = 2048 };
+	static __thread uintptr_t tg[MAXT];
+	unsigned nt = 0;
+	struct kr__insn in;
+	for (uintptr_t p = f.lo; p < f.hi; p += in.len) {
+		if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
+			return 0;
+		if (in.kind == KR_INSN_JMP || in.kind == KR_INSN_JCC || in.kind == KR_INSN_CALL) {
+			if (nt == MAXT)
+				return 0;
+			tg[nt++] = p + (uintptr_t)in.target;
+		}
+	}
+	int dead = 0;
+	uintptr_t run = 0;
+	for (uintptr_t p = f.lo; p <= f.hi; p += in.len) {
+		int filler = 0;
+		in.len = 1;
+		if (p < f.hi) {
+			kr__x86_decode((const uint8_t *)p, f.hi - p, &in);
+			filler = is_filler((const uint8_t *)p, in.len);
+		}
+		if (filler && dead) {
+			if (!run)
+				run = p;
+			continue;
+		}
+		for (uintptr_t s = run; run && s + 5 <= p; s++) {
+			int hit = 0;
+			for (unsigned t = 0; t < nt && !hit; t++)
+				hit = tg[t] >= s && tg[t] < s + 5;
+			if (!hit && reach8(s, from) && slot_free(rw, s))
+				return s;
+		}
+		run = 0;
+		if (!filler)
+			dead = in.kind == KR_INSN_JMP || in.kind == KR_INSN_RET ||
+			       in.kind == KR_INSN_JMP_IND || in.kind == KR_INSN_UD;
+		if (p == f.hi)
+			break;
+	}
+	return 0;
+}
+
+/* A 5-byte slot for the 2-byte instruction at site, in reach of a rel8
+ * from its end: in the padding between functions next to it, else in
+ * dead filler inside its own function; 0 if none. */
+static uintptr_t find_slot(struct kr__rw *rw, uintptr_t base, uintptr_t site)
+{
+	struct eh e;
 	struct range f, g;
-	if (n < 2 || !fde_range(hdr, tab, lo, &f) || site < f.lo || site + 2 > f.hi)
+	long i;
+	if (!eh_table(base, &e) || (i = fn_at(&e, site, 2, &f)) < 0)
 		return 0;
 	uintptr_t from = site + 2;
 	/* the gap after it, then the gap before it */
 	struct range gaps[2] = {{f.hi, 0}, {0, f.lo}};
-	if (lo + 1 < n)
-		gaps[0].hi = (uintptr_t)(hdr + tab[2 * (lo + 1)]);
-	if (lo > 0 && fde_range(hdr, tab, lo - 1, &g))
+	if ((uint32_t)i + 1 < e.n)
+		gaps[0].hi = (uintptr_t)(e.hdr + e.tab[2 * (i + 1)]);
+	if (i > 0 && fde_range(e.hdr, e.tab, (uint32_t)i - 1, &g))
 		gaps[1].lo = g.hi;
 	for (int k = 0; k < 2; k++) {
 		if (gaps[k].lo == 0 || gaps[k].hi <= gaps[k].lo)
 			continue;
-		for (uintptr_t s = gaps[k].lo; s + 5 <= gaps[k].hi; s++) {
-			intptr_t d = (intptr_t)s - (intptr_t)from;
-			if (d < -128 || d > 127 || !slot_free(rw, s) ||
-			    !is_padding((const uint8_t *)s, 5))
-				continue;
-			return s;
-		}
+		for (uintptr_t s = gaps[k].lo; s + 5 <= gaps[k].hi; s++)
+			if (reach8(s, from) && slot_free(rw, s) && is_padding((const uint8_t *)s, 5))
+				return s;
 	}
-	return 0;
+	return inner_slot(rw, f, from);
 }
 
 /* ---- stubs ---- */
@@ -284,9 +373,10 @@ static struct stubpage *stub_page(struct kr_uproc *up, struct kr__rw *rw, uintpt
 		}
 		((uint64_t *)p)[0] = (uint64_t)kr__img_fastcall;
 		((uint64_t *)p)[1] = (uint64_t)up; /* %r11 for kr__img_fastcall */
+		((uint64_t *)p)[2] = (uint64_t)kr__img_cpuid;
 		mprotect(p, PG, PROT_READ | PROT_EXEC);
 		struct stubpage *sp = &rw->pages[rw->npages++];
-		*sp = (struct stubpage){(uintptr_t)p, 16};
+		*sp = (struct stubpage){(uintptr_t)p, 32};
 		return sp;
 	}
 	return NULL;
@@ -324,6 +414,40 @@ static int poke(uintptr_t at, const void *src, size_t n, int prot)
 	return 1;
 }
 
+/* A stub for the site: the red zone stepped over, a call through the
+ * page's table (`fn`: 0 kr__img_fastcall with the μprocess in %r11, 2
+ * kr__img_cpuid), and back to the instruction after the site. */
+static void stub_code(uint8_t code[STUB], uintptr_t page, uintptr_t stub, uintptr_t site, int fn)
+{
+	uint8_t *c = code;
+	memcpy(c, "\x48\x8d\x64\x24\x80", 5);                /* lea -128(%rsp),%rsp */
+	c += 5;
+	if (fn == 0) {
+		memcpy(c, "\x4c\x8b\x1d", 3);                /* mov page+8(%rip),%r11 */
+		put32(c + 3, (int32_t)(page + 8 - (stub + 12)));
+	} else {
+		memcpy(c, "\x0f\x1f\x80\x00\x00\x00\x00", 7);  /* nop: cpuid keeps %r11 */
+	}
+	c += 7;
+	memcpy(c, "\xff\x15", 2);                            /* call *page+8*fn(%rip) */
+	put32(c + 2, (int32_t)(page + 8 * fn - (stub + 18)));
+	c += 6;
+	memcpy(c, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);    /* lea 128(%rsp),%rsp */
+	c += 8;
+	*c = 0xe9;                                           /* jmp site+2 */
+	put32(c + 1, (int32_t)((site + 2) - (stub + 31)));
+	c[5] = 0xcc;
+}
+
+static void jumps(uint8_t jmp5[5], uint8_t jmp2[2], uintptr_t site, uintptr_t slot,
+		  uintptr_t stub)
+{
+	jmp5[0] = 0xe9;
+	put32(jmp5 + 1, (int32_t)(stub - (slot + 5)));
+	jmp2[0] = 0xeb;
+	jmp2[1] = (uint8_t)(int8_t)((intptr_t)slot - (intptr_t)(site + 2));
+}
+
 static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 {
 	uintptr_t base = image_of(up, site);
@@ -335,29 +459,13 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 	struct stubpage *sp = stub_page(up, rw, base, site);
 	if (!sp || !near(sp->page, slot))
 		return 0;
-
-	uint8_t code[STUB], *c = code;
+	uint8_t code[STUB], jmp5[5], jmp2[2];
 	uintptr_t stub = sp->page + sp->used;
-	memcpy(c, "\x48\x8d\x64\x24\x80", 5);                /* lea -128(%rsp),%rsp */
-	c += 5;
-	memcpy(c, "\x4c\x8b\x1d", 3);                        /* mov page+8(%rip),%r11 */
-	put32(c + 3, (int32_t)(sp->page + 8 - (stub + 12)));
-	c += 7;
-	memcpy(c, "\xff\x15", 2);                            /* call *page(%rip) */
-	put32(c + 2, (int32_t)(sp->page - (stub + 18)));
-	c += 6;
-	memcpy(c, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);    /* lea 128(%rsp),%rsp */
-	c += 8;
-	*c = 0xe9;                                           /* jmp site+2 */
-	put32(c + 1, (int32_t)((site + 2) - (stub + 31)));
-	c[5] = 0xcc;
+	stub_code(code, sp->page, stub, site, 0);
 	if (!poke(stub, code, STUB, PROT_READ | PROT_EXEC))
 		return 0;
 	sp->used += STUB;
-
-	uint8_t jmp5[5] = {0xe9};
-	put32(jmp5 + 1, (int32_t)(stub - (slot + 5)));
-	uint8_t jmp2[2] = {0xeb, (uint8_t)(int8_t)((intptr_t)slot - (intptr_t)(site + 2))};
+	jumps(jmp5, jmp2, site, slot, stub);
 	/* the slot first: nothing jumps there yet */
 	if (!poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) ||
 	    !poke(site, jmp2, 2, PROT_READ | PROT_EXEC))
@@ -365,6 +473,136 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 	rw->slots[rw->nslots++] = slot;
 	up->rewritten++;
 	return 1;
+}
+
+/* ---- cpuid ----
+ *
+ * A cpuid instruction exits to the hypervisor in a virtual machine (some
+ * microseconds), and a C library's start-up runs dozens (ld.so learns the
+ * processor's features and caches).  They cannot trap, so karui finds
+ * them ahead of time: once per file, it decodes every function of the
+ * μprocess's ld.so (or of a static program) and plans a slot for each
+ * cpuid; each new μprocess's copy gets the plan before it runs.  The stub
+ * calls kr__img_cpuid (gate.S, fast.c), which answers from the process's
+ * table of results, asking the processor only the first time.  A cpuid
+ * with no slot in reach becomes hlt and a nop (the same two bytes): in
+ * user mode hlt raises #GP, whose SIGSEGV is answered from the same table
+ * (uproc.c), a signal being cheaper than the hypervisor's exit.  Not ud2:
+ * hypervisors intercept #UD, and it costs as much as cpuid. */
+
+struct plan {
+	struct plan *next;
+	dev_t dev;
+	ino_t ino;
+	int64_t mtime_ns;
+	unsigned n;
+	uint32_t site[64], slot[64]; /* offsets from the image's base */
+};
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct plan *plans;
+
+static struct plan *make_plan(const struct kr__elf_img *img)
+{
+	struct plan *pl = calloc(1, sizeof *pl);
+	struct kr__rw *tmp = calloc(1, sizeof *tmp);
+	struct eh e;
+	if (!pl || !tmp || !eh_table(img->base, &e)) {
+		free(tmp);
+		return pl;
+	}
+	for (uint32_t i = 0; i < e.n && pl->n < 64; i++) {
+		struct range f;
+		if (!fde_range(e.hdr, e.tab, i, &f) || f.lo < img->xlo || f.hi > img->xhi)
+			continue;
+		struct kr__insn in;
+		for (uintptr_t p = f.lo; p < f.hi && pl->n < 64; p += in.len) {
+			if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
+				break; /* leave the rest of this function alone */
+			if (in.kind != KR_INSN_CPUID)
+				continue;
+			uintptr_t slot = find_slot(tmp, img->base, p);
+			if (!slot || slot < img->xlo || slot + 5 > img->xhi ||
+			    tmp->nslots == sizeof tmp->slots / sizeof *tmp->slots)
+				slot = 0; /* no room for a jump: a fault instead */
+			else
+				tmp->slots[tmp->nslots++] = slot;
+			pl->site[pl->n] = (uint32_t)(p - img->base);
+			pl->slot[pl->n++] = slot ? (uint32_t)(slot - img->base) : 0;
+		}
+	}
+	free(tmp);
+	return pl;
+}
+
+/* Give a new μprocess's image its cpuid stubs, before it runs. */
+static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
+{
+	if (!img->xlo)
+		return;
+	pthread_mutex_lock(&plans_lock);
+	struct plan *pl = plans;
+	while (pl && !(pl->dev == img->dev && pl->ino == img->ino && pl->mtime_ns == img->mtime_ns))
+		pl = pl->next;
+	if (!pl && (pl = make_plan(img))) {
+		pl->dev = img->dev;
+		pl->ino = img->ino;
+		pl->mtime_ns = img->mtime_ns;
+		pl->next = plans;
+		plans = pl;
+	}
+	pthread_mutex_unlock(&plans_lock);
+	if (!pl || !pl->n)
+		return;
+	if (!up->rw && !(up->rw = calloc(1, sizeof *up->rw)))
+		return;
+	struct kr__rw *rw = up->rw;
+	struct stubpage *sp = stub_page(up, rw, img->base, img->base + pl->site[0]);
+	if (!sp || sp->used + pl->n * STUB > PG)
+		return;
+	/* the μprocess has not run: plain writes, its text writable meanwhile
+	 * (the whole mapping, so that it is not split) */
+	if (mprotect((void *)sp->page, PG, PROT_READ | PROT_WRITE))
+		return;
+	if (mprotect((void *)img->xlo, img->xhi - img->xlo, PROT_READ | PROT_WRITE)) {
+		mprotect((void *)sp->page, PG, PROT_READ | PROT_EXEC);
+		return;
+	}
+	for (unsigned i = 0; i < pl->n; i++) {
+		uintptr_t site = img->base + pl->site[i], slot = img->base + pl->slot[i];
+		uintptr_t stub = sp->page + sp->used;
+		if (!pl->slot[i] || !near(sp->page, slot) ||
+		    rw->nslots == sizeof rw->slots / sizeof *rw->slots) {
+			if (rw->ntrap < sizeof rw->trap / sizeof *rw->trap) {
+				memcpy((void *)site, "\xf4\x90", 2); /* hlt: #GP */
+				rw->trap[rw->ntrap++] = site;
+				up->cpuid_sites++;
+			}
+			continue;
+		}
+		uint8_t jmp5[5], jmp2[2];
+		stub_code((uint8_t *)stub, sp->page, stub, site, 2);
+		sp->used += STUB;
+		jumps(jmp5, jmp2, site, slot, stub);
+		memcpy((void *)slot, jmp5, 5);
+		memcpy((void *)site, jmp2, 2);
+		rw->slots[rw->nslots++] = slot;
+		up->cpuid_sites++;
+	}
+	mprotect((void *)img->xlo, img->xhi - img->xlo, PROT_READ | PROT_EXEC);
+	mprotect((void *)sp->page, PG, PROT_READ | PROT_EXEC);
+}
+
+int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at)
+{
+	for (unsigned i = 0; up->rw && i < up->rw->ntrap; i++)
+		if (up->rw->trap[i] == at)
+			return 1;
+	return 0;
+}
+
+void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld)
+{
+	prepare_image(up, ld->interp.entry ? &ld->interp : &ld->prog);
 }
 
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site)

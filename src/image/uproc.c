@@ -319,30 +319,45 @@ long kr__uproc_signal(struct kr_uproc *up, int sig)
 	return 0;
 }
 
-/* A fault.  In a μprocess's code: end it.  Else the handler that was there
- * before ours, or the default action. */
-__attribute__((used)) void kr__img_fault(int sig, siginfo_t *si, void *ucv, int in_uproc)
+/* A fault.  In a μprocess's code: a cpuid that karui made hlt
+ * (rewrite.c) is answered and the μprocess resumed (returns 1 and its
+ * thread pointer, which gate.S installs with BLOCK); any other ends it.
+ * Else the handler that was there before ours, or the default action. */
+__attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void *ucv,
+						     int in_uproc)
 {
 	ucontext_t *uc = ucv;
+	greg_t *g = uc->uc_mcontext.gregs;
 	struct kr_uproc *up = in_uproc ? kr__uproc_self() : NULL;
+	if (up && sig == SIGSEGV && kr__rw_cpuid_trap(up, (uintptr_t)g[REG_RIP])) {
+		uint32_t r[4];
+		kr__cpuid_lookup((uint32_t)g[REG_RAX], (uint32_t)g[REG_RCX], r);
+		g[REG_RAX] = r[0];
+		g[REG_RBX] = r[1];
+		g[REG_RCX] = r[2];
+		g[REG_RDX] = r[3];
+		g[REG_RIP] += 2;
+		return (struct kr__fast){1, up->fs};
+	}
 	if (up) {
-		uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)die;
-		uc->uc_mcontext.gregs[REG_RSP] = (greg_t)(up->die_sp - 8);
-		uc->uc_mcontext.gregs[REG_RDI] = 128 + sig;
-		return;
+		g[REG_RIP] = (greg_t)(uintptr_t)die;
+		g[REG_RSP] = (greg_t)(up->die_sp - 8);
+		g[REG_RDI] = 128 + sig;
+		return (struct kr__fast){0, 0};
 	}
 	struct sigaction *o = &G.old[sig];
 	if ((o->sa_flags & SA_SIGINFO) && o->sa_sigaction) {
 		if (o->sa_flags & SA_RESETHAND)
 			signal(sig, SIG_DFL);
 		o->sa_sigaction(sig, si, ucv);
-		return;
+		return (struct kr__fast){0, 0};
 	}
 	if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) {
 		o->sa_handler(sig);
-		return;
+		return (struct kr__fast){0, 0};
 	}
 	signal(sig, SIG_DFL); /* the fault comes again and ends the process */
+	return (struct kr__fast){0, 0};
 }
 
 /* A system call of a μprocess (gate.S).  Returns its thread pointer. */
@@ -466,6 +481,9 @@ static void *run(void *arg)
 	up->argv = up->envp = NULL;
 
 	uint64_t entry = up->ld.interp.entry ? up->ld.interp.entry : p->entry;
+	if (kr__img_trace)
+		fprintf(stderr, "[%d] start: %lu cpuid instructions answered by karui\n", up->pid,
+			up->cpuid_sites);
 	up->fs = 0;
 	kr__img_start(entry, (uintptr_t)sp, 0);
 }
@@ -599,6 +617,8 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		kr__xmap_add(up, (uintptr_t)up->ld.interp.map,
 			     (uintptr_t)up->ld.interp.map + up->ld.interp.maplen, up->ld.interp.base);
 	up->ld.prog.map = up->ld.interp.map = NULL; /* the regions own them now */
+	if (G.rewrite)
+		kr__rw_prepare(up, &up->ld);
 	if ((err = setup_fds(up, attr)))
 		goto fail;
 	pthread_mutex_lock(&G.lock);

@@ -16,6 +16,10 @@ struct kr__elf_img {
 	size_t maplen;
 	uint64_t base, entry, phdr;
 	unsigned phnum;
+	uintptr_t xlo, xhi; /* its first executable segment, one mapping */
+	dev_t dev;          /* the file it came from */
+	ino_t ino;
+	int64_t mtime_ns;
 };
 struct kr__elf_load {
 	struct kr__elf_img prog, interp; /* interp.map NULL: none (static-PIE) */
@@ -83,6 +87,7 @@ struct kr_uproc {
 	int status;
 	unsigned long nsys;       /* system calls it made */
 	unsigned long rewritten;  /* call sites rewritten (rewrite.c) */
+	unsigned long cpuid_sites; /* cpuid instructions answered by karui */
 	struct kr__xmap *xmap;
 	unsigned nxmap;
 	struct kr__rw *rw;
@@ -101,6 +106,8 @@ void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t bas
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
 void kr__rw_free(struct kr_uproc *up);
+void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld);
+int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at);
 
 /* ---- fast.c: calls finished without the vector state saved ---- */
 struct kr__fast {
@@ -110,6 +117,7 @@ struct kr__fast {
 #define KR__SLOW (1l << 62)
 struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a);
 extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
+void kr__cpuid_lookup(uint32_t leaf, uint32_t sub, uint32_t out[4]);
 
 /* ---- x86dec.c: instruction lengths, for rewriting at boundaries ---- */
 enum {
@@ -143,6 +151,7 @@ void kr__img_restorer(void);
 void kr__img_sigsys(int, siginfo_t *, void *);
 void kr__img_sigfault(int, siginfo_t *, void *);
 void kr__img_fastcall(void);
+void kr__img_cpuid(void);
 __attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs);
 
 /* per VP: what gs:0 holds on a thread armed for μprocesses */

@@ -50,7 +50,8 @@ kr__img_sigsys:
 
 /* void kr__img_sigfault(int sig, siginfo_t *si, void *uc): a fault, on the
  * VP's alternate stack.  In a μprocess's code (the thread is armed and its
- * selector says BLOCK), first the VP's own thread pointer and ALLOW. */
+ * selector says BLOCK), first the VP's own thread pointer and ALLOW; and
+ * if kr__img_fault resumes the μprocess, its thread pointer and BLOCK. */
 	.globl kr__img_sigfault
 	.type kr__img_sigfault, @function
 	.p2align 4
@@ -68,10 +69,14 @@ kr__img_sigfault:
 	mov $1, %ecx
 1:	sub $8, %rsp
 	.cfi_adjust_cfa_offset 8
-	call kr__img_fault              /* (sig, si, uc, in_uproc) */
+	call kr__img_fault              /* (sig, si, uc, in_uproc) -> resume, %fs */
 	add $8, %rsp
 	.cfi_adjust_cfa_offset -8
-	ret
+	test %rax, %rax
+	jz 2f
+	wrfsbase %rdx                   /* back to the μprocess's code */
+	movb $1, %gs:0
+2:	ret
 	.cfi_endproc
 	.size kr__img_sigfault, .-kr__img_sigfault
 
@@ -159,6 +164,50 @@ kr__img_fastcall:
 	jmp 1b
 	.cfi_endproc
 	.size kr__img_fastcall, .-kr__img_fastcall
+
+/* void kr__img_cpuid(void): a cpuid of a μprocess (rewrite.c), called by
+ * its stub below the red zone: leaf in %eax, sub-leaf in %ecx; answers in
+ * %eax %ebx %ecx %edx as cpuid does, and keeps everything else (the flags
+ * too).  kr__cpuid_lookup (fast.c) uses general registers only and makes
+ * no system call, so neither the selector nor %fs needs changing. */
+	.globl kr__img_cpuid
+	.type kr__img_cpuid, @function
+	.p2align 4
+kr__img_cpuid:
+	.cfi_startproc
+	pushfq
+	push %rdi
+	push %rsi
+	push %r8
+	push %r9
+	push %r10
+	push %r11
+	push %rbp
+	.cfi_adjust_cfa_offset 64
+	mov %rsp, %rbp
+	sub $16, %rsp
+	and $-16, %rsp
+	mov %eax, %edi
+	mov %ecx, %esi
+	mov %rsp, %rdx
+	call kr__cpuid_lookup
+	mov (%rsp), %eax
+	mov 4(%rsp), %ebx
+	mov 8(%rsp), %ecx
+	mov 12(%rsp), %edx
+	mov %rbp, %rsp
+	pop %rbp
+	pop %r11
+	pop %r10
+	pop %r9
+	pop %r8
+	pop %rsi
+	pop %rdi
+	.cfi_adjust_cfa_offset -56
+	popfq
+	ret
+	.cfi_endproc
+	.size kr__img_cpuid, .-kr__img_cpuid
 
 /* void kr__img_start(entry, sp, fs): the first instruction of a μprocess,
  * as the kernel starts a program: %rsp at argc, %rdx 0 (no finaliser for
