@@ -18,6 +18,12 @@
  *            wrote before waking it.  A cancel sets its bit in the RMW of
  *            its wakeup.
  *
+ * One VP.  While karui runs on a single VP with the default scheduler and
+ * has never started a spare (kr__solo, internal.h), that VP's slot and the
+ * join words are touched by that VP alone (sched_default.c and life.c, "One
+ * VP"); kr_blocking_enter ends the state for good before it can start a
+ * spare (kr__solo_end).
+ *
  * Rejected: a mutex per microprocess: an atomic more on every sleep and
  * wakeup.
  */
@@ -47,10 +53,8 @@ static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
 static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w, kr_mp *mp)
 {
 	struct inst *i;
-	if (w && (i = w->fast) && slot_free(i)) {
-		slot_put(i, mp, 1);
-		return fill_wakes(D(SCHED), i) ? kr__unpark_one() : 0;
-	}
+	if (w && (i = w->fast) && slot_free(i))
+		return slot_fill(D(SCHED), i, mp) ? kr__unpark_one() : 0;
 	if (!w || !IS_DEFAULT)
 		return ready_slow(w, mp);
 	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
@@ -61,6 +65,24 @@ static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w,
 	default:
 		return ready_slow(w, mp);
 	}
+}
+
+/* ---------------- one VP ---------------- */
+
+uint32_t kr__solo;
+
+/* kr_init: the one-VP state begins, or not. */
+void kr__solo_start(int on)
+{
+	__atomic_store_n(&kr__solo, on ? SOLO_ON : 0, __ATOMIC_RELEASE);
+}
+
+/* The one-VP state ends for good, before a second VP starts: the spare's
+ * pthread_create orders this VP's plain stores before its first look. */
+void kr__solo_end(void)
+{
+	((struct inst *)W()->sched_vp)->solo = 0; /* the default scheduler's */
+	__atomic_store_n(&kr__solo, 0, __ATOMIC_RELEASE);
 }
 
 /* ---------------- sleep / wakeup ---------------- */

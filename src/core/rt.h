@@ -340,6 +340,11 @@ int kr__unpark_one(void); /* runtime.c */
  * (blocking.c), whose arg is not NULL. */
 void kr__vp_main(kr_vp *vp, void *arg);
 
+/* One VP (park.c): kr_init begins the state (on: it applies), a VP that
+ * is to start a spare ends it for good. */
+void kr__solo_start(int on);
+void kr__solo_end(void);
+
 /* Claim mp, whose wstate read s, if it sleeps: SLEEP -> RUN.  1: the
  * caller now owns making it run.  Testing s first keeps a failing CAS (an
  * atomic) off the common path of switching to a runnable microprocess;

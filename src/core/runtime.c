@@ -310,6 +310,7 @@ int kr_init(const kr_config *cfg)
 	G.active = nvp;
 	G.poller_on = 0;
 	G.polling = NULL;
+	kr__solo_start(nvp == 1 && G.sched.ops == &kr_sched_default);
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);
