@@ -135,6 +135,7 @@ static void idle_loop(struct kr_worker *w)
 		release_dead(w);
 		if (w->spare && !mp)
 			kr__spare_retire(w);
+		posts_poll();
 		kr__timers_run_all();
 		if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
 			G.poller.poll(G.poller.arg);
