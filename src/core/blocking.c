@@ -91,6 +91,8 @@ void kr__spare_retire(struct kr_worker *w)
  * switch away, an exit inside one: mp_end). */
 static void blocking_begin(struct kr_worker *w)
 {
+	if (kr__solo_on()) /* a spare may start: several VPs from now on */
+		kr__solo_end();
 	w->blocked = 1;
 	w->fast = NULL;
 	poller_leave();

@@ -164,6 +164,17 @@ extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")
  * return EPERM. */
 extern int kr__forked;
 
+/* One VP (park.c, "One VP"): SOLO_ON while karui runs on a single VP with
+ * the default scheduler and has started no spare VP.  That VP is then the
+ * only thread that changes its slot, the join words and the permits, and
+ * it does so with loads and stores instead of read-modify-writes;
+ * SOLO_POSTED: threads that are no VP have posted wakeups for it to
+ * apply.  Cleared for good before a spare starts (kr__solo_end). */
+enum { SOLO_ON = 1, SOLO_POSTED = 2 };
+extern uint32_t kr__solo __attribute__((visibility("hidden")));
+
+static inline int kr__solo_on(void) { return __atomic_load_n(&kr__solo, __ATOMIC_RELAXED) != 0; }
+
 /* A handle's record. */
 static inline kr_mp *kr__rec(const kr_mp *h) { return (kr_mp *)((uintptr_t)h & KR_ADDR_MASK); }
 

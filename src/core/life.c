@@ -35,7 +35,12 @@
  * straight to it (no ready queue, no claim: the seed's sleep_and_wakeup);
  * a detached one stores REAPED.  Whoever moves DONE -> REAPED (a join or a
  * detach of an ended microprocess) releases the record: one CAS, one
- * winner.
+ * winner.  With one VP (kr__solo, park.c) join, detach and exit all run
+ * on that VP, one after another, and nothing else writes the word: each
+ * CAS is a load, a compare and a store there (JOIN_CAS).
+ * An exit that finds a joiner registered still needs its CAS on several
+ * VPs: the joiner's undo of a join that closes a cycle (join_cycle) writes
+ * the word too, and of the exit and the undo exactly one may win.
  *
  * Join cycles.  A joiner records whom it joins (joining) before its
  * registering CAS, and, if someone joins it in turn, walks down the chain
@@ -84,6 +89,25 @@ unsigned long kr_mp_id(const kr_mp *mp)
 void *kr_mp_udata(const kr_mp *mp) { return mp ? kr__rec(mp)->udata : NULL; }
 
 /* ---------------- create / exit / join / detach ---------------- */
+
+/* A CAS of mp->join, expecting *j (updated when it fails), with the
+ * order given (the failure's: acquire).  In the one-VP state (internal.h)
+ * a load, a compare and a store: join, detach and exit all run on that
+ * VP, and no other thread writes the word. */
+#define JOIN_CAS(mp, j, to, order)                                               \
+	(kr__solo_on() ? join_swap(mp, j, to)                                    \
+		       : __atomic_compare_exchange_n(&(mp)->join, j, to, 0, order,    \
+						     __ATOMIC_ACQUIRE))
+static inline int join_swap(kr_mp *mp, uintptr_t *j, uintptr_t to)
+{
+	uintptr_t v = __atomic_load_n(&mp->join, __ATOMIC_RELAXED);
+	if (v != *j) {
+		*j = v;
+		return 0;
+	}
+	__atomic_store_n(&mp->join, to, __ATOMIC_RELAXED);
+	return 1;
+}
 
 static kr_ctx_transfer mp_end(kr_mp *self, void *result);
 
@@ -262,8 +286,7 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 			__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELEASE);
 			return end_detached(w, self);
 		}
-		if (__atomic_compare_exchange_n(&self->join, &j, st == JS_NONE ? j | JS_DONE : JS_REAPED,
-						0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		if (JOIN_CAS(self, &j, st == JS_NONE ? j | JS_DONE : JS_REAPED, __ATOMIC_ACQ_REL)) {
 			__atomic_store_n(&c->ended, c->ended + 1, __ATOMIC_RELEASE);
 			if (st != JS_NONE)
 				next = (kr_mp *)st; /* the joiner waits for us alone */
@@ -330,8 +353,7 @@ static __attribute__((noinline)) int join_cycle(kr_mp *self, kr_mp *mp, uintptr_
 		h = next;
 	}
 	uintptr_t j = gen | (uintptr_t)self;
-	return __atomic_compare_exchange_n(&mp->join, &j, gen | JS_NONE, 0, __ATOMIC_ACQ_REL,
-					   __ATOMIC_RELAXED);
+	return JOIN_CAS(mp, &j, gen | JS_NONE, __ATOMIC_ACQ_REL);
 }
 
 /* The end of a join: mp has ended, and the caller reaped it. */
@@ -356,8 +378,7 @@ static __attribute__((noinline)) int join_other(kr_mp *mp, uintptr_t j, uintptr_
 		if (st != JS_DONE)
 			return EINVAL; /* detached, or someone else joins it */
 		/* ended: whoever reaps it releases it */
-		if (__atomic_compare_exchange_n(&mp->join, &j, JS_REAPED, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
+		if (JOIN_CAS(mp, &j, JS_REAPED, __ATOMIC_ACQ_REL))
 			return reap(mp, result);
 	}
 }
@@ -378,8 +399,7 @@ int kr_mp_join(kr_mp *h, void **result)
 	if (mp == self) /* the caller, or a stale handle of its record */
 		return h == kr__handle(self) ? EDEADLK : ESRCH;
 	__atomic_store_n(&self->joining, (uintptr_t)h, __ATOMIC_RELAXED); /* before the CAS */
-	if (!__atomic_compare_exchange_n(&mp->join, &j, gen | (uintptr_t)self, 0, __ATOMIC_SEQ_CST,
-					 __ATOMIC_ACQUIRE)) {
+	if (!JOIN_CAS(mp, &j, gen | (uintptr_t)self, __ATOMIC_SEQ_CST)) {
 		__atomic_store_n(&self->joining, 0, __ATOMIC_RELAXED);
 		return join_other(mp, j, gen, result);
 	}
@@ -411,9 +431,8 @@ int kr_mp_detach(kr_mp *h)
 			return ESRCH;
 		if (st != JS_NONE && st != JS_DONE)
 			return EINVAL; /* detached already, or being joined */
-	} while (!__atomic_compare_exchange_n(&mp->join, &j,
-					      st == JS_NONE ? gen | JS_DETACHED : JS_REAPED, 0,
-					      __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+	} while (!JOIN_CAS(mp, &j, st == JS_NONE ? gen | JS_DETACHED : JS_REAPED,
+			   __ATOMIC_ACQ_REL));
 	if (st == JS_NONE)
 		return 0;
 	/* ended, never joined: free it now */

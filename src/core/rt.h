@@ -275,12 +275,13 @@ void kr__timers_run(struct kr_worker *w);
 void kr__timers_run_all(void);
 
 /* At a scheduling point: at every 8th, if this VP has timers, look at the
- * clock (a clock read costs a few yields), and poll the event source if
- * there is one.  Idle VPs look at every VP's timers each time round their
+ * clock (a clock read costs a few yields), poll the event source if
+ * there is one, and apply the wakeups posted to the one VP (posts_poll).
+ * Idle VPs look at every VP's timers each time round their
  * loop, so a timer is late by at most 8 scheduling points of its VP or one
  * idle VP's wake-up.  timers_due says whether this point is one to look;
  * kr__timers_run (timer.c) looks.  The count goes down on every point,
- * timers or not: one decrement and a branch on the fast paths, the two
+ * timers or not: one decrement and a branch on the fast paths, the three
  * loads of the rest at every 8th only. */
 static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 {
@@ -288,7 +289,8 @@ static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 		return 0;
 	w->tick = 8;
 	return __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
-	       __atomic_load_n(&G.poller_on, __ATOMIC_RELAXED);
+	       __atomic_load_n(&G.poller_on, __ATOMIC_RELAXED) ||
+	       (__atomic_load_n(&kr__solo, __ATOMIC_RELAXED) & SOLO_POSTED);
 }
 
 static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)
@@ -340,22 +342,53 @@ int kr__unpark_one(void); /* runtime.c */
  * (blocking.c), whose arg is not NULL. */
 void kr__vp_main(kr_vp *vp, void *arg);
 
+/* One VP (park.c): kr_init begins the state (on: it applies), a VP that
+ * is to start a spare ends it for good, kr__posts_run applies what
+ * threads that are no VP posted to the VP. */
+void kr__solo_start(int on);
+void kr__solo_end(void);
+void kr__posts_run(void);
+
+/* kr__solo, read once by a call on a VP that reads or changes permits,
+ * before it reads one.  If solo_posted, the call applies what was posted
+ * first (kr__posts_run) and starts again, so that a wakeup posted before
+ * it, in happens-before order, acts first; else nonzero: the one-VP
+ * state, where the call changes permits with loads and stores. */
+static inline uint32_t solo_now(void) { return __atomic_load_n(&kr__solo, __ATOMIC_RELAXED); }
+static inline int solo_posted(uint32_t solo) { return __builtin_expect(solo > SOLO_ON, 0); }
+
+/* At a scheduling point that looks at the timers, and in the idle loop:
+ * the wakeups posted to the one VP. */
+static inline void posts_poll(void)
+{
+	if (__atomic_load_n(&kr__solo, __ATOMIC_RELAXED) & SOLO_POSTED)
+		kr__posts_run();
+}
+
 /* Claim mp, whose wstate read s, if it sleeps: SLEEP -> RUN.  1: the
  * caller now owns making it run.  Testing s first keeps a failing CAS (an
  * atomic) off the common path of switching to a runnable microprocess;
- * the CAS expects s, generation included. */
-static inline int claim_read(kr_mp *mp, uint32_t s)
+ * the CAS expects s, generation included.  `solo` (solo_now, posts
+ * applied): s is still the word, which only the caller's VP changes, and
+ * a store will do. */
+static inline int claim_read(kr_mp *mp, uint32_t s, uint32_t solo)
 {
-	return (s & WS_STATE) == WS_SLEEP &&
-	       __atomic_compare_exchange_n(&mp->wstate, &s, s - 1, 0,
-					   __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	if ((s & WS_STATE) != WS_SLEEP)
+		return 0;
+	if (solo) {
+		__atomic_store_n(&mp->wstate, s - 1, __ATOMIC_RELAXED);
+		return 1;
+	}
+	return __atomic_compare_exchange_n(&mp->wstate, &s, s - 1, 0, __ATOMIC_ACQ_REL,
+					   __ATOMIC_RELAXED);
 }
 
 /* Claim a sleeping mp of any generation: the record of a sleep that holds
- * still (a timer's, whose node lives as long as the sleep; kr_fini's). */
+ * still (a timer's, whose node lives as long as the sleep; kr_fini's).
+ * Called where the posts have just been applied (posts_poll). */
 static inline int claim_sleeper(kr_mp *mp)
 {
-	return claim_read(mp, __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED));
+	return claim_read(mp, __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED), kr__solo_on());
 }
 
 /* Is h of another generation than wstate word s?  Generation 0 is no

@@ -135,6 +135,7 @@ static void idle_loop(struct kr_worker *w)
 		release_dead(w);
 		if (w->spare && !mp)
 			kr__spare_retire(w);
+		posts_poll();
 		kr__timers_run_all();
 		if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
 			G.poller.poll(G.poller.arg);
@@ -310,6 +311,7 @@ int kr_init(const kr_config *cfg)
 	G.active = nvp;
 	G.poller_on = 0;
 	G.polling = NULL;
+	kr__solo_start(nvp == 1 && G.sched.ops == &kr_sched_default);
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);

@@ -68,6 +68,15 @@
  * idle VP within about two watches (docs/limits.md).  A caller put back
  * into the slot by a yield or a switch_to is no fill: thieves take it.
  *
+ * One VP.  While karui has a single VP and has started no spare
+ * (kr__solo, park.c), no thief or idle VP exists to take from a slot, and
+ * threads that are no VP make microprocesses ready only through the lists
+ * (kr__d_foreign), under their locks.  So the owner fills, takes and
+ * swaps its slot with relaxed loads and stores instead of exchanges and
+ * CASes, and a fill reads no nidle: nobody is idle.  The instance's `solo`
+ * says so; the VP clears it (kr__solo_end) before the first spare starts,
+ * which orders the VP's stores before the spare's first look at the slot.
+ *
  * One wakeup at a time.  A producer that sees an idle VP posts a wakeup
  * only if no other is under way (`waking`, cleared by the VP that comes
  * out of its park, before it looks at the queues): a burst of pushes
@@ -156,6 +165,7 @@ static int d_vp_init(kr_sched *s, kr_vp *vp)
 		if (!(i = inst_new(d->rq, 1)))
 			return ENOMEM;
 		i->slotted = d->rq == &kr_rq_ws;
+		i->solo = kr__solo_on();
 		__atomic_store_n(&d->per[vp->id], i, __ATOMIC_RELEASE);
 		uint32_t hi = __atomic_load_n(&d->hi, __ATOMIC_RELAXED);
 		while (hi <= vp->id && !__atomic_compare_exchange_n(&d->hi, &hi, vp->id + 1, 1,

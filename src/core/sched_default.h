@@ -6,7 +6,7 @@
  * too; any other ready-queue module is called through its kr_rq_ops.  With
  * ws, a VP's instance also has a slot ahead of its list (sched_default.c,
  * "The slot"), and a new microprocess goes into the slot ("New
- * microprocesses").
+ * microprocesses"); with one VP the slot needs no RMW ("One VP").
  */
 #ifndef KARUI_CORE_SCHED_DEFAULT_H
 #define KARUI_CORE_SCHED_DEFAULT_H
@@ -19,6 +19,8 @@
 struct inst {
 	_Alignas(64) kr_spin lock;
 	int slotted;            /* kr_rq_ws: has the slot below */
+	int solo;               /* the one VP's (kr__solo): written by that VP
+	                           only, before any other VP starts */
 	kr_mp *slot;            /* the next to run, outside the lock */
 	unsigned fills;         /* woken and new ones put into the slot
 	                           (owner-written, atomic) */
@@ -114,12 +116,39 @@ static inline struct inst *slot_of(void *queued)
 	return (uintptr_t)queued & 1 ? (struct inst *)((char *)queued - 1) : NULL;
 }
 
+/* One VP (i->solo): nobody but the owner fills a slot or takes from it,
+ * so each exchange and CAS of a slot below is a load and a store, and a
+ * fill wakes no one (sched_default.c, "One VP"). */
+static inline __attribute__((always_inline)) kr_mp *slot_xchg(struct inst *i, kr_mp *to)
+{
+	if (__builtin_expect(i->solo, 1)) {
+		kr_mp *mp = __atomic_load_n(&i->slot, __ATOMIC_RELAXED);
+		__atomic_store_n(&i->slot, to, __ATOMIC_RELAXED);
+		return mp;
+	}
+	return __atomic_exchange_n(&i->slot, to, __ATOMIC_SEQ_CST);
+}
+
+/* Take mp out of i's slot if it is there: 1 if taken. */
+static inline __attribute__((always_inline)) int slot_cas(struct inst *i, kr_mp *mp)
+{
+	if (__builtin_expect(i->solo, 1)) {
+		if (__atomic_load_n(&i->slot, __ATOMIC_RELAXED) != mp)
+			return 0;
+		__atomic_store_n(&i->slot, NULL, __ATOMIC_RELAXED);
+		return 1;
+	}
+	kr_mp *e = mp;
+	return __atomic_compare_exchange_n(&i->slot, &e, NULL, 0, __ATOMIC_SEQ_CST,
+					   __ATOMIC_RELAXED);
+}
+
 /* Take what the slot holds, if anything: the owner VP and idle VPs alike,
  * so an exchange (seq_cst: an idle VP's last look, see sched_default.c).
  * slot_grab is the exchange, for a caller that has seen the slot full. */
 static inline kr_mp *slot_grab(struct inst *i)
 {
-	kr_mp *mp = __atomic_exchange_n(&i->slot, NULL, __ATOMIC_SEQ_CST);
+	kr_mp *mp = slot_xchg(i, NULL);
 	if (mp)
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	return mp;
@@ -144,20 +173,12 @@ static inline int slot_free(struct inst *i)
 	return !__atomic_load_n(&i->slot, __ATOMIC_RELAXED) && list_empty(i);
 }
 
-/* The owner VP puts mp into its free slot.  `fill`: mp was woken or is
- * new: counted (thieves leave it alone for a while), and the exchange
- * orders the store before the caller's read of nidle (sched_default.c,
- * lost wakeups); a caller put back into the slot wakes no one, and needs
- * only a release store. */
-static inline void slot_put(struct inst *i, kr_mp *mp, int fill)
+/* The owner VP puts a caller back into its free slot: no new work, no one
+ * to wake, so a release store. */
+static inline void slot_put(struct inst *i, kr_mp *mp)
 {
 	__atomic_store_n(&mp->queued, in_slot(i), __ATOMIC_RELAXED);
-	if (fill) {
-		__atomic_store_n(&i->fills, i->fills + 1, __ATOMIC_RELAXED);
-		(void)__atomic_exchange_n(&i->slot, mp, __ATOMIC_SEQ_CST);
-	} else {
-		__atomic_store_n(&i->slot, mp, __ATOMIC_RELEASE);
-	}
+	__atomic_store_n(&i->slot, mp, __ATOMIC_RELEASE);
 }
 
 /* A thief, whose instance is `me`, looks at VP v's slot in i: it takes
@@ -180,17 +201,34 @@ static inline kr_mp *slot_look(struct inst *me, unsigned v, struct inst *i, int 
 /* A producer that saw an idle VP (nidle > 0): 1 if it is to post the
  * wakeup, which no other producer has posted and no idle VP has answered
  * yet (sched_default.c, one wakeup at a time). */
-static inline int wake_claim(struct dsched *d)
+static inline __attribute__((always_inline)) int wake_claim(struct dsched *d)
 {
 	return !__atomic_load_n(&d->waking, __ATOMIC_RELAXED) &&
 	       !__atomic_exchange_n(&d->waking, 1, __ATOMIC_SEQ_CST);
 }
 
 /* After a fill of i's slot: wake an idle VP unless one watches it. */
-static inline int fill_wakes(struct dsched *d, struct inst *i)
+static inline __attribute__((always_inline)) int fill_wakes(struct dsched *d, struct inst *i)
 {
 	return __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) &&
 	       !__atomic_load_n(&i->watched, __ATOMIC_SEQ_CST) && wake_claim(d);
+}
+
+/* The owner VP puts mp, woken or new, into its free slot: counted as a
+ * fill (thieves leave it alone for a while), and the exchange orders the
+ * store before the read of nidle (sched_default.c, lost wakeups).  1: an
+ * idle VP is to be woken. */
+static inline __attribute__((always_inline)) int slot_fill(struct dsched *d, struct inst *i,
+							   kr_mp *mp)
+{
+	__atomic_store_n(&mp->queued, in_slot(i), __ATOMIC_RELAXED);
+	__atomic_store_n(&i->fills, i->fills + 1, __ATOMIC_RELAXED);
+	if (__builtin_expect(i->solo, 1)) {
+		__atomic_store_n(&i->slot, mp, __ATOMIC_RELAXED);
+		return 0;
+	}
+	(void)__atomic_exchange_n(&i->slot, mp, __ATOMIC_SEQ_CST);
+	return fill_wakes(d, i);
 }
 
 /* The caller's VP makes prev runnable behind everything in its own i (i
@@ -200,7 +238,7 @@ static inline __attribute__((always_inline)) void requeue_locked(struct dsched *
 								 struct inst *i, kr_mp *prev)
 {
 	if (i->slotted && slot_free(i))
-		slot_put(i, prev, 0);
+		slot_put(i, prev);
 	else
 		push_as(d, kind, i, prev);
 }
@@ -233,7 +271,7 @@ static inline __attribute__((always_inline)) int slot_displace(struct inst *i, k
 {
 	__atomic_store_n(&mp->queued, in_slot(i), __ATOMIC_RELAXED);
 	__atomic_store_n(&i->fills, i->fills + 1, __ATOMIC_RELAXED);
-	kr_mp *o = __atomic_exchange_n(&i->slot, mp, __ATOMIC_SEQ_CST);
+	kr_mp *o = slot_xchg(i, mp);
 	if (!o)
 		return 0;
 	/* until now o->queued still named the slot: a take() of o waits */
@@ -272,8 +310,7 @@ static inline __attribute__((always_inline)) void kr__d_spawn_in(kr_sched *s, st
 	struct inst *i = mine;
 	int wake;
 	if (i->slotted && !__atomic_load_n(&i->slot, __ATOMIC_RELAXED)) {
-		slot_put(i, mp, 1);
-		wake = fill_wakes(d, i);
+		wake = slot_fill(d, i, mp);
 	} else {
 		kr__spin_lock(&i->lock);
 		int listed = 1;
@@ -283,7 +320,7 @@ static inline __attribute__((always_inline)) void kr__d_spawn_in(kr_sched *s, st
 			push_locked(d, i, mp);
 		uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 		kr__spin_unlock(&i->lock);
-		wake = listed ? idle && wake_claim(d) : fill_wakes(d, i);
+		wake = listed ? idle && wake_claim(d) : !i->solo && fill_wakes(d, i);
 	}
 	if (wake)
 		kr_sched_unpark(1);
@@ -322,10 +359,8 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 {
 	struct dsched *d = D(s);
 	int kind;
-	if (i->slotted && slot_free(i)) {
-		slot_put(i, mp, 1);
-		return fill_wakes(d, i) ? KR_D_READY_IDLE : KR_D_READY;
-	}
+	if (i->slotted && slot_free(i))
+		return slot_fill(d, i, mp) ? KR_D_READY_IDLE : KR_D_READY;
 	if (!list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	push_as(d, kind, i, mp);
@@ -340,10 +375,8 @@ static inline __attribute__((always_inline)) int kr__d_spawn_try(kr_sched *s, st
 {
 	struct dsched *d = D(s);
 	int kind;
-	if (i->slotted && !__atomic_load_n(&i->slot, __ATOMIC_RELAXED)) {
-		slot_put(i, mp, 1);
-		return fill_wakes(d, i) ? KR_D_READY_IDLE : KR_D_READY;
-	}
+	if (i->slotted && !__atomic_load_n(&i->slot, __ATOMIC_RELAXED))
+		return slot_fill(d, i, mp) ? KR_D_READY_IDLE : KR_D_READY;
 	if (!list_trylock(d, i, &kind))
 		return KR_D_BUSY;
 	int listed = 1;
@@ -353,8 +386,9 @@ static inline __attribute__((always_inline)) int kr__d_spawn_try(kr_sched *s, st
 		push_as(d, kind, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);
-	return (listed ? idle && wake_claim(d) : fill_wakes(d, i)) ? KR_D_READY_IDLE
-								   : KR_D_READY;
+	return (listed ? idle && wake_claim(d) : !i->solo && fill_wakes(d, i))
+		       ? KR_D_READY_IDLE
+		       : KR_D_READY;
 }
 
 /* take(mp, prev) when it needs no call: mp queued in the caller's own
@@ -371,14 +405,11 @@ static inline __attribute__((always_inline)) int kr__d_take_try(kr_sched *s, str
 	int kind;
 	if (i == in_slot(mine)) {
 		/* prev takes mp's place when nothing is queued behind it */
-		kr_mp *e = mp;
-		if ((prev && !list_empty(mine)) ||
-		    !__atomic_compare_exchange_n(&mine->slot, &e, NULL, 0, __ATOMIC_SEQ_CST,
-						 __ATOMIC_RELAXED))
+		if ((prev && !list_empty(mine)) || !slot_cas(mine, mp))
 			return KR_D_BUSY;
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 		if (prev)
-			slot_put(mine, prev, 0);
+			slot_put(mine, prev);
 		return KR_D_TAKEN;
 	}
 	if (i != mine || !list_trylock(d, i, &kind))
@@ -411,7 +442,7 @@ static inline __attribute__((always_inline)) kr_mp *next_try_as(kr_sched *s, str
 	if (slotted && __atomic_load_n(&i->slot, __ATOMIC_SEQ_CST) &&
 	    (!prev || list_empty(i)) && (mp = slot_grab(i))) {
 		if (prev)
-			slot_put(i, prev, 0);
+			slot_put(i, prev);
 		return mp;
 	}
 	if (!list_trylock(d, i, &kind))
@@ -442,7 +473,7 @@ static inline __attribute__((always_inline)) kr_mp *kr__d_next_fast(kr_sched *s,
 static inline __attribute__((always_inline)) kr_mp *slot_swap(struct inst *i, kr_mp *prev)
 {
 	__atomic_store_n(&prev->queued, in_slot(i), __ATOMIC_RELAXED);
-	kr_mp *mp = __atomic_exchange_n(&i->slot, prev, __ATOMIC_SEQ_CST);
+	kr_mp *mp = slot_xchg(i, prev);
 	if (mp)
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	return mp;
@@ -462,9 +493,7 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 		if (si) {
 			/* failing: whoever took it clears mp->queued next, or
 			 * its owner is about to put it in */
-			kr_mp *e = mp;
-			if (!__atomic_compare_exchange_n(&si->slot, &e, NULL, 0, __ATOMIC_SEQ_CST,
-							 __ATOMIC_RELAXED)) {
+			if (!slot_cas(si, mp)) {
 				kr_cpu_relax();
 				continue;
 			}

@@ -168,6 +168,7 @@ static void timer_fire(struct kr_timer *t)
 
 __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
 {
+	posts_poll();
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
 		G.poller.poll(G.poller.arg);
 	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
