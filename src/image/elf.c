@@ -106,7 +106,7 @@ static int map_object(int fd, struct kr__elf_img *img)
 		if (p->p_filesz &&
 		    mmap((void *)va, PUP(fileend) - va, prot, MAP_PRIVATE | MAP_FIXED, fd,
 			 (off_t)PDOWN(p->p_offset)) == MAP_FAILED)
-			goto fail;
+			goto nomem;
 		if ((prot & PROT_EXEC) && p->p_filesz && !img->xlo) {
 			img->xlo = va;
 			img->xhi = PUP(fileend);
@@ -123,7 +123,7 @@ static int map_object(int fd, struct kr__elf_img *img)
 			if (memend > anon &&
 			    mmap((void *)anon, PUP(memend) - anon, prot,
 				 MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
-				goto fail;
+				goto nomem;
 		}
 		/* the program headers live in the first segment that covers them */
 		if (!img->phdr && eh.e_phoff >= p->p_offset &&
@@ -133,6 +133,10 @@ static int map_object(int fd, struct kr__elf_img *img)
 	if (!img->phdr)
 		goto fail;
 	return 0;
+nomem: /* out of memory or mappings: not the program's fault */
+	munmap(span, hi - lo);
+	img->map = NULL;
+	return ENOMEM;
 fail:
 	munmap(span, hi - lo);
 	img->map = NULL;
@@ -202,7 +206,8 @@ int kr__elf_load(int dirfd, const char *path, struct kr__elf_load *ld)
 		return err;
 	if (interp[0]) {
 		int ifd = open(interp, O_RDONLY | O_CLOEXEC);
-		err = ifd < 0 ? ENOEXEC : map_object(ifd, &ld->interp);
+		err = ifd < 0 ? (errno == EMFILE || errno == ENFILE || errno == ENOMEM ? errno : ENOEXEC)
+			      : map_object(ifd, &ld->interp);
 		if (ifd >= 0)
 			close(ifd);
 		if (err) {
