@@ -211,9 +211,10 @@ static const struct seed {
 	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
 	 "per repeat)", "karui fork-exec posix-spawn", kb_uproc_start},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
-	 "(--n: blocks): total and transfer ms", "karui unix-pipe", kb_seed003_pipe},
+	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
 	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
-	 "ms per command", "karui-sh karui-uproc bash dash", kb_seed003_pipeline},
+	 "ms per command", "karui-sh karui-uproc karui-uproc-1vp bash dash",
+	 kb_seed003_pipeline},
 	{"uproc.syscall", "ns per getppid() from a program's code (--n: calls per run)",
 	 "karui karui-trap native", kb_uproc_syscall},
 	{"uproc.count", "cat programs alive at once, each blocked on its stdin, and memory per "
