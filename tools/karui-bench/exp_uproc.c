@@ -8,25 +8,28 @@
  *                      (seed 003 Table 2)
  *   seed003.pipe       5000 blocks of 4 KiB from one program to another
  *                      (karui-bench-uprog write | read): two μprocesses
- *                      joined by a kr_upipe, two processes by pipe(2);
- *                      "total" from the first start to the last end,
- *                      "transfer" from the reader's first byte to its end of
- *                      file, as the reader times it (Table 4, left)
+ *                      joined by a kr_upipe on 2 VPs (karui) and on 1
+ *                      (karui-1vp), two processes by pipe(2); "total" from
+ *                      the first start to the last end, "transfer" from the
+ *                      reader's first byte to its end of file, as the reader
+ *                      times it (Table 4, left)
  *   seed003.pipeline   `cat words | grep zonation` over a words file of at
  *                      least 2.4 MB: karui-sh -c, the two programs as
- *                      μprocesses joined by a kr_upipe from here
- *                      (karui-uproc), bash -c, dash -c; ms per command, the
- *                      shells' start included (Table 4, right)
+ *                      μprocesses joined by a kr_upipe from here on 2 VPs and
+ *                      on 1 (karui-uproc, karui-uproc-1vp), bash -c, dash -c;
+ *                      ms per command, the shells' start included (Table 4,
+ *                      right)
  *   uproc.syscall      ns per getppid() of a program that makes N of them:
  *                      as a μprocess with call sites rewritten (karui), with
  *                      every call trapped (karui-trap: KARUI_UPROC_REWRITE=0)
  *                      and as a process (native)
- *   uproc.count        K cat μprocesses at once, each blocked reading its own
- *                      kr_upipe (--quick: K = 1000; else up to the first
- *                      failure), and the memory each one adds: resident
- *                      (Rss, Pss, Private_Dirty), address space, page tables,
- *                      and how much of the address space is shared libraries;
- *                      1000 cat processes on pipes beside them (Table 6)
+ *   uproc.count        cat μprocesses started one by one, each blocked
+ *                      reading its own kr_upipe, up to 1000 (--quick) or to
+ *                      the first failure, and the memory each of the first
+ *                      1000 adds: resident (Rss, Pss, Private_Dirty), address
+ *                      space, page tables, and how much of the address space
+ *                      is shared libraries; 1000 cat processes on pipes
+ *                      beside them (Table 6)
  *
  * karui's side runs in a child process of karui-bench, one per system: a
  * thread that has run a μprocess keeps Syscall User Dispatch switched on,
@@ -34,7 +37,8 @@
  * waitpid included, on the kernel's slow path; KARUI_UPROC_REWRITE is read
  * at the first spawn, so each setting needs a fresh library; and
  * uproc.count may leave a process short of mappings.  The child starts
- * karui (outside every timing), runs a warm-up and c->reps timed repeats,
+ * karui (outside every timing), runs a warm-up and c->reps timed repeats
+ * (uproc.count: one cat run first, then one measurement),
  * and hands the figures back through a pipe.  The peers run in
  * karui-bench itself.  Processes are started with fork + execv; every
  * program's exit status is checked, and a wrong one fails the row.
@@ -47,12 +51,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -254,10 +256,6 @@ static int run_proc(const char *path, char *const argv[], char *buf, size_t cap,
 	int st = pid < 0 ? -1 : wait_proc(pid);
 	return e ? -1 : st;
 }
-
-/* The peers' rows: fn(arg, v) fills c->reps values after a warm-up, or
- * returns an error message. */
-typedef const char *(*peer_fn)(const kb_ctx *c, void *arg, double *v, int nv);
 
 static const char *uprog_path(const kb_ctx *c, char *buf, size_t n)
 {
