@@ -14,6 +14,11 @@
  *   uproc_probe thread       pthread_create's error
  *   uproc_probe write-after-close   writes to stdout after its reader went
  *   uproc_probe env NAME     getenv
+ *   uproc_probe regs NR      NR (getpid: the short path of a rewritten
+ *                            site, umask: the general one) 6 times from one
+ *                            site; prints "kept" if every register the
+ *                            syscall instruction keeps was kept each time,
+ *                            and whether the site was rewritten
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,6 +35,83 @@
 #include <unistd.h>
 
 static void *nothing(void *a) { return a; }
+
+/* One system call from a site of its own (probe_site) with known values
+ * in the registers the syscall instruction keeps: returns 1 if they are
+ * all unchanged (the flags, %rdi %rsi %rdx %r8 %r9 %r10 %r12, %xmm15,
+ * all of %ymm3, and with AVX-512 %zmm17). */
+extern const unsigned char probe_site[];
+void probe_call(void *b);
+/* probe_call(b): a function of its own, so that the padding after it is
+ * near its system call, as in a C library's wrappers. */
+__asm__(".text\n"
+	".p2align 4\n"
+	".type probe_call, @function\n"
+	"probe_call:\n"
+	".cfi_startproc\n"
+	"push %r12\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"mov (%rdi), %rax\n"
+	"vmovdqu (%rax), %ymm3\n"
+	"movdqu 16(%rax), %xmm15\n"
+	"cmpq $0, 16(%rdi)\n"
+	"jz 1f\n"
+	"vmovdqu64 (%rax), %zmm17\n"
+	"1:\n"
+	"mov %rdi, %r11\n"
+	"mov (%rax), %rdi\n"
+	"mov 8(%rax), %rsi\n"
+	"mov 16(%rax), %rdx\n"
+	"mov 24(%rax), %r8\n"
+	"mov 32(%rax), %r9\n"
+	"mov 40(%rax), %r10\n"
+	"mov 48(%rax), %r12\n"
+	"push %r11\n"
+	".cfi_adjust_cfa_offset 8\n"
+	"mov 8(%r11), %rax\n"
+	"stc\n"
+	".globl probe_site\n"
+	"probe_site: syscall\n"
+	"pop %rax\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"setc 192(%rax)\n"
+	"vmovdqu %ymm3, 24(%rax)\n"
+	"movdqu %xmm15, 56(%rax)\n"
+	"mov %rdi, 136(%rax)\n"
+	"mov %rsi, 144(%rax)\n"
+	"mov %rdx, 152(%rax)\n"
+	"mov %r8, 160(%rax)\n"
+	"mov %r9, 168(%rax)\n"
+	"mov %r10, 176(%rax)\n"
+	"mov %r12, 184(%rax)\n"
+	"cmpq $0, 16(%rax)\n"
+	"jz 2f\n"
+	"vmovdqu64 %zmm17, 72(%rax)\n"
+	"2: vzeroupper\n"
+	"pop %r12\n"
+	".cfi_adjust_cfa_offset -8\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size probe_call, .-probe_call\n"
+	".p2align 4\n");
+__attribute__((noinline)) static int regs_kept(long nr, int avx512)
+{
+	static const uint64_t pat[8] = {0x0123456789abcdef, 0xfedcba9876543210, 0x1111222233334444,
+					0x5555666677778888, 0x99990000aaaabbbb, 0xccccddddeeeeffff,
+					0x1357924680acebdf, 0x2468ace013579bdf};
+	struct {
+		const uint64_t *pat;   /* 0 */
+		long nr, avx512;       /* 8, 16 */
+		uint64_t y[4], x[2], z[8], g[7]; /* 24, 56, 72, 136 */
+		unsigned char cf;      /* 192 */
+	} __attribute__((aligned(64))) b = {pat, nr, avx512};
+	probe_call(&b);
+	int ok = b.cf == 1 && !memcmp(b.y, pat, 32) && !memcmp(b.x, pat + 2, 16) &&
+		 !memcmp(b.g, pat, 56);
+	if (avx512)
+		ok = ok && !memcmp(b.z, pat, 64);
+	return ok;
+}
 
 int main(int argc, char **argv)
 {
@@ -103,6 +185,17 @@ int main(int argc, char **argv)
 				fprintf(stderr, "write: %s\n", strerrorname_np(errno));
 				return 7;
 			}
+	}
+	if (!strcmp(m, "regs")) {
+		long nr = !strcmp(argv[2], "umask") ? SYS_umask : SYS_getpid;
+		int avx512 = __builtin_cpu_supports("avx512f"), kept = 1;
+		if (nr == SYS_umask)
+			umask(022);
+		for (int i = 0; i < 6; i++)
+			kept &= regs_kept(nr, avx512);
+		printf("%s %s\n", kept ? "kept" : "changed",
+		       probe_site[0] == 0xeb ? "rewritten" : "trapping");
+		return 0;
 	}
 	if (!strcmp(m, "env")) {
 		const char *v = getenv(argv[2]);

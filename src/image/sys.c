@@ -366,6 +366,11 @@ static long sys_mmap(struct kr_uproc *up, long a[6])
 		munmap((void *)r, len);
 		return -ENOMEM;
 	}
+	kr__xmap_del(up, (uintptr_t)r, (uintptr_t)r + len);
+	/* code from a file: the image starts where offset 0 would be (ld.so
+	 * maps a library's segments at their offsets) */
+	if ((a[2] & PROT_EXEC) && !(a[3] & MAP_ANONYMOUS) && (uintptr_t)r >= (uintptr_t)a[5])
+		kr__xmap_add(up, (uintptr_t)r, (uintptr_t)r + len, (uintptr_t)r - (uintptr_t)a[5]);
 	return r;
 }
 
@@ -381,8 +386,11 @@ static long sys_munmap(struct kr_uproc *up, long a[6])
 	if (!owned(up, a[0], a[1]))
 		return -EINVAL;
 	long r = pass(SYS_munmap, a);
-	if (r == 0)
-		kr__region_del(up, (uintptr_t)a[0], (uintptr_t)a[0] + (((size_t)a[1] + PG - 1) & ~(PG - 1)));
+	if (r == 0) {
+		uintptr_t hi = (uintptr_t)a[0] + (((size_t)a[1] + PG - 1) & ~(PG - 1));
+		kr__region_del(up, (uintptr_t)a[0], hi);
+		kr__xmap_del(up, (uintptr_t)a[0], hi);
+	}
 	return r;
 }
 
@@ -396,6 +404,7 @@ static long sys_mremap(struct kr_uproc *up, long a[6])
 	size_t oldl = ((size_t)a[1] + PG - 1) & ~(PG - 1), newl = ((size_t)a[2] + PG - 1) & ~(PG - 1);
 	if (!(a[3] & MREMAP_DONTUNMAP))
 		kr__region_del(up, (uintptr_t)a[0], (uintptr_t)a[0] + oldl);
+	kr__xmap_del(up, (uintptr_t)a[0], (uintptr_t)a[0] + oldl);
 	kr__region_add(up, (uintptr_t)r, (uintptr_t)r + newl);
 	return r;
 }
@@ -766,7 +775,7 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 	case SYS_gettid:
 		return up->pid;
 	case SYS_getppid:
-		return getpid();
+		return up->ppid;
 	case SYS_set_tid_address:
 		return up->pid;
 	case SYS_set_robust_list:
@@ -865,9 +874,12 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 
 	/* not yet */
 	case SYS_clone:
+		if (a[0] & CLONE_THREAD)
+			return -EAGAIN; /* "no more threads": programs go on with one */
+		/* fall through */
 	case SYS_fork:
 	case SYS_vfork:
-		say(up, nr == SYS_clone && (a[0] & CLONE_THREAD) ? "a thread" : "fork");
+		say(up, "fork");
 		return -ENOSYS;
 	case SYS_clone3:
 		return -ENOSYS; /* glibc tries clone next */

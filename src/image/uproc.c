@@ -77,10 +77,11 @@ static struct {
 	int state;                    /* 0 not tried, 1 ready, else the error */
 	struct sigaction old[32];     /* fault handlers before ours */
 	pid_t next_pid;
-	int trace;                    /* KARUI_UPROC_TRACE: each call on stderr */
+	int rewrite;                  /* KARUI_UPROC_REWRITE=0 turns it off */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static __thread struct kr__img_vp *tvp;
+int kr__img_trace;
 
 static inline uint64_t rdgsbase(void)
 {
@@ -159,7 +160,9 @@ static int install_handlers(void)
 		if (syscall(SYS_rt_sigaction, s, &kf, NULL, 8))
 			return errno;
 	}
-	G.trace = getenv("KARUI_UPROC_TRACE") != NULL;
+	kr__img_trace = getenv("KARUI_UPROC_TRACE") != NULL;
+	const char *rw = getenv("KARUI_UPROC_REWRITE");
+	G.rewrite = !(rw && !strcmp(rw, "0"));
 	/* pids no real process has (above PID_MAX_LIMIT), apart per host */
 	G.next_pid = (pid_t)(4194304 + ((unsigned)getpid() % 65536) * 16384);
 	return 0;
@@ -254,6 +257,7 @@ static void release(struct kr_uproc *up)
 	up->reg = NULL;
 	up->nreg = up->capreg = 0;
 	kr__fd_close_all(&up->fds);
+	kr__rw_free(up);
 	if (up->cwdfd >= 0)
 		close(up->cwdfd);
 	up->cwdfd = -1;
@@ -349,13 +353,33 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	long a[6] = {g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
 	up->nsys++;
 	long nr = g[REG_RAX];
+	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
+	if (G.rewrite && ((const uint8_t *)site)[0] == 0x0f && ((const uint8_t *)site)[1] == 0x05)
+		kr__rw_trapped(up, site);
 	g[REG_RAX] = kr__sys(up, nr, a);
-	if (G.trace)
+	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", up->pid, nr, a[0], a[1],
 			a[2], a[3], (long)g[REG_RAX]);
 	if (!tvp && arm())
 		kr__uproc_end(up, 128 + SIGSYS); /* cannot go on here */
 	return up->fs;
+}
+
+/* A system call from a rewritten site that kr__sys_fast declined (gate.S):
+ * the arguments as the registers held them; the result and the thread
+ * pointer to run the μprocess with. */
+__attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
+{
+	struct kr_uproc *up = kr__uproc_self();
+	long a[6] = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5]};
+	up->nsys++;
+	long rv = kr__sys(up, nr, a);
+	if (kr__img_trace)
+		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", up->pid, nr,
+			a[0], a[1], a[2], a[3], rv);
+	if (!tvp && arm())
+		kr__uproc_end(up, 128 + SIGSYS);
+	return (struct kr__fast){rv, up->fs};
 }
 
 /* ---------------- start ---------------- */
@@ -569,11 +593,17 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	    (err = kr__region_add(up, (uintptr_t)up->ld.interp.map,
 				  (uintptr_t)up->ld.interp.map + up->ld.interp.maplen)))
 		goto fail;
+	kr__xmap_add(up, (uintptr_t)up->ld.prog.map, (uintptr_t)up->ld.prog.map + up->ld.prog.maplen,
+		     up->ld.prog.base);
+	if (up->ld.interp.map)
+		kr__xmap_add(up, (uintptr_t)up->ld.interp.map,
+			     (uintptr_t)up->ld.interp.map + up->ld.interp.maplen, up->ld.interp.base);
 	up->ld.prog.map = up->ld.interp.map = NULL; /* the regions own them now */
 	if ((err = setup_fds(up, attr)))
 		goto fail;
 	pthread_mutex_lock(&G.lock);
 	up->pid = G.next_pid++;
+	up->ppid = getpid();
 	pthread_mutex_unlock(&G.lock);
 	kr_attr ma = {.stack_size = STACK_SIZE, .udata = up};
 	if ((err = kr_mp_create(&up->mp, &ma, run, up)))

@@ -58,10 +58,13 @@ long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
 struct kr__region {
 	uintptr_t lo, hi;
 };
+struct kr__xmap {        /* code mapped from an ELF file, and that image's base */
+	uintptr_t lo, hi, base;
+};
 struct kr_uproc {
 	uint32_t magic;
 	kr_mp *mp;
-	pid_t pid;
+	pid_t pid, ppid;    /* ppid: the host's pid */
 	uint64_t fs;        /* its thread pointer, installed whenever it runs */
 	struct kr__elf_load ld;
 	char **argv, **envp;    /* copies, freed at start */
@@ -78,7 +81,11 @@ struct kr_uproc {
 	uint64_t sigmask;
 	uintptr_t die_sp;   /* where the end of a crashed μprocess runs */
 	int status;
-	unsigned long nsys; /* system calls it made */
+	unsigned long nsys;       /* system calls it made */
+	unsigned long rewritten;  /* call sites rewritten (rewrite.c) */
+	struct kr__xmap *xmap;
+	unsigned nxmap;
+	struct kr__rw *rw;
 };
 #define KR_UPROC_MAGIC 0x6b755052u
 struct kr_uproc *kr__uproc_self(void);
@@ -89,6 +96,21 @@ int kr__region_covers(const struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 /* a signal sent to the μprocess itself: its default action, or nothing */
 long kr__uproc_signal(struct kr_uproc *up, int sig);
 
+/* ---- rewrite.c ---- */
+void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t base);
+void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
+void kr__rw_free(struct kr_uproc *up);
+
+/* ---- fast.c: calls finished without the vector state saved ---- */
+struct kr__fast {
+	long rv;
+	uint64_t fs;        /* the μprocess's thread pointer */
+};
+#define KR__SLOW (1l << 62)
+struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a);
+extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
+
 /* ---- sys.c ---- */
 long kr__sys(struct kr_uproc *up, long nr, long a[6]);
 
@@ -97,6 +119,7 @@ extern char kr__img_gate[], kr__img_gate_end[];
 void kr__img_restorer(void);
 void kr__img_sigsys(int, siginfo_t *, void *);
 void kr__img_sigfault(int, siginfo_t *, void *);
+void kr__img_fastcall(void);
 __attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs);
 
 /* per VP: what gs:0 holds on a thread armed for μprocesses */

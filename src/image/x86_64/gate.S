@@ -75,15 +75,104 @@ kr__img_sigfault:
 	.cfi_endproc
 	.size kr__img_sigfault, .-kr__img_sigfault
 
+/* void kr__img_fastcall(void): a system call from a rewritten site
+ * (rewrite.c), called by the site's stub below the μprocess's red zone,
+ * with the call's number in %rax, its arguments in %rdi, %rsi, %rdx,
+ * %r10, %r8, %r9, and the μprocess in %r11.  It keeps what the syscall
+ * instruction keeps: every register but %rax (the result), %rcx and %r11,
+ * the flags and the vector state.  kr__sys_fast (fast.c, general
+ * registers only) gets the call first, with the μprocess's %fs still in
+ * place; what it declines takes the general path: the vector state saved
+ * (XSAVEC of x87, SSE, AVX and AVX-512: karui's C code may use any), the
+ * VP's thread pointer, kr__img_fast.  Frame, from %rbp: saved %rbp, %rbx,
+ * then %rdi %rsi %rdx %r10 %r8 %r9 (the arguments in order, at 16(%rbp)),
+ * a spare word, the flags, the return address. */
+	.globl kr__img_fastcall
+	.type kr__img_fastcall, @function
+	.p2align 4
+kr__img_fastcall:
+	.cfi_startproc
+	movb $0, %gs:0                  /* ALLOW */
+	pushfq
+	sub $8, %rsp
+	push %r9
+	push %r8
+	push %r10
+	push %rdx
+	push %rsi
+	push %rdi
+	push %rbx
+	push %rbp
+	.cfi_adjust_cfa_offset 80
+	mov %rsp, %rbp
+	mov %rax, %rbx
+	and $-16, %rsp
+	mov %r11, %rdi
+	mov %rbx, %rsi
+	lea 16(%rbp), %rdx
+	call kr__sys_fast               /* -> %rax result or KR__SLOW, %rdx %fs */
+	movabs $0x4000000000000000, %rcx
+	cmp %rcx, %rax
+	je 2f
+1:	mov %rbp, %rsp
+	wrfsbase %rdx
+	pop %rbp
+	pop %rbx
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %r10
+	pop %r8
+	pop %r9
+	add $8, %rsp
+	.cfi_adjust_cfa_offset -80
+	popfq
+	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
+	ret
+	.cfi_adjust_cfa_offset 80
+2:	sub $3072, %rsp
+	and $-64, %rsp
+	xor %eax, %eax                  /* XSAVEC leaves the header's rest alone */
+	mov %rax, 512(%rsp)
+	mov %rax, 520(%rsp)
+	mov %rax, 528(%rsp)
+	mov %rax, 536(%rsp)
+	mov %rax, 544(%rsp)
+	mov %rax, 552(%rsp)
+	mov %rax, 560(%rsp)
+	mov %rax, 568(%rsp)
+	mov $0xe7, %eax                 /* x87 SSE AVX opmask ZMM_Hi256 Hi16_ZMM */
+	xor %edx, %edx
+	xsavec (%rsp)
+	mov %gs:8, %rax
+	wrfsbase %rax
+	mov %rbx, %rdi
+	lea 16(%rbp), %rsi
+	call kr__img_fast               /* -> %rax result, %rdx thread pointer */
+	mov %rax, %rbx
+	mov %rdx, 64(%rbp)
+	mov $0xe7, %eax
+	xor %edx, %edx
+	xrstor (%rsp)
+	mov %rbx, %rax
+	mov 64(%rbp), %rdx
+	jmp 1b
+	.cfi_endproc
+	.size kr__img_fastcall, .-kr__img_fastcall
+
 /* void kr__img_start(entry, sp, fs): the first instruction of a μprocess,
  * as the kernel starts a program: %rsp at argc, %rdx 0 (no finaliser for
- * _start to register), the other registers cleared. */
+ * _start to register), the other registers and the x87, SSE, AVX and
+ * AVX-512 state cleared. */
 	.globl kr__img_start
 	.type kr__img_start, @function
 	.p2align 4
 kr__img_start:
 	mov %rsi, %rsp
 	wrfsbase %rdx
+	mov $0xe7, %eax                 /* the vector state as execve leaves it */
+	xor %edx, %edx
+	xrstor fpinit(%rip)
 	mov %rdi, %r11
 	xor %eax, %eax
 	xor %ebx, %ebx
@@ -102,5 +191,14 @@ kr__img_start:
 	movb $1, %gs:0                  /* PR_SYS_DISPATCH_FILTER_BLOCK */
 	jmp *%r11
 	.size kr__img_start, .-kr__img_start
+
+/* An XSAVE area whose header says every component is in its initial
+ * state; XRSTOR takes MXCSR from it all the same: its default. */
+	.section .rodata
+	.p2align 6
+fpinit:
+	.zero 24
+	.long 0x1f80
+	.zero 576 - 28
 
 	.section .note.GNU-stack,"",@progbits
