@@ -36,6 +36,7 @@
 
 static void *nothing(void *a) { return a; }
 
+#if defined(__x86_64__) /* μprocesses are x86-64 only; regs is its code */
 /* One system call from a site of its own (probe_site) with known values
  * in the registers the syscall instruction keeps: returns 1 if they are
  * all unchanged (the flags, %rdi %rsi %rdx %r8 %r9 %r10 %r12, %xmm15,
@@ -112,6 +113,7 @@ __attribute__((noinline)) static int regs_kept(long nr, int avx512)
 		ok = ok && !memcmp(b.z, pat, 64);
 	return ok;
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -186,6 +188,7 @@ int main(int argc, char **argv)
 				return 7;
 			}
 	}
+#if defined(__x86_64__)
 	if (!strcmp(m, "regs")) {
 		long nr = !strcmp(argv[2], "umask") ? SYS_umask : SYS_getpid;
 		int avx512 = __builtin_cpu_supports("avx512f"), kept = 1;
@@ -197,6 +200,7 @@ int main(int argc, char **argv)
 		       probe_site[0] == 0xeb ? "rewritten" : "trapping");
 		return 0;
 	}
+#endif
 	if (!strcmp(m, "env")) {
 		const char *v = getenv(argv[2]);
 		puts(v ? v : "(unset)");
