@@ -29,6 +29,9 @@ have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || want python3-matplotlib
 if [ "${1:-}" = "--demo" ]; then
 	have_cmd wrk || want wrk
+	# seed003.pipeline: `cat words | grep zonation` under bash and dash
+	[ -e /usr/share/dict/words ] || want wamerican
+	have_cmd dash || want dash
 fi
 
 [ ${#need[@]} -eq 0 ] && exit 0

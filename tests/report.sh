@@ -26,6 +26,7 @@ need '^\| command \| `.*karui-bench run yield --quick --only bare-switch --json`
 need '^\| \*\*karui\*\* \| yield \| [0-9.]+ ns \|'
 need '^\| bare-switch \| yield \| [0-9.]+ ns \| .* \| [0-9.]+× \|$'
 need '^### Table 2: process creation and termination$'
+need '^### Table 2: starting and ending a program$'
 need '^\*not run \(this run has no rows for it\)\*$'
 echo '{"experiment":"yield"' > "$dir/bad.jsonl"
 err=$("$report" --out "$dir" "$dir/bad.jsonl" 2>&1) && { echo "bad input accepted"; fail=1; }

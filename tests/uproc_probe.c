@@ -38,6 +38,7 @@
 
 static void *nothing(void *a) { return a; }
 
+#if defined(__x86_64__) /* μprocesses are x86-64 only; regs is its code */
 /* One system call from a site of its own (probe_site) with known values
  * in the registers the syscall instruction keeps: returns 1 if they are
  * all unchanged (the flags, %rdi %rsi %rdx %r8 %r9 %r10 %r12, %xmm15,
@@ -114,6 +115,7 @@ __attribute__((noinline)) static int regs_kept(long nr, int avx512)
 		ok = ok && !memcmp(b.z, pat, 64);
 	return ok;
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -188,6 +190,7 @@ int main(int argc, char **argv)
 				return 7;
 			}
 	}
+#if defined(__x86_64__)
 	if (!strcmp(m, "regs")) {
 		long nr = !strcmp(argv[2], "umask") ? SYS_umask : SYS_getpid;
 		int avx512 = __builtin_cpu_supports("avx512f"), kept = 1;
@@ -199,6 +202,7 @@ int main(int argc, char **argv)
 		       probe_site[0] == 0xeb ? "rewritten" : "trapping");
 		return 0;
 	}
+#endif
 	if (!strcmp(m, "cpu")) {
 		printf("L1d %ld/%ld L2 %ld L3 %ld", sysconf(_SC_LEVEL1_DCACHE_SIZE),
 		       sysconf(_SC_LEVEL1_DCACHE_LINESIZE), sysconf(_SC_LEVEL2_CACHE_SIZE),

@@ -48,6 +48,9 @@ int kb_repeat(const kb_ctx *c, kb_fn fn, const kb_args *a, double *v);
  * ratio to `karui` if > 0 (peer / karui), x if >= 0.  Returns the median. */
 double kb_row(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
 	      const char *unit, double *v, int nv, double karui, double x);
+/* kb_row with a note on the row (JSON "note"; no quotes or backslashes). */
+double kb_row_note(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
+		   const char *unit, double *v, int nv, double karui, double x, const char *note);
 /* kind: "skipped" (not available here) or "failed" (ran, reported an error) */
 void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why);
 
@@ -60,6 +63,13 @@ int kb_chain_once(const char *sys, long n, long m); /* `karui-bench chain` */
 void kb_seed004_table1(const kb_ctx *c);
 /* exp_table5.c */
 void kb_seed000_table5(const kb_ctx *c);
+
+/* exp_uproc.c: seed 003's μprocesses against processes */
+void kb_uproc_start(const kb_ctx *c);
+void kb_seed003_pipe(const kb_ctx *c);
+void kb_seed003_pipeline(const kb_ctx *c);
+void kb_uproc_syscall(const kb_ctx *c);
+void kb_uproc_count(const kb_ctx *c);
 
 /* exp_ssf.c */
 void kb_seed002_ssf(const kb_ctx *c);

@@ -208,6 +208,17 @@ static const struct seed {
 	{"seed004.table1",
 	 "instructions of create, stop, resume, switch, exit under callgrind, one VP",
 	 "karui boost-fiber", kb_seed004_table1},
+	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
+	 "per repeat)", "karui fork-exec posix-spawn", kb_uproc_start},
+	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
+	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
+	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
+	 "ms per command", "karui-sh karui-uproc karui-uproc-1vp bash dash",
+	 kb_seed003_pipeline},
+	{"uproc.syscall", "ns per getppid() from a program's code (--n: calls per run)",
+	 "karui karui-trap native", kb_uproc_syscall},
+	{"uproc.count", "cat programs alive at once, each blocked on its stdin, and memory per "
+	 "program (--n: how many)", "karui process", kb_uproc_count},
 };
 #define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
 
@@ -246,7 +257,7 @@ static struct stat3 stats(double *v, int n)
 }
 
 static void emit_x(const char *exp, const char *sys, const char *metric, const char *unit,
-		   struct stat3 s, double karui, long n, double x)
+		   struct stat3 s, double karui, long n, double x, const char *note)
 {
 	double ratio = karui > 0 ? s.med / karui : 0;
 	if (json) {
@@ -259,6 +270,8 @@ static void emit_x(const char *exp, const char *sys, const char *metric, const c
 			printf(",\"x\":%g", x);
 		if (karui > 0)
 			printf(",\"ratio_to_karui\":%.4g", ratio);
+		if (note)
+			printf(",\"note\":\"%s\"", note);
 		printf("}\n");
 	} else {
 		printf("%-13s %-15s %-23s %10.4g %-7s [%.4g .. %.4g]", exp, sys, metric, s.med,
@@ -269,6 +282,8 @@ static void emit_x(const char *exp, const char *sys, const char *metric, const c
 			printf(" x=%g", x);
 		if (karui > 0 && strcmp(sys, "karui") != 0)
 			printf("  %6.2fx karui", ratio);
+		if (note)
+			printf("  (%s)", note);
 		printf("\n");
 	}
 	fflush(stdout);
@@ -277,7 +292,7 @@ static void emit_x(const char *exp, const char *sys, const char *metric, const c
 static void emit(const char *exp, const char *sys, const char *metric, const char *unit,
 		 struct stat3 s, double karui, long n)
 {
-	emit_x(exp, sys, metric, unit, s, karui, n, -1);
+	emit_x(exp, sys, metric, unit, s, karui, n, -1, NULL);
 }
 
 /* kind: "skipped" (the system is not available here) or "failed" (it ran
@@ -313,13 +328,19 @@ int kb_repeat(const kb_ctx *c, kb_fn fn, const kb_args *a, double *v)
 	return 0;
 }
 
-double kb_row(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
-	      const char *unit, double *v, int nv, double karui, double x)
+double kb_row_note(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
+		   const char *unit, double *v, int nv, double karui, double x, const char *note)
 {
 	(void)c;
 	struct stat3 st = stats(v, nv);
-	emit_x(exp, sys, metric, unit, st, karui, 0, x);
+	emit_x(exp, sys, metric, unit, st, karui, 0, x, note);
 	return st.med;
+}
+
+double kb_row(const kb_ctx *c, const char *exp, const char *sys, const char *metric,
+	      const char *unit, double *v, int nv, double karui, double x)
+{
+	return kb_row_note(c, exp, sys, metric, unit, v, nv, karui, x, NULL);
 }
 
 void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why)

@@ -1,0 +1,1169 @@
+/*
+ * karui-bench: μprocesses (seed 003 §6, include/karui/image.h) against
+ * processes, in the same run.
+ *
+ *   uproc.start        /usr/bin/true started and waited for: as a μprocess
+ *                      (kr_uproc_spawn + kr_uproc_wait), by fork + execve +
+ *                      waitpid, by posix_spawn + waitpid; µs per program
+ *                      (seed 003 Table 2)
+ *   seed003.pipe       5000 blocks of 4 KiB from one program to another
+ *                      (karui-bench-uprog write | read): two μprocesses
+ *                      joined by a kr_upipe on 2 VPs (karui) and on 1
+ *                      (karui-1vp), two processes by pipe(2); "total" from
+ *                      the first start to the last end, "transfer" from the
+ *                      reader's first byte to its end of file, as the reader
+ *                      times it (Table 4, left)
+ *   seed003.pipeline   `cat words | grep zonation` over a words file of at
+ *                      least 2.4 MB: karui-sh -c, the two programs as
+ *                      μprocesses joined by a kr_upipe from here on 2 VPs and
+ *                      on 1 (karui-uproc, karui-uproc-1vp), bash -c, dash -c;
+ *                      ms per command, the shells' start included (Table 4,
+ *                      right)
+ *   uproc.syscall      ns per getppid() of a program that makes N of them:
+ *                      as a μprocess with call sites rewritten (karui), with
+ *                      every call trapped (karui-trap: KARUI_UPROC_REWRITE=0)
+ *                      and as a process (native)
+ *   uproc.count        cat μprocesses started one by one, each blocked
+ *                      reading its own kr_upipe, up to 1000 (--quick) or to
+ *                      the first failure, and the memory each of the first
+ *                      1000 adds: resident (Rss, Pss, Private_Dirty), address
+ *                      space, page tables, and how much of the address space
+ *                      is shared libraries; 1000 cat processes on pipes
+ *                      beside them (Table 6)
+ *
+ * karui's side runs in a child process of karui-bench, one per system: a
+ * thread that has run a μprocess keeps Syscall User Dispatch switched on,
+ * which puts every later system call of the thread, the peers' fork and
+ * waitpid included, on the kernel's slow path; KARUI_UPROC_REWRITE is read
+ * at the first spawn, so each setting needs a fresh library; and
+ * uproc.count may leave a process short of mappings.  The child starts
+ * karui (outside every timing), runs a warm-up and c->reps timed repeats
+ * (uproc.count: one cat run first, then one measurement),
+ * and hands the figures back through a pipe.  The peers run in
+ * karui-bench itself.  Processes are started with fork + execv; every
+ * program's exit status is checked, and a wrong one fails the row.
+ *
+ * Rejected: timing the start of a μprocess together with karui's own start
+ * (a shell, karui-sh, starts karui once and then runs many commands; its
+ * row in seed003.pipeline is the figure with everything included).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exp.h"
+#include "karui.h"
+#include "karui/image.h"
+
+extern char **environ;
+
+#define TRUE_PATH "/usr/bin/true"
+#define WORDS "/usr/share/dict/words"
+#define WORDS_MIN 2400000L /* seed 003: "about 2.4 MB" */
+#define PATTERN "zonation"
+#define NO_UPROCS                                                                              \
+	"μprocesses unavailable here: kr_uproc_spawn returns ENOTSUP (no Syscall User "         \
+	"Dispatch or FSGSBASE)"
+
+enum { PIPE_BLOCKS = 5000, KID_MAXV = 48, COUNT_PROCS = 1000 };
+
+/* ---------------- karui's side, in a child process ---------------- */
+
+struct kid {
+	int err;             /* 0, an errno code, or -1 (see why) */
+	int nv;
+	double v[KID_MAXV];
+	char why[200];
+};
+typedef int (*kid_fn)(const kb_ctx *c, void *arg, struct kid *k);
+
+/* Run fn in a child process on karui with `vps` VPs; rewrite: NULL leaves
+ * KARUI_UPROC_REWRITE as it is, "" unsets it, else sets it. */
+static void kid_run(const kb_ctx *c, unsigned vps, const char *rewrite, kid_fn fn, void *arg,
+		    struct kid *k)
+{
+	memset(k, 0, sizeof *k);
+	int p[2];
+	if (pipe2(p, O_CLOEXEC)) {
+		k->err = errno;
+		return;
+	}
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		k->err = errno;
+		close(p[0]);
+		close(p[1]);
+		return;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		if (rewrite && *rewrite)
+			setenv("KARUI_UPROC_REWRITE", rewrite, 1);
+		else if (rewrite)
+			unsetenv("KARUI_UPROC_REWRITE");
+		kr_config cfg = {.vps = vps};
+		int e = kr_init(&cfg);
+		if (!e) {
+			e = fn(c, arg, k);
+			if (!e)
+				e = kr_fini();
+		}
+		k->err = e;
+		size_t off = 0;
+		while (off < sizeof *k) {
+			ssize_t w = write(p[1], (char *)k + off, sizeof *k - off);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+		_exit(0);
+	}
+	close(p[1]);
+	size_t off = 0;
+	while (off < sizeof *k) {
+		ssize_t r = read(p[0], (char *)k + off, sizeof *k - off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		off += (size_t)r;
+	}
+	close(p[0]);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (off < sizeof *k) {
+		memset(k, 0, sizeof *k);
+		k->err = -1;
+		if (WIFSIGNALED(st))
+			snprintf(k->why, sizeof k->why, "karui's run ended by signal %d (%s)",
+				 WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else
+			snprintf(k->why, sizeof k->why, "karui's run ended with status %d",
+				 WEXITSTATUS(st));
+	}
+}
+
+/* "skipped" or "failed" for a child's error; 1 if there was one. */
+static int kid_failed(const char *exp, const char *sys, const struct kid *k)
+{
+	if (!k->err)
+		return 0;
+	if (k->err == ENOTSUP)
+		kb_row_none(exp, sys, "skipped", NO_UPROCS);
+	else
+		kb_row_none(exp, sys, "failed", k->err < 0 ? k->why : strerror(k->err));
+	return 1;
+}
+
+static int bad_status(struct kid *k, const char *prog, int st, int want)
+{
+	snprintf(k->why, sizeof k->why, "%s ended with status %d, not %d", prog, st, want);
+	return -1;
+}
+
+/* Read a pipe end to end of file; the first cap - 1 bytes are kept in buf
+ * (NUL-terminated), *lines counts the newlines of all. */
+static int drain_upipe(kr_upipe *p, char *buf, size_t cap, long *lines)
+{
+	char tmp[4096];
+	size_t len = 0, got;
+	*lines = 0;
+	for (;;) {
+		int e = kr_upipe_read(p, tmp, sizeof tmp, &got);
+		if (e)
+			return e;
+		if (!got)
+			break;
+		for (size_t i = 0; i < got; i++)
+			*lines += tmp[i] == '\n';
+		size_t keep = got < cap - 1 - len ? got : cap - 1 - len;
+		memcpy(buf + len, tmp, keep);
+		len += keep;
+	}
+	buf[len] = 0;
+	return 0;
+}
+
+static int drain_fd(int fd, char *buf, size_t cap, long *lines)
+{
+	char tmp[4096];
+	size_t len = 0;
+	*lines = 0;
+	for (;;) {
+		ssize_t got = read(fd, tmp, sizeof tmp);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return errno;
+		if (!got)
+			break;
+		for (ssize_t i = 0; i < got; i++)
+			*lines += tmp[i] == '\n';
+		size_t keep = (size_t)got < cap - 1 - len ? (size_t)got : cap - 1 - len;
+		memcpy(buf + len, tmp, keep);
+		len += keep;
+	}
+	buf[len] = 0;
+	return 0;
+}
+
+/* ---------------- processes ---------------- */
+
+/* fork + execv with `in` as fd 0 and `out` as fd 1 (-1: karui-bench's);
+ * every other fd of karui-bench is close-on-exec. */
+static pid_t start_proc(const char *path, char *const argv[], int in, int out)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if ((in >= 0 && dup2(in, 0) < 0) || (out >= 0 && dup2(out, 1) < 0))
+			_exit(127);
+		execv(path, argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* waitpid; the status as a shell shows it, or -1 */
+static int wait_proc(pid_t pid)
+{
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Run argv with its stdout read to end of file into buf; its status. */
+static int run_proc(const char *path, char *const argv[], char *buf, size_t cap, long *lines)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC))
+		return -1;
+	pid_t pid = start_proc(path, argv, -1, p[1]);
+	close(p[1]);
+	int e = pid < 0 ? errno : drain_fd(p[0], buf, cap, lines);
+	close(p[0]);
+	int st = pid < 0 ? -1 : wait_proc(pid);
+	return e ? -1 : st;
+}
+
+static const char *uprog_path(const kb_ctx *c, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/karui-bench-uprog", c->dir);
+	return access(buf, X_OK) == 0 ? buf : NULL;
+}
+
+/* ---------------- uproc.start ---------------- */
+
+#define START "uproc.start"
+
+static long start_n(const kb_ctx *c)
+{
+	return c->n ? c->n : c->quick ? 100 : 500;
+}
+
+static int start_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	long n = start_n(c);
+	char *argv[] = {"true", NULL};
+	for (int r = -1; r < c->reps; r++) {
+		double t0 = kb_now_ns();
+		for (long i = 0; i < n; i++) {
+			kr_uproc *up;
+			int st = -1, e = kr_uproc_spawn(&up, TRUE_PATH, argv, NULL);
+			if (e || (e = kr_uproc_wait(up, &st)))
+				return e;
+			if (st)
+				return bad_status(k, TRUE_PATH, st, 0);
+		}
+		if (r >= 0)
+			k->v[k->nv++] = (kb_now_ns() - t0) / n / 1e3;
+	}
+	return 0;
+}
+
+static int start_fork_exec(void)
+{
+	char *argv[] = {"true", NULL};
+	pid_t pid = fork();
+	if (pid == 0) {
+		execve(TRUE_PATH, argv, environ);
+		_exit(127);
+	}
+	return pid < 0 ? -1 : wait_proc(pid);
+}
+
+static int start_posix_spawn(void)
+{
+	char *argv[] = {"true", NULL};
+	pid_t pid;
+	if (posix_spawn(&pid, TRUE_PATH, NULL, NULL, argv, environ))
+		return -1;
+	return wait_proc(pid);
+}
+
+void kb_uproc_start(const kb_ctx *c)
+{
+	double karui = 0;
+	long n = start_n(c);
+	if (kb_want(c, START, "karui")) {
+		struct kid k;
+		kid_run(c, 1, NULL, start_kid, NULL, &k);
+		if (!kid_failed(START, "karui", &k))
+			karui = kb_row(c, START, "karui", "start+exit", "us", k.v, k.nv, 0, -1);
+	}
+	static const struct {
+		const char *sys;
+		int (*once)(void);
+	} P[] = {{"fork-exec", start_fork_exec}, {"posix-spawn", start_posix_spawn}};
+	for (size_t i = 0; i < sizeof P / sizeof *P; i++) {
+		if (!kb_want(c, START, P[i].sys))
+			continue;
+		double v[16];
+		int st = 0;
+		for (int r = -1; r < c->reps && !st; r++) {
+			double t0 = kb_now_ns();
+			for (long j = 0; j < n && !st; j++)
+				st = P[i].once();
+			if (r >= 0)
+				v[r] = (kb_now_ns() - t0) / n / 1e3;
+		}
+		if (st) {
+			char why[96];
+			snprintf(why, sizeof why, TRUE_PATH " ended with status %d", st);
+			kb_row_none(START, P[i].sys, "failed", why);
+			continue;
+		}
+		kb_row(c, START, P[i].sys, "start+exit", "us", v, c->reps, karui, -1);
+	}
+}
+
+/* ---------------- seed003.pipe ---------------- */
+
+#define PIPE "seed003.pipe"
+
+struct pipe_arg {
+	const char *prog;
+	char n[24];
+};
+
+/* One run: *total and *transfer in ms; 0, an errno code or -1 (k->why). */
+static int pipe_uprocs(const struct pipe_arg *a, struct kid *k, double *total,
+		       double *transfer)
+{
+	kr_upipe *mid, *out;
+	int e = kr_upipe_create(&mid);
+	if (e)
+		return e;
+	if ((e = kr_upipe_create(&out))) {
+		kr_upipe_close(mid, KR_UPIPE_READ);
+		kr_upipe_close(mid, KR_UPIPE_WRITE);
+		return e;
+	}
+	kr_uproc_attr wa, ra;
+	kr_uproc_attr_init(&wa);
+	kr_uproc_attr_init(&ra);
+	kr_uproc_attr_fd_pipe(&wa, 1, mid, KR_UPIPE_WRITE);
+	kr_uproc_attr_fd_pipe(&ra, 0, mid, KR_UPIPE_READ);
+	kr_uproc_attr_fd_pipe(&ra, 1, out, KR_UPIPE_WRITE);
+	char *wargv[] = {"karui-bench-uprog", "write", (char *)a->n, NULL};
+	char *rargv[] = {"karui-bench-uprog", "read", (char *)a->n, NULL};
+	kr_uproc *w = NULL, *r = NULL;
+	double t0 = kb_now_ns();
+	e = kr_uproc_spawn(&w, a->prog, wargv, &wa);
+	if (!e)
+		e = kr_uproc_spawn(&r, a->prog, rargv, &ra);
+	kr_upipe_close(mid, KR_UPIPE_READ);
+	kr_upipe_close(mid, KR_UPIPE_WRITE);
+	kr_upipe_close(out, KR_UPIPE_WRITE);
+	char buf[64];
+	long lines;
+	int de = r ? drain_upipe(out, buf, sizeof buf, &lines) : 0;
+	kr_upipe_close(out, KR_UPIPE_READ);
+	int ws = -1, rs = -1;
+	if (w && !e)
+		e = kr_uproc_wait(w, &ws);
+	if (r && !e)
+		e = kr_uproc_wait(r, &rs);
+	double t1 = kb_now_ns();
+	if (e || (e = de))
+		return e;
+	if (ws)
+		return bad_status(k, "the writer", ws, 0);
+	if (rs)
+		return bad_status(k, "the reader", rs, 0);
+	*total = (t1 - t0) / 1e6;
+	*transfer = atof(buf) / 1e6;
+	return 0;
+}
+
+static int pipe_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	for (int r = -1; r < c->reps; r++) {
+		double total, transfer;
+		int e = pipe_uprocs(arg, k, &total, &transfer);
+		if (e)
+			return e;
+		if (r >= 0) {
+			k->v[r] = total;
+			k->v[c->reps + r] = transfer;
+		}
+	}
+	k->nv = 2 * c->reps;
+	return 0;
+}
+
+/* The same with two processes and pipe(2); an error message or NULL. */
+static const char *pipe_procs(const struct pipe_arg *a, double *total, double *transfer)
+{
+	static char why[96];
+	int mid[2], out[2];
+	if (pipe2(mid, O_CLOEXEC))
+		return strerror(errno);
+	if (pipe2(out, O_CLOEXEC)) {
+		close(mid[0]);
+		close(mid[1]);
+		return strerror(errno);
+	}
+	char *wargv[] = {"karui-bench-uprog", "write", (char *)a->n, NULL};
+	char *rargv[] = {"karui-bench-uprog", "read", (char *)a->n, NULL};
+	double t0 = kb_now_ns();
+	pid_t w = start_proc(a->prog, wargv, -1, mid[1]);
+	pid_t r = start_proc(a->prog, rargv, mid[0], out[1]);
+	close(mid[0]);
+	close(mid[1]);
+	close(out[1]);
+	char buf[64] = "";
+	long lines;
+	drain_fd(out[0], buf, sizeof buf, &lines);
+	close(out[0]);
+	int ws = w < 0 ? -1 : wait_proc(w), rs = r < 0 ? -1 : wait_proc(r);
+	double t1 = kb_now_ns();
+	if (ws || rs) {
+		snprintf(why, sizeof why, "the %s ended with status %d", ws ? "writer" : "reader",
+			 ws ? ws : rs);
+		return why;
+	}
+	*total = (t1 - t0) / 1e6;
+	*transfer = atof(buf) / 1e6;
+	return NULL;
+}
+
+void kb_seed003_pipe(const kb_ctx *c)
+{
+	struct pipe_arg a;
+	char path[PATH_MAX];
+	if (!(a.prog = uprog_path(c, path, sizeof path))) {
+		kb_row_none(PIPE, "all", "failed", "karui-bench-uprog is not built");
+		return;
+	}
+	snprintf(a.n, sizeof a.n, "%ld", c->n ? c->n : (long)PIPE_BLOCKS);
+	double karui[2] = {0, 0};
+	for (unsigned vps = 2; vps >= 1; vps--) {
+		const char *sys = vps == 2 ? "karui" : "karui-1vp";
+		if (!kb_want(c, PIPE, sys))
+			continue;
+		struct kid k;
+		kid_run(c, vps, NULL, pipe_kid, &a, &k);
+		if (kid_failed(PIPE, sys, &k))
+			continue;
+		double t = kb_row(c, PIPE, sys, "total", "ms", k.v, c->reps, karui[0], -1);
+		double x = kb_row(c, PIPE, sys, "transfer", "ms", k.v + c->reps, c->reps, karui[1],
+				  -1);
+		if (vps == 2) {
+			karui[0] = t;
+			karui[1] = x;
+		}
+	}
+	if (!kb_want(c, PIPE, "unix-pipe"))
+		return;
+	double total[16], transfer[16];
+	for (int r = -1; r < c->reps; r++) {
+		double t = 0, x = 0;
+		const char *why = pipe_procs(&a, &t, &x);
+		if (why) {
+			kb_row_none(PIPE, "unix-pipe", "failed", why);
+			return;
+		}
+		if (r >= 0) {
+			total[r] = t;
+			transfer[r] = x;
+		}
+	}
+	kb_row(c, PIPE, "unix-pipe", "total", "ms", total, c->reps, karui[0], -1);
+	kb_row(c, PIPE, "unix-pipe", "transfer", "ms", transfer, c->reps, karui[1], -1);
+}
+
+/* ---------------- seed003.pipeline ---------------- */
+
+#define PIPELINE "seed003.pipeline"
+
+struct line_arg {
+	char words[PATH_MAX];   /* the file cat reads */
+	char cat[PATH_MAX], grep[PATH_MAX];
+	long matches;           /* its lines that contain PATTERN */
+	char line[PATH_MAX + 64];
+};
+
+/* words: WORDS, or copies of it in a temporary file up to WORDS_MIN bytes
+ * (*tmp set); the lines that contain PATTERN counted.  An error message or
+ * NULL. */
+static const char *words_file(struct line_arg *a, int *tmp)
+{
+	static char why[160];
+	*tmp = 0;
+	FILE *f = fopen(WORDS, "r");
+	if (!f) {
+		snprintf(why, sizeof why, WORDS ": %s (Debian package wamerican)", strerror(errno));
+		return why;
+	}
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	char buf[65536];
+	size_t got;
+	while (m && (got = fread(buf, 1, sizeof buf, f)) > 0)
+		fwrite(buf, 1, got, m);
+	fclose(f);
+	if (!m || fclose(m) || !len) {
+		free(text);
+		return "cannot read " WORDS;
+	}
+	long copies = (WORDS_MIN + (long)len - 1) / (long)len;
+	snprintf(a->words, sizeof a->words, WORDS);
+	if (copies > 1) {
+		snprintf(a->words, sizeof a->words, "/tmp/karui-bench-words-XXXXXX");
+		int fd = mkstemp(a->words);
+		FILE *o = fd < 0 ? NULL : fdopen(fd, "w");
+		for (long i = 0; o && i < copies; i++)
+			fwrite(text, 1, len, o);
+		if (!o || fclose(o)) {
+			if (fd >= 0)
+				unlink(a->words);
+			free(text);
+			return "cannot write the words file in /tmp";
+		}
+		*tmp = 1;
+	}
+	a->matches = 0;
+	for (char *s = text, *end = text + len; s < end;) {
+		char *nl = memchr(s, '\n', (size_t)(end - s));
+		size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
+		a->matches += memmem(s, l, PATTERN, strlen(PATTERN)) != NULL;
+		s += l + 1;
+	}
+	a->matches *= copies;
+	free(text);
+	return NULL;
+}
+
+/* PATH search, as a shell does it */
+static int find_prog(const char *name, char *out, size_t n)
+{
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (const char *p = path;; p++) {
+		const char *e = strchrnul(p, ':');
+		snprintf(out, n, "%.*s/%s", (int)(e - p), p, name);
+		if (e > p && access(out, X_OK) == 0)
+			return 0;
+		if (!*e)
+			return ENOENT;
+		p = e;
+	}
+}
+
+static int line_once(const struct line_arg *a, struct kid *k)
+{
+	kr_upipe *mid, *out;
+	int e = kr_upipe_create(&mid);
+	if (e)
+		return e;
+	if ((e = kr_upipe_create(&out))) {
+		kr_upipe_close(mid, KR_UPIPE_READ);
+		kr_upipe_close(mid, KR_UPIPE_WRITE);
+		return e;
+	}
+	kr_uproc_attr ca, ga;
+	kr_uproc_attr_init(&ca);
+	kr_uproc_attr_init(&ga);
+	kr_uproc_attr_fd_pipe(&ca, 1, mid, KR_UPIPE_WRITE);
+	kr_uproc_attr_fd_pipe(&ga, 0, mid, KR_UPIPE_READ);
+	kr_uproc_attr_fd_pipe(&ga, 1, out, KR_UPIPE_WRITE);
+	char *cargv[] = {"cat", (char *)a->words, NULL};
+	char *gargv[] = {"grep", PATTERN, NULL};
+	kr_uproc *cu = NULL, *gu = NULL;
+	e = kr_uproc_spawn(&cu, a->cat, cargv, &ca);
+	if (!e)
+		e = kr_uproc_spawn(&gu, a->grep, gargv, &ga);
+	kr_upipe_close(mid, KR_UPIPE_READ);
+	kr_upipe_close(mid, KR_UPIPE_WRITE);
+	kr_upipe_close(out, KR_UPIPE_WRITE);
+	char buf[64];
+	long lines = 0;
+	int de = gu ? drain_upipe(out, buf, sizeof buf, &lines) : 0;
+	kr_upipe_close(out, KR_UPIPE_READ);
+	int cs = -1, gs = -1;
+	if (cu && !e)
+		e = kr_uproc_wait(cu, &cs);
+	if (gu && !e)
+		e = kr_uproc_wait(gu, &gs);
+	if (e || (e = de))
+		return e;
+	if (cs)
+		return bad_status(k, "cat", cs, 0);
+	if (gs != !a->matches)
+		return bad_status(k, "grep", gs, !a->matches);
+	if (lines != a->matches) {
+		snprintf(k->why, sizeof k->why, "grep printed %ld lines, not %ld", lines,
+			 a->matches);
+		return -1;
+	}
+	return 0;
+}
+
+static int line_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	for (int r = -1; r < c->reps; r++) {
+		double t0 = kb_now_ns();
+		int e = line_once(arg, k);
+		if (e)
+			return e;
+		if (r >= 0)
+			k->v[k->nv++] = (kb_now_ns() - t0) / 1e6;
+	}
+	return 0;
+}
+
+/* A shell's runs of the line: NULL, or why not. */
+static const char *line_shell(const kb_ctx *c, const struct line_arg *a, const char *shell,
+			      double *v)
+{
+	static char why[128];
+	char *argv[] = {(char *)shell, "-c", (char *)a->line, NULL};
+	for (int r = -1; r < c->reps; r++) {
+		char buf[64];
+		long lines = 0;
+		double t0 = kb_now_ns();
+		int st = run_proc(shell, argv, buf, sizeof buf, &lines);
+		double t1 = kb_now_ns();
+		if (st != !a->matches) {
+			snprintf(why, sizeof why, "the line ended with status %d, not %d", st,
+				 !a->matches);
+			return why;
+		}
+		if (lines != a->matches) {
+			snprintf(why, sizeof why, "grep printed %ld lines, not %ld", lines,
+				 a->matches);
+			return why;
+		}
+		if (r >= 0)
+			v[r] = (t1 - t0) / 1e6;
+	}
+	return NULL;
+}
+
+void kb_seed003_pipeline(const kb_ctx *c)
+{
+	static struct line_arg a;
+	int tmp;
+	const char *why = words_file(&a, &tmp);
+	if (!why && (find_prog("cat", a.cat, sizeof a.cat) ||
+		     find_prog("grep", a.grep, sizeof a.grep)))
+		why = "no cat or grep in PATH";
+	if (why) {
+		kb_row_none(PIPELINE, "all", "skipped", why);
+		return;
+	}
+	snprintf(a.line, sizeof a.line, "cat %s | grep " PATTERN, a.words);
+	struct stat st;
+	if (!stat(a.words, &st))
+		fprintf(stderr, "karui-bench: " PIPELINE ": `%s` (%.2f MB, %ld matching lines)\n",
+			a.line, st.st_size / 1e6, a.matches);
+	double base = 0; /* karui-sh's median, else karui-uproc's */
+	char ksh[PATH_MAX];
+	snprintf(ksh, sizeof ksh, "%s/karui-sh", c->dir);
+	if (kb_want(c, PIPELINE, "karui-sh")) {
+		double v[16];
+		if (access(ksh, X_OK))
+			kb_row_none(PIPELINE, "karui-sh", "skipped", "build/bin/karui-sh not built");
+		else if ((why = line_shell(c, &a, ksh, v)))
+			kb_row_none(PIPELINE, "karui-sh", "failed", why);
+		else
+			base = kb_row(c, PIPELINE, "karui-sh", "cat|grep", "ms", v, c->reps, 0, -1);
+	}
+	for (unsigned vps = 2; vps >= 1; vps--) {
+		const char *sys = vps == 2 ? "karui-uproc" : "karui-uproc-1vp";
+		if (!kb_want(c, PIPELINE, sys))
+			continue;
+		struct kid k;
+		kid_run(c, vps, NULL, line_kid, &a, &k);
+		if (kid_failed(PIPELINE, sys, &k))
+			continue;
+		double m = kb_row(c, PIPELINE, sys, "cat|grep", "ms", k.v, k.nv, base, -1);
+		if (!base)
+			base = m;
+	}
+	static const char *const SH[] = {"bash", "dash"};
+	for (size_t i = 0; i < sizeof SH / sizeof *SH; i++) {
+		if (!kb_want(c, PIPELINE, SH[i]))
+			continue;
+		char path[PATH_MAX];
+		double v[16];
+		if (find_prog(SH[i], path, sizeof path))
+			kb_row_none(PIPELINE, SH[i], "skipped", "not installed");
+		else if ((why = line_shell(c, &a, path, v)))
+			kb_row_none(PIPELINE, SH[i], "failed", why);
+		else
+			kb_row(c, PIPELINE, SH[i], "cat|grep", "ms", v, c->reps, base, -1);
+	}
+	if (tmp)
+		unlink(a.words);
+}
+
+/* ---------------- uproc.syscall ---------------- */
+
+#define SYSCALL "uproc.syscall"
+
+struct sc_arg {
+	const char *prog;
+	char n[24];
+};
+
+static int syscall_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	const struct sc_arg *a = arg;
+	char *argv[] = {"karui-bench-uprog", "getppid", (char *)a->n, NULL};
+	for (int r = -1; r < c->reps; r++) {
+		kr_upipe *out;
+		int e = kr_upipe_create(&out);
+		if (e)
+			return e;
+		kr_uproc_attr at;
+		kr_uproc_attr_init(&at);
+		kr_uproc_attr_fd_pipe(&at, 1, out, KR_UPIPE_WRITE);
+		kr_uproc *up;
+		e = kr_uproc_spawn(&up, a->prog, argv, &at);
+		kr_upipe_close(out, KR_UPIPE_WRITE);
+		char buf[64];
+		long lines;
+		int de = e ? 0 : drain_upipe(out, buf, sizeof buf, &lines);
+		kr_upipe_close(out, KR_UPIPE_READ);
+		int st = -1;
+		if (e || (e = kr_uproc_wait(up, &st)) || (e = de))
+			return e;
+		if (st)
+			return bad_status(k, "karui-bench-uprog", st, 0);
+		if (r >= 0)
+			k->v[k->nv++] = atof(buf);
+	}
+	return 0;
+}
+
+void kb_uproc_syscall(const kb_ctx *c)
+{
+	struct sc_arg a;
+	char path[PATH_MAX];
+	if (!(a.prog = uprog_path(c, path, sizeof path))) {
+		kb_row_none(SYSCALL, "all", "failed", "karui-bench-uprog is not built");
+		return;
+	}
+	snprintf(a.n, sizeof a.n, "%ld", c->n ? c->n : c->quick ? 20000L : 200000L);
+	double karui = 0;
+	static const struct {
+		const char *sys, *rewrite;
+	} K[] = {{"karui", ""}, {"karui-trap", "0"}};
+	for (size_t i = 0; i < sizeof K / sizeof *K; i++) {
+		if (!kb_want(c, SYSCALL, K[i].sys))
+			continue;
+		struct kid k;
+		kid_run(c, 1, K[i].rewrite, syscall_kid, &a, &k);
+		if (kid_failed(SYSCALL, K[i].sys, &k))
+			continue;
+		double m = kb_row(c, SYSCALL, K[i].sys, "getppid", "ns", k.v, k.nv, karui, -1);
+		if (!i)
+			karui = m;
+	}
+	if (!kb_want(c, SYSCALL, "native"))
+		return;
+	char *argv[] = {"karui-bench-uprog", "getppid", a.n, NULL};
+	double v[16];
+	for (int r = -1; r < c->reps; r++) {
+		char buf[64];
+		long lines;
+		int st = run_proc(a.prog, argv, buf, sizeof buf, &lines);
+		if (st) {
+			char why[96];
+			snprintf(why, sizeof why, "karui-bench-uprog ended with status %d", st);
+			kb_row_none(SYSCALL, "native", "failed", why);
+			return;
+		}
+		if (r >= 0)
+			v[r] = atof(buf);
+	}
+	kb_row(c, SYSCALL, "native", "getppid", "ns", v, c->reps, karui, -1);
+}
+
+/* ---------------- uproc.count ---------------- */
+
+#define COUNT "uproc.count"
+
+/* What a set of mappings holds, in KiB (smaps), and its page tables. */
+struct mem {
+	double size, rss, pss, dirty, pte;
+	double lib_size, lib_rss; /* mappings of shared objects (*.so, *.so.N) */
+};
+
+static int is_lib(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	b = b ? b + 1 : path;
+	const char *so = strstr(b, ".so");
+	return so && (so[3] == 0 || so[3] == '.' || so[3] == '\n');
+}
+
+/* /proc/PID/smaps and VmPTE of /proc/PID/status ("self" for pid 0) */
+static int mem_of(pid_t pid, struct mem *m)
+{
+	char path[64], line[512];
+	memset(m, 0, sizeof *m);
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/smaps");
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return errno;
+	int lib = 0;
+	double v;
+	while (fgets(line, sizeof line, f)) {
+		char name[32];
+		unsigned long lo, hi;
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) == 2 && at > 0) {
+			lib = is_lib(line + at);
+			continue;
+		}
+		if (sscanf(line, "%31[^:]: %lf kB", name, &v) != 2)
+			continue;
+		if (!strcmp(name, "Size")) {
+			m->size += v;
+			if (lib)
+				m->lib_size += v;
+		} else if (!strcmp(name, "Rss")) {
+			m->rss += v;
+			if (lib)
+				m->lib_rss += v;
+		} else if (!strcmp(name, "Pss")) {
+			m->pss += v;
+		} else if (!strcmp(name, "Private_Dirty")) {
+			m->dirty += v;
+		}
+	}
+	fclose(f);
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/status");
+	if (!(f = fopen(path, "r")))
+		return errno;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmPTE: %lf", &v) == 1)
+			m->pte = v;
+	fclose(f);
+	return 0;
+}
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static long mappings(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int ch;
+	if (!f)
+		return -1;
+	while ((ch = getc(f)) != EOF)
+		n += ch == '\n';
+	fclose(f);
+	return n;
+}
+
+/* The metrics, in the order of struct kid's values: count, then the
+ * per-program figures. */
+static const struct {
+	const char *metric, *unit;
+} CM[] = {
+	{"count", "uprocs"},       {"rss", "KiB"},           {"pss", "KiB"},
+	{"private dirty", "KiB"},  {"address space", "KiB"}, {"libraries", "KiB"},
+	{"libraries rss", "KiB"},  {"page tables", "KiB"},
+};
+enum { NCM = sizeof CM / sizeof CM[0] };
+
+static void per(const struct mem *a, const struct mem *b, double n, double *v)
+{
+	v[1] = (b->rss - a->rss) / n;
+	v[2] = (b->pss - a->pss) / n;
+	v[3] = (b->dirty - a->dirty) / n;
+	v[4] = (b->size - a->size) / n;
+	v[5] = (b->lib_size - a->lib_size) / n;
+	v[6] = (b->lib_rss - a->lib_rss) / n;
+	v[7] = (b->pte - a->pte) / n;
+}
+
+struct count_arg {
+	char cat[PATH_MAX];
+	long max;
+};
+
+/* A pipe that has carried a byte, so that its ring's pages are resident. */
+static int warm_upipe(kr_upipe **p)
+{
+	char b = 'x';
+	size_t n;
+	int e = kr_upipe_create(p);
+	if (!e && !(e = kr_upipe_write(*p, &b, 1, &n)))
+		e = kr_upipe_read(*p, &b, 1, &n);
+	return e;
+}
+
+/* Start cat number i on in[i] and out[i] and see it echo a line: 0, -1
+ * (it ended as it started: k->why) or spawn's error. */
+static int count_one(const struct count_arg *a, kr_upipe **in, kr_upipe **out, kr_uproc **up,
+		     long i, struct kid *k)
+{
+	kr_uproc_attr at;
+	kr_uproc_attr_init(&at);
+	kr_uproc_attr_fd_pipe(&at, 0, in[i], KR_UPIPE_READ);
+	kr_uproc_attr_fd_pipe(&at, 1, out[i], KR_UPIPE_WRITE);
+	kr_uproc_attr_fd_close(&at, 2);
+	int e = kr_uproc_spawn(&up[i], a->cat, (char *[]){"cat", NULL}, &at);
+	if (e)
+		return e;
+	kr_upipe_close(in[i], KR_UPIPE_READ);
+	kr_upipe_close(out[i], KR_UPIPE_WRITE);
+	char b[2];
+	size_t n = 0, got = 1;
+	if (!kr_upipe_write(in[i], "x\n", 2, &got))
+		while (n < 2 && !kr_upipe_read(out[i], b + n, 2 - n, &got) && got)
+			n += got;
+	if (n == 2)
+		return 0;
+	int st = -1;
+	kr_upipe_close(in[i], KR_UPIPE_WRITE);
+	kr_uproc_wait(up[i], &st);
+	kr_upipe_close(out[i], KR_UPIPE_READ);
+	in[i] = out[i] = NULL;
+	snprintf(k->why, sizeof k->why, "cat %ld ended with status %d as it started", i + 1, st);
+	return -1;
+}
+
+/* cats started one by one up to a->max or the first failure; the memory
+ * figures are those of the first COUNT_PROCS (or a->max if fewer), whose
+ * pipes are made before the first measurement: they are the experiment's,
+ * not the μprocesses'. */
+static int count_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	const struct count_arg *a = arg;
+	long first = a->max < COUNT_PROCS ? a->max : COUNT_PROCS, n = 0, i;
+	kr_upipe **in = calloc((size_t)a->max, sizeof *in);
+	kr_upipe **out = calloc((size_t)a->max, sizeof *out);
+	kr_uproc **up = calloc((size_t)a->max, sizeof *up);
+	int e = in && out && up ? 0 : ENOMEM;
+	/* one cat run first: what the first μprocess sets up once is not a
+	 * μprocess's own */
+	kr_uproc *w;
+	int st;
+	if (!e && !(e = kr_uproc_spawn(&w, a->cat, (char *[]){"cat", "/dev/null", NULL}, NULL)))
+		e = kr_uproc_wait(w, &st);
+	for (i = 0; !e && i < first; i++)
+		if (!(e = warm_upipe(&in[i])))
+			e = warm_upipe(&out[i]);
+	struct mem m0, m1;
+	if (!e)
+		e = mem_of(0, &m0);
+	int why = 0; /* what stopped the count */
+	for (; !e && !why && n < a->max; n++) {
+		if (n >= first && ((why = kr_upipe_create(&in[n])) ||
+				   (why = kr_upipe_create(&out[n]))))
+			break;
+		if ((why = count_one(a, in, out, up, n, k)))
+			break;
+		if (n + 1 == first)
+			e = mem_of(0, &m1);
+	}
+	if (why && n < first)
+		e = why; /* too few for the memory figures */
+	else if (why > 0)
+		snprintf(k->why, sizeof k->why, "spawn %ld failed: %s", n + 1, strerror(why));
+	if (why && !e) {
+		size_t l = strlen(k->why);
+		snprintf(k->why + l, sizeof k->why - l, " (mappings %ld of vm.max_map_count %ld)",
+			 mappings(), read_long("/proc/sys/vm/max_map_count"));
+	}
+	if (!e) {
+		k->v[0] = (double)n;
+		per(&m0, &m1, (double)first, k->v);
+		k->nv = NCM;
+	}
+	for (i = 0; i < a->max; i++) {
+		if (i >= n && in[i])
+			kr_upipe_close(in[i], KR_UPIPE_READ);
+		if (in[i])
+			kr_upipe_close(in[i], KR_UPIPE_WRITE);
+		if (i < n && !e) {
+			int s = -1, we = kr_uproc_wait(up[i], &s);
+			if (we || s)
+				e = we ? we : bad_status(k, "cat", s, 0);
+		} else if (i < n) {
+			kr_uproc_wait(up[i], NULL);
+		}
+		if (i >= n && out[i])
+			kr_upipe_close(out[i], KR_UPIPE_WRITE);
+		if (out[i])
+			kr_upipe_close(out[i], KR_UPIPE_READ);
+	}
+	free(in);
+	free(out);
+	free(up);
+	return e;
+}
+
+/* n cat processes on pipes, each having echoed a line: their summed
+ * figures per process in v[1..]; an error message or NULL. */
+static const char *count_procs(const char *cat, long n, double *v)
+{
+	static char why[128];
+	int *in = calloc((size_t)n, sizeof *in);
+	pid_t *pid = calloc((size_t)n, sizeof *pid);
+	int out[2] = {-1, -1};
+	const char *err = NULL;
+	long started = 0;
+	if (!in || !pid || pipe2(out, O_CLOEXEC)) {
+		err = "no memory or no pipe";
+		goto done;
+	}
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	for (; started < n; started++) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC)) {
+			snprintf(why, sizeof why, "pipe: %s after %ld", strerror(errno), started);
+			err = why;
+			break;
+		}
+		pid_t child = fork();
+		if (child == 0) {
+			if (dup2(p[0], 0) < 0 || dup2(out[1], 1) < 0 ||
+			    (devnull >= 0 && dup2(devnull, 2) < 0))
+				_exit(127);
+			execv(cat, (char *[]){"cat", NULL});
+			_exit(127);
+		}
+		close(p[0]);
+		if (child < 0) {
+			close(p[1]);
+			snprintf(why, sizeof why, "fork: %s after %ld", strerror(errno), started);
+			err = why;
+			break;
+		}
+		in[started] = p[1];
+		pid[started] = child;
+	}
+	if (devnull >= 0)
+		close(devnull);
+	close(out[1]);
+	for (long i = 0; i < started && !err; i++)
+		if (write(in[i], "x\n", 2) != 2)
+			err = "a cat does not read";
+	char buf[4096];
+	for (long left = 2 * started; left > 0 && !err;) {
+		ssize_t got = read(out[0], buf, sizeof buf);
+		if (got <= 0)
+			err = "a cat does not echo";
+		left -= got;
+	}
+	struct mem sum = {0}, zero = {0};
+	for (long i = 0; i < started && !err; i++) {
+		struct mem m;
+		if (mem_of(pid[i], &m)) {
+			err = "cannot read a cat's smaps";
+			break;
+		}
+		sum.size += m.size;
+		sum.rss += m.rss;
+		sum.pss += m.pss;
+		sum.dirty += m.dirty;
+		sum.pte += m.pte;
+		sum.lib_size += m.lib_size;
+		sum.lib_rss += m.lib_rss;
+	}
+	if (!err)
+		per(&zero, &sum, (double)started, v);
+	for (long i = 0; i < started; i++) {
+		close(in[i]);
+		int s = wait_proc(pid[i]);
+		if (!err && s) {
+			snprintf(why, sizeof why, "cat ended with status %d", s);
+			err = why;
+		}
+	}
+done:
+	if (out[0] >= 0)
+		close(out[0]);
+	free(in);
+	free(pid);
+	return err;
+}
+
+void kb_uproc_count(const kb_ctx *c)
+{
+	struct count_arg a;
+	if (find_prog("cat", a.cat, sizeof a.cat)) {
+		kb_row_none(COUNT, "all", "skipped", "no cat in PATH");
+		return;
+	}
+	a.max = c->n ? c->n : c->quick ? 1000 : 100000;
+	double karui[NCM] = {0};
+	if (kb_want(c, COUNT, "karui")) {
+		struct kid k;
+		kid_run(c, 2, NULL, count_kid, &a, &k);
+		if (!kid_failed(COUNT, "karui", &k)) {
+			for (int i = 0; i < NCM; i++)
+				karui[i] = kb_row_note(c, COUNT, "karui", CM[i].metric, CM[i].unit,
+						       &k.v[i], 1, 0, -1,
+						       i == 0 && k.why[0] ? k.why : NULL);
+		}
+	}
+	if (!kb_want(c, COUNT, "process"))
+		return;
+	long n = a.max < COUNT_PROCS ? a.max : COUNT_PROCS;
+	double v[NCM];
+	const char *why = count_procs(a.cat, n, v);
+	if (why) {
+		kb_row_none(COUNT, "process", "failed", why);
+		return;
+	}
+	for (int i = 1; i < NCM; i++)
+		kb_row(c, COUNT, "process", CM[i].metric, CM[i].unit, &v[i], 1, karui[i], -1);
+}
