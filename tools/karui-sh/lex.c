@@ -74,6 +74,12 @@ static enum ksh_status dollar(struct ksh_lexer *lx)
 	return KSH_OK;
 }
 
+/* A backslash-newline that ends the input joins it to a line to come. */
+static bool joins_next_line(const struct ksh_lexer *lx)
+{
+	return !lx->final && lx->pos + 2 == lx->len && lx->s[lx->pos + 1] == '\n';
+}
+
 /* A backslash at lx->pos, outside single quotes: it and what it escapes. */
 static enum ksh_status backslash(struct ksh_lexer *lx)
 {
@@ -83,6 +89,8 @@ static enum ksh_status backslash(struct ksh_lexer *lx)
 		lx->pos++; /* a backslash that ends the input stands for itself */
 		return KSH_OK;
 	}
+	if (joins_next_line(lx))
+		return KSH_MORE;
 	lx->line += lx->s[lx->pos + 1] == '\n';
 	lx->pos += 2;
 	return KSH_OK;
@@ -167,6 +175,8 @@ enum ksh_status ksh_lex(struct ksh_lexer *lx, struct ksh_token *t)
 		while (lx->pos < lx->len && (s[lx->pos] == ' ' || s[lx->pos] == '\t'))
 			lx->pos++;
 		if (lx->pos + 1 < lx->len && s[lx->pos] == '\\' && s[lx->pos + 1] == '\n') {
+			if (joins_next_line(lx))
+				return KSH_MORE;
 			lx->pos += 2;
 			lx->line++;
 			continue;
