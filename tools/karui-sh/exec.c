@@ -32,8 +32,9 @@
  * (NAME=value sets shell variables).  NAME=value before a built-in holds
  * while it runs; before a program, in its environment only.
  *
- * Errors of expansion (bad substitution) end the command line, and a
- * non-interactive shell, with status 1, as in bash.
+ * An error of expansion (bad substitution) ends a command alone, the
+ * command line and a non-interactive shell with status 1; in a pipeline,
+ * its stage alone (bash's subshell).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -469,8 +470,8 @@ static void start_program(struct stage *s, struct ksh_link *in, struct ksh_link 
 	free(path);
 }
 
-/* Expansion failed: the stage ends with 1, and so does the command line
- * (and a non-interactive shell). */
+/* Expansion of a command alone failed: it ends with 1, and so does the
+ * command line (and a non-interactive shell). */
 static void expansion_failed(struct stage *s)
 {
 	fail(s, 1);
@@ -482,7 +483,6 @@ static void expansion_failed(struct stage *s)
 static void start_stage(struct stage *s, struct ksh_link *in, struct ksh_link *out)
 {
 	struct shell *sh = s->sh;
-	sh->line = s->cmd->line;
 	bool expanded = s->expanded || expand_stage(s) == 0;
 	bool program = expanded && s->argv.n && !(s->builtin = ksh_builtin(s->argv.v[0]));
 	bool karui = program && sh->stages != KSH_STAGES_CHILD && !sh->uproc_off;
@@ -492,7 +492,7 @@ static void start_stage(struct stage *s, struct ksh_link *in, struct ksh_link *o
 		ksh_say(sh, 2, "cannot make a pipe: %s", strerror(e));
 		fail(s, 1);
 	} else if (!expanded) {
-		expansion_failed(s);
+		fail(s, 1); /* a subshell's error: the pipeline goes on */
 	} else if (redirect_all(s) < 0) {
 		fail(s, 1);
 	} else if (!s->argv.n) {
@@ -593,10 +593,10 @@ static int run_assignments(struct stage *s)
 
 static int run_pipeline(struct shell *sh, const struct ksh_pipeline *pl)
 {
+	sh->line = pl->cmd[0].line; /* not changed while the stages run */
 	if (pl->ncmd > 1)
 		return run_stages(sh, pl, NULL);
 	struct stage s = {.sh = sh, .cmd = &pl->cmd[0]};
-	sh->line = s.cmd->line;
 	int status;
 	if (expand_stage(&s) < 0) {
 		expansion_failed(&s);

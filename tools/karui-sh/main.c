@@ -26,8 +26,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <locale.h>
 #include <limits.h>
+#include <locale.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -236,12 +237,21 @@ int main(int argc, char **argv)
 		in = ksh_input_fd(fd, false);
 	} else if (isatty(0)) {
 		in = ksh_input_terminal(&sh);
-		signal(SIGINT, SIG_IGN);
+		signal(SIGINT, SIG_IGN); /* for the commands it runs, not for the shell */
 		signal(SIGQUIT, SIG_IGN);
 	} else {
 		sh.source = "";
 		in = ksh_input_fd(0, true);
 	}
+	/* The shell's own writes (messages, built-ins) to a pipe nobody reads
+	 * fail with EPIPE instead of ending it: SIGPIPE is blocked on its
+	 * thread, as karui's VPs block it.  Blocked, not ignored: a disposition
+	 * is the whole process's, which its μprocesses run in.  Children start
+	 * with an empty mask (run_child.c). */
+	sigset_t pipe_sig;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
 	sh.args = argv + i;
 	sh.nargs = argc - i;
 
