@@ -12,8 +12,8 @@
  *                     with ENOEXEC what it cannot load (a #! script,
  *                     another architecture), with EPERM a setuid or setgid
  *                     program, with ENOTSUP everything where the layer
- *                     cannot run (no Syscall User Dispatch, qemu-user, a
- *                     library built without it).
+ *                     cannot run (no Syscall User Dispatch or FSGSBASE,
+ *                     not x86-64, qemu-user).
  *   ksh_runner_child  a child process (posix_spawn), which can run
  *                     anything execve can (run_child.c).
  *

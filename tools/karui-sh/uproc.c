@@ -20,10 +20,11 @@
  * karui pipe's read end (the μprocess gets EPIPE and SIGPIPE, as a
  * process writing to a pipe nobody reads would).
  *
- * Until the library carries the image layer (src/image/; the build
- * defines KSH_HAVE_IMAGE when it does), its calls are weak references
- * that stay NULL, and every spawn is ENOTSUP: karui-sh then runs every
- * stage as a child process, as it does where the layer cannot run.
+ * Where the image layer cannot run (no Syscall User Dispatch or
+ * FSGSBASE, another architecture, qemu-user), kr_uproc_spawn says ENOTSUP
+ * and the executor runs every stage as a child process; kr_upipe_create
+ * still works, and the executor stops asking for karui pipes once it
+ * has seen ENOTSUP.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,33 +33,10 @@
 
 #include "run.h"
 
-#ifndef KSH_HAVE_IMAGE
-#pragma weak kr_uproc_attr_init
-#pragma weak kr_uproc_attr_fd_host
-#pragma weak kr_uproc_attr_fd_pipe
-#pragma weak kr_uproc_attr_fd_close
-#pragma weak kr_uproc_spawn
-#pragma weak kr_uproc_wait
-#pragma weak kr_upipe_create
-#pragma weak kr_upipe_close
-#pragma weak kr_upipe_read
-#endif
-
 _Static_assert(KSH_FDS <= KR_UPROC_ATTR_FDS, "a stage's fds must fit a μprocess's attributes");
-
-static bool image_layer(void)
-{
-#ifdef KSH_HAVE_IMAGE
-	return true;
-#else
-	return kr_uproc_spawn != NULL;
-#endif
-}
 
 static int uproc_spawn(const struct ksh_spawn *s, struct ksh_proc *p)
 {
-	if (!image_layer())
-		return ENOTSUP;
 	kr_uproc_attr a;
 	int err = kr_uproc_attr_init(&a);
 	a.cwd = s->cwd;
@@ -105,7 +83,7 @@ static int kernel_pipe(struct ksh_link *l)
 int ksh_link_open(struct ksh_link *l, bool karui)
 {
 	*l = (struct ksh_link){.rfd = -1, .wfd = -1};
-	if (karui && image_layer() && kr_upipe_create(&l->up) == 0) {
+	if (karui && kr_upipe_create(&l->up) == 0) {
 		l->up_r = l->up_w = true;
 		return 0;
 	}
