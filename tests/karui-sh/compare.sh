@@ -41,13 +41,15 @@ fresh() {
 	: >"$dir/.dot"
 }
 
-# run NAME COMMAND...: in a fresh $dir, with a fixed environment
+# run NAME COMMAND...: in a fresh $dir, with a fixed environment (and the
+# sanitizer's options of an ASan build)
 run() {
 	name=$1
 	shift
 	fresh
 	(cd "$dir" && env -i PATH=/usr/bin:/bin HOME="$dir/home" LC_ALL=C X=exported \
-		KARUI_SH_STAGES="$stages" "$@" >"$root/$name.out" 2>"$root/$name.err")
+		KARUI_SH_STAGES="$stages" ${LSAN_OPTIONS:+LSAN_OPTIONS="$LSAN_OPTIONS"} \
+		"$@" >"$root/$name.out" 2>"$root/$name.err")
 	echo $? >"$root/$name.status"
 }
 
