@@ -22,6 +22,9 @@ have_cmd aarch64-linux-gnu-gcc || want gcc-aarch64-linux-gnu
 [ -e /usr/include/liburing.h ] || want liburing-dev
 [ -e /usr/include/boost/context/detail/fcontext.hpp ] || want libboost-context-dev
 [ -e /usr/include/boost/fiber/all.hpp ] || want libboost-fiber-dev
+# karui-sh: line editing, and the word list its tests pipe through programs
+[ -e /usr/include/editline/readline.h ] || want libedit-dev
+[ -e /usr/share/dict/words ] || want wamerican
 # Go is a benchmark peer only; a toolchain already on the machine will do.
 have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
 # scripts/report's plots (its test too): the distribution's matplotlib, for
