@@ -77,6 +77,8 @@ static struct {
 	int state;                    /* 0 not tried, 1 ready, else the error */
 	struct sigaction old[32];     /* fault handlers before ours */
 	pid_t next_pid;
+	pthread_key_t vpkey;          /* disarms a thread that ends */
+	struct kr__img_vp armed;      /* the list of armed threads' records */
 	int rewrite;                  /* KARUI_UPROC_REWRITE=0 turns it off */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -109,7 +111,22 @@ struct ksigaction {
 	uint64_t mask;
 };
 
-/* Arm the calling VP: %gs, the selector, dispatch on. */
+/* A thread that ran μprocesses ends: dispatch off, its record freed. */
+static void disarm(void *p)
+{
+	struct kr__img_vp *v = p;
+	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
+	wrgsbase(0);
+	tvp = NULL;
+	pthread_mutex_lock(&G.lock);
+	v->prev->next = v->next;
+	v->next->prev = v->prev;
+	pthread_mutex_unlock(&G.lock);
+	free(v);
+}
+
+/* Arm the calling VP: %gs, the selector, dispatch on.  Its record stays
+ * until the thread ends (disarm), in a list, so that it is never lost. */
 static int arm(void)
 {
 	if (tvp)
@@ -121,12 +138,23 @@ static int arm(void)
 		return ENOMEM;
 	memset(v, 0, 64);
 	v->host_fs = rdfsbase();
+	if (pthread_setspecific(G.vpkey, v)) {
+		free(v);
+		return ENOMEM;
+	}
 	if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)kr__img_gate,
 		  (unsigned long)(kr__img_gate_end - kr__img_gate), &v->selector)) {
 		int e = errno;
+		pthread_setspecific(G.vpkey, NULL);
 		free(v);
 		return e == EINVAL ? ENOTSUP : e;
 	}
+	pthread_mutex_lock(&G.lock);
+	v->next = G.armed.next;
+	v->prev = &G.armed;
+	v->next->prev = v;
+	G.armed.next = v;
+	pthread_mutex_unlock(&G.lock);
 	wrgsbase((uint64_t)v);
 	tvp = v;
 	return 0;
@@ -144,6 +172,9 @@ static int install_handlers(void)
 		return ENOTSUP;
 	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
 
+	G.armed.next = G.armed.prev = &G.armed;
+	if (pthread_key_create(&G.vpkey, disarm))
+		return EAGAIN;
 	struct ksigaction ks = {.handler = kr__img_sigsys,
 				.flags = SA_SIGINFO | SA_NODEFER | KSA_RESTORER,
 				.restorer = kr__img_restorer};

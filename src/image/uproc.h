@@ -159,5 +159,6 @@ struct kr__img_vp {
 	uint8_t selector;   /* offset 0: Syscall User Dispatch's selector byte */
 	uint8_t pad[7];
 	uint64_t host_fs;   /* offset 8: the VP's own thread pointer */
+	struct kr__img_vp *next, *prev; /* every armed thread's (uproc.c) */
 };
 #endif
