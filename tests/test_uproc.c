@@ -532,6 +532,56 @@ static void cpuid_answers_are_the_processors(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* cat | wc -c over a karui pipe, on two VPs, many times: the stages wait
+ * in trapped calls and go on on the other VP, while their ld.so's
+ * faults (cpuid) run on the VPs' alternate stacks; each VP must keep its
+ * own alternate stack and signal mask through the μprocesses' returns. */
+static void pipelines_on_two_vps_keep_each_vps_signal_state(void)
+{
+	start(2);
+	need_uprocs();
+	stack_t mine;
+	KT_EQ(sigaltstack(NULL, &mine), 0);
+	for (int r = 0; r < (KT_TSAN ? 20 : 200); r++) {
+		kr_upipe *mid, *po;
+		KT_EQ(kr_upipe_create(&mid), 0);
+		KT_EQ(kr_upipe_create(&po), 0);
+		kr_uproc_attr a, b;
+		KT_EQ(kr_uproc_attr_init(&a), 0);
+		KT_EQ(kr_uproc_attr_init(&b), 0);
+		KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, mid, KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_uproc_attr_fd_pipe(&b, 0, mid, KR_UPIPE_READ), 0);
+		KT_EQ(kr_uproc_attr_fd_pipe(&b, 1, po, KR_UPIPE_WRITE), 0);
+		kr_uproc *c, *w;
+		char *cat[] = {"cat", (char *)probe, (char *)probe, NULL}, *wc[] = {"wc", "-c", NULL};
+		KT_EQ(kr_uproc_spawn(&c, "/bin/cat", cat, &a), 0);
+		KT_EQ(kr_uproc_spawn(&w, "/usr/bin/wc", wc, &b), 0);
+		KT_EQ(kr_upipe_close(mid, KR_UPIPE_READ), 0);
+		KT_EQ(kr_upipe_close(mid, KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_upipe_close(po, KR_UPIPE_WRITE), 0);
+		char out[64];
+		size_t len = 0, n;
+		do {
+			KT_EQ(kr_upipe_read(po, out + len, sizeof out - 1 - len, &n), 0);
+			len += n;
+		} while (n);
+		out[len] = 0;
+		KT_EQ(kr_upipe_close(po, KR_UPIPE_READ), 0);
+		int s1 = -1, s2 = -1;
+		KT_EQ(kr_uproc_wait(c, &s1), 0);
+		KT_EQ(kr_uproc_wait(w, &s2), 0);
+		KT_EQ(s1, 0);
+		KT_EQ(s2, 0);
+		struct stat st;
+		KT_EQ(stat(probe, &st), 0);
+		KT_EQ(atol(out), 2 * st.st_size);
+	}
+	stack_t now;
+	KT_EQ(sigaltstack(NULL, &now), 0);
+	KT_CHECK(now.ss_sp == mine.ss_sp && now.ss_size == mine.ss_size);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void a_static_pie_program_runs_too(void)
 {
 	start(1);
@@ -567,6 +617,7 @@ int main(int argc, char **argv)
 	KT_RUN(writing_to_a_pipe_without_readers_ends_by_sigpipe);
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
 	KT_RUN(a_static_pie_program_runs_too);
+	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);
 	KT_RUN(with_rewriting_off_every_call_traps);

@@ -397,6 +397,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	struct kr_uproc *up = kr__uproc_self();
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = {g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
+	struct kr__img_vp *vp = tvp;
 	up->nsys++;
 	long nr = g[REG_RAX];
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
@@ -408,6 +409,18 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 			a[2], a[3], (long)g[REG_RAX]);
 	if (!tvp && arm())
 		kr__uproc_end(up, 128 + SIGSYS); /* cannot go on here */
+	if (tvp != vp) {
+		/* It waited and goes on on another VP, whose rt_sigreturn would
+		 * install the first one's alternate stack and signal mask from
+		 * the frame: this VP's own instead (the kernel's frame holds 8
+		 * bytes of mask). */
+		stack_t ss;
+		sigset_t m;
+		if (sigaltstack(NULL, &ss) == 0)
+			uc->uc_stack = ss;
+		if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
+			memcpy(&uc->uc_sigmask, &m, 8);
+	}
 	return up->fs;
 }
 
