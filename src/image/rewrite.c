@@ -262,28 +262,39 @@ static int is_filler(const uint8_t *p, unsigned len)
 	return i < len && (p[i] == 0x90 || (i + 1 < len && p[i] == 0x0f && p[i + 1] == 0x1f));
 }
 
-/* A slot in the dead filler inside function f: a run of filler right
- * after an unconditional jmp, ret or trap, holding no branch target (a
- * compiler branches to the aligned label after such a run, never into
- * it).  Needs every instruction of f decoded. */
-static uintptr_t inner_slot(struct kr__rw *rw, struct range f, uintptr_t from)
+/* Function f's dead filler: runs of filler right after an unconditional
+ * jmp, ret or trap, and the targets of its direct branches (a compiler
+ * branches to the aligned label after such a run, never into it).  Needs
+ * every instruction of f decoded.  The last function scanned is kept per
+ * thread: a plan asks for many sites of one function. */
+enum { MAXT = 2048, MAXRUN = 128 };
+struct fnscan {
+	uintptr_t lo, hi;
+	int ok;
+	unsigned nt, nrun;
+	uintptr_t tg[MAXT];
+	struct range run[MAXRUN];
+};
+
+static void scan_fn(struct fnscan *sc, struct range f)
 {
-	enum { MAXT = 2048 };
-	static __thread uintptr_t tg[MAXT];
-	unsigned nt = 0;
 	struct kr__insn in;
+	sc->lo = f.lo;
+	sc->hi = f.hi;
+	sc->ok = 0;
+	sc->nt = sc->nrun = 0;
 	for (uintptr_t p = f.lo; p < f.hi; p += in.len) {
 		if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
-			return 0;
+			return;
 		if (in.kind == KR_INSN_JMP || in.kind == KR_INSN_JCC || in.kind == KR_INSN_CALL) {
-			if (nt == MAXT)
-				return 0;
-			tg[nt++] = p + (uintptr_t)in.target;
+			if (sc->nt == MAXT)
+				return;
+			sc->tg[sc->nt++] = p + (uintptr_t)in.target;
 		}
 	}
 	int dead = 0;
 	uintptr_t run = 0;
-	for (uintptr_t p = f.lo; p <= f.hi; p += in.len) {
+	for (uintptr_t p = f.lo;; p += in.len) {
 		int filler = 0;
 		in.len = 1;
 		if (p < f.hi) {
@@ -295,20 +306,33 @@ static uintptr_t inner_slot(struct kr__rw *rw, struct range f, uintptr_t from)
 				run = p;
 			continue;
 		}
-		for (uintptr_t s = run; run && s + 5 <= p; s++) {
-			int hit = 0;
-			for (unsigned t = 0; t < nt && !hit; t++)
-				hit = tg[t] >= s && tg[t] < s + 5;
-			if (!hit && reach8(s, from) && slot_free(rw, s))
-				return s;
-		}
+		if (run && p - run >= 5 && sc->nrun < MAXRUN)
+			sc->run[sc->nrun++] = (struct range){run, p};
 		run = 0;
+		if (p >= f.hi)
+			break;
 		if (!filler)
 			dead = in.kind == KR_INSN_JMP || in.kind == KR_INSN_RET ||
 			       in.kind == KR_INSN_JMP_IND || in.kind == KR_INSN_UD;
-		if (p == f.hi)
-			break;
 	}
+	sc->ok = 1;
+}
+
+static uintptr_t inner_slot(struct kr__rw *rw, struct range f, uintptr_t from)
+{
+	static __thread struct fnscan sc;
+	if (sc.lo != f.lo || sc.hi != f.hi)
+		scan_fn(&sc, f);
+	if (!sc.ok)
+		return 0;
+	for (unsigned r = 0; r < sc.nrun; r++)
+		for (uintptr_t s = sc.run[r].lo; s + 5 <= sc.run[r].hi; s++) {
+			int hit = 0;
+			for (unsigned t = 0; t < sc.nt && !hit; t++)
+				hit = sc.tg[t] >= s && sc.tg[t] < s + 5;
+			if (!hit && reach8(s, from) && slot_free(rw, s))
+				return s;
+		}
 	return 0;
 }
 
@@ -512,8 +536,9 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 	}
 	for (uint32_t i = 0; i < e.n && pl->n < 64; i++) {
 		struct range f;
-		if (!fde_range(e.hdr, e.tab, i, &f) || f.lo < img->xlo || f.hi > img->xhi)
-			continue;
+		if (!fde_range(e.hdr, e.tab, i, &f) || f.lo < img->xlo || f.hi > img->xhi ||
+		    !memmem((const void *)f.lo, f.hi - f.lo, "\x0f\xa2", 2))
+			continue; /* no cpuid's bytes: nothing to decode */
 		struct kr__insn in;
 		for (uintptr_t p = f.lo; p < f.hi && pl->n < 64; p += in.len) {
 			if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
