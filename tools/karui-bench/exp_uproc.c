@@ -357,11 +357,14 @@ struct pipe_arg {
 	char n[24];
 };
 
-/* One run: *total and *transfer in ms; 0, an errno code or -1 (k->why). */
-static int pipe_uprocs(const struct pipe_arg *a, struct kid *k, double *total,
-		       double *transfer)
+/* a | b as μprocesses joined by a karui pipe, b's stdout drained into buf
+ * (its lines counted); their statuses in *as and *bs (-1: not run).
+ * 0 or an errno code. */
+static int two_uprocs(const char *apath, char *const *aargv, const char *bpath,
+		      char *const *bargv, char *buf, size_t cap, long *lines, int *as, int *bs)
 {
 	kr_upipe *mid, *out;
+	*as = *bs = -1;
 	int e = kr_upipe_create(&mid);
 	if (e)
 		return e;
@@ -370,33 +373,42 @@ static int pipe_uprocs(const struct pipe_arg *a, struct kid *k, double *total,
 		kr_upipe_close(mid, KR_UPIPE_WRITE);
 		return e;
 	}
-	kr_uproc_attr wa, ra;
-	kr_uproc_attr_init(&wa);
-	kr_uproc_attr_init(&ra);
-	kr_uproc_attr_fd_pipe(&wa, 1, mid, KR_UPIPE_WRITE);
-	kr_uproc_attr_fd_pipe(&ra, 0, mid, KR_UPIPE_READ);
-	kr_uproc_attr_fd_pipe(&ra, 1, out, KR_UPIPE_WRITE);
-	char *wargv[] = {"karui-bench-uprog", "write", (char *)a->n, NULL};
-	char *rargv[] = {"karui-bench-uprog", "read", (char *)a->n, NULL};
-	kr_uproc *w = NULL, *r = NULL;
-	double t0 = kb_now_ns();
-	e = kr_uproc_spawn(&w, a->prog, wargv, &wa);
+	kr_uproc_attr aa, ba;
+	kr_uproc_attr_init(&aa);
+	kr_uproc_attr_init(&ba);
+	kr_uproc_attr_fd_pipe(&aa, 1, mid, KR_UPIPE_WRITE);
+	kr_uproc_attr_fd_pipe(&ba, 0, mid, KR_UPIPE_READ);
+	kr_uproc_attr_fd_pipe(&ba, 1, out, KR_UPIPE_WRITE);
+	kr_uproc *au = NULL, *bu = NULL;
+	e = kr_uproc_spawn(&au, apath, aargv, &aa);
 	if (!e)
-		e = kr_uproc_spawn(&r, a->prog, rargv, &ra);
+		e = kr_uproc_spawn(&bu, bpath, bargv, &ba);
 	kr_upipe_close(mid, KR_UPIPE_READ);
 	kr_upipe_close(mid, KR_UPIPE_WRITE);
 	kr_upipe_close(out, KR_UPIPE_WRITE);
+	*lines = 0;
+	int de = bu ? drain_upipe(out, buf, cap, lines) : 0;
+	kr_upipe_close(out, KR_UPIPE_READ);
+	if (au && !e)
+		e = kr_uproc_wait(au, as);
+	if (bu && !e)
+		e = kr_uproc_wait(bu, bs);
+	return e ? e : de;
+}
+
+/* One run: *total and *transfer in ms; 0, an errno code or -1 (k->why). */
+static int pipe_uprocs(const struct pipe_arg *a, struct kid *k, double *total,
+		       double *transfer)
+{
+	char *wargv[] = {"karui-bench-uprog", "write", (char *)a->n, NULL};
+	char *rargv[] = {"karui-bench-uprog", "read", (char *)a->n, NULL};
 	char buf[64];
 	long lines;
-	int de = r ? drain_upipe(out, buf, sizeof buf, &lines) : 0;
-	kr_upipe_close(out, KR_UPIPE_READ);
-	int ws = -1, rs = -1;
-	if (w && !e)
-		e = kr_uproc_wait(w, &ws);
-	if (r && !e)
-		e = kr_uproc_wait(r, &rs);
+	int ws, rs;
+	double t0 = kb_now_ns();
+	int e = two_uprocs(a->prog, wargv, a->prog, rargv, buf, sizeof buf, &lines, &ws, &rs);
 	double t1 = kb_now_ns();
-	if (e || (e = de))
+	if (e)
 		return e;
 	if (ws)
 		return bad_status(k, "the writer", ws, 0);
@@ -586,40 +598,13 @@ static int find_prog(const char *name, char *out, size_t n)
 
 static int line_once(const struct line_arg *a, struct kid *k)
 {
-	kr_upipe *mid, *out;
-	int e = kr_upipe_create(&mid);
-	if (e)
-		return e;
-	if ((e = kr_upipe_create(&out))) {
-		kr_upipe_close(mid, KR_UPIPE_READ);
-		kr_upipe_close(mid, KR_UPIPE_WRITE);
-		return e;
-	}
-	kr_uproc_attr ca, ga;
-	kr_uproc_attr_init(&ca);
-	kr_uproc_attr_init(&ga);
-	kr_uproc_attr_fd_pipe(&ca, 1, mid, KR_UPIPE_WRITE);
-	kr_uproc_attr_fd_pipe(&ga, 0, mid, KR_UPIPE_READ);
-	kr_uproc_attr_fd_pipe(&ga, 1, out, KR_UPIPE_WRITE);
 	char *cargv[] = {"cat", (char *)a->words, NULL};
 	char *gargv[] = {"grep", PATTERN, NULL};
-	kr_uproc *cu = NULL, *gu = NULL;
-	e = kr_uproc_spawn(&cu, a->cat, cargv, &ca);
-	if (!e)
-		e = kr_uproc_spawn(&gu, a->grep, gargv, &ga);
-	kr_upipe_close(mid, KR_UPIPE_READ);
-	kr_upipe_close(mid, KR_UPIPE_WRITE);
-	kr_upipe_close(out, KR_UPIPE_WRITE);
 	char buf[64];
-	long lines = 0;
-	int de = gu ? drain_upipe(out, buf, sizeof buf, &lines) : 0;
-	kr_upipe_close(out, KR_UPIPE_READ);
-	int cs = -1, gs = -1;
-	if (cu && !e)
-		e = kr_uproc_wait(cu, &cs);
-	if (gu && !e)
-		e = kr_uproc_wait(gu, &gs);
-	if (e || (e = de))
+	long lines;
+	int cs, gs;
+	int e = two_uprocs(a->cat, cargv, a->grep, gargv, buf, sizeof buf, &lines, &cs, &gs);
+	if (e)
 		return e;
 	if (cs)
 		return bad_status(k, "cat", cs, 0);
