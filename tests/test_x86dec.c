@@ -9,6 +9,9 @@
 #define _GNU_SOURCE
 #include <elf.h>
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include "kt.h"
 #include "uproc.h"
 
@@ -385,6 +388,43 @@ static void compare_with_objdump(const char *path, int unknowns_allowed)
 	free(f);
 }
 
+/* The image layer saves no vector state for a system call made inside a
+ * C library's wrapper that uses none (read, write, ...), and saves it
+ * everywhere else: this process's own libc, as a μprocess's would be. */
+static int libc_base(struct dl_phdr_info *i, size_t n, void *out)
+{
+	(void)n;
+	if (strstr(i->dlpi_name, "libc.so"))
+		*(uintptr_t *)out = i->dlpi_addr;
+	return 0;
+}
+
+static uintptr_t syscall_in(void *fn)
+{
+	const uint8_t *p = fn;
+	struct kr__insn in;
+	for (int i = 0; i < 64; i++, p += in.len) {
+		KT_CHECK(kr__x86_decode(p, 16, &in) > 0);
+		if (in.kind == KR_INSN_SYSCALL)
+			return (uintptr_t)p;
+	}
+	return 0;
+}
+
+static void wrapper_sites_need_no_vector_state_others_do(void)
+{
+	uintptr_t base = 0;
+	dl_iterate_phdr(libc_base, &base);
+	KT_CHECK(base);
+	uintptr_t w = syscall_in(dlsym(RTLD_DEFAULT, "write"));
+	uintptr_t r = syscall_in(dlsym(RTLD_DEFAULT, "read"));
+	uintptr_t g = syscall_in(dlsym(RTLD_DEFAULT, "getppid"));
+	KT_CHECK(w && r && g);
+	KT_EQ(kr__rw_novec_site(base, w), 1);
+	KT_EQ(kr__rw_novec_site(base, r), 1);
+	KT_EQ(kr__rw_novec_site(base, g), 0); /* not a listed wrapper */
+}
+
 static void ld_so_decodes_as_objdump_does(void)
 {
 	compare_with_objdump("/lib64/ld-linux-x86-64.so.2", 0);
@@ -417,6 +457,7 @@ int main(int argc, char **argv)
 	KT_RUN(modrm_rip_relative_and_sib_disp32);
 	KT_RUN(branches_give_targets_from_the_instruction_start);
 	KT_RUN(invalid_unknown_and_truncated_decode_as_zero);
+	KT_RUN(wrapper_sites_need_no_vector_state_others_do);
 	KT_RUN_T(ld_so_decodes_as_objdump_does, 300);
 	KT_RUN_T(libc_decodes_as_objdump_does, 300);
 	KT_RUN_T(grep_decodes_as_objdump_does, 300);

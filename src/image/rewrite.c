@@ -363,6 +363,108 @@ static uintptr_t find_slot(struct kr__rw *rw, uintptr_t base, uintptr_t site)
 	return inner_slot(rw, f, from);
 }
 
+/* ---- sites that need no vector state kept ----
+ *
+ * Every vector register is caller-saved in the x86-64 ABI, so at a call
+ * of a C library's system-call wrapper none is live, and one the wrapper
+ * itself does not use is not live at its syscall either: there karui may
+ * use them freely and save nothing.  A site gets that treatment when it
+ * lies in one of the wrappers named below (their prototypes take and
+ * return no floating point), found by name in the image's dynamic symbol
+ * table, and the wrapper's own code uses no x87, SSE, AVX or AVX-512
+ * instruction.  Everything else keeps the full save. */
+
+static const char *const wrappers[] = {"read", "write", "readv", "writev", "pread64", "pwrite64"};
+
+static uint32_t gnu_hash(const char *s)
+{
+	uint32_t h = 5381;
+	for (; *s; s++)
+		h = h * 33 + (uint8_t)*s;
+	return h;
+}
+
+/* The symbol `name` of the image at base, through DT_GNU_HASH; NULL if none. */
+static const Elf64_Sym *dynsym(uintptr_t base, const char *name)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+	const Elf64_Dyn *dyn = NULL;
+	for (int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_DYNAMIC)
+			dyn = (const Elf64_Dyn *)(base + ph[i].p_vaddr);
+	const uint32_t *gh = NULL;
+	const Elf64_Sym *sym = NULL;
+	const char *str = NULL;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		/* ld.so relocated these in place: absolute, or still offsets */
+		uintptr_t v = dyn->d_un.d_ptr < base ? base + dyn->d_un.d_ptr : dyn->d_un.d_ptr;
+		if (dyn->d_tag == DT_GNU_HASH)
+			gh = (const uint32_t *)v;
+		else if (dyn->d_tag == DT_SYMTAB)
+			sym = (const Elf64_Sym *)v;
+		else if (dyn->d_tag == DT_STRTAB)
+			str = (const char *)v;
+	}
+	if (!gh || !sym || !str)
+		return NULL;
+	uint32_t nbuckets = gh[0], symoffset = gh[1], bloom = gh[2];
+	const uint32_t *buckets = gh + 4 + bloom * 2, *chain = buckets + nbuckets;
+	uint32_t h = gnu_hash(name);
+	if (!nbuckets)
+		return NULL;
+	for (uint32_t i = buckets[h % nbuckets]; i >= symoffset; i++) {
+		uint32_t ch = chain[i - symoffset];
+		if ((ch | 1) == (h | 1) && !strcmp(str + sym[i].st_name, name) && sym[i].st_value)
+			return &sym[i];
+		if (ch & 1)
+			break;
+	}
+	return NULL;
+}
+
+/* An instruction that touches x87, SSE, AVX or AVX-512 state (or might). */
+static int vector_insn(const uint8_t *p, unsigned len)
+{
+	unsigned i = 0;
+	while (i < len && (p[i] == 0x66 || p[i] == 0x67 || p[i] == 0xf2 || p[i] == 0xf3 ||
+			   p[i] == 0xf0 || p[i] == 0x2e || p[i] == 0x3e || p[i] == 0x26 ||
+			   p[i] == 0x36 || p[i] == 0x64 || p[i] == 0x65))
+		i++;
+	if (i < len && (p[i] & 0xf0) == 0x40)
+		i++;
+	if (i >= len)
+		return 0;
+	uint8_t op = p[i];
+	if (op == 0xc4 || op == 0xc5 || op == 0x62 || (op >= 0xd8 && op <= 0xdf))
+		return 1;
+	if (op != 0x0f || i + 1 >= len)
+		return 0;
+	op = p[i + 1];
+	if (op == 0x0f || op == 0x38 || op == 0x3a || op == 0x77 || op == 0xae)
+		return 1;
+	return (op >= 0x10 && op <= 0x17) || (op >= 0x28 && op <= 0x2f) ||
+	       (op >= 0x50 && op <= 0x7f) || (op >= 0xc2 && op <= 0xc6) || op >= 0xd0;
+}
+
+int kr__rw_novec_site(uintptr_t base, uintptr_t site)
+{
+	for (unsigned w = 0; w < sizeof wrappers / sizeof *wrappers; w++) {
+		const Elf64_Sym *s = dynsym(base, wrappers[w]);
+		if (!s || ELF64_ST_TYPE(s->st_info) != STT_FUNC || !s->st_size ||
+		    site < base + s->st_value || site + 2 > base + s->st_value + s->st_size)
+			continue;
+		uintptr_t lo = base + s->st_value, hi = lo + s->st_size;
+		struct kr__insn in;
+		for (uintptr_t p = lo; p < hi; p += in.len)
+			if (!kr__x86_decode((const uint8_t *)p, hi - p, &in) || !in.len ||
+			    vector_insn((const uint8_t *)p, in.len))
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- stubs ---- */
 
 static int near(uintptr_t a, uintptr_t b)
@@ -398,6 +500,7 @@ static struct stubpage *stub_page(struct kr_uproc *up, struct kr__rw *rw, uintpt
 		((uint64_t *)p)[0] = (uint64_t)kr__img_fastcall;
 		((uint64_t *)p)[1] = (uint64_t)up; /* %r11 for kr__img_fastcall */
 		((uint64_t *)p)[2] = (uint64_t)kr__img_cpuid;
+		((uint64_t *)p)[3] = (uint64_t)kr__img_fastcall_novec;
 		mprotect(p, PG, PROT_READ | PROT_EXEC);
 		struct stubpage *sp = &rw->pages[rw->npages++];
 		*sp = (struct stubpage){(uintptr_t)p, 32};
@@ -439,14 +542,15 @@ static int poke(uintptr_t at, const void *src, size_t n, int prot)
 }
 
 /* A stub for the site: the red zone stepped over, a call through the
- * page's table (`fn`: 0 kr__img_fastcall with the μprocess in %r11, 2
- * kr__img_cpuid), and back to the instruction after the site. */
+ * page's table (`fn`: 0 kr__img_fastcall and 3 kr__img_fastcall_novec,
+ * with the μprocess in %r11; 2 kr__img_cpuid), and back to the
+ * instruction after the site. */
 static void stub_code(uint8_t code[STUB], uintptr_t page, uintptr_t stub, uintptr_t site, int fn)
 {
 	uint8_t *c = code;
 	memcpy(c, "\x48\x8d\x64\x24\x80", 5);                /* lea -128(%rsp),%rsp */
 	c += 5;
-	if (fn == 0) {
+	if (fn != 2) {
 		memcpy(c, "\x4c\x8b\x1d", 3);                /* mov page+8(%rip),%r11 */
 		put32(c + 3, (int32_t)(page + 8 - (stub + 12)));
 	} else {
@@ -485,7 +589,7 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 		return 0;
 	uint8_t code[STUB], jmp5[5], jmp2[2];
 	uintptr_t stub = sp->page + sp->used;
-	stub_code(code, sp->page, stub, site, 0);
+	stub_code(code, sp->page, stub, site, kr__rw_novec_site(base, site) ? 3 : 0);
 	if (!poke(stub, code, STUB, PROT_READ | PROT_EXEC))
 		return 0;
 	sp->used += STUB;

@@ -84,6 +84,7 @@ static struct {
 
 static __thread struct kr__img_vp *tvp;
 int kr__img_trace;
+uint8_t kr__img_avx; /* vzeroupper may be run (gate.S) */
 
 static inline uint64_t rdgsbase(void)
 {
@@ -192,6 +193,7 @@ static int install_handlers(void)
 			return errno;
 	}
 	kr__img_trace = getenv("KARUI_UPROC_TRACE") != NULL;
+	kr__img_avx = (uint8_t)__builtin_cpu_supports("avx");
 	const char *rw = getenv("KARUI_UPROC_REWRITE");
 	G.rewrite = !(rw && !strcmp(rw, "0"));
 	/* pids no real process has (above PID_MAX_LIMIT), apart per host */

@@ -108,6 +108,9 @@ void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
 void kr__rw_free(struct kr_uproc *up);
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld);
 int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at);
+/* The syscall at site, in the image at base, is in a system-call wrapper
+ * where no vector register is live (rewrite.c). */
+int kr__rw_novec_site(uintptr_t base, uintptr_t site);
 
 /* ---- fast.c: calls finished without the vector state saved ---- */
 struct kr__fast {
@@ -117,6 +120,7 @@ struct kr__fast {
 #define KR__SLOW (1l << 62)
 struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a);
 extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
+extern uint8_t kr__img_avx;
 void kr__cpuid_lookup(uint32_t leaf, uint32_t sub, uint32_t out[4]);
 
 /* ---- x86dec.c: instruction lengths, for rewriting at boundaries ---- */
@@ -151,6 +155,7 @@ void kr__img_restorer(void);
 void kr__img_sigsys(int, siginfo_t *, void *);
 void kr__img_sigfault(int, siginfo_t *, void *);
 void kr__img_fastcall(void);
+void kr__img_fastcall_novec(void);
 void kr__img_cpuid(void);
 __attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs);
 

@@ -165,6 +165,63 @@ kr__img_fastcall:
 	.cfi_endproc
 	.size kr__img_fastcall, .-kr__img_fastcall
 
+/* void kr__img_fastcall_novec(void): kr__img_fastcall for a site where no
+ * vector register is live (rewrite.c: inside a C library's system-call
+ * wrapper that uses none): the same frame and paths, but the general path
+ * saves no vector state, and leaves the AVX upper halves clean. */
+	.globl kr__img_fastcall_novec
+	.type kr__img_fastcall_novec, @function
+	.p2align 4
+kr__img_fastcall_novec:
+	.cfi_startproc
+	movb $0, %gs:0                  /* ALLOW */
+	pushfq
+	sub $8, %rsp
+	push %r9
+	push %r8
+	push %r10
+	push %rdx
+	push %rsi
+	push %rdi
+	push %rbx
+	push %rbp
+	.cfi_adjust_cfa_offset 80
+	mov %rsp, %rbp
+	mov %rax, %rbx
+	and $-16, %rsp
+	mov %r11, %rdi
+	mov %rbx, %rsi
+	lea 16(%rbp), %rdx
+	call kr__sys_fast
+	movabs $0x4000000000000000, %rcx
+	cmp %rcx, %rax
+	jne 1f
+	mov %gs:8, %rax
+	wrfsbase %rax
+	mov %rbx, %rdi
+	lea 16(%rbp), %rsi
+	call kr__img_fast
+	cmpb $0, kr__img_avx(%rip)
+	je 1f
+	vzeroupper
+1:	mov %rbp, %rsp
+	wrfsbase %rdx
+	pop %rbp
+	pop %rbx
+	pop %rdi
+	pop %rsi
+	pop %rdx
+	pop %r10
+	pop %r8
+	pop %r9
+	add $8, %rsp
+	.cfi_adjust_cfa_offset -80
+	popfq
+	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
+	ret
+	.cfi_endproc
+	.size kr__img_fastcall_novec, .-kr__img_fastcall_novec
+
 /* void kr__img_cpuid(void): a cpuid of a μprocess (rewrite.c), called by
  * its stub below the red zone: leaf in %eax, sub-leaf in %ecx; answers in
  * %eax %ebx %ecx %edx as cpuid does, and keeps everything else (the flags
