@@ -91,11 +91,17 @@ kr__img_sigfault:
  * (XSAVEC of x87, SSE, AVX and AVX-512: karui's C code may use any), the
  * VP's thread pointer, kr__img_fast.  Frame, from %rbp: saved %rbp, %rbx,
  * then %rdi %rsi %rdx %r10 %r8 %r9 (the arguments in order, at 16(%rbp)),
- * a spare word, the flags, the return address. */
-	.globl kr__img_fastcall
-	.type kr__img_fastcall, @function
+ * a spare word, the flags, the return address.
+ *
+ * kr__img_fastcall_novec: the same for a site where no vector register is
+ * live (rewrite.c: inside a C library's system-call wrapper that uses
+ * none): its general path saves no vector state, and leaves the AVX upper
+ * halves clean on the way back. */
+.macro FASTCALL name, save
+	.globl \name
+	.type \name, @function
 	.p2align 4
-kr__img_fastcall:
+\name:
 	.cfi_startproc
 	movb $0, %gs:0                  /* ALLOW */
 	pushfq
@@ -118,24 +124,9 @@ kr__img_fastcall:
 	call kr__sys_fast               /* -> %rax result or KR__SLOW, %rdx %fs */
 	movabs $0x4000000000000000, %rcx
 	cmp %rcx, %rax
-	je 2f
-1:	mov %rbp, %rsp
-	wrfsbase %rdx
-	pop %rbp
-	pop %rbx
-	pop %rdi
-	pop %rsi
-	pop %rdx
-	pop %r10
-	pop %r8
-	pop %r9
-	add $8, %rsp
-	.cfi_adjust_cfa_offset -80
-	popfq
-	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
-	ret
-	.cfi_adjust_cfa_offset 80
-2:	sub $3072, %rsp
+	jne 1f
+.if \save
+	sub $3072, %rsp
 	and $-64, %rsp
 	xor %eax, %eax                  /* XSAVEC leaves the header's rest alone */
 	mov %rax, 512(%rsp)
@@ -149,11 +140,13 @@ kr__img_fastcall:
 	mov $0xe7, %eax                 /* x87 SSE AVX opmask ZMM_Hi256 Hi16_ZMM */
 	xor %edx, %edx
 	xsavec (%rsp)
+.endif
 	mov %gs:8, %rax
 	wrfsbase %rax
 	mov %rbx, %rdi
 	lea 16(%rbp), %rsi
 	call kr__img_fast               /* -> %rax result, %rdx thread pointer */
+.if \save
 	mov %rax, %rbx
 	mov %rdx, 64(%rbp)
 	mov $0xe7, %eax
@@ -161,49 +154,11 @@ kr__img_fastcall:
 	xrstor (%rsp)
 	mov %rbx, %rax
 	mov 64(%rbp), %rdx
-	jmp 1b
-	.cfi_endproc
-	.size kr__img_fastcall, .-kr__img_fastcall
-
-/* void kr__img_fastcall_novec(void): kr__img_fastcall for a site where no
- * vector register is live (rewrite.c: inside a C library's system-call
- * wrapper that uses none): the same frame and paths, but the general path
- * saves no vector state, and leaves the AVX upper halves clean. */
-	.globl kr__img_fastcall_novec
-	.type kr__img_fastcall_novec, @function
-	.p2align 4
-kr__img_fastcall_novec:
-	.cfi_startproc
-	movb $0, %gs:0                  /* ALLOW */
-	pushfq
-	sub $8, %rsp
-	push %r9
-	push %r8
-	push %r10
-	push %rdx
-	push %rsi
-	push %rdi
-	push %rbx
-	push %rbp
-	.cfi_adjust_cfa_offset 80
-	mov %rsp, %rbp
-	mov %rax, %rbx
-	and $-16, %rsp
-	mov %r11, %rdi
-	mov %rbx, %rsi
-	lea 16(%rbp), %rdx
-	call kr__sys_fast
-	movabs $0x4000000000000000, %rcx
-	cmp %rcx, %rax
-	jne 1f
-	mov %gs:8, %rax
-	wrfsbase %rax
-	mov %rbx, %rdi
-	lea 16(%rbp), %rsi
-	call kr__img_fast
+.else
 	cmpb $0, kr__img_avx(%rip)
 	je 1f
 	vzeroupper
+.endif
 1:	mov %rbp, %rsp
 	wrfsbase %rdx
 	pop %rbp
@@ -220,7 +175,11 @@ kr__img_fastcall_novec:
 	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
 	ret
 	.cfi_endproc
-	.size kr__img_fastcall_novec, .-kr__img_fastcall_novec
+	.size \name, .-\name
+.endm
+
+	FASTCALL kr__img_fastcall, 1
+	FASTCALL kr__img_fastcall_novec, 0
 
 /* void kr__img_cpuid(void): a cpuid of a μprocess (rewrite.c), called by
  * its stub below the red zone: leaf in %eax, sub-leaf in %ecx; answers in
