@@ -592,6 +592,36 @@ static void pipelines_on_two_vps_keep_each_vps_signal_state(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A μprocess writing to a host pipe leaves the pipe as it was: on the
+ * epoll back end (which makes the fds it waits on O_NONBLOCK) too, since
+ * the open file is the host's, and perhaps other processes'. */
+static void a_host_pipe_keeps_its_blocking_mode_on_both_back_ends(void)
+{
+	const char *backends[] = {"io_uring", "epoll"};
+	for (int k = 0; k < 2; k++) {
+		setenv("KARUI_IO", backends[k], 1);
+		start(2);
+		need_uprocs();
+		int p[2];
+		KT_EQ(pipe2(p, O_CLOEXEC), 0);
+		kr_uproc_attr a;
+		KT_EQ(kr_uproc_attr_init(&a), 0);
+		KT_EQ(kr_uproc_attr_fd_host(&a, 1, p[1]), 0);
+		kr_uproc *up;
+		char *argv[] = {"cat", "/etc/hostname", NULL};
+		KT_EQ(kr_uproc_spawn(&up, "/bin/cat", argv, &a), 0);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up, &st), 0);
+		KT_EQ(st, 0);
+		KT_EQ(fcntl(p[1], F_GETFL) & O_NONBLOCK, 0);
+		char b[256];
+		KT_CHECK(read(p[0], b, sizeof b) > 0);
+		close(p[0]);
+		close(p[1]);
+		KT_EQ(kr_fini(), 0);
+	}
+}
+
 static void a_static_pie_program_runs_too(void)
 {
 	start(1);
@@ -627,6 +657,7 @@ int main(int argc, char **argv)
 	KT_RUN(writing_to_a_pipe_without_readers_ends_by_sigpipe);
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
 	KT_RUN(a_static_pie_program_runs_too);
+	KT_RUN(a_host_pipe_keeps_its_blocking_mode_on_both_back_ends);
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);

@@ -163,8 +163,10 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 	}
 	long r;
 	if (f->waits && !(f->flags & O_NONBLOCK)) {
-		if (is_tty(f->hostfd)) {
-			/* no O_NONBLOCK on a terminal the host shares */
+		const char *be = kr_io_backend();
+		if (is_tty(f->hostfd) || !be || strcmp(be, "io_uring")) {
+			/* no O_NONBLOCK on a terminal, or on a pipe or socket whose open
+			 * file others may share: karui's epoll back end would set it */
 			kr_blocking_enter();
 			r = write ? syscall(SYS_write, f->hostfd, buf, len)
 				  : syscall(SYS_read, f->hostfd, buf, len);
