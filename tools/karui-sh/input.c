@@ -8,8 +8,13 @@
  *                (`karui-sh <<< $'cat\nhello'` gives hello to cat);
  *   a terminal   a prompt ($PS1, or "karui-sh$ "; $PS2 or "> " for a
  *                command's further lines), with line editing and history
- *                when karui-sh was built with libedit (KSH_HAVE_LIBEDIT),
- *                else the prompt on stderr and a plain read.
+ *                when karui-sh was built with libedit's header
+ *                (KSH_HAVE_LIBEDIT) and the library loads, else the prompt
+ *                on stderr and a plain read.
+ *
+ * libedit is loaded (dlopen) only for a terminal: linked in, its four
+ * libraries cost every karui-sh a quarter of a millisecond at start, for
+ * `-c` and scripts too, which never edit a line.
  *
  * Lines are read when no stage runs, on the main microprocess; a read
  * from a terminal or pipe blocks its VP, which has nothing else to run.
@@ -21,7 +26,29 @@
 #include <unistd.h>
 
 #if KSH_HAVE_LIBEDIT
+#include <dlfcn.h>
 #include <editline/readline.h>
+
+static struct {
+	char *(*readline)(const char *);
+	int (*add_history)(const char *);
+} edit;
+
+/* libedit's calls, if its library loads; else plain reads. */
+static void load_libedit(void)
+{
+	void *h = dlopen("libedit.so.2", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return;
+	void (*using)(void) = (void (*)(void))dlsym(h, "using_history");
+	edit.readline = (char *(*)(const char *))dlsym(h, "readline");
+	edit.add_history = (int (*)(const char *))dlsym(h, "add_history");
+	if (!using || !edit.readline || !edit.add_history) {
+		edit.readline = NULL;
+		return;
+	}
+	using();
+}
 #endif
 
 #include "shell.h"
@@ -71,7 +98,7 @@ struct ksh_input *ksh_input_terminal(struct shell *sh)
 	in->fd = 0;
 	in->unbuffered = true;
 #if KSH_HAVE_LIBEDIT
-	using_history();
+	load_libedit();
 #endif
 	return in;
 }
@@ -124,11 +151,13 @@ static const char *prompt(const struct ksh_input *in, bool continuation)
 static const char *read_terminal_line(struct ksh_input *in, bool continuation, size_t *len)
 {
 #if KSH_HAVE_LIBEDIT
-	char *l = readline(prompt(in, continuation));
+	if (!edit.readline)
+		goto plain;
+	char *l = edit.readline(prompt(in, continuation));
 	if (!l)
 		return NULL;
 	if (*l)
-		add_history(l);
+		edit.add_history(l);
 	size_t n = strlen(l);
 	for (size_t i = 0; i < n; i++)
 		keep(in, i, l[i]);
@@ -136,11 +165,12 @@ static const char *read_terminal_line(struct ksh_input *in, bool continuation, s
 	free(l);
 	*len = n + 1;
 	return in->line;
-#else
+plain:
+#endif
+	;
 	const char *p = prompt(in, continuation);
 	ksh_write_all(2, p, strlen(p));
 	return read_fd_line(in, len);
-#endif
 }
 
 const char *ksh_input_line(struct ksh_input *in, bool continuation, size_t *len)
