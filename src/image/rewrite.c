@@ -9,8 +9,8 @@
  * next call from there reaches karui with two jumps and no kernel entry:
  *
  *   site:   syscall  (0f 05)     ->  jmp rel8 (eb xx) to a slot
- *   slot:   padding between two functions  ->  jmp rel32 to a stub
- *   stub:   (a page karui maps within 2 GiB of the image)
+ *   slot:   padding between two functions  ->  jmp rel32 to a trampoline
+ *   trampoline: (a page karui maps within 2 GiB of the image)
  *           lea -128(%rsp),%rsp        step over the red zone
  *           mov uproc(%rip),%r11       the μprocess (a clobber of syscall)
  *           call *fastcall(%rip)       gate.S: kr__img_fastcall
@@ -36,7 +36,7 @@
  *
  * The written pages become the μprocess's own (copy on write, written
  * through /proc/self/mem so that no mapping is split); the image's other
- * pages stay shared.  The stub pages are the μprocess's
+ * pages stay shared.  The trampoline pages are the μprocess's
  * regions and go with it.  Single-threaded μprocesses make this safe:
  * the code is changed only by the μprocess itself, in its handler, while
  * no other thread runs it.  KARUI_UPROC_REWRITE=0 turns rewriting off.
@@ -60,7 +60,7 @@
 #include "uproc.h"
 
 #define PG 4096ul
-#define STUB 32
+#define TRAMP 32
 #define HOT 2 /* traps at a site before it is rewritten */
 
 struct site {
@@ -70,7 +70,7 @@ struct site {
 
 struct kr__rw {
 	struct site site[512];      /* open addressing on `at` */
-	struct stubpage {
+	struct tramppage {
 		uintptr_t page;
 		unsigned used;
 	} pages[16];
@@ -465,7 +465,7 @@ int kr__rw_novec_site(uintptr_t base, uintptr_t site)
 	return 0;
 }
 
-/* ---- stubs ---- */
+/* ---- trampolines ---- */
 
 static int near(uintptr_t a, uintptr_t b)
 {
@@ -473,14 +473,14 @@ static int near(uintptr_t a, uintptr_t b)
 	return d > -(1l << 31) + (1l << 20) && d < (1l << 31) - (1l << 20);
 }
 
-/* A stub page within reach of the site (one serves every image near it:
+/* A trampoline page within reach of the site (one serves every image near it:
  * ld.so puts a program's libraries next to each other, and karui the
  * program and its ld.so too). */
-static struct stubpage *stub_page(struct kr_uproc *up, struct kr__rw *rw, uintptr_t base,
+static struct tramppage *tramp_page(struct kr_uproc *up, struct kr__rw *rw, uintptr_t base,
 				  uintptr_t site)
 {
 	for (unsigned i = 0; i < rw->npages; i++)
-		if (rw->pages[i].used + STUB <= PG && near(rw->pages[i].page, site))
+		if (rw->pages[i].used + TRAMP <= PG && near(rw->pages[i].page, site))
 			return &rw->pages[i];
 	if (rw->npages == sizeof rw->pages / sizeof *rw->pages)
 		return NULL;
@@ -502,8 +502,8 @@ static struct stubpage *stub_page(struct kr_uproc *up, struct kr__rw *rw, uintpt
 		((uint64_t *)p)[2] = (uint64_t)kr__img_cpuid;
 		((uint64_t *)p)[3] = (uint64_t)kr__img_fastcall_novec;
 		mprotect(p, PG, PROT_READ | PROT_EXEC);
-		struct stubpage *sp = &rw->pages[rw->npages++];
-		*sp = (struct stubpage){(uintptr_t)p, 32};
+		struct tramppage *sp = &rw->pages[rw->npages++];
+		*sp = (struct tramppage){(uintptr_t)p, 32};
 		return sp;
 	}
 	return NULL;
@@ -541,37 +541,37 @@ static int poke(uintptr_t at, const void *src, size_t n, int prot)
 	return 1;
 }
 
-/* A stub for the site: the red zone stepped over, a call through the
+/* A trampoline for the site: the red zone stepped over, a call through the
  * page's table (`fn`: 0 kr__img_fastcall and 3 kr__img_fastcall_novec,
  * with the μprocess in %r11; 2 kr__img_cpuid), and back to the
  * instruction after the site. */
-static void stub_code(uint8_t code[STUB], uintptr_t page, uintptr_t stub, uintptr_t site, int fn)
+static void tramp_code(uint8_t code[TRAMP], uintptr_t page, uintptr_t tramp, uintptr_t site, int fn)
 {
 	uint8_t *c = code;
 	memcpy(c, "\x48\x8d\x64\x24\x80", 5);                /* lea -128(%rsp),%rsp */
 	c += 5;
 	if (fn != 2) {
 		memcpy(c, "\x4c\x8b\x1d", 3);                /* mov page+8(%rip),%r11 */
-		put32(c + 3, (int32_t)(page + 8 - (stub + 12)));
+		put32(c + 3, (int32_t)(page + 8 - (tramp + 12)));
 	} else {
 		memcpy(c, "\x0f\x1f\x80\x00\x00\x00\x00", 7);  /* nop: cpuid keeps %r11 */
 	}
 	c += 7;
 	memcpy(c, "\xff\x15", 2);                            /* call *page+8*fn(%rip) */
-	put32(c + 2, (int32_t)(page + 8 * fn - (stub + 18)));
+	put32(c + 2, (int32_t)(page + 8 * fn - (tramp + 18)));
 	c += 6;
 	memcpy(c, "\x48\x8d\xa4\x24\x80\x00\x00\x00", 8);    /* lea 128(%rsp),%rsp */
 	c += 8;
 	*c = 0xe9;                                           /* jmp site+2 */
-	put32(c + 1, (int32_t)((site + 2) - (stub + 31)));
+	put32(c + 1, (int32_t)((site + 2) - (tramp + 31)));
 	c[5] = 0xcc;
 }
 
 static void jumps(uint8_t jmp5[5], uint8_t jmp2[2], uintptr_t site, uintptr_t slot,
-		  uintptr_t stub)
+		  uintptr_t tramp)
 {
 	jmp5[0] = 0xe9;
-	put32(jmp5 + 1, (int32_t)(stub - (slot + 5)));
+	put32(jmp5 + 1, (int32_t)(tramp - (slot + 5)));
 	jmp2[0] = 0xeb;
 	jmp2[1] = (uint8_t)(int8_t)((intptr_t)slot - (intptr_t)(site + 2));
 }
@@ -584,16 +584,16 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 	uintptr_t slot = find_slot(rw, base, site);
 	if (!slot)
 		return 0;
-	struct stubpage *sp = stub_page(up, rw, base, site);
+	struct tramppage *sp = tramp_page(up, rw, base, site);
 	if (!sp || !near(sp->page, slot))
 		return 0;
-	uint8_t code[STUB], jmp5[5], jmp2[2];
-	uintptr_t stub = sp->page + sp->used;
-	stub_code(code, sp->page, stub, site, kr__rw_novec_site(base, site) ? 3 : 0);
-	if (!poke(stub, code, STUB, PROT_READ | PROT_EXEC))
+	uint8_t code[TRAMP], jmp5[5], jmp2[2];
+	uintptr_t tramp = sp->page + sp->used;
+	tramp_code(code, sp->page, tramp, site, kr__rw_novec_site(base, site) ? 3 : 0);
+	if (!poke(tramp, code, TRAMP, PROT_READ | PROT_EXEC))
 		return 0;
-	sp->used += STUB;
-	jumps(jmp5, jmp2, site, slot, stub);
+	sp->used += TRAMP;
+	jumps(jmp5, jmp2, site, slot, tramp);
 	/* the slot first: nothing jumps there yet */
 	if (!poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) ||
 	    !poke(site, jmp2, 2, PROT_READ | PROT_EXEC))
@@ -610,7 +610,7 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
  * processor's features and caches).  They cannot trap, so karui finds
  * them ahead of time: once per file, it decodes every function of the
  * μprocess's ld.so (or of a static program) and plans a slot for each
- * cpuid; each new μprocess's copy gets the plan before it runs.  The stub
+ * cpuid; each new μprocess's copy gets the plan before it runs.  The trampoline
  * calls kr__img_cpuid (gate.S, fast.c), which answers from the process's
  * table of results, asking the processor only the first time.  A cpuid
  * with no slot in reach becomes hlt and a nop (the same two bytes): in
@@ -663,7 +663,7 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 	return pl;
 }
 
-/* Give a new μprocess's image its cpuid stubs, before it runs. */
+/* Give a new μprocess's image its cpuid trampolines, before it runs. */
 static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 {
 	if (!img->xlo)
@@ -685,8 +685,8 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 	if (!up->rw && !(up->rw = calloc(1, sizeof *up->rw)))
 		return;
 	struct kr__rw *rw = up->rw;
-	struct stubpage *sp = stub_page(up, rw, img->base, img->base + pl->site[0]);
-	if (!sp || sp->used + pl->n * STUB > PG)
+	struct tramppage *sp = tramp_page(up, rw, img->base, img->base + pl->site[0]);
+	if (!sp || sp->used + pl->n * TRAMP > PG)
 		return;
 	/* the μprocess has not run: plain writes, its text writable meanwhile
 	 * (the whole mapping, so that it is not split) */
@@ -698,7 +698,7 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 	}
 	for (unsigned i = 0; i < pl->n; i++) {
 		uintptr_t site = img->base + pl->site[i], slot = img->base + pl->slot[i];
-		uintptr_t stub = sp->page + sp->used;
+		uintptr_t tramp = sp->page + sp->used;
 		if (!pl->slot[i] || !near(sp->page, slot) ||
 		    rw->nslots == sizeof rw->slots / sizeof *rw->slots) {
 			if (rw->ntrap < sizeof rw->trap / sizeof *rw->trap) {
@@ -709,9 +709,9 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 			continue;
 		}
 		uint8_t jmp5[5], jmp2[2];
-		stub_code((uint8_t *)stub, sp->page, stub, site, 2);
-		sp->used += STUB;
-		jumps(jmp5, jmp2, site, slot, stub);
+		tramp_code((uint8_t *)tramp, sp->page, tramp, site, 2);
+		sp->used += TRAMP;
+		jumps(jmp5, jmp2, site, slot, tramp);
 		memcpy((void *)slot, jmp5, 5);
 		memcpy((void *)site, jmp2, 2);
 		rw->slots[rw->nslots++] = slot;

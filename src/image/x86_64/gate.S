@@ -81,7 +81,7 @@ kr__img_sigfault:
 	.size kr__img_sigfault, .-kr__img_sigfault
 
 /* void kr__img_fastcall(void): a system call from a rewritten site
- * (rewrite.c), called by the site's stub below the μprocess's red zone,
+ * (rewrite.c), called by the site's trampoline below the μprocess's red zone,
  * with the call's number in %rax, its arguments in %rdi, %rsi, %rdx,
  * %r10, %r8, %r9, and the μprocess in %r11.  It keeps what the syscall
  * instruction keeps: every register but %rax (the result), %rcx and %r11,
@@ -182,7 +182,7 @@ kr__img_sigfault:
 	FASTCALL kr__img_fastcall_novec, 0
 
 /* void kr__img_cpuid(void): a cpuid of a μprocess (rewrite.c), called by
- * its stub below the red zone: leaf in %eax, sub-leaf in %ecx; answers in
+ * its trampoline below the red zone: leaf in %eax, sub-leaf in %ecx; answers in
  * %eax %ebx %ecx %edx as cpuid does, and keeps everything else (the flags
  * too).  kr__cpuid_lookup (fast.c) uses general registers only and makes
  * no system call, so neither the selector nor %fs needs changing. */
