@@ -622,6 +622,44 @@ static void a_host_pipe_keeps_its_blocking_mode_on_both_back_ends(void)
 	}
 }
 
+/* A thread starts with its creator's %gs base, which on a VP that ran a
+ * μprocess points at karui's record of that VP.  A spare VP started from
+ * such a VP (here by kr_blocking_enter while this VP is held in a kernel
+ * read) runs μprocesses as well as any. */
+static void a_vp_started_by_an_armed_vp_runs_uprocs(void)
+{
+	start(1);
+	need_uprocs(); /* one VP: this thread is armed now */
+	for (int round = 0; round < 3; round++) {
+		int p[2];
+		KT_EQ(pipe2(p, O_CLOEXEC), 0);
+		kr_uproc_attr a;
+		KT_EQ(kr_uproc_attr_init(&a), 0);
+		KT_EQ(kr_uproc_attr_fd_host(&a, 1, p[1]), 0);
+		kr_uproc *up;
+		char *argv[] = {"cat", (char *)probe, NULL};
+		KT_EQ(kr_uproc_spawn(&up, "/bin/cat", argv, &a), 0);
+		close(p[1]);
+		/* this VP stays in the kernel until cat has ended: cat runs on
+		 * the spare VP that kr_blocking_enter started or resumed */
+		KT_EQ(kr_blocking_enter(), 0);
+		char b[4096];
+		ssize_t n;
+		size_t got = 0;
+		while ((n = read(p[0], b, sizeof b)) > 0)
+			got += (size_t)n;
+		KT_EQ(kr_blocking_leave(), 0);
+		close(p[0]);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up, &st), 0);
+		KT_EQ(st, 0);
+		struct stat sb;
+		KT_EQ(stat(probe, &sb), 0);
+		KT_EQ(got, (size_t)sb.st_size);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 static void a_static_pie_program_runs_too(void)
 {
 	start(1);
@@ -658,6 +696,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
 	KT_RUN(a_static_pie_program_runs_too);
 	KT_RUN(a_host_pipe_keeps_its_blocking_mode_on_both_back_ends);
+	KT_RUN(a_vp_started_by_an_armed_vp_runs_uprocs);
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);

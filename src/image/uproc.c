@@ -78,7 +78,7 @@ static struct {
 	struct sigaction old[32];     /* fault handlers before ours */
 	pid_t next_pid;
 	pthread_key_t vpkey;          /* disarms a thread that ends */
-	struct kr__img_vp armed;      /* the list of armed threads' records */
+	struct kr__img_vp *vps;       /* every record made (never freed) */
 	int rewrite;                  /* KARUI_UPROC_REWRITE=0 turns it off */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -112,7 +112,7 @@ struct ksigaction {
 	uint64_t mask;
 };
 
-/* A thread that ran μprocesses ends: dispatch off, its record freed. */
+/* A thread that ran μprocesses ends: dispatch off, its record free. */
 static void disarm(void *p)
 {
 	struct kr__img_vp *v = p;
@@ -120,42 +120,66 @@ static void disarm(void *p)
 	wrgsbase(0);
 	tvp = NULL;
 	pthread_mutex_lock(&G.lock);
-	v->prev->next = v->next;
-	v->next->prev = v->prev;
+	v->tid = 0;
 	pthread_mutex_unlock(&G.lock);
-	free(v);
 }
 
 /* Arm the calling VP: %gs, the selector, dispatch on.  Its record stays
- * until the thread ends (disarm), in a list, so that it is never lost. */
+ * its own until the thread ends, and is then reused by another.
+ *
+ * A thread inherits the %gs base of the thread that created it, so one
+ * created by an armed thread (a VP started later, a spare VP, a host
+ * thread) starts pointing at its creator's record.  Records are never
+ * freed, and each names the thread it arms: arm takes a %gs base that is
+ * one of them for inherited, and the fault handler (gate.S) acts for a
+ * μprocess only on the thread its record names.  Any other non-zero base
+ * is someone else's use of %gs. */
 static int arm(void)
 {
 	if (tvp)
 		return 0;
-	if (rdgsbase() != 0)
-		return ENOTSUP; /* someone else uses %gs on this thread */
-	struct kr__img_vp *v = aligned_alloc(64, 64);
-	if (!v)
-		return ENOMEM;
-	memset(v, 0, 64);
-	v->host_fs = rdfsbase();
-	if (pthread_setspecific(G.vpkey, v)) {
-		free(v);
-		return ENOMEM;
-	}
-	if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON, (unsigned long)kr__img_gate,
-		  (unsigned long)(kr__img_gate_end - kr__img_gate), &v->selector)) {
-		int e = errno;
-		pthread_setspecific(G.vpkey, NULL);
-		free(v);
-		return e == EINVAL ? ENOTSUP : e;
-	}
+	uint64_t gs = rdgsbase();
+	pid_t self = gettid();
+	struct kr__img_vp *v, *spare = NULL;
+	int inherited = 0;
 	pthread_mutex_lock(&G.lock);
-	v->next = G.armed.next;
-	v->prev = &G.armed;
-	v->next->prev = v;
-	G.armed.next = v;
+	for (v = G.vps; v; v = v->next) {
+		inherited |= (uint64_t)v == gs;
+		if (!v->tid && !spare)
+			spare = v;
+	}
+	if (gs && !inherited) {
+		pthread_mutex_unlock(&G.lock);
+		return ENOTSUP;
+	}
+	if (!spare) {
+		spare = aligned_alloc(64, 64);
+		if (!spare) {
+			pthread_mutex_unlock(&G.lock);
+			return ENOMEM;
+		}
+		memset(spare, 0, 64);
+		spare->next = G.vps;
+		G.vps = spare;
+	}
+	v = spare;
+	v->tid = self;
+	v->selector = 0;
+	v->host_fs = rdfsbase();
 	pthread_mutex_unlock(&G.lock);
+	int e = pthread_setspecific(G.vpkey, v) ? ENOMEM : 0;
+	if (!e && prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON,
+			(unsigned long)kr__img_gate,
+			(unsigned long)(kr__img_gate_end - kr__img_gate), &v->selector)) {
+		e = errno == EINVAL ? ENOTSUP : errno;
+		pthread_setspecific(G.vpkey, NULL);
+	}
+	if (e) {
+		pthread_mutex_lock(&G.lock);
+		v->tid = 0;
+		pthread_mutex_unlock(&G.lock);
+		return e;
+	}
 	wrgsbase((uint64_t)v);
 	tvp = v;
 	return 0;
@@ -173,7 +197,6 @@ static int install_handlers(void)
 		return ENOTSUP;
 	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
 
-	G.armed.next = G.armed.prev = &G.armed;
 	if (pthread_key_create(&G.vpkey, disarm))
 		return EAGAIN;
 	struct ksigaction ks = {.handler = kr__img_sigsys,

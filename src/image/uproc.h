@@ -162,8 +162,9 @@ __attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint6
 /* per VP: what gs:0 holds on a thread armed for μprocesses */
 struct kr__img_vp {
 	uint8_t selector;   /* offset 0: Syscall User Dispatch's selector byte */
-	uint8_t pad[7];
+	uint8_t pad[3];
+	int32_t tid;        /* offset 4: the thread it arms; 0: free (uproc.c) */
 	uint64_t host_fs;   /* offset 8: the VP's own thread pointer */
-	struct kr__img_vp *next, *prev; /* every armed thread's (uproc.c) */
+	struct kr__img_vp *next; /* every record made, free ones too */
 };
 #endif

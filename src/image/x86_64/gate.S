@@ -25,6 +25,13 @@ kr__img_restorer:
 	mov $15, %eax                   /* rt_sigreturn */
 	syscall
 	ud2
+/* pid_t kr__img_gettid(void), for kr__img_sigfault: inside the gate, so
+ * that it passes whatever the selector says; keeps all but %rax, %rcx and
+ * %r11. */
+kr__img_gettid:
+	mov $186, %eax                  /* gettid */
+	syscall
+	ret
 kr__img_gate_end:
 
 /* void kr__img_sigsys(int sig, siginfo_t *si, void *uc) */
@@ -49,22 +56,28 @@ kr__img_sigsys:
 	.size kr__img_sigsys, .-kr__img_sigsys
 
 /* void kr__img_sigfault(int sig, siginfo_t *si, void *uc): a fault, on the
- * VP's alternate stack.  In a μprocess's code (the thread is armed and its
- * selector says BLOCK), first the VP's own thread pointer and ALLOW; and
- * if kr__img_fault resumes the μprocess, its thread pointer and BLOCK. */
+ * VP's alternate stack.  In a μprocess's code (the %gs base is a record
+ * that names this thread, and its selector says BLOCK), first the VP's own
+ * thread pointer and ALLOW; and if kr__img_fault resumes the μprocess, its
+ * thread pointer and BLOCK.  A thread that inherited its creator's %gs
+ * base (uproc.c: arm) is not the thread the record names. */
 	.globl kr__img_sigfault
 	.type kr__img_sigfault, @function
 	.p2align 4
 kr__img_sigfault:
 	.cfi_startproc
 	xor %ecx, %ecx
-	rdgsbase %rax
-	test %rax, %rax
+	rdgsbase %r8
+	test %r8, %r8
 	jz 1f
-	cmpb $1, (%rax)
+	cmpb $1, (%r8)
 	jne 1f
-	movb $0, (%rax)
-	mov 8(%rax), %rax
+	call kr__img_gettid
+	xor %ecx, %ecx
+	cmp 4(%r8), %eax
+	jne 1f
+	movb $0, (%r8)
+	mov 8(%r8), %rax
 	wrfsbase %rax
 	mov $1, %ecx
 1:	sub $8, %rsp
