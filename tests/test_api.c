@@ -908,6 +908,10 @@ static void image_calls_refuse_bad_input(void)
 	a.umask = 01000;
 	KT_EQ(kr_uproc_spawn(&up, "/bin/true", argv, &a), EINVAL);
 	KT_EQ(kr_uproc_wait(NULL, NULL), EINVAL);
+	KT_EQ(kr_uproc_kill(NULL, SIGTERM), EINVAL);
+	KT_EQ(kr_uproc_kill((kr_uproc *)&a, 65), EINVAL);
+	KT_EQ(kr_uproc_kill((kr_uproc *)&a, -1), EINVAL);
+	KT_EQ(kr_uproc_kill((kr_uproc *)&a, SIGTERM), ESRCH); /* no μprocess's handle */
 	KT_EQ(kr_uproc_pid(NULL), 0);
 	off_vp(image_off_vp);
 	KT_EQ(kr_fini(), 0);
@@ -1035,6 +1039,7 @@ static struct api table[] = {
 	API(kr_uproc_attr_fd_close, image_calls_refuse_bad_input),
 	API(kr_uproc_spawn, image_calls_refuse_bad_input),
 	API(kr_uproc_wait, image_calls_refuse_bad_input),
+	API(kr_uproc_kill, image_calls_refuse_bad_input),
 	ACC(kr_uproc_pid),
 };
 #define NAPI (sizeof table / sizeof table[0])

@@ -660,6 +660,140 @@ static void a_vp_started_by_an_armed_vp_runs_uprocs(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A μprocess with karui pipes for its stdin and stdout; the caller holds
+ * their other ends. */
+static kr_uproc *spawn_piped(const char *path, char **argv, kr_upipe **in, kr_upipe **out)
+{
+	KT_EQ(kr_upipe_create(in), 0);
+	KT_EQ(kr_upipe_create(out), 0);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, *in, KR_UPIPE_READ), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, *out, KR_UPIPE_WRITE), 0);
+	kr_uproc *up;
+	KT_EQ(kr_uproc_spawn(&up, path, argv, &a), 0);
+	KT_EQ(kr_upipe_close(*in, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(*out, KR_UPIPE_WRITE), 0);
+	return up;
+}
+
+/* The next line from p, without its newline ("" at end of file). */
+static const char *line_of(kr_upipe *p)
+{
+	static char b[256];
+	size_t n = 0, got;
+	while (n < sizeof b - 1) {
+		KT_EQ(kr_upipe_read(p, b + n, 1, &got), 0);
+		if (!got || b[n] == '\n')
+			break;
+		n++;
+	}
+	b[n] = 0;
+	return b;
+}
+
+static void say(kr_upipe *p, const char *s)
+{
+	size_t done;
+	KT_EQ(kr_upipe_write(p, s, strlen(s), &done), 0);
+	KT_EQ(done, strlen(s));
+}
+
+/* Wherever a μprocess is, kr_uproc_kill ends it with 128 + the signal:
+ * waiting on its karui pipe, asleep, in a loop of system calls that its
+ * rewritten call sites serve without trapping. */
+static void a_kill_ends_a_uproc_wherever_it_waits(void)
+{
+	start(2);
+	need_uprocs();
+	char *cat[] = {"cat", NULL}, *sleep[] = {"sleep", "1000", NULL};
+	char *spin[] = {"uproc_probe", "spin", NULL};
+	struct {
+		const char *path;
+		char **argv;
+		int sig;
+	} c[] = {{"/bin/cat", cat, SIGTERM}, {"/bin/sleep", sleep, SIGINT},
+		 {probe, spin, SIGHUP}, {"/bin/cat", cat, SIGKILL}};
+	for (unsigned i = 0; i < sizeof c / sizeof *c; i++) {
+		kr_upipe *in, *out;
+		kr_uproc *up = spawn_piped(c[i].path, c[i].argv, &in, &out);
+		if (c[i].argv == cat) { /* it is in its read once it echoed a line */
+			say(in, "one\n");
+			KT_CHECK(strcmp(line_of(out), "one") == 0);
+		}
+		KT_EQ(kr_uproc_kill(up, c[i].sig), 0);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up, &st), 0);
+		KT_EQ(st, 128 + c[i].sig);
+		KT_EQ(kr_uproc_kill(up, SIGTERM), ESRCH);
+		KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A read of a host pipe that waits in the kernel (the epoll back end does
+ * not make a shared pipe O_NONBLOCK) is cut short by a kill too. */
+static void a_kill_ends_a_wait_in_the_kernel(void)
+{
+	setenv("KARUI_IO", "epoll", 1);
+	start(2);
+	need_uprocs();
+	int p[2];
+	KT_EQ(pipe2(p, O_CLOEXEC), 0);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_host(&a, 0, p[0]), 0);
+	kr_uproc *up;
+	char *argv[] = {"cat", NULL};
+	KT_EQ(kr_uproc_spawn(&up, "/bin/cat", argv, &a), 0);
+	KT_EQ(kr_mp_sleep_for(20000000), 0); /* most likely in its read by now */
+	KT_EQ(kr_uproc_kill(up, SIGTERM), 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 128 + SIGTERM);
+	KT_EQ(fcntl(p[0], F_GETFL) & O_NONBLOCK, 0);
+	close(p[0]);
+	close(p[1]);
+	KT_EQ(kr_fini(), 0);
+	unsetenv("KARUI_IO");
+}
+
+/* What the μprocess set for a signal decides: ignored, nothing; caught
+ * (its handler cannot run), the default action; blocked, nothing until it
+ * unblocks it; SIGKILL and a default that ignores (SIGWINCH) as ever. */
+static void a_kill_honours_what_the_uproc_set(void)
+{
+	start(2);
+	need_uprocs();
+	struct {
+		const char *how, *sig;
+		int kill, status;
+	} c[] = {{"ign", "2", SIGINT, 0}, {"catch", "15", SIGTERM, 128 + SIGTERM},
+		 {"block", "15", SIGTERM, 128 + SIGTERM}, {"ign", "9", SIGKILL, 128 + SIGKILL},
+		 {"ign", "2", SIGWINCH, 0}};
+	for (unsigned i = 0; i < sizeof c / sizeof *c; i++) {
+		char *argv[] = {"uproc_probe", "sig", (char *)c[i].how, (char *)c[i].sig, NULL};
+		kr_upipe *in, *out;
+		kr_uproc *up = spawn_piped(probe, argv, &in, &out);
+		KT_CHECK(strcmp(line_of(out), "ready") == 0);
+		KT_EQ(kr_uproc_kill(up, c[i].kill), 0);
+		if (!c[i].status || !strcmp(c[i].how, "block")) {
+			/* still there: it answers */
+			say(in, "ping\n");
+			KT_CHECK(strcmp(line_of(out), "got ping") == 0);
+		}
+		if (!strcmp(c[i].how, "block"))
+			say(in, "unblock\n"); /* and the pending signal ends it */
+		KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up, &st), 0);
+		KT_EQ(st, c[i].status);
+		KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 static void a_static_pie_program_runs_too(void)
 {
 	start(1);
@@ -697,6 +831,9 @@ int main(int argc, char **argv)
 	KT_RUN(a_static_pie_program_runs_too);
 	KT_RUN(a_host_pipe_keeps_its_blocking_mode_on_both_back_ends);
 	KT_RUN(a_vp_started_by_an_armed_vp_runs_uprocs);
+	KT_RUN(a_kill_ends_a_uproc_wherever_it_waits);
+	KT_RUN(a_kill_ends_a_wait_in_the_kernel);
+	KT_RUN(a_kill_honours_what_the_uproc_set);
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);

@@ -14,6 +14,11 @@
  *   uproc_probe thread       pthread_create's error
  *   uproc_probe write-after-close   writes to stdout after its reader went
  *   uproc_probe env NAME     getenv
+ *   uproc_probe sig ign|catch|block N   ignores, catches or blocks signal
+ *                            N, says "ready", then answers each line of its
+ *                            stdin with "got LINE" ("unblock": unblocks N
+ *                            first) until end of file
+ *   uproc_probe spin         getppid() for ever
  *   uproc_probe cpu          what its C library learnt from cpuid: cache
  *                            sizes and a few features
  *   uproc_probe regs NR      NR (getpid: the short path of a rewritten
@@ -117,6 +122,11 @@ __attribute__((noinline)) static int regs_kept(long nr, int avx512)
 }
 #endif
 
+static void on_signal(int s)
+{
+	(void)s;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -214,6 +224,31 @@ int main(int argc, char **argv)
 		printf("\n");
 		return 0;
 	}
+	if (!strcmp(m, "sig") && argc > 3) {
+		int s = atoi(argv[3]);
+		sigset_t set;
+		sigemptyset(&set);
+		sigaddset(&set, s);
+		if (!strcmp(argv[2], "ign"))
+			signal(s, SIG_IGN);
+		else if (!strcmp(argv[2], "catch"))
+			signal(s, on_signal);
+		else
+			sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("ready\n");
+		fflush(stdout);
+		char line[256];
+		while (fgets(line, sizeof line, stdin)) {
+			if (!strcmp(line, "unblock\n"))
+				sigprocmask(SIG_UNBLOCK, &set, NULL);
+			printf("got %s", line);
+			fflush(stdout);
+		}
+		return 0;
+	}
+	if (!strcmp(m, "spin"))
+		for (;;)
+			getppid();
 	if (!strcmp(m, "env")) {
 		const char *v = getenv(argv[2]);
 		puts(v ? v : "(unset)");

@@ -83,6 +83,19 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
  * EINVAL: NULL; as kr_mp_join otherwise. */
 int kr_uproc_wait(kr_uproc *up, int *status);
 
+/* Send sig to the μprocess, as another process's kill(2) would.  Its
+ * signal handlers cannot run, so a signal it catches does what the default
+ * action does; one it ignores, or whose default action is to ignore,
+ * stop or continue, does nothing; one it blocks waits until it unblocks it.
+ * A signal that ends it ends it at the end of the system call it is in
+ * (a wait there is cut short) or of its next one, with the status
+ * 128 + sig; a μprocess that computes without making system calls goes on
+ * until it makes one.  From any thread, while up is not yet waited for
+ * (concurrently with kr_uproc_wait too).  sig 0 checks only.  EINVAL: NULL
+ * or sig outside 0..64; ESRCH: up has been waited for (a handle that has
+ * been waited for names nothing, or a later μprocess that got its memory). */
+int kr_uproc_kill(kr_uproc *up, int sig);
+
 /* The pid the μprocess sees as its own (getpid). */
 pid_t kr_uproc_pid(const kr_uproc *up);
 

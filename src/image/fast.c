@@ -43,8 +43,8 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 {
 	long r;
 	int h;
-	if (kr__img_trace)
-		return (struct kr__fast){KR__SLOW, 0};
+	if (kr__img_trace || __atomic_load_n(&up->killed, __ATOMIC_RELAXED))
+		return (struct kr__fast){KR__SLOW, 0}; /* kr__sys ends it */
 	switch (nr) {
 	case SYS_getpid:
 	case SYS_gettid:
@@ -74,9 +74,14 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 		uint64_t m = up->sigmask;
 		if (old)
 			*old = m;
-		if (set)
-			up->sigmask = a[0] == SIG_BLOCK ? m | *set
-				      : a[0] == SIG_UNBLOCK ? m & ~*set : *set;
+		if (set) {
+			__atomic_store_n(&up->sigmask,
+					 a[0] == SIG_BLOCK     ? m | *set
+					 : a[0] == SIG_UNBLOCK ? m & ~*set
+							       : *set,
+					 __ATOMIC_SEQ_CST);
+			kr__sig_recheck(up); /* its end comes at its next call */
+		}
 		r = 0;
 		break;
 	}

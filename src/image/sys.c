@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -150,6 +151,16 @@ static int is_tty(int fd)
 	return tcgetattr(fd, &t) == 0;
 }
 
+/* The μprocess's killfd (uproc.h), made now if it has none; -1 if no
+ * eventfd can be had (the wait is then one kr_uproc_kill cannot end). */
+static int kill_fd(struct kr_uproc *up)
+{
+	int k = __atomic_load_n(&up->killfd, __ATOMIC_ACQUIRE);
+	if (k < 0 && (k = eventfd(0, EFD_CLOEXEC)) >= 0)
+		__atomic_store_n(&up->killfd, k, __ATOMIC_SEQ_CST);
+	return k;
+}
+
 static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 {
 	FILE_OR(up, fd, EBADF);
@@ -166,11 +177,23 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 		const char *be = kr_io_backend();
 		if (is_tty(f->hostfd) || !be || strcmp(be, "io_uring")) {
 			/* no O_NONBLOCK on a terminal, or on a pipe or socket whose open
-			 * file others may share: karui's epoll back end would set it */
+			 * file others may share: karui's epoll back end would set it.
+			 * A read waits in poll first, beside the killfd, so that
+			 * kr_uproc_kill can end the wait. */
+			int k = write ? -1 : kill_fd(up);
+			if (__atomic_load_n(&up->killed, __ATOMIC_SEQ_CST))
+				return -EINTR;
+			struct pollfd pf[2] = {{.fd = f->hostfd, .events = POLLIN}, {.fd = k, .events = POLLIN}};
 			kr_blocking_enter();
-			r = write ? syscall(SYS_write, f->hostfd, buf, len)
-				  : syscall(SYS_read, f->hostfd, buf, len);
-			r = r < 0 ? -errno : r;
+			while (k >= 0 && poll(pf, 2, -1) < 0 && errno == EINTR)
+				;
+			if (pf[1].revents) {
+				r = -EINTR;
+			} else {
+				r = write ? syscall(SYS_write, f->hostfd, buf, len)
+					  : syscall(SYS_read, f->hostfd, buf, len);
+				r = r < 0 ? -errno : r;
+			}
 			kr_blocking_leave();
 		} else {
 			size_t n = 0;
@@ -432,8 +455,11 @@ static long sys_sigaction(struct kr_uproc *up, long sig, const struct sigaction_
 		return -EINVAL;
 	if (old)
 		*old = up->sig[sig];
-	if (act)
+	if (act) {
 		up->sig[sig] = *act;
+		/* kr_uproc_kill reads it from another thread */
+		__atomic_store_n(&up->sig[sig].handler, act->handler, __ATOMIC_RELAXED);
+	}
 	return 0;
 }
 
@@ -446,19 +472,22 @@ static long sys_sigprocmask(struct kr_uproc *up, long how, const uint64_t *set, 
 		*old = up->sigmask;
 	if (!set)
 		return 0;
+	uint64_t m = up->sigmask;
 	switch (how) {
 	case SIG_BLOCK:
-		up->sigmask |= *set;
+		m |= *set;
 		break;
 	case SIG_UNBLOCK:
-		up->sigmask &= ~*set;
+		m &= ~*set;
 		break;
 	case SIG_SETMASK:
-		up->sigmask = *set;
+		m = *set;
 		break;
 	default:
 		return -EINVAL;
 	}
+	__atomic_store_n(&up->sigmask, m, __ATOMIC_SEQ_CST);
+	kr__sig_recheck(up);
 	return 0;
 }
 
@@ -482,8 +511,7 @@ static long sys_nanosleep(long clock, long flags, const struct timespec *req)
 		uint64_t n = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 		ns = ns > n ? ns - n : 0;
 	}
-	kr_mp_sleep_for(ns);
-	return 0;
+	return kr_mp_sleep_for(ns) == ECANCELED ? -EINTR : 0;
 }
 
 /* ---------------- poll ---------------- */
@@ -530,13 +558,14 @@ static long sys_poll(struct kr_uproc *up, struct pollfd *p, unsigned long n, lon
 		int r = poll_now(up, p, n);
 		if (r || kr_now() >= end)
 			return r;
-		kr_mp_sleep_for(1000000);
+		if (kr_mp_sleep_for(1000000) == ECANCELED)
+			return -EINTR;
 	}
 }
 
 /* ---------------- the table ---------------- */
 
-long kr__sys(struct kr_uproc *up, long nr, long a[6])
+static long call(struct kr_uproc *up, long nr, long a[6])
 {
 	struct stat st;
 	switch (nr) {
@@ -828,7 +857,7 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 	case SYS_rt_sigprocmask:
 		return sys_sigprocmask(up, a[0], (const uint64_t *)a[1], (uint64_t *)a[2], a[3]);
 	case SYS_rt_sigpending:
-		*(uint64_t *)a[0] = 0;
+		*(uint64_t *)a[0] = __atomic_load_n(&up->sigpending, __ATOMIC_RELAXED) & up->sigmask;
 		return 0;
 	case SYS_sigaltstack:
 		if (a[1])
@@ -842,8 +871,10 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 		return a[0] == up->pid ? to_self(up, a[1], a[2]) : -ESRCH;
 	case SYS_pause:
 	case SYS_rt_sigsuspend:
-		for (;;) /* no signal ever comes */
-			kr_mp_park();
+		/* only kr_uproc_kill's signals come, and end it */
+		while (kr_mp_park_cancellable(KR_FOREVER) != ECANCELED)
+			;
+		return -EINTR;
 
 	/* the end */
 	case SYS_exit:
@@ -929,4 +960,19 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 	default:
 		return -ENOSYS;
 	}
+}
+
+/* Every call of a μprocess that karui serves comes here: a kr_uproc_kill
+ * that came before it (or a signal it unblocked) ends the μprocess before
+ * the call, one that came during it (cutting a wait short) after it, with
+ * 128 + the signal, as the kernel ends a process on its way back to it. */
+long kr__sys(struct kr_uproc *up, long nr, long a[6])
+{
+	int k = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE);
+	if (!k) {
+		long r = call(up, nr, a);
+		if (!(k = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE)))
+			return r;
+	}
+	kr__uproc_end(up, 128 + k);
 }

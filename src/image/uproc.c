@@ -79,6 +79,7 @@ static struct {
 	pid_t next_pid;
 	pthread_key_t vpkey;          /* disarms a thread that ends */
 	struct kr__img_vp *vps;       /* every record made (never freed) */
+	struct kr_uproc *live;        /* spawned and not yet waited for */
 	int rewrite;                  /* KARUI_UPROC_REWRITE=0 turns it off */
 } G = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -313,6 +314,11 @@ static void release(struct kr_uproc *up)
 	up->reg = NULL;
 	up->nreg = up->capreg = 0;
 	kr__fd_close_all(&up->fds);
+	pthread_mutex_lock(&G.lock); /* against kr_uproc_kill's write */
+	if (up->killfd >= 0)
+		close(up->killfd);
+	up->killfd = -1;
+	pthread_mutex_unlock(&G.lock);
 	kr__rw_free(up);
 	if (up->cwdfd >= 0)
 		close(up->cwdfd);
@@ -614,6 +620,26 @@ static int setup_fds(struct kr_uproc *up, const kr_uproc_attr *a)
 	return 0;
 }
 
+/* The registry of handles kr_uproc_kill accepts; under G.lock. */
+static void live_link(struct kr_uproc *up)
+{
+	up->live_prev = NULL;
+	up->live_next = G.live;
+	if (G.live)
+		G.live->live_prev = up;
+	G.live = up;
+}
+
+static void live_unlink(struct kr_uproc *up)
+{
+	if (up->live_prev)
+		up->live_prev->live_next = up->live_next;
+	else
+		G.live = up->live_next;
+	if (up->live_next)
+		up->live_next->live_prev = up->live_prev;
+}
+
 int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		   const kr_uproc_attr *attr)
 {
@@ -627,6 +653,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		return ENOMEM;
 	up->magic = KR_UPROC_MAGIC;
 	up->cwdfd = -1;
+	up->killfd = -1;
 	const char *cwd = attr && attr->cwd ? attr->cwd : ".";
 	up->cwdfd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (up->cwdfd < 0) {
@@ -693,10 +720,15 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	pthread_mutex_lock(&G.lock);
 	up->pid = G.next_pid++;
 	up->ppid = getpid();
+	live_link(up);
 	pthread_mutex_unlock(&G.lock);
 	kr_attr ma = {.stack_size = STACK_SIZE, .udata = up};
-	if ((err = kr_mp_create(&up->mp, &ma, run, up)))
+	if ((err = kr_mp_create(&up->mp, &ma, run, up))) {
+		pthread_mutex_lock(&G.lock);
+		live_unlink(up);
+		pthread_mutex_unlock(&G.lock);
 		goto fail;
+	}
 	*out = up;
 	return 0;
 fail:
@@ -715,8 +747,53 @@ int kr_uproc_wait(kr_uproc *up, int *status)
 		return err;
 	if (status)
 		*status = up->status;
+	pthread_mutex_lock(&G.lock);
+	live_unlink(up);
 	up->magic = 0;
+	pthread_mutex_unlock(&G.lock);
 	free(up);
+	return 0;
+}
+
+/* A signal from outside (see image.h).  Under G.lock, which keeps up from
+ * being freed (kr_uproc_wait) and its killfd from being closed (release)
+ * meanwhile.  The μprocess ends itself: at the end of the call it is in
+ * (a wait there is cancelled: a karui wait by kr_mp_cancel, a wait in the
+ * kernel by its killfd), or of its next call. */
+int kr_uproc_kill(kr_uproc *up, int sig)
+{
+	if (!up || sig < 0 || sig > 64)
+		return EINVAL;
+	pthread_mutex_lock(&G.lock);
+	struct kr_uproc *u = G.live;
+	while (u && u != up)
+		u = u->live_next;
+	if (!u) {
+		pthread_mutex_unlock(&G.lock);
+		return ESRCH;
+	}
+	uint64_t h = sig ? __atomic_load_n(&up->sig[sig].handler, __ATOMIC_RELAXED) : 0;
+	uint64_t bit = sig ? (uint64_t)1 << (sig - 1) : 0;
+	/* caught counts as the default action: the handler cannot run */
+	int ends = sig == SIGKILL || (sig && h != (uint64_t)SIG_IGN && ends_process(sig));
+	if (ends && sig != SIGKILL) {
+		/* blocked: pending until the μprocess unblocks it */
+		__atomic_fetch_or(&up->sigpending, bit, __ATOMIC_SEQ_CST);
+		ends = !(__atomic_load_n(&up->sigmask, __ATOMIC_SEQ_CST) & bit);
+	}
+	if (ends) {
+		int none = 0;
+		__atomic_compare_exchange_n(&up->killed, &none, sig, 0, __ATOMIC_SEQ_CST,
+					    __ATOMIC_RELAXED);
+		kr_mp_cancel(up->mp); /* ESRCH if it has ended: nothing to do */
+		int kfd = __atomic_load_n(&up->killfd, __ATOMIC_SEQ_CST);
+		if (kfd >= 0) {
+			uint64_t one = 1;
+			ssize_t w = write(kfd, &one, sizeof one);
+			(void)w; /* an eventfd's count cannot overflow here */
+		}
+	}
+	pthread_mutex_unlock(&G.lock);
 	return 0;
 }
 

@@ -83,6 +83,16 @@ struct kr_uproc {
 		uint64_t handler, flags, restorer, mask;
 	} sig[65];
 	uint64_t sigmask;
+	/* kr_uproc_kill (under the layer's lock, while the μprocess is live):
+	 * `killed`, the signal that ends it, which it reads at the end of every
+	 * call it makes, and a cancel of its microprocess's wait; `sigpending`,
+	 * the signals it blocked, unblocked later (kr__sig_recheck); `killfd`,
+	 * an eventfd that a wait in the kernel polls beside its fd (sys.c),
+	 * made for the first such wait, -1 till then.  All atomic. */
+	uint64_t sigpending;
+	int killed;
+	int killfd;
+	struct kr_uproc *live_next, *live_prev; /* kr_uproc_kill's registry */
 	uintptr_t die_sp;   /* where the end of a crashed μprocess runs */
 	int status;
 	unsigned long nsys;       /* system calls it made */
@@ -93,6 +103,20 @@ struct kr_uproc {
 	struct kr__rw *rw;
 };
 #define KR_UPROC_MAGIC 0x6b755052u
+
+/* After a change of up->sigmask by the μprocess (a seq_cst store, against
+ * kr_uproc_kill's seq_cst set of the pending bit and load of the mask):
+ * a pending signal it no longer blocks ends it at the end of this call.
+ * Inline, no call: fast.c uses it. */
+static inline void kr__sig_recheck(struct kr_uproc *up)
+{
+	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) &
+		     ~__atomic_load_n(&up->sigmask, __ATOMIC_RELAXED);
+	int none = 0;
+	if (p)
+		__atomic_compare_exchange_n(&up->killed, &none, __builtin_ctzll(p) + 1, 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
 struct kr_uproc *kr__uproc_self(void);
 __attribute__((noreturn)) void kr__uproc_end(struct kr_uproc *up, int status);
 int kr__region_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);

@@ -524,6 +524,39 @@ static void wait_stage(struct stage *s)
 	ksh_strv_free(&s->assign);
 }
 
+/* Ctrl-C.  The terminal signals the shell's process group: the child
+ * processes a pipeline has, and the shell, whose own thread blocks SIGINT
+ * and SIGQUIT and whose interrupter (main.c) passes them on to the
+ * μprocesses of the pipeline running in the foreground, which are no
+ * processes the terminal knows. */
+static struct {
+	kr_mutex lock;
+	struct stage *st;
+	size_t n;
+} fg;
+
+int ksh_fg_init(void)
+{
+	return kr_mutex_init(&fg.lock);
+}
+
+void ksh_interrupt(int sig)
+{
+	kr_mutex_lock(&fg.lock);
+	for (size_t i = 0; i < fg.n; i++)
+		if (fg.st[i].way == WAY_UPROC) /* ESRCH once waited for */
+			kr_uproc_kill(fg.st[i].proc.up, sig);
+	kr_mutex_unlock(&fg.lock);
+}
+
+static void set_fg(struct stage *st, size_t n)
+{
+	kr_mutex_lock(&fg.lock);
+	fg.st = st;
+	fg.n = n;
+	kr_mutex_unlock(&fg.lock);
+}
+
 /* first: the first stage, expanded already, or NULL */
 static int run_stages(struct shell *sh, const struct ksh_pipeline *pl, const struct stage *first)
 {
@@ -535,8 +568,10 @@ static int run_stages(struct shell *sh, const struct ksh_pipeline *pl, const str
 		links[i] = (struct ksh_link){.rfd = -1, .wfd = -1};
 		start_stage(&st[i], i ? &links[i - 1] : NULL, i + 1 < n ? &links[i] : NULL);
 	}
+	set_fg(st, n);
 	for (size_t i = 0; i < n; i++)
 		wait_stage(&st[i]);
+	set_fg(NULL, 0);
 	for (size_t i = 0; i + 1 < n; i++)
 		ksh_link_join(&links[i]);
 	int status = st[n - 1].status;

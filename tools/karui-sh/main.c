@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "karui.h"
@@ -171,6 +172,18 @@ int ksh_main_loop(struct shell *sh, struct ksh_input *in)
 
 /* ---- start-up ---- */
 
+/* The interactive shell's SIGINT and SIGQUIT, from its signalfd, to the
+ * μprocesses running in the foreground; until cancelled. */
+static void *interrupter(void *arg)
+{
+	int fd = *(int *)arg;
+	struct signalfd_siginfo si;
+	size_t got;
+	while (kr_read(fd, &si, sizeof si, &got, KR_FOREVER) == 0 && got == sizeof si)
+		ksh_interrupt((int)si.ssi_signo);
+	return NULL;
+}
+
 static int usage(const char *what)
 {
 	if (what)
@@ -199,6 +212,11 @@ int main(int argc, char **argv)
 	setlocale(LC_ALL, "");
 	struct shell sh = {.arg0 = NAME};
 	const char *line = NULL;
+	bool interactive = false;
+	sigset_t intr;
+	sigemptyset(&intr);
+	sigaddset(&intr, SIGINT);
+	sigaddset(&intr, SIGQUIT);
 	int i = 1;
 	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
 		if (strcmp(argv[i], "--") == 0) {
@@ -237,8 +255,11 @@ int main(int argc, char **argv)
 		in = ksh_input_fd(fd, false);
 	} else if (isatty(0)) {
 		in = ksh_input_terminal(&sh);
-		signal(SIGINT, SIG_IGN); /* for the commands it runs, not for the shell */
-		signal(SIGQUIT, SIG_IGN);
+		/* Ctrl-C and Ctrl-\ are for the commands it runs, not for the
+		 * shell: blocked on every thread (VPs start from this one), read
+		 * by the interrupter */
+		interactive = true;
+		pthread_sigmask(SIG_BLOCK, &intr, NULL);
 	} else {
 		sh.source = "";
 		in = ksh_input_fd(0, true);
@@ -271,11 +292,23 @@ int main(int argc, char **argv)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	kr_config cfg = {.vps = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus};
 	int e = kr_init(&cfg);
+	if (!e)
+		e = ksh_fg_init();
 	if (e) {
 		fprintf(stderr, "%s: cannot start karui: %s\n", NAME, strerror(e));
 		return 2;
 	}
+	int sfd = interactive ? signalfd(-1, &intr, SFD_CLOEXEC) : -1;
+	kr_mp *intr_mp = NULL;
+	if (sfd >= 0 && kr_mp_create(&intr_mp, NULL, interrupter, &sfd))
+		intr_mp = NULL;
 	int status = ksh_main_loop(&sh, in);
+	if (intr_mp) {
+		kr_mp_cancel(intr_mp);
+		kr_mp_join(intr_mp, NULL);
+	}
+	if (sfd >= 0)
+		kr_close(sfd);
 	kr_fini();
 
 	ksh_input_free(in);

@@ -117,6 +117,11 @@ ksh_builtin_fn *ksh_builtin(const char *name);
 
 /* Run one parsed command line; $? and the exit request land in sh. */
 void ksh_run(struct shell *sh, const struct ksh_list *l);
+/* Before the first ksh_run: 0, or kr_mutex_init's error. */
+int ksh_fg_init(void);
+/* Send sig to the μprocesses of the pipeline running now (kr_uproc_kill;
+ * its child processes had it from the terminal). */
+void ksh_interrupt(int sig);
 
 /* ---- input (input.c) ---- */
 
