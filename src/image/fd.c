@@ -34,13 +34,6 @@
 
 #define PIPE_CAP 65536
 
-struct kr_upipe {
-	kr_stream s;
-	int ends[2];        /* open ends, [KR_UPIPE_READ], [KR_UPIPE_WRITE]; __atomic */
-	int creator[2];     /* the creator still holds that end */
-	int refs;           /* open ends of both kinds: the last one frees */
-};
-
 static void end_put(kr_upipe *p, int end)
 {
 	if (__atomic_sub_fetch(&p->ends[end], 1, __ATOMIC_ACQ_REL) == 0) {

@@ -29,6 +29,13 @@ void kr__elf_unload(struct kr__elf_load *ld);
 
 /* ---- fd.c: open files, fd tables, pipes ---- */
 enum { UF_HOST, UF_PIPE };
+struct kr_upipe {       /* fd.c */
+	kr_stream s;
+	int ends[2];        /* open ends, [KR_UPIPE_READ], [KR_UPIPE_WRITE]; __atomic */
+	int creator[2];     /* the creator still holds that end */
+	int refs;           /* open ends of both kinds: the last one frees */
+};
+
 struct kr__ufile {
 	int refs;           /* fds naming it, in every μprocess; __atomic */
 	int kind;

@@ -137,7 +137,7 @@ kr__img_sigfault:
 	call kr__sys_fast               /* -> %rax result or KR__SLOW, %rdx %fs */
 	movabs $0x4000000000000000, %rcx
 	cmp %rcx, %rax
-	jne 1f
+	jne 2f                          /* done, and %fs is the μprocess's still */
 .if \save
 	sub $3072, %rsp
 	and $-64, %rsp
@@ -172,8 +172,8 @@ kr__img_sigfault:
 	je 1f
 	vzeroupper
 .endif
-1:	mov %rbp, %rsp
-	wrfsbase %rdx
+1:	wrfsbase %rdx
+2:	mov %rbp, %rsp
 	pop %rbp
 	pop %rbx
 	pop %rdi
