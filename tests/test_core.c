@@ -1152,11 +1152,13 @@ static void fini_from_another_vp_returns_to_the_first_thread(void)
 	init(2);
 	/* The main microprocess yields to b, which holds VP 0: VP 1 takes the
 	 * main one.  If b went to VP 1 instead, or VP 1 did not look while b
-	 * held VP 0, b lets go and it is tried again, b holding longer; and
-	 * again if b's end took the main microprocess back to VP 0 (a joiner
-	 * resumes where the joined one ends). */
-	uint64_t end = kt_mono_ns() + KT_WAIT_S * 1000000000ull, hold = 100000000;
-	for (; kr_vp_id(kr_vp_self()) == 0; hold *= 2) {
+	 * held VP 0, b lets go and it is tried again, b holding longer (up to
+	 * half a second: a round lost to VP 1 taking b itself, which waking
+	 * early does whatever the hold, is retried many times before the
+	 * bound); and again if b's end took the main microprocess back to VP 0
+	 * (a joiner resumes where the joined one ends). */
+	uint64_t end = kt_mono_ns() + KT_WAIT_S * 1000000000ull, hold = 10000000;
+	for (; kr_vp_id(kr_vp_self()) == 0; hold = hold < 500000000 ? hold * 2 : hold) {
 		KT_CHECK(kt_mono_ns() < end); /* VP 1 never took the main microprocess */
 		kr_mp *b;
 		__atomic_store_n(&busy_stop, 0, __ATOMIC_RELAXED);
