@@ -283,7 +283,9 @@ static void scan_fn(struct fnscan *sc, struct range f)
 	sc->hi = f.hi;
 	sc->ok = 0;
 	sc->nt = sc->nrun = 0;
-	for (uintptr_t p = f.lo; p < f.hi; p += in.len) {
+	int dead = 0;
+	uintptr_t run = 0, p;
+	for (p = f.lo; p < f.hi; p += in.len) {
 		if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
 			return;
 		if (in.kind == KR_INSN_JMP || in.kind == KR_INSN_JCC || in.kind == KR_INSN_CALL) {
@@ -291,16 +293,7 @@ static void scan_fn(struct fnscan *sc, struct range f)
 				return;
 			sc->tg[sc->nt++] = p + (uintptr_t)in.target;
 		}
-	}
-	int dead = 0;
-	uintptr_t run = 0;
-	for (uintptr_t p = f.lo;; p += in.len) {
-		int filler = 0;
-		in.len = 1;
-		if (p < f.hi) {
-			kr__x86_decode((const uint8_t *)p, f.hi - p, &in);
-			filler = is_filler((const uint8_t *)p, in.len);
-		}
+		int filler = is_filler((const uint8_t *)p, in.len);
 		if (filler && dead) {
 			if (!run)
 				run = p;
@@ -309,12 +302,12 @@ static void scan_fn(struct fnscan *sc, struct range f)
 		if (run && p - run >= 5 && sc->nrun < MAXRUN)
 			sc->run[sc->nrun++] = (struct range){run, p};
 		run = 0;
-		if (p >= f.hi)
-			break;
 		if (!filler)
 			dead = in.kind == KR_INSN_JMP || in.kind == KR_INSN_RET ||
 			       in.kind == KR_INSN_JMP_IND || in.kind == KR_INSN_UD;
 	}
+	if (run && p - run >= 5 && sc->nrun < MAXRUN)
+		sc->run[sc->nrun++] = (struct range){run, p};
 	sc->ok = 1;
 }
 
@@ -327,10 +320,12 @@ static uintptr_t inner_slot(struct kr__rw *rw, struct range f, uintptr_t from)
 		return 0;
 	for (unsigned r = 0; r < sc.nrun; r++)
 		for (uintptr_t s = sc.run[r].lo; s + 5 <= sc.run[r].hi; s++) {
+			if (!reach8(s, from))
+				continue;
 			int hit = 0;
 			for (unsigned t = 0; t < sc.nt && !hit; t++)
 				hit = sc.tg[t] >= s && sc.tg[t] < s + 5;
-			if (!hit && reach8(s, from) && slot_free(rw, s))
+			if (!hit && slot_free(rw, s))
 				return s;
 		}
 	return 0;
@@ -638,11 +633,19 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 		free(tmp);
 		return pl;
 	}
-	for (uint32_t i = 0; i < e.n && pl->n < 64; i++) {
+	/* cpuid's bytes (0f a2), found in one pass over the text by the
+	 * rarer second one; each function that holds some is decoded once,
+	 * whole */
+	long last = -1;
+	for (const uint8_t *a = (const uint8_t *)img->xlo + 1, *end = (const uint8_t *)img->xhi;
+	     pl->n < 64 && a < end && (a = memchr(a, 0xa2, (size_t)(end - a))); a++) {
+		const uint8_t *b = a - 1;
 		struct range f;
-		if (!fde_range(e.hdr, e.tab, i, &f) || f.lo < img->xlo || f.hi > img->xhi ||
-		    !memmem((const void *)f.lo, f.hi - f.lo, "\x0f\xa2", 2))
-			continue; /* no cpuid's bytes: nothing to decode */
+		long i;
+		if (*b != 0x0f || (i = fn_at(&e, (uintptr_t)b, 2, &f)) < 0 || i == last ||
+		    f.lo < img->xlo || f.hi > img->xhi)
+			continue;
+		last = i;
 		struct kr__insn in;
 		for (uintptr_t p = f.lo; p < f.hi && pl->n < 64; p += in.len) {
 			if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
