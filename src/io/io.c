@@ -301,12 +301,13 @@ int kr_io_cancel(int fd)
 	return b ? -b->cancel(fd) : err;
 }
 
+/* A back end that has not started has nothing on fd to forget: kr_close
+ * does not start it (a μprocess's end closes its host fds this way). */
 int kr_close(int fd)
 {
 	if (fd < 0)
 		return EBADF;
-	int err;
-	const struct kr_iobackend *b = backend(&err);
+	const struct kr_iobackend *b = __atomic_load_n(&cur, __ATOMIC_ACQUIRE);
 	if (b)
 		b->forget(fd);
 	return close(fd) ? errno : 0;
