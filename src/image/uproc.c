@@ -308,8 +308,13 @@ int kr__region_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
 
 static void release(struct kr_uproc *up)
 {
-	for (size_t i = 0; i < up->nreg; i++)
-		munmap((void *)up->reg[i].lo, up->reg[i].hi - up->reg[i].lo);
+	/* adjacent regions in one call: one TLB shoot-down, not one each */
+	for (size_t i = 0; i < up->nreg;) {
+		uintptr_t lo = up->reg[i].lo, hi = up->reg[i].hi;
+		for (i++; i < up->nreg && up->reg[i].lo == hi; i++)
+			hi = up->reg[i].hi;
+		munmap((void *)lo, hi - lo);
+	}
 	free(up->reg);
 	up->reg = NULL;
 	up->nreg = up->capreg = 0;
