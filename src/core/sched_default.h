@@ -126,6 +126,9 @@ static inline __attribute__((always_inline)) kr_mp *slot_xchg(struct inst *i, kr
 		__atomic_store_n(&i->slot, to, __ATOMIC_RELAXED);
 		return mp;
 	}
+	/* (the slot's address computed here, not ahead of the test for the
+	 * one VP's path, which addresses the slot from i) */
+	__asm__("" : "+r"(i));
 	return __atomic_exchange_n(&i->slot, to, __ATOMIC_SEQ_CST);
 }
 
