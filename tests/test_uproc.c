@@ -492,6 +492,26 @@ static void hot_call_sites_are_rewritten_and_keep_every_register(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A site rewritten in one μprocess is rewritten in the next μprocess of
+ * the same program at that image's first trap: here the site's own first
+ * call, after which a site nobody knew is still trapping. */
+static void sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once(void)
+{
+	start(1);
+	need_uprocs();
+	char *out;
+	KT_EQ(run_probe("site", NULL, &out), 0);
+	KT_CHECK(strcmp(out, "trapping\n") == 0); /* one trap: not hot yet */
+	free(out);
+	KT_EQ(run_probe("regs", "getpid", &out), 0);
+	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
+	free(out);
+	KT_EQ(run_probe("site", NULL, &out), 0);
+	KT_CHECK(strcmp(out, "rewritten\n") == 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void with_rewriting_off_every_call_traps(void)
 {
 	setenv("KARUI_UPROC_REWRITE", "0", 1);
@@ -837,6 +857,7 @@ int main(int argc, char **argv)
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);
+	KT_RUN(sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once);
 	KT_RUN(with_rewriting_off_every_call_traps);
 	KT_RUN(a_thousand_cats_wait_on_their_stdin_at_once);
 	KT_RUN(ten_thousand_runs_leave_fd_count_and_rss_flat);

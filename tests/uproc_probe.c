@@ -26,6 +26,8 @@
  *                            site; prints "kept" if every register the
  *                            syscall instruction keeps was kept each time,
  *                            and whether the site was rewritten
+ *   uproc_probe site         one getpid from that site; whether the site
+ *                            was rewritten by then
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -210,6 +212,11 @@ int main(int argc, char **argv)
 			kept &= regs_kept(nr, avx512);
 		printf("%s %s\n", kept ? "kept" : "changed",
 		       probe_site[0] == 0xeb ? "rewritten" : "trapping");
+		return 0;
+	}
+	if (!strcmp(m, "site")) {
+		regs_kept(SYS_getpid, __builtin_cpu_supports("avx512f"));
+		puts(probe_site[0] == 0xeb ? "rewritten" : "trapping");
 		return 0;
 	}
 #endif

@@ -92,7 +92,8 @@ void kr__rw_free(struct kr_uproc *up)
 
 /* ---- which image a site lies in ---- */
 
-void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t base)
+void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t base,
+		  const struct kr__file_id *file)
 {
 	if (up->nxmap % 16 == 0) {
 		struct kr__xmap *n = realloc(up->xmap, (up->nxmap + 16) * sizeof *n);
@@ -100,7 +101,7 @@ void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t bas
 			return; /* the site will keep trapping */
 		up->xmap = n;
 	}
-	up->xmap[up->nxmap++] = (struct kr__xmap){lo, hi, base};
+	up->xmap[up->nxmap++] = (struct kr__xmap){lo, hi, base, *file, 0};
 }
 
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
@@ -112,12 +113,18 @@ void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
 			i++;
 }
 
-static uintptr_t image_of(struct kr_uproc *up, uintptr_t at)
+static struct kr__xmap *xmap_of(struct kr_uproc *up, uintptr_t at)
 {
 	for (unsigned i = 0; i < up->nxmap; i++)
 		if (up->xmap[i].lo <= at && at < up->xmap[i].hi)
-			return up->xmap[i].base;
-	return 0;
+			return &up->xmap[i];
+	return NULL;
+}
+
+static uintptr_t image_of(struct kr_uproc *up, uintptr_t at)
+{
+	struct kr__xmap *xm = xmap_of(up, at);
+	return xm ? xm->base : 0;
 }
 
 /* ---- the unwind table: which bytes are no function's ---- */
@@ -737,23 +744,117 @@ void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld)
 	prepare_image(up, ld->interp.entry ? &ld->interp : &ld->prog);
 }
 
-void kr__rw_trapped(struct kr_uproc *up, uintptr_t site)
+/* ---- sites known per file ----
+ *
+ * Most of a program's hot sites are its C library's and its ld.so's, the
+ * same in every μprocess.  A site rewritten in one image of a file is
+ * recorded (its offset from the image's base) and rewritten in every later
+ * image of that file at the image's first trap, before it traps itself:
+ * each new μprocess then traps only at the sites no earlier one made hot.
+ * Not at the mapping: ld.so has not mapped the rest of the image (its
+ * unwind table) by then; at a trap from its code it has.  A file is known
+ * by device, inode and modification time. */
+
+struct known {
+	struct known *next;
+	struct kr__file_id id;
+	unsigned n, cap;
+	uint32_t *off;
+};
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct known *knowns;
+
+static int same_file(const struct kr__file_id *a, const struct kr__file_id *b)
 {
-	if (!up->rw && !(up->rw = calloc(1, sizeof *up->rw)))
+	return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns;
+}
+
+static void known_add(const struct kr__xmap *xm, uintptr_t site)
+{
+	if (!xm->file.ino)
 		return;
-	struct kr__rw *rw = up->rw;
+	uint32_t off = (uint32_t)(site - xm->base);
+	pthread_mutex_lock(&known_lock);
+	struct known *k = knowns;
+	while (k && !same_file(&k->id, &xm->file))
+		k = k->next;
+	if (!k && (k = calloc(1, sizeof *k))) {
+		k->id = xm->file;
+		k->next = knowns;
+		knowns = k;
+	}
+	unsigned i = 0;
+	while (k && i < k->n && k->off[i] != off)
+		i++;
+	if (k && i == k->n && k->n < 512) {
+		if (k->n == k->cap) {
+			uint32_t *n = realloc(k->off, (k->cap ? 2 * k->cap : 32) * sizeof *n);
+			if (n) {
+				k->off = n;
+				k->cap = k->cap ? 2 * k->cap : 32;
+			}
+		}
+		if (k->n < k->cap)
+			k->off[k->n++] = off;
+	}
+	pthread_mutex_unlock(&known_lock);
+}
+
+/* The record of site in rw's table, made if need be; NULL: the table is full. */
+static struct site *site_entry(struct kr__rw *rw, uintptr_t site)
+{
 	const unsigned mask = sizeof rw->site / sizeof *rw->site - 1;
 	unsigned h = (unsigned)((site * 0x9e3779b97f4a7c15ull) >> 40) & mask;
 	for (unsigned k = 0; k <= mask; k++, h = (h + 1) & mask) {
 		struct site *s = &rw->site[h];
 		if (s->at && s->at != site)
 			continue;
-		if (!s->at)
-			s->at = site;
-		if (s->traps == UINT32_MAX || ++s->traps < HOT)
-			return;
-		if (!rewrite(up, rw, site))
-			s->traps = UINT32_MAX;
-		return;
+		s->at = site;
+		return s;
 	}
+	return NULL;
+}
+
+/* The known sites of xm's file, rewritten in this image (once). */
+static void seed(struct kr_uproc *up, struct kr__rw *rw, struct kr__xmap *xm)
+{
+	xm->seeded = 1;
+	if (!xm->file.ino)
+		return;
+	uint32_t *off = NULL;
+	unsigned n = 0;
+	pthread_mutex_lock(&known_lock);
+	struct known *k = knowns;
+	while (k && !same_file(&k->id, &xm->file))
+		k = k->next;
+	if (k && k->n && (off = malloc(k->n * sizeof *off)))
+		memcpy(off, k->off, (n = k->n) * sizeof *off);
+	pthread_mutex_unlock(&known_lock);
+	uintptr_t base = xm->base, lo = xm->lo, hi = xm->hi;
+	for (unsigned i = 0; i < n; i++) {
+		uintptr_t at = base + off[i];
+		struct site *s;
+		if (at < lo || at + 2 > hi || memcmp((const void *)at, "\x0f\x05", 2) ||
+		    !(s = site_entry(rw, at)) || s->traps == UINT32_MAX)
+			continue;
+		s->traps = UINT32_MAX; /* rewritten now, or never */
+		rewrite(up, rw, at);
+	}
+	free(off);
+}
+
+void kr__rw_trapped(struct kr_uproc *up, uintptr_t site)
+{
+	if (!up->rw && !(up->rw = calloc(1, sizeof *up->rw)))
+		return;
+	struct kr__rw *rw = up->rw;
+	struct kr__xmap *xm = xmap_of(up, site);
+	if (xm && !xm->seeded)
+		seed(up, rw, xm); /* (xm stays valid: rewriting maps nothing here) */
+	struct site *s = site_entry(rw, site);
+	if (!s || s->traps == UINT32_MAX || ++s->traps < HOT)
+		return;
+	s->traps = UINT32_MAX; /* rewritten, or given up on */
+	if (rewrite(up, rw, site) && (xm = xmap_of(up, site)))
+		known_add(xm, site);
 }

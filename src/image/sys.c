@@ -394,8 +394,15 @@ static long sys_mmap(struct kr_uproc *up, long a[6])
 	kr__xmap_del(up, (uintptr_t)r, (uintptr_t)r + len);
 	/* code from a file: the image starts where offset 0 would be (ld.so
 	 * maps a library's segments at their offsets) */
-	if ((a[2] & PROT_EXEC) && !(a[3] & MAP_ANONYMOUS) && (uintptr_t)r >= (uintptr_t)a[5])
-		kr__xmap_add(up, (uintptr_t)r, (uintptr_t)r + len, (uintptr_t)r - (uintptr_t)a[5]);
+	if ((a[2] & PROT_EXEC) && !(a[3] & MAP_ANONYMOUS) && (uintptr_t)r >= (uintptr_t)a[5]) {
+		struct stat st;
+		struct kr__file_id id = {0, 0, 0};
+		if (fstat((int)b[4], &st) == 0)
+			id = (struct kr__file_id){st.st_dev, st.st_ino,
+						  (int64_t)st.st_mtim.tv_sec * 1000000000 +
+							  st.st_mtim.tv_nsec};
+		kr__xmap_add(up, (uintptr_t)r, (uintptr_t)r + len, (uintptr_t)r - (uintptr_t)a[5], &id);
+	}
 	return r;
 }
 

@@ -69,8 +69,15 @@ long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
 struct kr__region {
 	uintptr_t lo, hi;
 };
+struct kr__file_id {     /* a file as it was when mapped */
+	dev_t dev;
+	ino_t ino;
+	int64_t mtime_ns;
+};
 struct kr__xmap {        /* code mapped from an ELF file, and that image's base */
 	uintptr_t lo, hi, base;
+	struct kr__file_id file; /* all 0: not known */
+	int seeded;         /* the file's known sites are rewritten here (rewrite.c) */
 };
 struct kr_uproc {
 	uint32_t magic;
@@ -133,7 +140,8 @@ int kr__region_covers(const struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 long kr__uproc_signal(struct kr_uproc *up, int sig);
 
 /* ---- rewrite.c ---- */
-void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t base);
+void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t base,
+		  const struct kr__file_id *file);
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
 void kr__rw_free(struct kr_uproc *up);
