@@ -4,9 +4,11 @@
  *
  * A system call that traps (Syscall User Dispatch, uproc.c) costs a
  * signal: the kernel's frame with the whole vector state, the handler,
- * rt_sigreturn.  Once a call site of a μprocess has trapped twice, karui
- * rewrites it, in the μprocess's private copy of the page, so that the
- * next call from there reaches karui with two jumps and no kernel entry:
+ * rt_sigreturn.  Once a call site of a μprocess has trapped twice (or an
+ * earlier μprocess made it hot in another image of its file: "sites known
+ * per file" below), karui rewrites it, in the μprocess's private copy of
+ * the page, so that the next call from there reaches karui with two jumps
+ * and no kernel entry:
  *
  *   site:   syscall  (0f 05)     ->  jmp rel8 (eb xx) to a slot
  *   slot:   padding between two functions  ->  jmp rel32 to a trampoline
