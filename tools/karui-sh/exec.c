@@ -540,10 +540,14 @@ int ksh_fg_init(void)
 	return kr_mutex_init(&fg.lock);
 }
 
+/* The last stage first: a stage that the signal ends closes its end of
+ * the pipe, and the next stage, not yet signalled, could see the end of
+ * its input and exit 0 before its own signal came, where a terminal
+ * signals every process of a pipeline at once. */
 void ksh_interrupt(int sig)
 {
 	kr_mutex_lock(&fg.lock);
-	for (size_t i = 0; i < fg.n; i++)
+	for (size_t i = fg.n; i-- > 0;)
 		if (fg.st[i].way == WAY_UPROC) /* ESRCH once waited for */
 			kr_uproc_kill(fg.st[i].proc.up, sig);
 	kr_mutex_unlock(&fg.lock);
