@@ -612,6 +612,17 @@ static void pipelines_on_two_vps_keep_each_vps_signal_state(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* cat ARGS as a μprocess whose fd `fd` is the host's `hostfd`. */
+static kr_uproc *spawn_cat_on(int fd, int hostfd, char **argv)
+{
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_host(&a, fd, hostfd), 0);
+	kr_uproc *up;
+	KT_EQ(kr_uproc_spawn(&up, "/bin/cat", argv, &a), 0);
+	return up;
+}
+
 /* A μprocess writing to a host pipe leaves the pipe as it was: on the
  * epoll back end (which makes the fds it waits on O_NONBLOCK) too, since
  * the open file is the host's, and perhaps other processes'. */
@@ -624,12 +635,8 @@ static void a_host_pipe_keeps_its_blocking_mode_on_both_back_ends(void)
 		need_uprocs();
 		int p[2];
 		KT_EQ(pipe2(p, O_CLOEXEC), 0);
-		kr_uproc_attr a;
-		KT_EQ(kr_uproc_attr_init(&a), 0);
-		KT_EQ(kr_uproc_attr_fd_host(&a, 1, p[1]), 0);
-		kr_uproc *up;
 		char *argv[] = {"cat", "/etc/hostname", NULL};
-		KT_EQ(kr_uproc_spawn(&up, "/bin/cat", argv, &a), 0);
+		kr_uproc *up = spawn_cat_on(1, p[1], argv);
 		int st = -1;
 		KT_EQ(kr_uproc_wait(up, &st), 0);
 		KT_EQ(st, 0);
@@ -653,12 +660,8 @@ static void a_vp_started_by_an_armed_vp_runs_uprocs(void)
 	for (int round = 0; round < 3; round++) {
 		int p[2];
 		KT_EQ(pipe2(p, O_CLOEXEC), 0);
-		kr_uproc_attr a;
-		KT_EQ(kr_uproc_attr_init(&a), 0);
-		KT_EQ(kr_uproc_attr_fd_host(&a, 1, p[1]), 0);
-		kr_uproc *up;
 		char *argv[] = {"cat", (char *)probe, NULL};
-		KT_EQ(kr_uproc_spawn(&up, "/bin/cat", argv, &a), 0);
+		kr_uproc *up = spawn_cat_on(1, p[1], argv);
 		close(p[1]);
 		/* this VP stays in the kernel until cat has ended: cat runs on
 		 * the spare VP that kr_blocking_enter started or resumed */
@@ -761,12 +764,8 @@ static void a_kill_ends_a_wait_in_the_kernel(void)
 	need_uprocs();
 	int p[2];
 	KT_EQ(pipe2(p, O_CLOEXEC), 0);
-	kr_uproc_attr a;
-	KT_EQ(kr_uproc_attr_init(&a), 0);
-	KT_EQ(kr_uproc_attr_fd_host(&a, 0, p[0]), 0);
-	kr_uproc *up;
 	char *argv[] = {"cat", NULL};
-	KT_EQ(kr_uproc_spawn(&up, "/bin/cat", argv, &a), 0);
+	kr_uproc *up = spawn_cat_on(0, p[0], argv);
 	KT_EQ(kr_mp_sleep_for(20000000), 0); /* most likely in its read by now */
 	KT_EQ(kr_uproc_kill(up, SIGTERM), 0);
 	int st = -1;
