@@ -489,6 +489,13 @@ static void hot_call_sites_are_rewritten_and_keep_every_register(void)
 	KT_EQ(run_probe("regs", "umask", &out), 0);
 	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
 	free(out);
+	/* a site whose flags are dead after it: the path that keeps no flags */
+	KT_EQ(run_probe("regs-nf", "getpid", &out), 0);
+	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
+	free(out);
+	KT_EQ(run_probe("regs-nf", "umask", &out), 0);
+	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
+	free(out);
 	KT_EQ(kr_fini(), 0);
 }
 

@@ -26,6 +26,8 @@
  *                            site; prints "kept" if every register the
  *                            syscall instruction keeps was kept each time,
  *                            and whether the site was rewritten
+ *   uproc_probe regs-nf NR   the same from a site whose flags are dead after
+ *                            it (a cmp follows), the flags not checked
  *   uproc_probe site         one getpid from that site; whether the site
  *                            was rewritten by then
  */
@@ -50,61 +52,68 @@ static void *nothing(void *a) { return a; }
  * in the registers the syscall instruction keeps: returns 1 if they are
  * all unchanged (the flags, %rdi %rsi %rdx %r8 %r9 %r10 %r12, %xmm15,
  * all of %ymm3, and with AVX-512 %zmm17). */
-extern const unsigned char probe_site[];
+extern const unsigned char probe_site[], probe_site_nf[];
 void probe_call(void *b);
+void probe_call_nf(void *b);
 /* probe_call(b): a function of its own, so that the padding after it is
- * near its system call, as in a C library's wrappers. */
-__asm__(".text\n"
-	".p2align 4\n"
-	".type probe_call, @function\n"
-	"probe_call:\n"
-	".cfi_startproc\n"
-	"push %r12\n"
-	".cfi_adjust_cfa_offset 8\n"
-	"mov (%rdi), %rax\n"
-	"vmovdqu (%rax), %ymm3\n"
-	"movdqu 16(%rax), %xmm15\n"
-	"cmpq $0, 16(%rdi)\n"
-	"jz 1f\n"
-	"vmovdqu64 (%rax), %zmm17\n"
-	"1:\n"
-	"mov %rdi, %r11\n"
-	"mov (%rax), %rdi\n"
-	"mov 8(%rax), %rsi\n"
-	"mov 16(%rax), %rdx\n"
-	"mov 24(%rax), %r8\n"
-	"mov 32(%rax), %r9\n"
-	"mov 40(%rax), %r10\n"
-	"mov 48(%rax), %r12\n"
-	"push %r11\n"
-	".cfi_adjust_cfa_offset 8\n"
-	"mov 8(%r11), %rax\n"
-	"stc\n"
-	".globl probe_site\n"
-	"probe_site: syscall\n"
-	"pop %rax\n"
-	".cfi_adjust_cfa_offset -8\n"
-	"setc 192(%rax)\n"
-	"vmovdqu %ymm3, 24(%rax)\n"
-	"movdqu %xmm15, 56(%rax)\n"
-	"mov %rdi, 136(%rax)\n"
-	"mov %rsi, 144(%rax)\n"
-	"mov %rdx, 152(%rax)\n"
-	"mov %r8, 160(%rax)\n"
-	"mov %r9, 168(%rax)\n"
-	"mov %r10, 176(%rax)\n"
-	"mov %r12, 184(%rax)\n"
-	"cmpq $0, 16(%rax)\n"
-	"jz 2f\n"
-	"vmovdqu64 %zmm17, 72(%rax)\n"
-	"2: vzeroupper\n"
-	"pop %r12\n"
-	".cfi_adjust_cfa_offset -8\n"
-	"ret\n"
-	".cfi_endproc\n"
-	".size probe_call, .-probe_call\n"
+ * near its system call, as in a C library's wrappers.  probe_call_nf: the
+ * same with a cmp of the result right after the call, as the wrappers
+ * have, so that its flags are dead there (and its `cf` meaningless). */
+#define PROBE_CALL(fn, site, after) \
+__asm__(".text\n" \
+	".p2align 4\n" \
+	".type " #fn ", @function\n" \
+	#fn ":\n" \
+	".cfi_startproc\n" \
+	"push %r12\n" \
+	".cfi_adjust_cfa_offset 8\n" \
+	"mov (%rdi), %rax\n" \
+	"vmovdqu (%rax), %ymm3\n" \
+	"movdqu 16(%rax), %xmm15\n" \
+	"cmpq $0, 16(%rdi)\n" \
+	"jz 1f\n" \
+	"vmovdqu64 (%rax), %zmm17\n" \
+	"1:\n" \
+	"mov %rdi, %r11\n" \
+	"mov (%rax), %rdi\n" \
+	"mov 8(%rax), %rsi\n" \
+	"mov 16(%rax), %rdx\n" \
+	"mov 24(%rax), %r8\n" \
+	"mov 32(%rax), %r9\n" \
+	"mov 40(%rax), %r10\n" \
+	"mov 48(%rax), %r12\n" \
+	"push %r11\n" \
+	".cfi_adjust_cfa_offset 8\n" \
+	"mov 8(%r11), %rax\n" \
+	"stc\n" \
+	".globl " #site "\n" \
+	#site ": syscall\n" \
+	after \
+	"pop %rax\n" \
+	".cfi_adjust_cfa_offset -8\n" \
+	"setc 192(%rax)\n" \
+	"vmovdqu %ymm3, 24(%rax)\n" \
+	"movdqu %xmm15, 56(%rax)\n" \
+	"mov %rdi, 136(%rax)\n" \
+	"mov %rsi, 144(%rax)\n" \
+	"mov %rdx, 152(%rax)\n" \
+	"mov %r8, 160(%rax)\n" \
+	"mov %r9, 168(%rax)\n" \
+	"mov %r10, 176(%rax)\n" \
+	"mov %r12, 184(%rax)\n" \
+	"cmpq $0, 16(%rax)\n" \
+	"jz 2f\n" \
+	"vmovdqu64 %zmm17, 72(%rax)\n" \
+	"2: vzeroupper\n" \
+	"pop %r12\n" \
+	".cfi_adjust_cfa_offset -8\n" \
+	"ret\n" \
+	".cfi_endproc\n" \
+	".size " #fn ", .-" #fn "\n" \
 	".p2align 4\n");
-__attribute__((noinline)) static int regs_kept(long nr, int avx512)
+PROBE_CALL(probe_call, probe_site, "")
+PROBE_CALL(probe_call_nf, probe_site_nf, "cmp $-4096, %rax\n")
+__attribute__((noinline)) static int regs_kept(long nr, int avx512, int nf)
 {
 	static const uint64_t pat[8] = {0x0123456789abcdef, 0xfedcba9876543210, 0x1111222233334444,
 					0x5555666677778888, 0x99990000aaaabbbb, 0xccccddddeeeeffff,
@@ -115,8 +124,8 @@ __attribute__((noinline)) static int regs_kept(long nr, int avx512)
 		uint64_t y[4], x[2], z[8], g[7]; /* 24, 56, 72, 136 */
 		unsigned char cf;      /* 192 */
 	} __attribute__((aligned(64))) b = {pat, nr, avx512};
-	probe_call(&b);
-	int ok = b.cf == 1 && !memcmp(b.y, pat, 32) && !memcmp(b.x, pat + 2, 16) &&
+	(nf ? probe_call_nf : probe_call)(&b);
+	int ok = (nf || b.cf == 1) && !memcmp(b.y, pat, 32) && !memcmp(b.x, pat + 2, 16) &&
 		 !memcmp(b.g, pat, 56);
 	if (avx512)
 		ok = ok && !memcmp(b.z, pat, 64);
@@ -203,19 +212,19 @@ int main(int argc, char **argv)
 			}
 	}
 #if defined(__x86_64__)
-	if (!strcmp(m, "regs")) {
+	if (!strcmp(m, "regs") || !strcmp(m, "regs-nf")) {
 		long nr = !strcmp(argv[2], "umask") ? SYS_umask : SYS_getpid;
-		int avx512 = __builtin_cpu_supports("avx512f"), kept = 1;
+		int avx512 = __builtin_cpu_supports("avx512f"), kept = 1, nf = m[4] != 0;
 		if (nr == SYS_umask)
 			umask(022);
 		for (int i = 0; i < 6; i++)
-			kept &= regs_kept(nr, avx512);
+			kept &= regs_kept(nr, avx512, nf);
 		printf("%s %s\n", kept ? "kept" : "changed",
-		       probe_site[0] == 0xeb ? "rewritten" : "trapping");
+		       (nf ? probe_site_nf : probe_site)[0] == 0xeb ? "rewritten" : "trapping");
 		return 0;
 	}
 	if (!strcmp(m, "site")) {
-		regs_kept(SYS_getpid, __builtin_cpu_supports("avx512f"));
+		regs_kept(SYS_getpid, __builtin_cpu_supports("avx512f"), 0);
 		puts(probe_site[0] == 0xeb ? "rewritten" : "trapping");
 		return 0;
 	}

@@ -505,9 +505,11 @@ static struct tramppage *tramp_page(struct kr_uproc *up, struct kr__rw *rw, uint
 		((uint64_t *)p)[1] = (uint64_t)up; /* %r11 for kr__img_fastcall */
 		((uint64_t *)p)[2] = (uint64_t)kr__img_cpuid;
 		((uint64_t *)p)[3] = (uint64_t)kr__img_fastcall_novec;
+		((uint64_t *)p)[4] = (uint64_t)kr__img_fastcall_nf;
+		((uint64_t *)p)[5] = (uint64_t)kr__img_fastcall_novec_nf;
 		mprotect(p, PG, PROT_READ | PROT_EXEC);
 		struct tramppage *sp = &rw->pages[rw->npages++];
-		*sp = (struct tramppage){(uintptr_t)p, 32};
+		*sp = (struct tramppage){(uintptr_t)p, 64};
 		return sp;
 	}
 	return NULL;
@@ -546,8 +548,8 @@ static int poke(uintptr_t at, const void *src, size_t n, int prot)
 }
 
 /* A trampoline for the site: the red zone stepped over, a call through the
- * page's table (`fn`: 0 kr__img_fastcall and 3 kr__img_fastcall_novec,
- * with the μprocess in %r11; 2 kr__img_cpuid), and back to the
+ * page's table (`fn`: 0 kr__img_fastcall, 3 kr__img_fastcall_novec, 4 and
+ * 5 their _nf forms, with the μprocess in %r11; 2 kr__img_cpuid), and back to the
  * instruction after the site. */
 static void tramp_code(uint8_t code[TRAMP], uintptr_t page, uintptr_t tramp, uintptr_t site, int fn)
 {
@@ -580,6 +582,15 @@ static void jumps(uint8_t jmp5[5], uint8_t jmp2[2], uintptr_t site, uintptr_t sl
 	jmp2[1] = (uint8_t)(int8_t)((intptr_t)slot - (intptr_t)(site + 2));
 }
 
+/* The flags are dead after the syscall at site: the next instruction is
+ * a cmp of %rax or %eax with an immediate (how a C library's wrappers test
+ * the result) or a ret (the ABI keeps no flag across a call). */
+static int flags_dead(uintptr_t site)
+{
+	const uint8_t *p = (const uint8_t *)site + 2;
+	return p[0] == 0xc3 || p[0] == 0x3d || (p[0] == 0x48 && p[1] == 0x3d);
+}
+
 static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 {
 	uintptr_t base = image_of(up, site);
@@ -593,7 +604,9 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 		return 0;
 	uint8_t code[TRAMP], jmp5[5], jmp2[2];
 	uintptr_t tramp = sp->page + sp->used;
-	tramp_code(code, sp->page, tramp, site, kr__rw_novec_site(base, site) ? 3 : 0);
+	int novec = kr__rw_novec_site(base, site);
+	tramp_code(code, sp->page, tramp, site,
+		   flags_dead(site) ? (novec ? 5 : 4) : (novec ? 3 : 0));
 	if (!poke(tramp, code, TRAMP, PROT_READ | PROT_EXEC))
 		return 0;
 	sp->used += TRAMP;

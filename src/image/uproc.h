@@ -195,6 +195,8 @@ void kr__img_sigsys(int, siginfo_t *, void *);
 void kr__img_sigfault(int, siginfo_t *, void *);
 void kr__img_fastcall(void);
 void kr__img_fastcall_novec(void);
+void kr__img_fastcall_nf(void);
+void kr__img_fastcall_novec_nf(void);
 void kr__img_cpuid(void);
 __attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs);
 

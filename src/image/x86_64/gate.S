@@ -109,15 +109,25 @@ kr__img_sigfault:
  * kr__img_fastcall_novec: the same for a site where no vector register is
  * live (rewrite.c: inside a C library's system-call wrapper that uses
  * none): its general path saves no vector state, and leaves the AVX upper
- * halves clean on the way back. */
-.macro FASTCALL name, save
+ * halves clean on the way back.
+ *
+ * kr__img_fastcall_nf and kr__img_fastcall_novec_nf: the same two for a
+ * site whose flags are dead after it (rewrite.c: the next instruction sets
+ * them without reading them, or returns, after which the ABI keeps none):
+ * the flags' word of the frame stays unwritten, and popfq, the costliest
+ * instruction of the short path, is not run. */
+.macro FASTCALL name, save, flags
 	.globl \name
 	.type \name, @function
 	.p2align 4
 \name:
 	.cfi_startproc
 	movb $0, %gs:0                  /* ALLOW */
+.if \flags
 	pushfq
+.else
+	lea -8(%rsp), %rsp
+.endif
 	sub $8, %rsp
 	push %r9
 	push %r8
@@ -184,15 +194,21 @@ kr__img_sigfault:
 	pop %r9
 	add $8, %rsp
 	.cfi_adjust_cfa_offset -80
+.if \flags
 	popfq
+.else
+	lea 8(%rsp), %rsp
+.endif
 	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
 	ret
 	.cfi_endproc
 	.size \name, .-\name
 .endm
 
-	FASTCALL kr__img_fastcall, 1
-	FASTCALL kr__img_fastcall_novec, 0
+	FASTCALL kr__img_fastcall, 1, 1
+	FASTCALL kr__img_fastcall_novec, 0, 1
+	FASTCALL kr__img_fastcall_nf, 1, 0
+	FASTCALL kr__img_fastcall_novec_nf, 0, 0
 
 /* void kr__img_cpuid(void): a cpuid of a μprocess (rewrite.c), called by
  * its trampoline below the red zone: leaf in %eax, sub-leaf in %ecx; answers in
