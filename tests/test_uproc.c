@@ -135,6 +135,15 @@ static int run_probe(const char *mode, const char *arg, char **out)
 	return run(probe, argv, NULL, out, NULL);
 }
 
+/* uproc_probe MODE ARG exits 0 and prints exactly `want`. */
+static void probe_says(const char *mode, const char *arg, const char *want)
+{
+	char *out;
+	KT_EQ(run_probe(mode, arg, &out), 0);
+	KT_CHECK(strcmp(out, want) == 0);
+	free(out);
+}
+
 /* ---- the tests ---- */
 
 static void cat_copies_its_stdin_pipe_to_its_stdout_pipe(void)
@@ -348,10 +357,7 @@ static void identity_changes_fail_with_eperm(void)
 {
 	start(1);
 	need_uprocs();
-	char *out;
-	KT_EQ(run_probe("setuid", NULL, &out), 0);
-	KT_CHECK(strcmp(out, "EPERM\n") == 0);
-	free(out);
+	probe_says("setuid", NULL, "EPERM\n");
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -360,13 +366,8 @@ static void fork_and_threads_fail_with_a_clear_error(void)
 {
 	start(1);
 	need_uprocs();
-	char *out;
-	KT_EQ(run_probe("fork", NULL, &out), 0);
-	KT_CHECK(strcmp(out, "ENOSYS\n") == 0);
-	free(out);
-	KT_EQ(run_probe("thread", NULL, &out), 0);
-	KT_CHECK(strcmp(out, "EAGAIN\n") == 0); /* as when threads run out */
-	free(out);
+	probe_says("fork", NULL, "ENOSYS\n");
+	probe_says("thread", NULL, "EAGAIN\n"); /* as when threads run out */
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -482,20 +483,11 @@ static void hot_call_sites_are_rewritten_and_keep_every_register(void)
 {
 	start(1);
 	need_uprocs();
-	char *out;
-	KT_EQ(run_probe("regs", "getpid", &out), 0);
-	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
-	free(out);
-	KT_EQ(run_probe("regs", "umask", &out), 0);
-	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
-	free(out);
+	probe_says("regs", "getpid", "kept rewritten\n");
+	probe_says("regs", "umask", "kept rewritten\n");
 	/* a site whose flags are dead after it: the path that keeps no flags */
-	KT_EQ(run_probe("regs-nf", "getpid", &out), 0);
-	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
-	free(out);
-	KT_EQ(run_probe("regs-nf", "umask", &out), 0);
-	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
-	free(out);
+	probe_says("regs-nf", "getpid", "kept rewritten\n");
+	probe_says("regs-nf", "umask", "kept rewritten\n");
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -506,16 +498,9 @@ static void sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once(void)
 {
 	start(1);
 	need_uprocs();
-	char *out;
-	KT_EQ(run_probe("site", NULL, &out), 0);
-	KT_CHECK(strcmp(out, "trapping\n") == 0); /* one trap: not hot yet */
-	free(out);
-	KT_EQ(run_probe("regs", "getpid", &out), 0);
-	KT_CHECK(strcmp(out, "kept rewritten\n") == 0);
-	free(out);
-	KT_EQ(run_probe("site", NULL, &out), 0);
-	KT_CHECK(strcmp(out, "rewritten\n") == 0);
-	free(out);
+	probe_says("site", NULL, "trapping\n"); /* one trap: not hot yet */
+	probe_says("regs", "getpid", "kept rewritten\n");
+	probe_says("site", NULL, "rewritten\n");
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -524,10 +509,7 @@ static void with_rewriting_off_every_call_traps(void)
 	setenv("KARUI_UPROC_REWRITE", "0", 1);
 	start(1);
 	need_uprocs();
-	char *out;
-	KT_EQ(run_probe("regs", "getpid", &out), 0);
-	KT_CHECK(strcmp(out, "kept trapping\n") == 0);
-	free(out);
+	probe_says("regs", "getpid", "kept trapping\n");
 	KT_EQ(kr_fini(), 0);
 }
 
