@@ -47,9 +47,7 @@ static int map_object(int fd, struct kr__elf_img *img)
 	struct stat st;
 	if (fstat(fd, &st))
 		return ENOEXEC;
-	img->dev = st.st_dev;
-	img->ino = st.st_ino;
-	img->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	img->file = kr__file_id_of(&st);
 	Elf64_Ehdr eh;
 	if (read_at(fd, &eh, sizeof eh, 0))
 		return ENOEXEC;

@@ -641,11 +641,14 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
  * (uproc.c), a signal being cheaper than the hypervisor's exit.  Not ud2:
  * hypervisors intercept #UD, and it costs as much as cpuid. */
 
+static int same_file(const struct kr__file_id *a, const struct kr__file_id *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns;
+}
+
 struct plan {
 	struct plan *next;
-	dev_t dev;
-	ino_t ino;
-	int64_t mtime_ns;
+	struct kr__file_id file;
 	unsigned n;
 	uint32_t site[64], slot[64]; /* offsets from the image's base */
 };
@@ -701,12 +704,10 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 		return;
 	pthread_mutex_lock(&plans_lock);
 	struct plan *pl = plans;
-	while (pl && !(pl->dev == img->dev && pl->ino == img->ino && pl->mtime_ns == img->mtime_ns))
+	while (pl && !same_file(&pl->file, &img->file))
 		pl = pl->next;
 	if (!pl && (pl = make_plan(img))) {
-		pl->dev = img->dev;
-		pl->ino = img->ino;
-		pl->mtime_ns = img->mtime_ns;
+		pl->file = img->file;
 		pl->next = plans;
 		plans = pl;
 	}
@@ -784,11 +785,6 @@ struct known {
 };
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct known *knowns;
-
-static int same_file(const struct kr__file_id *a, const struct kr__file_id *b)
-{
-	return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns;
-}
 
 static void known_add(const struct kr__xmap *xm, uintptr_t site)
 {

@@ -398,9 +398,7 @@ static long sys_mmap(struct kr_uproc *up, long a[6])
 		struct stat st;
 		struct kr__file_id id = {0, 0, 0};
 		if (fstat((int)b[4], &st) == 0)
-			id = (struct kr__file_id){st.st_dev, st.st_ino,
-						  (int64_t)st.st_mtim.tv_sec * 1000000000 +
-							  st.st_mtim.tv_nsec};
+			id = kr__file_id_of(&st);
 		kr__xmap_add(up, (uintptr_t)r, (uintptr_t)r + len, (uintptr_t)r - (uintptr_t)a[5], &id);
 	}
 	return r;

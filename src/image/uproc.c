@@ -712,14 +712,12 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	    (err = kr__region_add(up, (uintptr_t)up->ld.interp.map,
 				  (uintptr_t)up->ld.interp.map + up->ld.interp.maplen)))
 		goto fail;
-	struct kr__file_id pid = {up->ld.prog.dev, up->ld.prog.ino, up->ld.prog.mtime_ns},
-			   iid = {up->ld.interp.dev, up->ld.interp.ino, up->ld.interp.mtime_ns};
 	kr__xmap_add(up, (uintptr_t)up->ld.prog.map, (uintptr_t)up->ld.prog.map + up->ld.prog.maplen,
-		     up->ld.prog.base, &pid);
+		     up->ld.prog.base, &up->ld.prog.file);
 	if (up->ld.interp.map)
 		kr__xmap_add(up, (uintptr_t)up->ld.interp.map,
 			     (uintptr_t)up->ld.interp.map + up->ld.interp.maplen, up->ld.interp.base,
-			     &iid);
+			     &up->ld.interp.file);
 	up->ld.prog.map = up->ld.interp.map = NULL; /* the regions own them now */
 	if (G.rewrite)
 		kr__rw_prepare(up, &up->ld);

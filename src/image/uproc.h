@@ -4,11 +4,25 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <ucontext.h>
 
 #include <karui.h>
 #include <karui/image.h>
+
+/* A file as it was when mapped: what lets a plan or a site learnt in one
+ * image serve another image of the same file (rewrite.c). */
+struct kr__file_id {
+	dev_t dev;
+	ino_t ino;
+	int64_t mtime_ns;
+};
+static inline struct kr__file_id kr__file_id_of(const struct stat *st)
+{
+	return (struct kr__file_id){st->st_dev, st->st_ino,
+				    (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec};
+}
 
 /* ---- elf.c ---- */
 struct kr__elf_img {
@@ -17,9 +31,7 @@ struct kr__elf_img {
 	uint64_t base, entry, phdr;
 	unsigned phnum;
 	uintptr_t xlo, xhi; /* its first executable segment, one mapping */
-	dev_t dev;          /* the file it came from */
-	ino_t ino;
-	int64_t mtime_ns;
+	struct kr__file_id file; /* the file it came from */
 };
 struct kr__elf_load {
 	struct kr__elf_img prog, interp; /* interp.map NULL: none (static-PIE) */
@@ -68,11 +80,6 @@ long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
 /* ---- uproc.c ---- */
 struct kr__region {
 	uintptr_t lo, hi;
-};
-struct kr__file_id {     /* a file as it was when mapped */
-	dev_t dev;
-	ino_t ino;
-	int64_t mtime_ns;
 };
 struct kr__xmap {        /* code mapped from an ELF file, and that image's base */
 	uintptr_t lo, hi, base;
