@@ -84,6 +84,8 @@ static void *feeder(void *arg)
 	return NULL;
 }
 
+static int last_reused; /* run's μprocess started from a kept image */
+
 /* Run argv as a μprocess with `in` on its stdin; its stdout is collected
  * into a malloc'ed string.  Returns its status. */
 static int run(const char *path, char *const *argv, const char *in, char **out,
@@ -121,6 +123,7 @@ static int run(const char *path, char *const *argv, const char *in, char **out,
 	KT_EQ(kr_upipe_close(po, KR_UPIPE_READ), 0);
 	KT_EQ(kr_mp_join(w, NULL), 0);
 	int st = -1;
+	last_reused = kr_uproc_reused(up);
 	KT_EQ(kr_uproc_wait(up, &st), 0);
 	if (out)
 		*out = buf;
@@ -802,6 +805,68 @@ static void a_kill_honours_what_the_uproc_set(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* uproc_probe state ARG (with attr's environment): exits 0 and prints
+ * `want`; whether it started from a kept image. */
+static int state_says(const char *mode, const char *arg, const kr_uproc_attr *a, const char *want)
+{
+	char *out, *argv[] = {"uproc_probe", (char *)mode, (char *)arg, NULL};
+	KT_EQ(run(probe, argv, NULL, &out, a), 0);
+	if (strcmp(out, want))
+		fprintf(stderr, "got \"%s\", want \"%s\"\n", out, want);
+	KT_CHECK(strcmp(out, want) == 0);
+	free(out);
+	return last_reused;
+}
+
+/* A program ended by exit leaves its image; the next start of the same
+ * file with the same environment, argv[0] and argc begins from it, with its
+ * memory, pid, heap and exit handlers as fresh as the first time. */
+static void a_kept_image_starts_as_the_program_did(void)
+{
+	start(2);
+	need_uprocs();
+	KT_EQ(kr_uproc_keep(8), 0);
+	const char *one = "1 11 one uproc_probe - tid-ok\nbye\n";
+	KT_EQ(state_says("state", "one", NULL, one), 0);
+	KT_EQ(state_says("state", "two", NULL, "1 11 two uproc_probe - tid-ok\nbye\n"), 1);
+	KT_EQ(state_says("state", "a-longer-argument", NULL,
+			 "1 11 a-longer-argument uproc_probe - tid-ok\nbye\n"),
+	      1);
+	/* another environment, another argc: loaded afresh, right all the same */
+	extern char **environ;
+	int n = 0;
+	while (environ[n])
+		n++;
+	char **env = calloc(n + 2, sizeof *env);
+	KT_CHECK(env);
+	memcpy(env, environ, n * sizeof *env);
+	env[n] = "PROBE=x";
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	a.envp = env;
+	KT_EQ(state_says("state", "e", &a, "1 11 e uproc_probe x tid-ok\nbye\n"), 0);
+	KT_EQ(state_says("state", "f", &a, "1 11 f uproc_probe x tid-ok\nbye\n"), 1);
+	free(env);
+	char *o;
+	KT_EQ(run_probe("pid", NULL, &o), 0); /* argc 2: an image of its own */
+	KT_EQ(last_reused, 0);
+	free(o);
+	/* the image of a μprocess that crashed, or changed a mapping of its
+	 * image, is not kept */
+	char *argv[] = {"uproc_probe", "segv", "x", NULL};
+	KT_EQ(run(probe, argv, NULL, NULL, NULL), 128 + SIGSEGV);
+	KT_EQ(last_reused, 1);
+	KT_EQ(state_says("state", "three", NULL, "1 11 three uproc_probe - tid-ok\nbye\n"), 0);
+	state_says("state-mprotect", NULL, NULL, "1 11 m uproc_probe - tid-ok\nbye\n");
+	KT_EQ(state_says("state-mprotect", NULL, NULL, "1 11 m uproc_probe - tid-ok\nbye\n"), 0);
+	/* none kept */
+	KT_EQ(state_says("state", "four", NULL, "1 11 four uproc_probe - tid-ok\nbye\n"), 1);
+	KT_EQ(kr_uproc_keep(0), 0);
+	KT_EQ(state_says("state", "five", NULL, "1 11 five uproc_probe - tid-ok\nbye\n"), 0);
+	KT_EQ(state_says("state", "six", NULL, "1 11 six uproc_probe - tid-ok\nbye\n"), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void a_static_pie_program_runs_too(void)
 {
 	start(1);
@@ -837,6 +902,7 @@ int main(int argc, char **argv)
 	KT_RUN(writing_to_a_pipe_without_readers_ends_by_sigpipe);
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
 	KT_RUN(a_static_pie_program_runs_too);
+	KT_RUN(a_kept_image_starts_as_the_program_did);
 	KT_RUN(a_host_pipe_keeps_its_blocking_mode_on_both_back_ends);
 	KT_RUN(a_vp_started_by_an_armed_vp_runs_uprocs);
 	KT_RUN(a_kill_ends_a_uproc_wherever_it_waits);

@@ -30,6 +30,12 @@
  *                            it (a cmp follows), the flags not checked
  *   uproc_probe site         one getpid from that site; whether the site
  *                            was rewritten by then
+ *   uproc_probe state ARG    what a kept image must start afresh: its runs
+ *                            counted in .bss and .data, ARG copied to the
+ *                            heap, its name, $PROBE, whether its pid is the
+ *                            tid glibc cached for its thread (a mutex's
+ *                            owner), and "bye" from an atexit handler
+ *   uproc_probe state-mprotect   state, after an mprotect of its own .data
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -136,6 +142,32 @@ __attribute__((noinline)) static int regs_kept(long nr, int avx512, int nf)
 static void on_signal(int s)
 {
 	(void)s;
+}
+
+static int runs_bss;
+static int runs_data = 10;
+
+static void bye(void)
+{
+	puts("bye");
+}
+
+static int state(const char *arg)
+{
+	runs_bss++;
+	runs_data++;
+	char *heap = malloc(strlen(arg) + 1);
+	if (!heap)
+		return 3;
+	strcpy(heap, arg);
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&mu); /* its owner: the tid glibc cached */
+	int tid_ok = mu.__data.__owner == syscall(SYS_gettid);
+	const char *v = getenv("PROBE");
+	atexit(bye);
+	printf("%d %d %s %s %s %s\n", runs_bss, runs_data, heap, program_invocation_short_name,
+	       v ? v : "-", tid_ok ? "tid-ok" : "tid-wrong");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -265,6 +297,14 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "spin"))
 		for (;;)
 			getppid();
+	if (!strcmp(m, "state") && argc > 2)
+		return state(argv[2]);
+	if (!strcmp(m, "state-mprotect")) {
+		uintptr_t pg = (uintptr_t)&runs_data & ~(uintptr_t)4095;
+		if (mprotect((void *)pg, 4096, PROT_READ | PROT_WRITE))
+			return 4;
+		return state("m");
+	}
 	if (!strcmp(m, "env")) {
 		const char *v = getenv(argv[2]);
 		puts(v ? v : "(unset)");

@@ -99,6 +99,18 @@ int kr_uproc_kill(kr_uproc *up, int sig);
 /* The pid the μprocess sees as its own (getpid). */
 pid_t kr_uproc_pid(const kr_uproc *up);
 
+/* Kept images (docs/uproc.md).  A μprocess that ends by exit leaves its
+ * image — its program and libraries mapped and relocated, as its ld.so
+ * handed them to the program — to a later spawn of the same file with the
+ * same environment, argv[0] and number of arguments, which starts at the
+ * program's entry with the image's writable memory as it was then.  At
+ * most `images` are kept (8 by default, or KARUI_UPROC_KEEP), the oldest
+ * dropped first; 0 unmaps every kept image and keeps none.  Returns 0. */
+int kr_uproc_keep(unsigned images);
+/* 1: up started from a kept image; 0: it was loaded afresh (or up names
+ * no μprocess). */
+int kr_uproc_reused(const kr_uproc *up);
+
 #ifdef __cplusplus
 }
 #endif

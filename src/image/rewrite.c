@@ -497,10 +497,11 @@ static struct tramppage *tramp_page(struct kr_uproc *up, struct kr__rw *rw, uint
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		if (p == MAP_FAILED)
 			continue;
-		if (kr__region_add(up, (uintptr_t)p, (uintptr_t)p + PG)) {
+		if (kr__rl_add(&up->reg, (uintptr_t)p, (uintptr_t)p + PG)) {
 			munmap(p, PG);
 			return NULL;
 		}
+		kr__img_adopt(up, (uintptr_t)p, (uintptr_t)p + PG);
 		((uint64_t *)p)[0] = (uint64_t)kr__img_fastcall;
 		((uint64_t *)p)[1] = (uint64_t)up; /* %r11 for kr__img_fastcall */
 		((uint64_t *)p)[2] = (uint64_t)kr__img_cpuid;
@@ -764,6 +765,12 @@ int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at)
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld)
 {
 	prepare_image(up, ld->interp.entry ? &ld->interp : &ld->prog);
+}
+
+void kr__rw_rebind(struct kr_uproc *up)
+{
+	for (unsigned i = 0; up->rw && i < up->rw->npages; i++)
+		poke(up->rw->pages[i].page + 8, &up, sizeof up, PROT_READ | PROT_EXEC);
 }
 
 /* ---- sites known per file ----

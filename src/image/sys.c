@@ -380,14 +380,14 @@ static long sys_mmap(struct kr_uproc *up, long a[6])
 			return -ENODEV;
 		b[4] = f->hostfd;
 	}
-	if ((a[3] & MAP_FIXED) && !kr__region_covers(up, (uintptr_t)a[0], (uintptr_t)a[0] + len))
+	if ((a[3] & MAP_FIXED) && !kr__rl_covers(&up->reg, (uintptr_t)a[0], (uintptr_t)a[0] + len))
 		b[3] = (a[3] & ~MAP_FIXED) | MAP_FIXED_NOREPLACE; /* never over the host's */
 	if (a[3] & MAP_GROWSDOWN)
 		return -EINVAL;
 	long r = pass(SYS_mmap, b);
 	if (r < 0)
 		return r == -EEXIST ? -ENOMEM : r;
-	if (kr__region_add(up, (uintptr_t)r, (uintptr_t)r + len)) {
+	if (kr__uproc_mapped(up, (uintptr_t)r, (uintptr_t)r + len, (int)a[2])) {
 		munmap((void *)r, len);
 		return -ENOMEM;
 	}
@@ -408,7 +408,7 @@ static long sys_mmap(struct kr_uproc *up, long a[6])
 static long owned(struct kr_uproc *up, long addr, long len)
 {
 	size_t l = ((size_t)len + PG - 1) & ~(PG - 1);
-	return (addr & (PG - 1)) == 0 && kr__region_covers(up, (uintptr_t)addr, (uintptr_t)addr + l);
+	return (addr & (PG - 1)) == 0 && kr__rl_covers(&up->reg, (uintptr_t)addr, (uintptr_t)addr + l);
 }
 
 static long sys_munmap(struct kr_uproc *up, long a[6])
@@ -418,7 +418,7 @@ static long sys_munmap(struct kr_uproc *up, long a[6])
 	long r = pass(SYS_munmap, a);
 	if (r == 0) {
 		uintptr_t hi = (uintptr_t)a[0] + (((size_t)a[1] + PG - 1) & ~(PG - 1));
-		kr__region_del(up, (uintptr_t)a[0], hi);
+		kr__uproc_unmapped(up, (uintptr_t)a[0], hi);
 		kr__xmap_del(up, (uintptr_t)a[0], hi);
 	}
 	return r;
@@ -432,21 +432,34 @@ static long sys_mremap(struct kr_uproc *up, long a[6])
 	if (r < 0)
 		return r;
 	size_t oldl = ((size_t)a[1] + PG - 1) & ~(PG - 1), newl = ((size_t)a[2] + PG - 1) & ~(PG - 1);
+	int w = kr__rl_meets(&up->wr, (uintptr_t)a[0], (uintptr_t)a[0] + oldl) ? PROT_WRITE : 0;
 	if (!(a[3] & MREMAP_DONTUNMAP))
-		kr__region_del(up, (uintptr_t)a[0], (uintptr_t)a[0] + oldl);
+		kr__uproc_unmapped(up, (uintptr_t)a[0], (uintptr_t)a[0] + oldl);
+	else
+		kr__img_dirty(up, (uintptr_t)a[0], (uintptr_t)a[0] + oldl); /* emptied */
 	kr__xmap_del(up, (uintptr_t)a[0], (uintptr_t)a[0] + oldl);
-	kr__region_add(up, (uintptr_t)r, (uintptr_t)r + newl);
+	kr__uproc_mapped(up, (uintptr_t)r, (uintptr_t)r + newl, w);
 	return r;
 }
 
-/* mprotect, madvise, ...: on its own mappings and its stack. */
+/* mprotect, madvise, ...: on its own mappings (its stack is one). */
 static long on_own(struct kr_uproc *up, long nr, long a[6])
 {
-	size_t l = ((size_t)a[1] + PG - 1) & ~(PG - 1);
-	uintptr_t lo = (uintptr_t)a[0];
-	if (!owned(up, a[0], a[1]) && !(lo + l <= up->die_sp && lo >= up->die_sp - ((size_t)8 << 20)))
+	if (!owned(up, a[0], a[1]))
 		return -EINVAL;
-	return pass(nr, a);
+	long r = pass(nr, a);
+	uintptr_t hi = (uintptr_t)a[0] + (((size_t)a[1] + PG - 1) & ~(PG - 1));
+	if (r == 0 && nr == SYS_mprotect)
+		kr__uproc_protected(up, (uintptr_t)a[0], hi, (int)a[2]);
+	/* advice that changes more than content (guards, locks, forking)
+	 * would outlive a kept image's restore */
+	if (r == 0 && nr == SYS_madvise && a[2] != MADV_DONTNEED && a[2] != MADV_FREE &&
+	    a[2] != MADV_WILLNEED && a[2] != MADV_NORMAL && a[2] != MADV_RANDOM &&
+	    a[2] != MADV_SEQUENTIAL && a[2] != MADV_COLD && a[2] != MADV_PAGEOUT)
+		kr__img_dirty(up, (uintptr_t)a[0], hi);
+	if (r == 0 && (nr == SYS_mlock || nr == SYS_munlock))
+		kr__img_dirty(up, (uintptr_t)a[0], hi);
+	return r;
 }
 
 /* ---------------- signals ---------------- */
@@ -813,6 +826,7 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 	case SYS_getppid:
 		return up->ppid;
 	case SYS_set_tid_address:
+		up->tidaddr = (uintptr_t)a[0];
 		return up->pid;
 	case SYS_set_robust_list:
 		return 0;
@@ -884,7 +898,9 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 	/* the end */
 	case SYS_exit:
 	case SYS_exit_group:
+		up->exited = 1;
 		kr__uproc_end(up, (int)a[0]);
+		__builtin_unreachable();
 
 	/* waits that park the microprocess only */
 	case SYS_nanosleep:
@@ -980,4 +996,5 @@ long kr__sys(struct kr_uproc *up, long nr, long a[6])
 			return r;
 	}
 	kr__uproc_end(up, 128 + k);
+	__builtin_unreachable();
 }

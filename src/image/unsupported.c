@@ -32,3 +32,15 @@ pid_t kr_uproc_pid(const kr_uproc *up)
 	(void)up;
 	return 0;
 }
+
+int kr_uproc_keep(unsigned images)
+{
+	(void)images;
+	return 0; /* no image to keep */
+}
+
+int kr_uproc_reused(const kr_uproc *up)
+{
+	(void)up;
+	return 0;
+}

@@ -60,6 +60,16 @@
 
 #include "uproc.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+/* Instrumented karui code (the trap's) runs on the μprocess's stack and
+ * leaves frames there that it never returns from: their shadow is
+ * cleared when the stack is taken up and when it is left. */
+#define STACK_CLEAN(up) __asan_unpoison_memory_region((void *)(up)->stk_lo, (up)->stk_hi - (up)->stk_lo)
+#else
+#define STACK_CLEAN(up) ((void)0)
+#endif
+
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
 #define PR_SET_SYSCALL_USER_DISPATCH 59
 #define PR_SYS_DISPATCH_OFF 0
@@ -69,8 +79,13 @@
 #define HWCAP2_FSGSBASE (1 << 1)
 #endif
 #define KSA_RESTORER 0x04000000
-#define STACK_SIZE ((size_t)8 << 20)
-#define DIE_ROOM 16384
+#define STACK_SIZE ((size_t)8 << 20)     /* a process's main stack, */
+#define ARG_ROOM ((size_t)2 << 20)       /* and above it its arguments */
+#define MP_STACK ((size_t)64 << 10)      /* the microprocess's own: the end */
+#define PG 4096ul
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
 
 static struct {
 	pthread_mutex_t lock;
@@ -246,29 +261,37 @@ struct kr_uproc *kr__uproc_self(void)
 
 /* ---------------- regions: what a μprocess has mapped ---------------- */
 
-int kr__region_covers(const struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
-	for (size_t i = 0; i < up->nreg && lo < hi; i++)
-		if (up->reg[i].lo <= lo && lo < up->reg[i].hi)
-			lo = up->reg[i].hi;
+	for (size_t i = 0; i < l->n && lo < hi; i++)
+		if (l->r[i].lo <= lo && lo < l->r[i].hi)
+			lo = l->r[i].hi;
 	return lo >= hi;
 }
 
-void kr__region_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
-	for (size_t i = 0; i < up->nreg;) {
-		struct kr__region *r = &up->reg[i];
+	for (size_t i = 0; i < l->n; i++)
+		if (l->r[i].lo < hi && lo < l->r[i].hi)
+			return 1;
+	return 0;
+}
+
+void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < l->n;) {
+		struct kr__region *r = &l->r[i];
 		if (r->hi <= lo || r->lo >= hi) {
 			i++;
 			continue;
 		}
 		if (r->lo < lo && r->hi > hi) { /* split in two */
-			if (up->nreg == up->capreg)
+			if (l->n == l->cap)
 				return; /* kept whole: it is unmapped at the end anyway */
-			memmove(r + 2, r + 1, (up->nreg - i - 1) * sizeof *r);
+			memmove(r + 2, r + 1, (l->n - i - 1) * sizeof *r);
 			r[1] = (struct kr__region){hi, r->hi};
 			r->hi = lo;
-			up->nreg++;
+			l->n++;
 			return;
 		}
 		if (r->lo < lo) {
@@ -278,46 +301,84 @@ void kr__region_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
 			r->lo = hi;
 			i++;
 		} else {
-			memmove(r, r + 1, (up->nreg - i - 1) * sizeof *r);
-			up->nreg--;
+			memmove(r, r + 1, (l->n - i - 1) * sizeof *r);
+			l->n--;
 		}
 	}
 }
 
-int kr__region_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
-	kr__region_del(up, lo, hi);
-	if (up->nreg + 2 > up->capreg) {
-		size_t cap = up->capreg ? up->capreg * 2 : 64;
-		struct kr__region *n = realloc(up->reg, cap * sizeof *n);
+	kr__rl_del(l, lo, hi);
+	if (l->n + 2 > l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct kr__region *n = realloc(l->r, cap * sizeof *n);
 		if (!n)
 			return ENOMEM;
-		up->reg = n;
-		up->capreg = cap;
+		l->r = n;
+		l->cap = cap;
 	}
 	size_t i = 0;
-	while (i < up->nreg && up->reg[i].lo < lo)
+	while (i < l->n && l->r[i].lo < lo)
 		i++;
-	memmove(&up->reg[i + 1], &up->reg[i], (up->nreg - i) * sizeof *up->reg);
-	up->reg[i] = (struct kr__region){lo, hi};
-	up->nreg++;
+	memmove(&l->r[i + 1], &l->r[i], (l->n - i) * sizeof *l->r);
+	l->r[i] = (struct kr__region){lo, hi};
+	l->n++;
 	return 0;
+}
+
+/* A mapping of the μprocess's own, made or changed.  Writability is kept
+ * until the handover, where the image is taken (reuse.c); a change after
+ * it to a region of the image makes the image unfit to keep. */
+int kr__uproc_mapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
+{
+	kr__img_dirty(up, lo, hi);
+	if (kr__rl_add(&up->reg, lo, hi))
+		return ENOMEM;
+	if (up->snap) {
+		if (!(prot & PROT_WRITE))
+			kr__rl_del(&up->wr, lo, hi);
+		else if (kr__rl_add(&up->wr, lo, hi))
+			up->snap = 0; /* no image taken */
+	}
+	return 0;
+}
+
+void kr__uproc_unmapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+{
+	kr__img_dirty(up, lo, hi);
+	kr__rl_del(&up->reg, lo, hi);
+	if (up->snap)
+		kr__rl_del(&up->wr, lo, hi);
+}
+
+void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
+{
+	kr__img_dirty(up, lo, hi);
+	if (up->snap) {
+		if (!(prot & PROT_WRITE))
+			kr__rl_del(&up->wr, lo, hi);
+		else if (kr__rl_add(&up->wr, lo, hi))
+			up->snap = 0;
+	}
 }
 
 /* ---------------- the end ---------------- */
 
 static void release(struct kr_uproc *up)
 {
+	kr__img_drop(up); /* its regions are among up's */
 	/* adjacent regions in one call: one TLB shoot-down, not one each */
-	for (size_t i = 0; i < up->nreg;) {
-		uintptr_t lo = up->reg[i].lo, hi = up->reg[i].hi;
-		for (i++; i < up->nreg && up->reg[i].lo == hi; i++)
-			hi = up->reg[i].hi;
+	for (size_t i = 0; i < up->reg.n;) {
+		uintptr_t lo = up->reg.r[i].lo, hi = up->reg.r[i].hi;
+		for (i++; i < up->reg.n && up->reg.r[i].lo == hi; i++)
+			hi = up->reg.r[i].hi;
 		munmap((void *)lo, hi - lo);
 	}
-	free(up->reg);
-	up->reg = NULL;
-	up->nreg = up->capreg = 0;
+	free(up->reg.r);
+	up->reg = (struct kr__rlist){0};
+	free(up->wr.r);
+	up->wr = (struct kr__rlist){0};
 	kr__fd_close_all(&up->fds);
 	pthread_mutex_lock(&G.lock); /* against kr_uproc_kill's write */
 	if (up->killfd >= 0)
@@ -339,18 +400,31 @@ static void release(struct kr_uproc *up)
 	up->argv = up->envp = NULL;
 }
 
-void kr__uproc_end(struct kr_uproc *up, int status)
+static __attribute__((noreturn, used)) void end_here(struct kr_uproc *up, int status)
 {
 	up->status = status & 0xff;
+	STACK_CLEAN(up);
+	kr__img_keep(up); /* or not: then release unmaps the image too */
 	release(up);
 	kr_mp_exit(NULL);
 	__builtin_unreachable();
 }
 
-/* Where a μprocess whose code faulted goes, on its own stack. */
+void kr__uproc_end(struct kr_uproc *up, int status)
+{
+	/* the μprocess's stack is one of its regions, which end_here unmaps */
+	__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
+			 :
+			 : "r"(up->die_sp), "r"(end_here), "D"(up), "S"(status)
+			 : "memory");
+	__builtin_unreachable();
+}
+
+/* Where a μprocess whose code faulted goes, on its microprocess's stack. */
 static __attribute__((noreturn, used)) void die(int status)
 {
 	kr__uproc_end(kr__uproc_self(), status);
+	__builtin_unreachable();
 }
 
 /* Default actions (signal(7)): end the process, or nothing (stop and
@@ -379,8 +453,10 @@ long kr__uproc_signal(struct kr_uproc *up, int sig)
 	if (sig < 1 || sig > 64)
 		return -EINVAL;
 	uint64_t h = up->sig[sig].handler;
-	if (sig == SIGKILL || (h == (uint64_t)SIG_DFL && ends_process(sig)))
+	if (sig == SIGKILL || (h == (uint64_t)SIG_DFL && ends_process(sig))) {
 		kr__uproc_end(up, 128 + sig);
+		__builtin_unreachable();
+	}
 	/* ignored, or caught: a μprocess's signal handlers are not run (a
 	 * documented limit), so a caught signal is as good as ignored */
 	return 0;
@@ -436,6 +512,10 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	struct kr__img_vp *vp = tvp;
 	up->nsys++;
 	long nr = g[REG_RAX];
+	if (nr == KR__NR_HANDOVER && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_handover_ret) {
+		g[REG_RAX] = (greg_t)kr__img_snapshot(up, uc);
+		return up->fs;
+	}
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
 	if (G.rewrite && ((const uint8_t *)site)[0] == 0x0f && ((const uint8_t *)site)[1] == 0x05)
 		kr__rw_trapped(up, site);
@@ -443,8 +523,10 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", up->pid, nr, a[0], a[1],
 			a[2], a[3], (long)g[REG_RAX]);
-	if (!tvp && arm())
+	if (!tvp && arm()) {
 		kr__uproc_end(up, 128 + SIGSYS); /* cannot go on here */
+		__builtin_unreachable();
+	}
 	if (tvp != vp) {
 		/* It waited and goes on on another VP, whose rt_sigreturn would
 		 * install the first one's alternate stack and signal mask from
@@ -472,8 +554,10 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", up->pid, nr,
 			a[0], a[1], a[2], a[3], rv);
-	if (!tvp && arm())
+	if (!tvp && arm()) {
 		kr__uproc_end(up, 128 + SIGSYS);
+		__builtin_unreachable();
+	}
 	return (struct kr__fast){rv, up->fs};
 }
 
@@ -489,20 +573,19 @@ static size_t strsz(char *const *v, int *n)
 	return s;
 }
 
-/* The microprocess of a μprocess: execve's initial stack, then its code. */
-static void *run(void *arg)
+/* execve's initial stack, at the top of the μprocess's stack and laid out
+ * alike for every start with the same argc, environment and argv[0]: from
+ * the bottom of the argument room upward the AT_RANDOM bytes, the
+ * platform, the environment strings, argv[0] and the other arguments;
+ * below the room argc, argv[], NULL, envp[], NULL and the auxv, as the
+ * kernel lays them.  A kept image's pointers into it stay right when it is
+ * reused (reuse.c).  Returns the stack pointer. */
+static uintptr_t lay_stack(struct kr_uproc *up, uint64_t at_entry)
 {
-	struct kr_uproc *up = arg;
-	char here;
-	up->die_sp = ((uintptr_t)&here - 256) & ~(uintptr_t)15;
-	uintptr_t top = up->die_sp - DIE_ROOM;
-
-	if (arm())
-		kr__uproc_end(up, 126);
-
 	int nargs, nenv;
-	size_t strs = strsz(up->argv, &nargs) + strsz(up->envp, &nenv) + 16 + 16;
-	char *s = (char *)((top - strs) & ~(uintptr_t)15);
+	strsz(up->argv, &nargs);
+	strsz(up->envp, &nenv);
+	char *s = (char *)(up->stk_hi - ARG_ROOM);
 	unsigned char *rnd = (unsigned char *)s;
 	if (getrandom(rnd, 16, 0) != 16)
 		memset(rnd, 0x5a, 16);
@@ -510,21 +593,21 @@ static void *run(void *arg)
 	strcpy(platform, "x86_64");
 	s += 32;
 
-	/* argc, argv[], NULL, envp[], NULL, auxv[], as the kernel lays them */
 	enum { NAUX = 21 };
 	size_t words = 1 + (nargs + 1) + (nenv + 1) + 2 * NAUX;
-	uintptr_t *sp = (uintptr_t *)(((uintptr_t)rnd - words * 8) & ~(uintptr_t)15);
+	uintptr_t *sp = (uintptr_t *)((up->stk_hi - ARG_ROOM - words * 8) & ~(uintptr_t)15);
 	uintptr_t *w = sp;
 	*w++ = nargs;
+	for (int i = 0; i < nenv; i++) {
+		w[nargs + 1 + i] = (uintptr_t)s;
+		s = stpcpy(s, up->envp[i]) + 1;
+	}
 	for (int i = 0; i < nargs; i++) {
 		*w++ = (uintptr_t)s;
 		s = stpcpy(s, up->argv[i]) + 1;
 	}
 	*w++ = 0;
-	for (int i = 0; i < nenv; i++) {
-		*w++ = (uintptr_t)s;
-		s = stpcpy(s, up->envp[i]) + 1;
-	}
+	w += nenv;
 	*w++ = 0;
 	const struct kr__elf_img *p = &up->ld.prog;
 	const uint64_t aux[NAUX][2] = {
@@ -534,7 +617,7 @@ static void *run(void *arg)
 		{AT_PAGESZ, 4096},
 		{AT_BASE, up->ld.interp.entry ? up->ld.interp.base : 0},
 		{AT_FLAGS, 0},
-		{AT_ENTRY, p->entry},
+		{AT_ENTRY, at_entry},
 		{AT_UID, getauxval(AT_UID)},
 		{AT_EUID, getauxval(AT_EUID)},
 		{AT_GID, getauxval(AT_GID)},
@@ -551,21 +634,33 @@ static void *run(void *arg)
 		{AT_NULL, 0},
 	};
 	memcpy(w, aux, sizeof aux);
+	return (uintptr_t)sp;
+}
 
-	for (int i = 0; i < nargs; i++)
-		free(up->argv[i]);
-	for (int i = 0; i < nenv; i++)
-		free(up->envp[i]);
-	free(up->argv);
-	free(up->envp);
-	up->argv = up->envp = NULL;
-
+/* The microprocess of a μprocess: the initial stack, then its code (or
+ * its kept image's, from the program's entry). */
+static void *run(void *arg)
+{
+	struct kr_uproc *up = arg;
+	char here;
+	up->die_sp = ((uintptr_t)&here - 256) & ~(uintptr_t)15;
+	if (arm()) {
+		kr__uproc_end(up, 126);
+		__builtin_unreachable();
+	}
+	const struct kr__elf_img *p = &up->ld.prog;
+	STACK_CLEAN(up);
+	uintptr_t sp = lay_stack(up, up->snap ? (uint64_t)kr__img_handover : p->entry);
+	if (up->reused) {
+		kr__img_resume(up, sp);
+		__builtin_unreachable();
+	}
 	uint64_t entry = up->ld.interp.entry ? up->ld.interp.entry : p->entry;
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] start: %lu cpuid instructions answered by karui\n", up->pid,
 			up->cpuid_sites);
 	up->fs = 0;
-	kr__img_start(entry, (uintptr_t)sp, 0);
+	kr__img_start(entry, sp, 0, 0);
 }
 
 static char **copyv(char *const *v, int *err)
@@ -645,6 +740,49 @@ static void live_unlink(struct kr_uproc *up)
 		up->live_next->live_prev = up->live_prev;
 }
 
+/* A cold start: the program and its ld.so mapped, a stack (with a guard
+ * page below it) of the μprocess's own, the image to be taken at the
+ * handover if images are kept. */
+static int load(struct kr_uproc *up, const char *path)
+{
+	int err = kr__elf_load(up->cwdfd, path, &up->ld);
+	if (err)
+		return err;
+	if ((err = kr__rl_add(&up->reg, (uintptr_t)up->ld.prog.map,
+			      (uintptr_t)up->ld.prog.map + up->ld.prog.maplen)))
+		return err;
+	if (up->ld.interp.map &&
+	    (err = kr__rl_add(&up->reg, (uintptr_t)up->ld.interp.map,
+			      (uintptr_t)up->ld.interp.map + up->ld.interp.maplen)))
+		return err;
+	kr__xmap_add(up, (uintptr_t)up->ld.prog.map, (uintptr_t)up->ld.prog.map + up->ld.prog.maplen,
+		     up->ld.prog.base, &up->ld.prog.file);
+	if (up->ld.interp.map)
+		kr__xmap_add(up, (uintptr_t)up->ld.interp.map,
+			     (uintptr_t)up->ld.interp.map + up->ld.interp.maplen, up->ld.interp.base,
+			     &up->ld.interp.file);
+	up->ld.prog.map = up->ld.interp.map = NULL; /* the regions own them now */
+
+	size_t len = PG + STACK_SIZE + ARG_ROOM;
+	char *stk = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (stk == MAP_FAILED)
+		return ENOMEM;
+	if (kr__rl_add(&up->reg, (uintptr_t)stk, (uintptr_t)stk + len)) {
+		munmap(stk, len);
+		return ENOMEM;
+	}
+	/* the guard: inside the mapping where the kernel can (no split) */
+	if (madvise(stk, PG, MADV_GUARD_INSTALL) && mprotect(stk, PG, PROT_NONE))
+		return ENOMEM;
+	up->stk_lo = (uintptr_t)stk + PG;
+	up->stk_hi = (uintptr_t)stk + len;
+	if (G.rewrite)
+		kr__rw_prepare(up, &up->ld);
+	kr__img_plan(up);
+	return 0;
+}
+
 int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		   const kr_uproc_attr *attr)
 {
@@ -703,24 +841,19 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		err = ENOMEM;
 		goto fail;
 	}
-	if ((err = kr__elf_load(up->cwdfd, path, &up->ld)))
+	int nargs, nenv;
+	if (strsz(up->argv, &nargs) + strsz(up->envp, &nenv) + 32 > ARG_ROOM) {
+		err = E2BIG;
 		goto fail;
-	if ((err = kr__region_add(up, (uintptr_t)up->ld.prog.map,
-				  (uintptr_t)up->ld.prog.map + up->ld.prog.maplen)))
+	}
+	struct stat st;
+	if (fstatat(up->cwdfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+	    !(st.st_mode & (S_ISUID | S_ISGID)) && faccessat(up->cwdfd, path, X_OK, AT_EACCESS) == 0 &&
+	    kr__img_take(up, &st, up->argv, up->envp)) {
+		/* a kept image: mapped, relocated, its stack its own */
+	} else if ((err = load(up, path))) {
 		goto fail;
-	if (up->ld.interp.map &&
-	    (err = kr__region_add(up, (uintptr_t)up->ld.interp.map,
-				  (uintptr_t)up->ld.interp.map + up->ld.interp.maplen)))
-		goto fail;
-	kr__xmap_add(up, (uintptr_t)up->ld.prog.map, (uintptr_t)up->ld.prog.map + up->ld.prog.maplen,
-		     up->ld.prog.base, &up->ld.prog.file);
-	if (up->ld.interp.map)
-		kr__xmap_add(up, (uintptr_t)up->ld.interp.map,
-			     (uintptr_t)up->ld.interp.map + up->ld.interp.maplen, up->ld.interp.base,
-			     &up->ld.interp.file);
-	up->ld.prog.map = up->ld.interp.map = NULL; /* the regions own them now */
-	if (G.rewrite)
-		kr__rw_prepare(up, &up->ld);
+	}
 	if ((err = setup_fds(up, attr)))
 		goto fail;
 	pthread_mutex_lock(&G.lock);
@@ -728,7 +861,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	up->ppid = getpid();
 	live_link(up);
 	pthread_mutex_unlock(&G.lock);
-	kr_attr ma = {.stack_size = STACK_SIZE, .udata = up};
+	kr_attr ma = {.stack_size = MP_STACK, .udata = up};
 	if ((err = kr_mp_create(&up->mp, &ma, run, up))) {
 		pthread_mutex_lock(&G.lock);
 		live_unlink(up);

@@ -81,6 +81,11 @@ long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
 struct kr__region {
 	uintptr_t lo, hi;
 };
+struct kr__rlist {       /* sorted, disjoint */
+	struct kr__region *r;
+	size_t n, cap;
+};
+struct kr__image;        /* reuse.c */
 struct kr__xmap {        /* code mapped from an ELF file, and that image's base */
 	uintptr_t lo, hi, base;
 	struct kr__file_id file; /* all 0: not known */
@@ -98,8 +103,15 @@ struct kr_uproc {
 	char *cwd;
 	mode_t umask;
 	uint64_t brk;
-	struct kr__region *reg;   /* what it mapped, sorted, disjoint */
-	size_t nreg, capreg;
+	struct kr__rlist reg;     /* what it mapped (its stack too) */
+	struct kr__rlist wr;      /* of that, what is writable: kept only while
+				   * `snap` (reuse.c) */
+	uintptr_t stk_lo, stk_hi; /* its stack, a region like the others */
+	uintptr_t tidaddr;        /* set_tid_address's */
+	struct kr__image *img;    /* its image, to keep at the end (reuse.c) */
+	int snap;                 /* the image is taken at the handover */
+	int reused;               /* it started from a kept image */
+	int exited;               /* it ended by exit or exit_group */
 	struct sigaction_k {
 		uint64_t handler, flags, restorer, mask;
 	} sig[65];
@@ -139,18 +151,51 @@ static inline void kr__sig_recheck(struct kr_uproc *up)
 					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 }
 struct kr_uproc *kr__uproc_self(void);
-__attribute__((noreturn)) void kr__uproc_end(struct kr_uproc *up, int status);
-int kr__region_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
-void kr__region_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
-int kr__region_covers(const struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+/* The end of the μprocess: on its microprocess's own stack, whatever stack
+ * it is called on.  Not declared noreturn, so that the sanitizers do not
+ * take the μprocess's stack for the one they know (it never returns). */
+void kr__uproc_end(struct kr_uproc *up, int status);
+int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
+void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
+int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
+int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
+/* The μprocess maps, unmaps or changes [lo, hi): its regions, its writable
+ * ranges while they are kept, and its kept image follow (sys.c). */
+int kr__uproc_mapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
+void kr__uproc_unmapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
 /* a signal sent to the μprocess itself: its default action, or nothing */
 long kr__uproc_signal(struct kr_uproc *up, int sig);
+
+/* ---- reuse.c: images kept after their μprocess ends (P5) ---- */
+/* A cold start whose image is to be taken: writability tracked from now
+ * (up->wr, up->snap); 0: it is not (none kept, or no ld.so). */
+int kr__img_plan(struct kr_uproc *up);
+/* The handover from ld.so to the program, through kr__img_handover: the
+ * image is taken; returns the program's entry. */
+uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc);
+/* A kept image for this start, or NULL; up->img and what the image holds
+ * are up's then (its regions, rewriting state, signal state). */
+int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, char *const *envp);
+/* The reused μprocess's first instruction: its writable memory as at the
+ * handover, then the program's entry with the initial stack at sp. */
+void kr__img_resume(struct kr_uproc *up, uintptr_t sp);
+/* At the end: keep the image (what is not the image is unmapped; returns 1)
+ * or not (0: release unmaps it all). */
+int kr__img_keep(struct kr_uproc *up);
+void kr__img_drop(struct kr_uproc *up);
+/* [lo, hi) changes: an image it meets is no longer fit to keep. */
+void kr__img_dirty(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+/* karui mapped [lo, hi) for the image (a trampoline page): it is kept with it. */
+void kr__img_adopt(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 
 /* ---- rewrite.c ---- */
 void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t base,
 		  const struct kr__file_id *file);
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
+/* A kept image runs for another μprocess: its trampolines name it. */
+void kr__rw_rebind(struct kr_uproc *up);
 void kr__rw_free(struct kr_uproc *up);
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld);
 int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at);
@@ -205,7 +250,13 @@ void kr__img_fastcall_novec(void);
 void kr__img_fastcall_nf(void);
 void kr__img_fastcall_novec_nf(void);
 void kr__img_cpuid(void);
-__attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs);
+__attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs,
+					     uint64_t rdx);
+/* AT_ENTRY of an image that is to be kept: its system call tells karui that
+ * ld.so hands over to the program, and it then jumps to the program. */
+void kr__img_handover(void);
+extern char kr__img_handover_ret[];
+#define KR__NR_HANDOVER 0x4b52
 
 /* per VP: what gs:0 holds on a thread armed for μprocesses */
 struct kr__img_vp {

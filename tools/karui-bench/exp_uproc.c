@@ -3,9 +3,12 @@
  * processes, in the same run.
  *
  *   uproc.start        /usr/bin/true started and waited for: as a μprocess
- *                      (kr_uproc_spawn + kr_uproc_wait), by fork + execve +
- *                      waitpid, by posix_spawn + waitpid; µs per program
- *                      (seed 003 Table 2)
+ *                      (kr_uproc_spawn + kr_uproc_wait) from its kept image
+ *                      (karui), loaded afresh with its image taken and then
+ *                      dropped (karui-first), loaded afresh with no image
+ *                      kept (karui-cold); by fork + execve + waitpid, by
+ *                      posix_spawn + waitpid; µs per program (seed 003
+ *                      Table 2: reused, reusable, not reusable)
  *   seed003.pipe       5000 blocks of 4 KiB from one program to another
  *                      (karui-bench-uprog write | read): two μprocesses
  *                      joined by a kr_upipe on 2 VPs (karui) and on 1
@@ -14,11 +17,13 @@
  *                      reader's first byte to its end of file, as the reader
  *                      times it (Table 4, left)
  *   seed003.pipeline   `cat words | grep zonation` over a words file of at
- *                      least 2.4 MB: karui-sh -c, the two programs as
+ *                      least 2.4 MB: karui-sh -c, bash -c, dash -c, ms per
+ *                      command with the shell's start; the two programs as
  *                      μprocesses joined by a kr_upipe from here on 2 VPs and
- *                      on 1 (karui-uproc, karui-uproc-1vp), bash -c, dash -c;
- *                      ms per command, the shells' start included (Table 4,
- *                      right)
+ *                      on 1 (karui-uproc, karui-uproc-1vp); and each shell
+ *                      running a script of the line 10 (--quick) or 25 times
+ *                      (*-script), ms per line: the pipeline in a running
+ *                      shell, as the paper timed it (Table 4, right)
  *   uproc.syscall      ns per getppid() of a program that makes N of them:
  *                      as a μprocess with call sites rewritten (karui), with
  *                      every call trapped (karui-trap: KARUI_UPROC_REWRITE=0)
@@ -272,19 +277,37 @@ static long start_n(const kb_ctx *c)
 	return c->n ? c->n : c->quick ? 100 : 500;
 }
 
+/* arg: START_REUSED (the image kept by the warm-up's runs), START_COLD
+ * (none kept: loaded afresh each time), START_TAKEN (loaded afresh, its
+ * image taken and then dropped: what a first start costs). */
+enum { START_REUSED, START_COLD, START_TAKEN };
+
 static int start_kid(const kb_ctx *c, void *arg, struct kid *k)
 {
 	long n = start_n(c);
+	int mode = *(const int *)arg;
 	char *argv[] = {"true", NULL};
+	if (mode == START_COLD)
+		kr_uproc_keep(0);
 	for (int r = -1; r < c->reps; r++) {
 		double t0 = kb_now_ns();
 		for (long i = 0; i < n; i++) {
 			kr_uproc *up;
 			int st = -1, e = kr_uproc_spawn(&up, TRUE_PATH, argv, NULL);
+			if (!e && kr_uproc_reused(up) != (mode == START_REUSED && (r >= 0 || i > 0))) {
+				snprintf(k->why, sizeof k->why, "a start %s a kept image",
+					 mode == START_REUSED ? "did not use" : "used");
+				kr_uproc_wait(up, &st);
+				return -1;
+			}
 			if (e || (e = kr_uproc_wait(up, &st)))
 				return e;
 			if (st)
 				return bad_status(k, TRUE_PATH, st, 0);
+			if (mode == START_TAKEN) {
+				kr_uproc_keep(0);
+				kr_uproc_keep(8);
+			}
 		}
 		if (r >= 0)
 			k->v[k->nv++] = (kb_now_ns() - t0) / n / 1e3;
@@ -316,11 +339,20 @@ void kb_uproc_start(const kb_ctx *c)
 {
 	double karui = 0;
 	long n = start_n(c);
-	if (kb_want(c, START, "karui")) {
+	static const struct {
+		const char *sys;
+		int mode;
+	} K[] = {{"karui", START_REUSED}, {"karui-first", START_TAKEN}, {"karui-cold", START_COLD}};
+	for (size_t i = 0; i < sizeof K / sizeof *K; i++) {
+		if (!kb_want(c, START, K[i].sys))
+			continue;
 		struct kid k;
-		kid_run(c, 1, NULL, start_kid, NULL, &k);
-		if (!kid_failed(START, "karui", &k))
-			karui = kb_row(c, START, "karui", "start+exit", "us", k.v, k.nv, 0, -1);
+		kid_run(c, 1, NULL, start_kid, (void *)&K[i].mode, &k);
+		if (kid_failed(START, K[i].sys, &k))
+			continue;
+		double m = kb_row(c, START, K[i].sys, "start+exit", "us", k.v, k.nv, karui, -1);
+		if (!karui)
+			karui = m;
 	}
 	static const struct {
 		const char *sys;
@@ -631,32 +663,64 @@ static int line_kid(const kb_ctx *c, void *arg, struct kid *k)
 	return 0;
 }
 
-/* A shell's runs of the line: NULL, or why not. */
+/* A shell's runs of the line (`shell -c LINE`), or of a script that is the
+ * line `times` times (`shell SCRIPT`, ms per line): NULL, or why not. */
 static const char *line_shell(const kb_ctx *c, const struct line_arg *a, const char *shell,
-			      double *v)
+			      const char *script, long times, double *v)
 {
 	static char why[128];
 	char *argv[] = {(char *)shell, "-c", (char *)a->line, NULL};
+	char *sargv[] = {(char *)shell, (char *)script, NULL};
 	for (int r = -1; r < c->reps; r++) {
 		char buf[64];
 		long lines = 0;
 		double t0 = kb_now_ns();
-		int st = run_proc(shell, argv, buf, sizeof buf, &lines);
+		int st = run_proc(shell, script ? sargv : argv, buf, sizeof buf, &lines);
 		double t1 = kb_now_ns();
 		if (st != !a->matches) {
 			snprintf(why, sizeof why, "the line ended with status %d, not %d", st,
 				 !a->matches);
 			return why;
 		}
-		if (lines != a->matches) {
+		if (lines != a->matches * times) {
 			snprintf(why, sizeof why, "grep printed %ld lines, not %ld", lines,
-				 a->matches);
+				 a->matches * times);
 			return why;
 		}
 		if (r >= 0)
-			v[r] = (t1 - t0) / 1e6;
+			v[r] = (t1 - t0) / 1e6 / times;
 	}
 	return NULL;
+}
+
+/* The rows of one way to run the line: karui-sh (in build/bin), bash and
+ * dash, found in PATH; base: karui-sh's median or 0. */
+static double line_shells(const kb_ctx *c, const struct line_arg *a, const char *ksh,
+			  const char *script, long times)
+{
+	static const char *const SH[] = {"karui-sh", "bash", "dash"};
+	double base = 0;
+	for (size_t i = 0; i < sizeof SH / sizeof *SH; i++) {
+		char sys[32], path[PATH_MAX];
+		snprintf(sys, sizeof sys, "%s%s", SH[i], script ? "-script" : "");
+		if (!kb_want(c, PIPELINE, sys))
+			continue;
+		const char *why;
+		double v[16];
+		if (i == 0)
+			snprintf(path, sizeof path, "%s", ksh);
+		if (i == 0 ? access(path, X_OK) != 0 : find_prog(SH[i], path, sizeof path) != 0)
+			kb_row_none(PIPELINE, sys, "skipped", i ? "not installed" : "karui-sh not built");
+		else if ((why = line_shell(c, a, path, script, times, v)))
+			kb_row_none(PIPELINE, sys, "failed", why);
+		else if (i == 0)
+			base = kb_row(c, PIPELINE, sys, script ? "cat|grep, per line" : "cat|grep", "ms",
+				      v, c->reps, 0, -1);
+		else
+			kb_row(c, PIPELINE, sys, script ? "cat|grep, per line" : "cat|grep", "ms", v,
+			       c->reps, base, -1);
+	}
+	return base;
 }
 
 void kb_seed003_pipeline(const kb_ctx *c)
@@ -676,18 +740,9 @@ void kb_seed003_pipeline(const kb_ctx *c)
 	if (!stat(a.words, &st))
 		fprintf(stderr, "karui-bench: " PIPELINE ": `%s` (%.2f MB, %ld matching lines)\n",
 			a.line, st.st_size / 1e6, a.matches);
-	double base = 0; /* karui-sh's median, else karui-uproc's */
 	char ksh[PATH_MAX];
 	snprintf(ksh, sizeof ksh, "%s/karui-sh", c->dir);
-	if (kb_want(c, PIPELINE, "karui-sh")) {
-		double v[16];
-		if (access(ksh, X_OK))
-			kb_row_none(PIPELINE, "karui-sh", "skipped", "build/bin/karui-sh not built");
-		else if ((why = line_shell(c, &a, ksh, v)))
-			kb_row_none(PIPELINE, "karui-sh", "failed", why);
-		else
-			base = kb_row(c, PIPELINE, "karui-sh", "cat|grep", "ms", v, c->reps, 0, -1);
-	}
+	double base = line_shells(c, &a, ksh, NULL, 1);
 	for (unsigned vps = 2; vps >= 1; vps--) {
 		const char *sys = vps == 2 ? "karui-uproc" : "karui-uproc-1vp";
 		if (!kb_want(c, PIPELINE, sys))
@@ -700,19 +755,19 @@ void kb_seed003_pipeline(const kb_ctx *c)
 		if (!base)
 			base = m;
 	}
-	static const char *const SH[] = {"bash", "dash"};
-	for (size_t i = 0; i < sizeof SH / sizeof *SH; i++) {
-		if (!kb_want(c, PIPELINE, SH[i]))
-			continue;
-		char path[PATH_MAX];
-		double v[16];
-		if (find_prog(SH[i], path, sizeof path))
-			kb_row_none(PIPELINE, SH[i], "skipped", "not installed");
-		else if ((why = line_shell(c, &a, path, v)))
-			kb_row_none(PIPELINE, SH[i], "failed", why);
-		else
-			kb_row(c, PIPELINE, SH[i], "cat|grep", "ms", v, c->reps, base, -1);
-	}
+	/* in a running shell, as the paper timed it: a script of the line */
+	long times = c->quick ? 10 : 25;
+	char script[] = "/tmp/karui-bench-script-XXXXXX";
+	int fd = mkstemp(script);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	for (long i = 0; f && i < times; i++)
+		fprintf(f, "%s\n", a.line);
+	if (!f || fclose(f))
+		kb_row_none(PIPELINE, "all-script", "failed", "cannot write a script in /tmp");
+	else
+		line_shells(c, &a, ksh, script, times);
+	if (fd >= 0)
+		unlink(script);
 	if (tmp)
 		unlink(a.words);
 }

@@ -209,11 +209,12 @@ static const struct seed {
 	 "instructions of create, stop, resume, switch, exit under callgrind, one VP",
 	 "karui boost-fiber", kb_seed004_table1},
 	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
-	 "per repeat)", "karui fork-exec posix-spawn", kb_uproc_start},
+	 "per repeat)", "karui karui-first karui-cold fork-exec posix-spawn", kb_uproc_start},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
 	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
 	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
-	 "ms per command", "karui-sh karui-uproc karui-uproc-1vp bash dash",
+	 "ms per command (-script: per line of a script, in a running shell)",
+	 "karui-sh bash dash karui-uproc karui-uproc-1vp karui-sh-script bash-script dash-script",
 	 kb_seed003_pipeline},
 	{"uproc.syscall", "ns per getppid() from a program's code (--n: calls per run)",
 	 "karui karui-trap native", kb_uproc_syscall},

@@ -254,24 +254,25 @@ kr__img_cpuid:
 	.cfi_endproc
 	.size kr__img_cpuid, .-kr__img_cpuid
 
-/* void kr__img_start(entry, sp, fs): the first instruction of a μprocess,
- * as the kernel starts a program: %rsp at argc, %rdx 0 (no finaliser for
- * _start to register), the other registers and the x87, SSE, AVX and
- * AVX-512 state cleared. */
+/* void kr__img_start(entry, sp, fs, rdx): the first instruction of a
+ * μprocess, as the kernel starts a program: %rsp at argc, %rdx 0 (no
+ * finaliser for _start to register; a kept image's start passes ld.so's),
+ * the other registers and the x87, SSE, AVX and AVX-512 state cleared. */
 	.globl kr__img_start
 	.type kr__img_start, @function
 	.p2align 4
 kr__img_start:
 	mov %rsi, %rsp
 	wrfsbase %rdx
+	mov %rcx, %r10
 	mov $0xe7, %eax                 /* the vector state as execve leaves it */
 	xor %edx, %edx
 	xrstor fpinit(%rip)
 	mov %rdi, %r11
+	mov %r10, %rdx
 	xor %eax, %eax
 	xor %ebx, %ebx
 	xor %ecx, %ecx
-	xor %edx, %edx
 	xor %esi, %esi
 	xor %edi, %edi
 	xor %ebp, %ebp
@@ -285,6 +286,22 @@ kr__img_start:
 	movb $1, %gs:0                  /* PR_SYS_DISPATCH_FILTER_BLOCK */
 	jmp *%r11
 	.size kr__img_start, .-kr__img_start
+
+/* AT_ENTRY of a μprocess whose image is to be kept (reuse.c): ld.so jumps
+ * here when it hands over to the program.  Outside the gate, so its
+ * system call traps; the trap takes the image and answers with the
+ * program's entry, where the program starts with %rsp and %rdx as ld.so
+ * left them. */
+	.globl kr__img_handover
+	.globl kr__img_handover_ret
+	.type kr__img_handover, @function
+	.p2align 4
+kr__img_handover:
+	mov $0x4b52, %eax               /* KR__NR_HANDOVER */
+	syscall
+kr__img_handover_ret:
+	jmp *%rax
+	.size kr__img_handover, .-kr__img_handover
 
 /* An XSAVE area whose header says every component is in its initial
  * state; XRSTOR takes MXCSR from it all the same: its default. */

@@ -1,0 +1,449 @@
+/*
+ * karui image layer — images kept after their μprocess ends (P5).
+ *
+ * Most of a μprocess's start is its ld.so's work: mapping the program's
+ * libraries, relocating them, answering cpuid, running the libraries'
+ * constructors; and karui's own, rewriting the hot call sites.  All of it
+ * is done when ld.so jumps to the program's entry, and it depends only on
+ * the program file, its environment, argv[0] and argc (what ld.so and the
+ * C library's start-up read).  So karui takes the image at that moment,
+ * the handover, and keeps it when the μprocess has ended by exit: a later
+ * start of the same file with the same environment, argv[0] and argc gets
+ * that image back, its writable memory as it was at the handover, and
+ * begins at the program's entry.  No ld.so, no mapping, no relocation,
+ * no trap of a site made hot before.
+ *
+ * The handover.  A μprocess whose image may be kept starts with AT_ENTRY
+ * naming kr__img_handover (gate.S), so ld.so jumps there and not to the
+ * program; the stub's system call (KR__NR_HANDOVER) traps like any other,
+ * kr__img_snapshot takes the image and returns the program's entry, and
+ * the stub jumps to it with %rsp and %rdx (the finaliser ld.so passes) as
+ * ld.so left them.  The image is: every region the μprocess has mapped,
+ * its stack among them; the content of the writable ones (writability is
+ * tracked from the spawn to the handover; an all-zero page is a mark, not
+ * a copy); its thread pointer, signal dispositions and mask; the address
+ * set_tid_address was given; %rsp and %rdx; and the rewriting state
+ * (rewrite.c), whose trampoline pages join the image as they are made.
+ *
+ * Why that key.  karui lays the initial stack (argc, argv, envp, auxv and
+ * the strings) out the same way at the same place for every start of an
+ * image (uproc.c), and ld.so and the C library keep pointers into it: the
+ * argv and envp arrays, the auxv, argv[0] as the program's name, the
+ * environment strings they read.  With the same argc, environment and
+ * argv[0], each of them points at what it pointed at before; only
+ * argv[1..], which nothing reads before main, differ.  The stack
+ * protector's canary and the pointer guard, drawn from AT_RANDOM by ld.so,
+ * stay those of the first start.
+ *
+ * Unfit images: an end other than exit (a crash, a signal), a change of a
+ * region of the image by the program (munmap, mremap, mprotect, an mmap
+ * over it), a program without ld.so (static-PIE: no handover).  Those are
+ * unmapped as before.  At the end of a μprocess whose image is fit, what
+ * it mapped after the handover is unmapped, and the image joins the cache,
+ * which keeps `keep` images at most (kr_uproc_keep, KARUI_UPROC_KEEP, 8 by
+ * default) and drops the oldest.
+ *
+ * A restore reads every writable page once: one that differs from its
+ * copy is copied back, one that should be zero and is not is cleared, one
+ * the run left alone is not written (so no page becomes private that was
+ * not).  Rejected: mapping the writable ranges afresh from a memfd copy
+ * (each start would fault every page it touches in again); the kernel's
+ * soft-dirty bits (process-wide: clearing them for one μprocess clears
+ * them for all and for the host).
+ */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "uproc.h"
+
+#define PG 4096ul
+#define KEEP_DEFAULT 8
+
+struct wrange {
+	uintptr_t lo, hi;
+	uint32_t *pg;           /* per page: 0 zero, else 1 + its copy's index */
+};
+
+struct kr__image {
+	struct kr__image *next; /* in the cache, newest first */
+	struct kr__file_id file;
+	int argc;
+	char *argv0;
+	char **envp;
+	struct kr__elf_load ld;
+	struct kr__rlist reg;   /* every region of the image */
+	struct kr__xmap *xmap;  /* while kept; up's while it runs */
+	unsigned nxmap;
+	struct kr__rw *rw;      /* the same */
+	unsigned long cpuid_sites;
+	struct sigaction_k sig[65];
+	uint64_t sigmask, fs, entry, rdx, sp;
+	uintptr_t tidaddr, stk_lo, stk_hi;
+	struct wrange *w;
+	unsigned nw;
+	unsigned char *copy;    /* the non-zero pages */
+	int dirty;              /* a region of it changed: not to be kept */
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct kr__image *head;
+	unsigned n;
+	int keep;               /* -1: not read from the environment yet */
+} C = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, -1};
+
+static int keep_locked(void)
+{
+	if (C.keep < 0) {
+		const char *e = getenv("KARUI_UPROC_KEEP");
+		char *end;
+		long v = e && *e ? strtol(e, &end, 10) : KEEP_DEFAULT;
+		C.keep = e && *e && (*end || v < 0 || v > 4096) ? KEEP_DEFAULT : (int)v;
+	}
+	return C.keep;
+}
+
+static void free_key_and_copy(struct kr__image *im)
+{
+	for (unsigned i = 0; i < im->nw; i++)
+		free(im->w[i].pg);
+	free(im->w);
+	free(im->copy);
+	free(im->argv0);
+	for (int i = 0; im->envp && im->envp[i]; i++)
+		free(im->envp[i]);
+	free(im->envp);
+	free(im->reg.r);
+}
+
+static void unmap_list(const struct kr__rlist *l)
+{
+	for (size_t i = 0; i < l->n;) {
+		uintptr_t lo = l->r[i].lo, hi = l->r[i].hi;
+		for (i++; i < l->n && l->r[i].lo == hi; i++)
+			hi = l->r[i].hi;
+		munmap((void *)lo, hi - lo);
+	}
+}
+
+/* A kept image goes: everything of it. */
+static void image_free(struct kr__image *im)
+{
+	unmap_list(&im->reg);
+	free(im->rw);
+	free(im->xmap);
+	free_key_and_copy(im);
+	free(im);
+}
+
+int kr_uproc_keep(unsigned images)
+{
+	struct kr__image *gone = NULL;
+	pthread_mutex_lock(&C.lock);
+	C.keep = images > 4096 ? 4096 : (int)images;
+	struct kr__image **pp = &C.head;
+	for (unsigned k = 0; *pp && k < (unsigned)C.keep; k++)
+		pp = &(*pp)->next;
+	gone = *pp;
+	*pp = NULL;
+	C.n = 0;
+	for (struct kr__image *i = C.head; i; i = i->next)
+		C.n++;
+	pthread_mutex_unlock(&C.lock);
+	while (gone) {
+		struct kr__image *n = gone->next;
+		image_free(gone);
+		gone = n;
+	}
+	return 0;
+}
+
+int kr_uproc_reused(const kr_uproc *up)
+{
+	return up && up->magic == KR_UPROC_MAGIC && up->reused;
+}
+
+/* ---- while loading: what is writable ---- */
+
+/* A cold start: take the image at the handover if images are kept and
+ * there is an ld.so to hand over.  The writable segments of the program
+ * and of its ld.so, as karui mapped them; ld.so's mappings and mprotects
+ * follow (kr__uproc_mapped, _protected). */
+int kr__img_plan(struct kr_uproc *up)
+{
+	pthread_mutex_lock(&C.lock);
+	int keep = keep_locked();
+	pthread_mutex_unlock(&C.lock);
+	if (!keep || !up->ld.interp.entry)
+		return 0;
+	const struct kr__elf_img *imgs[2] = {&up->ld.prog, &up->ld.interp};
+	for (int k = 0; k < 2; k++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)imgs[k]->phdr;
+		for (unsigned i = 0; i < imgs[k]->phnum; i++) {
+			if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_W))
+				continue;
+			uintptr_t lo = (imgs[k]->base + ph[i].p_vaddr) & ~(PG - 1);
+			uintptr_t hi = (imgs[k]->base + ph[i].p_vaddr + ph[i].p_memsz + PG - 1) &
+				       ~(PG - 1);
+			if (kr__rl_add(&up->wr, lo, hi))
+				return 0;
+		}
+	}
+	up->snap = 1;
+	return 1;
+}
+
+/* ---- the handover ---- */
+
+static int zero_page(const void *p)
+{
+	const uint64_t *w = p;
+	uint64_t o = 0;
+	for (size_t i = 0; i < PG / 8; i++)
+		o |= w[i];
+	return o == 0;
+}
+
+static int take_memory(struct kr_uproc *up, struct kr__image *im)
+{
+	size_t nonzero = 0;
+	if (!(im->w = calloc(up->wr.n ? up->wr.n : 1, sizeof *im->w)))
+		return ENOMEM;
+	for (size_t i = 0; i < up->wr.n; i++) {
+		struct wrange *w = &im->w[im->nw++];
+		w->lo = up->wr.r[i].lo;
+		w->hi = up->wr.r[i].hi;
+		size_t np = (w->hi - w->lo) / PG;
+		if (!(w->pg = calloc(np ? np : 1, sizeof *w->pg)))
+			return ENOMEM;
+		for (size_t p = 0; p < np; p++)
+			if (!zero_page((const void *)(w->lo + p * PG)))
+				w->pg[p] = (uint32_t)++nonzero;
+	}
+	if (nonzero && !(im->copy = malloc(nonzero * PG)))
+		return ENOMEM;
+	for (unsigned i = 0; i < im->nw; i++) {
+		struct wrange *w = &im->w[i];
+		for (size_t p = 0; p < (w->hi - w->lo) / PG; p++)
+			if (w->pg[p])
+				memcpy(im->copy + (w->pg[p] - 1) * PG, (const void *)(w->lo + p * PG), PG);
+	}
+	return 0;
+}
+
+uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
+{
+	const greg_t *g = uc->uc_mcontext.gregs;
+	uint64_t entry = up->ld.prog.entry;
+	if (!up->snap)
+		return entry;
+	up->snap = 0;
+	struct kr__image *im = calloc(1, sizeof *im);
+	if (!im)
+		goto out;
+	int nenv = 0;
+	while (up->envp && up->envp[nenv])
+		nenv++;
+	im->reg.r = malloc((up->reg.n ? up->reg.n : 1) * sizeof *im->reg.r);
+	im->argv0 = strdup(up->argv && up->argv[0] ? up->argv[0] : "");
+	if (!im->reg.r || !im->argv0 || take_memory(up, im)) {
+		free_key_and_copy(im);
+		free(im);
+		goto out;
+	}
+	memcpy(im->reg.r, up->reg.r, up->reg.n * sizeof *im->reg.r);
+	im->reg.n = up->reg.n;
+	im->reg.cap = up->reg.n ? up->reg.n : 1;
+	im->file = up->ld.prog.file;
+	while (up->argv && up->argv[im->argc])
+		im->argc++;
+	im->envp = up->envp; /* the key's now */
+	up->envp = NULL;
+	im->ld = up->ld;
+	memcpy(im->sig, up->sig, sizeof im->sig);
+	im->sigmask = up->sigmask;
+	im->fs = up->fs;
+	im->entry = entry;
+	im->rdx = (uint64_t)g[REG_RDX];
+	im->sp = (uint64_t)g[REG_RSP];
+	im->tidaddr = up->tidaddr;
+	im->stk_lo = up->stk_lo;
+	im->stk_hi = up->stk_hi;
+	up->img = im;
+out:
+	free(up->wr.r);
+	up->wr = (struct kr__rlist){0};
+	return entry;
+}
+
+/* ---- a start from a kept image ---- */
+
+static int same_env(char *const *a, char *const *b)
+{
+	int i = 0;
+	for (; a && a[i] && b && b[i]; i++)
+		if (strcmp(a[i], b[i]))
+			return 0;
+	return !(a && a[i]) && !(b && b[i]);
+}
+
+int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, char *const *envp)
+{
+	struct kr__file_id id = kr__file_id_of(st);
+	int argc = 0;
+	while (argv[argc])
+		argc++;
+	pthread_mutex_lock(&C.lock);
+	struct kr__image **pp = &C.head, *im;
+	for (; (im = *pp); pp = &im->next)
+		if (!memcmp(&im->file, &id, sizeof id) && im->argc == argc &&
+		    !strcmp(im->argv0, argv[0] ? argv[0] : "") && same_env(im->envp, envp))
+			break;
+	if (im) {
+		*pp = im->next;
+		C.n--;
+	}
+	pthread_mutex_unlock(&C.lock);
+	if (!im)
+		return 0;
+	up->reg.r = malloc((im->reg.n ? im->reg.n : 1) * sizeof *up->reg.r);
+	if (!up->reg.r) {
+		image_free(im);
+		return 0;
+	}
+	memcpy(up->reg.r, im->reg.r, im->reg.n * sizeof *up->reg.r);
+	up->reg.n = im->reg.n;
+	up->reg.cap = im->reg.n ? im->reg.n : 1;
+	up->ld = im->ld;
+	up->xmap = im->xmap;
+	up->nxmap = im->nxmap;
+	up->rw = im->rw;
+	im->xmap = NULL;
+	im->nxmap = 0;
+	im->rw = NULL;
+	for (unsigned i = 0; i < up->nxmap; i++)
+		up->xmap[i].seeded = 0; /* sites learnt meanwhile: at its first trap */
+	up->cpuid_sites = im->cpuid_sites;
+	up->stk_lo = im->stk_lo;
+	up->stk_hi = im->stk_hi;
+	up->tidaddr = im->tidaddr;
+	up->img = im;
+	up->reused = 1;
+	kr__rw_rebind(up);
+	return 1;
+}
+
+void kr__img_resume(struct kr_uproc *up, uintptr_t sp)
+{
+	struct kr__image *im = up->img;
+	for (unsigned i = 0; i < im->nw; i++) {
+		const struct wrange *w = &im->w[i];
+		for (size_t p = 0; p < (w->hi - w->lo) / PG; p++) {
+			void *at = (void *)(w->lo + p * PG);
+			if (!w->pg[p]) {
+				if (!zero_page(at))
+					memset(at, 0, PG);
+				continue;
+			}
+			const void *c = im->copy + (w->pg[p] - 1) * PG;
+			if (memcmp(at, c, PG))
+				memcpy(at, c, PG);
+		}
+	}
+	memcpy(up->sig, im->sig, sizeof up->sig);
+	up->sigmask = im->sigmask;
+	if (im->tidaddr && kr__rl_covers(&up->reg, im->tidaddr, im->tidaddr + 4))
+		*(int *)im->tidaddr = up->pid; /* the thread's tid, as glibc cached it */
+	up->fs = im->fs;
+	if (sp != im->sp) /* the layout of the initial stack is the key's */
+		kr__uproc_end(up, 127);
+	kr__img_start(im->entry, sp, im->fs, im->rdx);
+}
+
+/* ---- the end ---- */
+
+void kr__img_dirty(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+{
+	if (up->img && !up->img->dirty && kr__rl_meets(&up->img->reg, lo, hi))
+		up->img->dirty = 1;
+}
+
+void kr__img_adopt(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
+{
+	if (up->img && kr__rl_add(&up->img->reg, lo, hi))
+		up->img->dirty = 1; /* it would be unmapped under its trampolines */
+}
+
+void kr__img_drop(struct kr_uproc *up)
+{
+	struct kr__image *im = up->img;
+	if (!im)
+		return;
+	up->img = NULL;
+	free(im->rw);
+	free(im->xmap);
+	free_key_and_copy(im);
+	free(im);
+}
+
+int kr__img_keep(struct kr_uproc *up)
+{
+	struct kr__image *im = up->img;
+	if (!im)
+		return 0;
+	pthread_mutex_lock(&C.lock);
+	int keep = keep_locked();
+	pthread_mutex_unlock(&C.lock);
+	if (im->dirty || !up->exited || !keep) {
+		kr__img_drop(up);
+		return 0;
+	}
+	/* what the run mapped goes: the regions less the image's */
+	struct kr__rlist run = {0};
+	for (size_t i = 0; i < up->reg.n; i++)
+		if (kr__rl_add(&run, up->reg.r[i].lo, up->reg.r[i].hi)) {
+			free(run.r);
+			kr__img_drop(up);
+			return 0;
+		}
+	for (size_t i = 0; i < im->reg.n; i++)
+		kr__rl_del(&run, im->reg.r[i].lo, im->reg.r[i].hi);
+	for (size_t i = 0; i < run.n; i++)
+		kr__xmap_del(up, run.r[i].lo, run.r[i].hi);
+	unmap_list(&run);
+	free(run.r);
+	free(up->reg.r);
+	up->reg = (struct kr__rlist){0};
+	im->xmap = up->xmap;
+	im->nxmap = up->nxmap;
+	im->rw = up->rw;
+	im->cpuid_sites = up->cpuid_sites;
+	up->xmap = NULL;
+	up->nxmap = 0;
+	up->rw = NULL;
+	up->img = NULL;
+
+	struct kr__image *gone = NULL;
+	pthread_mutex_lock(&C.lock);
+	im->next = C.head;
+	C.head = im;
+	if (++C.n > (unsigned)C.keep) { /* the oldest goes */
+		struct kr__image **pp = &C.head;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		gone = *pp;
+		*pp = NULL;
+		C.n--;
+	}
+	pthread_mutex_unlock(&C.lock);
+	if (gone)
+		image_free(gone);
+	return 1;
+}
