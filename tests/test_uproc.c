@@ -867,6 +867,37 @@ static void a_kept_image_starts_as_the_program_did(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* /proc/self/maps lists the μprocess's own mappings, none of the host's:
+ * its program, its libraries, its stack. */
+static void its_maps_list_its_own_mappings(void)
+{
+	start(2);
+	need_uprocs();
+	char *out, *argv[] = {"cat", "/proc/self/maps", NULL};
+	KT_EQ(run("/bin/cat", argv, NULL, &out, NULL), 0);
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	KT_CHECK(n > 0);
+	exe[n] = 0;
+	KT_CHECK(strstr(out, "/cat\n") != NULL);
+	KT_CHECK(strstr(out, "libc.so.6\n") != NULL);
+	KT_CHECK(strstr(out, " [stack]\n") != NULL);
+	KT_CHECK(strstr(out, exe) == NULL); /* the host's program */
+	KT_CHECK(strstr(out, "[heap]") == NULL);
+	/* every line as the kernel writes it: start-end perms offset dev inode */
+	int lines = 0;
+	for (char *l = out; *l; l = strchr(l, '\n') + 1, lines++) {
+		unsigned long long lo, hi, off, ino;
+		unsigned maj, min;
+		char perm[5];
+		KT_EQ(sscanf(l, "%llx-%llx %4s %llx %x:%x %llu", &lo, &hi, perm, &off, &maj, &min, &ino), 7);
+		KT_CHECK(lo < hi);
+	}
+	KT_CHECK(lines > 5);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void a_static_pie_program_runs_too(void)
 {
 	start(1);
@@ -903,6 +934,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
 	KT_RUN(a_static_pie_program_runs_too);
 	KT_RUN(a_kept_image_starts_as_the_program_did);
+	KT_RUN(its_maps_list_its_own_mappings);
 	KT_RUN(a_host_pipe_keeps_its_blocking_mode_on_both_back_ends);
 	KT_RUN(a_vp_started_by_an_armed_vp_runs_uprocs);
 	KT_RUN(a_kill_ends_a_uproc_wherever_it_waits);

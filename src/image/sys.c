@@ -139,7 +139,10 @@ static long sys_openat(struct kr_uproc *up, long dirfd, const char *path, long f
 		return -err;
 	if (flags & (O_CREAT | __O_TMPFILE))
 		mode &= ~(long)up->umask;
-	long r = syscall(SYS_openat, d, path, flags | O_CLOEXEC, mode);
+	long r = path && path[0] == '/' ? kr__proc_open(up, path, flags) : KR__NOT_PROC;
+	if (r != KR__NOT_PROC)
+		return r < 0 ? r : adopt(up, r, !!(flags & O_CLOEXEC));
+	r = syscall(SYS_openat, d, path, flags | O_CLOEXEC, mode);
 	if (r < 0)
 		return -errno;
 	return adopt(up, r, !!(flags & O_CLOEXEC));

@@ -237,6 +237,12 @@ struct kr__insn {
  * its length, or 0 when it is invalid, unknown or longer than max. */
 int kr__x86_decode(const uint8_t *p, size_t max, struct kr__insn *out);
 
+/* ---- procfs.c ---- */
+#define KR__NOT_PROC (-(1l << 40))
+/* An open of one of the μprocess's own /proc files (its maps): the host fd
+ * of what it reads there, or -errno; KR__NOT_PROC for any other path. */
+long kr__proc_open(struct kr_uproc *up, const char *path, long flags);
+
 /* ---- sys.c ---- */
 long kr__sys(struct kr_uproc *up, long nr, long a[6]);
 
