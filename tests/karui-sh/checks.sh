@@ -52,6 +52,14 @@ karui-sh: cat: $way" "$err"
 err=$(ksh -c 'cat a.txt | grep -c a | cat' 2>&1 >/dev/null)
 check without_v_nothing_is_said "" "$err"
 
+if [ $uproc = yes ]; then
+	err=$(ksh -v -c 'cat a.txt | grep -c a; cat a.txt | grep -c a' 2>&1 >/dev/null)
+	check verbose_names_a_start_from_a_kept_image "karui-sh: cat: $way
+karui-sh: grep: $way
+karui-sh: cat: $way (kept image)
+karui-sh: grep: $way (kept image)" "$err"
+fi
+
 out=$(ksh -v -c 'cat a.txt | ./up.sh | cat' 2>err)
 check script_stage_runs_as_a_child_between_others "ALPHA
 BETA

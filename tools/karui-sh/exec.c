@@ -450,7 +450,7 @@ static void start_program(struct stage *s, struct ksh_link *in, struct ksh_link 
 	bool refused = e == ENOTSUP || e == ENOEXEC || e == EPERM;
 	if (e == 0) {
 		s->way = WAY_UPROC;
-		verbose(s, ksh_runner_uproc.way, NULL);
+		verbose(s, ksh_runner_uproc.way, kr_uproc_reused(s->proc.up) ? "kept image" : NULL);
 	} else if (refused && sh->stages == KSH_STAGES_UPROC) {
 		stage_say(s, "%s: cannot run as a μprocess: %s", name, strerror(e));
 		fail(s, 126);
