@@ -170,6 +170,35 @@ int kr_uproc_reused(const kr_uproc *up)
 	return up && up->magic == KR_UPROC_MAGIC && up->reused;
 }
 
+static int rl_copy(struct kr__rlist *to, const struct kr__rlist *from)
+{
+	size_t cap = from->n ? from->n : 1;
+	if (!(to->r = malloc(cap * sizeof *to->r)))
+		return ENOMEM;
+	memcpy(to->r, from->r, from->n * sizeof *to->r);
+	to->n = from->n;
+	to->cap = cap;
+	return 0;
+}
+
+/* The rewriting state (rewrite.c) is the running μprocess's, and the
+ * image's while it is kept. */
+static void swap_rw(struct kr_uproc *up, struct kr__image *im)
+{
+	struct kr__xmap *x = up->xmap;
+	unsigned n = up->nxmap;
+	struct kr__rw *rw = up->rw;
+	unsigned long c = up->cpuid_sites;
+	up->xmap = im->xmap;
+	up->nxmap = im->nxmap;
+	up->rw = im->rw;
+	up->cpuid_sites = im->cpuid_sites;
+	im->xmap = x;
+	im->nxmap = n;
+	im->rw = rw;
+	im->cpuid_sites = c;
+}
+
 /* ---- while loading: what is writable ---- */
 
 /* A cold start: take the image at the handover if images are kept and
@@ -251,16 +280,12 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 	int nenv = 0;
 	while (up->envp && up->envp[nenv])
 		nenv++;
-	im->reg.r = malloc((up->reg.n ? up->reg.n : 1) * sizeof *im->reg.r);
 	im->argv0 = strdup(up->argv && up->argv[0] ? up->argv[0] : "");
-	if (!im->reg.r || !im->argv0 || take_memory(up, im)) {
+	if (rl_copy(&im->reg, &up->reg) || !im->argv0 || take_memory(up, im)) {
 		free_key_and_copy(im);
 		free(im);
 		goto out;
 	}
-	memcpy(im->reg.r, up->reg.r, up->reg.n * sizeof *im->reg.r);
-	im->reg.n = up->reg.n;
-	im->reg.cap = up->reg.n ? up->reg.n : 1;
 	im->file = up->ld.prog.file;
 	while (up->argv && up->argv[im->argc])
 		im->argc++;
@@ -313,24 +338,14 @@ int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, 
 	pthread_mutex_unlock(&C.lock);
 	if (!im)
 		return 0;
-	up->reg.r = malloc((im->reg.n ? im->reg.n : 1) * sizeof *up->reg.r);
-	if (!up->reg.r) {
+	if (rl_copy(&up->reg, &im->reg)) {
 		image_free(im);
 		return 0;
 	}
-	memcpy(up->reg.r, im->reg.r, im->reg.n * sizeof *up->reg.r);
-	up->reg.n = im->reg.n;
-	up->reg.cap = im->reg.n ? im->reg.n : 1;
 	up->ld = im->ld;
-	up->xmap = im->xmap;
-	up->nxmap = im->nxmap;
-	up->rw = im->rw;
-	im->xmap = NULL;
-	im->nxmap = 0;
-	im->rw = NULL;
+	swap_rw(up, im);
 	for (unsigned i = 0; i < up->nxmap; i++)
 		up->xmap[i].seeded = 0; /* sites learnt meanwhile: at its first trap */
-	up->cpuid_sites = im->cpuid_sites;
 	up->stk_lo = im->stk_lo;
 	up->stk_hi = im->stk_hi;
 	up->tidaddr = im->tidaddr;
@@ -421,13 +436,7 @@ int kr__img_keep(struct kr_uproc *up)
 	free(run.r);
 	free(up->reg.r);
 	up->reg = (struct kr__rlist){0};
-	im->xmap = up->xmap;
-	im->nxmap = up->nxmap;
-	im->rw = up->rw;
-	im->cpuid_sites = up->cpuid_sites;
-	up->xmap = NULL;
-	up->nxmap = 0;
-	up->rw = NULL;
+	swap_rw(up, im);
 	up->img = NULL;
 
 	struct kr__image *gone = NULL;
