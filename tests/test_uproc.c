@@ -859,8 +859,12 @@ static void a_kept_image_starts_as_the_program_did(void)
 	KT_EQ(state_says("state", "three", NULL, "1 11 three uproc_probe - tid-ok\nbye\n"), 0);
 	state_says("state-mprotect", NULL, NULL, "1 11 m uproc_probe - tid-ok\nbye\n");
 	KT_EQ(state_says("state-mprotect", NULL, NULL, "1 11 m uproc_probe - tid-ok\nbye\n"), 0);
-	/* none kept */
+	/* kept across a stop and a start of karui */
 	KT_EQ(state_says("state", "four", NULL, "1 11 four uproc_probe - tid-ok\nbye\n"), 1);
+	KT_EQ(kr_fini(), 0);
+	start(1);
+	KT_EQ(state_says("state", "4b", NULL, "1 11 4b uproc_probe - tid-ok\nbye\n"), 1);
+	/* none kept */
 	KT_EQ(kr_uproc_keep(0), 0);
 	KT_EQ(state_says("state", "five", NULL, "1 11 five uproc_probe - tid-ok\nbye\n"), 0);
 	KT_EQ(state_says("state", "six", NULL, "1 11 six uproc_probe - tid-ok\nbye\n"), 0);
