@@ -913,6 +913,10 @@ static void image_calls_refuse_bad_input(void)
 	KT_EQ(kr_uproc_kill((kr_uproc *)&a, -1), EINVAL);
 	KT_EQ(kr_uproc_kill((kr_uproc *)&a, SIGTERM), ESRCH); /* no μprocess's handle */
 	KT_EQ(kr_uproc_pid(NULL), 0);
+	KT_EQ(kr_uproc_reused(NULL), 0);
+	KT_EQ(kr_uproc_keep(KR_UPROC_KEEP_MAX + 1), EINVAL);
+	KT_EQ(kr_uproc_keep(KR_UPROC_KEEP_MAX), 0);
+	KT_EQ(kr_uproc_keep(8), 0);
 	off_vp(image_off_vp);
 	KT_EQ(kr_fini(), 0);
 }
@@ -1041,6 +1045,8 @@ static struct api table[] = {
 	API(kr_uproc_wait, image_calls_refuse_bad_input),
 	API(kr_uproc_kill, image_calls_refuse_bad_input),
 	ACC(kr_uproc_pid),
+	API(kr_uproc_keep, image_calls_refuse_bad_input),
+	ACC(kr_uproc_reused),
 };
 #define NAPI (sizeof table / sizeof table[0])
 

@@ -8,8 +8,8 @@
  * what is shared, and every system call karui intercepts.
  *
  * Errors follow the rule of include/karui.h.  Every call needs a running
- * karui and, but kr_upipe_create / _close, a microprocess (EPERM
- * otherwise). */
+ * karui and, but kr_upipe_create / _close, kr_uproc_keep and the
+ * accessors, a microprocess (EPERM otherwise). */
 #ifndef KARUI_IMAGE_H
 #define KARUI_IMAGE_H
 
@@ -105,7 +105,9 @@ pid_t kr_uproc_pid(const kr_uproc *up);
  * same environment, argv[0] and number of arguments, which starts at the
  * program's entry with the image's writable memory as it was then.  At
  * most `images` are kept (8 by default, or KARUI_UPROC_KEEP), the oldest
- * dropped first; 0 unmaps every kept image and keeps none.  Returns 0. */
+ * dropped first; 0 unmaps every kept image and keeps none.  EINVAL: more
+ * than KR_UPROC_KEEP_MAX. */
+#define KR_UPROC_KEEP_MAX 4096
 int kr_uproc_keep(unsigned images);
 /* 1: up started from a kept image; 0: it was loaded afresh (or up names
  * no μprocess). */

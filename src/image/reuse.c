@@ -105,7 +105,7 @@ static int keep_locked(void)
 		const char *e = getenv("KARUI_UPROC_KEEP");
 		char *end;
 		long v = e && *e ? strtol(e, &end, 10) : KEEP_DEFAULT;
-		C.keep = e && *e && (*end || v < 0 || v > 4096) ? KEEP_DEFAULT : (int)v;
+		C.keep = e && *e && (*end || v < 0 || v > KR_UPROC_KEEP_MAX) ? KEEP_DEFAULT : (int)v;
 	}
 	return C.keep;
 }
@@ -145,9 +145,11 @@ static void image_free(struct kr__image *im)
 
 int kr_uproc_keep(unsigned images)
 {
+	if (images > KR_UPROC_KEEP_MAX)
+		return EINVAL;
 	struct kr__image *gone = NULL;
 	pthread_mutex_lock(&C.lock);
-	C.keep = images > 4096 ? 4096 : (int)images;
+	C.keep = (int)images;
 	struct kr__image **pp = &C.head;
 	for (unsigned k = 0; *pp && k < (unsigned)C.keep; k++)
 		pp = &(*pp)->next;

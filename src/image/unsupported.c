@@ -35,8 +35,7 @@ pid_t kr_uproc_pid(const kr_uproc *up)
 
 int kr_uproc_keep(unsigned images)
 {
-	(void)images;
-	return 0; /* no image to keep */
+	return images > KR_UPROC_KEEP_MAX ? EINVAL : 0; /* no image to keep */
 }
 
 int kr_uproc_reused(const kr_uproc *up)
