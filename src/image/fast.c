@@ -46,7 +46,8 @@ static inline int plain_fd(const struct kr_uproc *up, long fd)
 	if (fd < 0 || fd >= up->fds.n)
 		return -1;
 	const struct kr__ufile *f = up->fds.fd[fd].f;
-	return f && f->kind == UF_HOST && !f->waits ? f->hostfd : -1;
+	return f && f->kind == UF_HOST && !__atomic_load_n(&f->waits, __ATOMIC_RELAXED) ? f->hostfd
+										      : -1;
 }
 
 struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)

@@ -162,14 +162,24 @@ struct kr__ufile *kr__ufile_host(int hostfd, int flags)
 		close(hostfd);
 		return NULL;
 	}
-	struct stat st;
 	f->refs = 1;
 	f->kind = UF_HOST;
 	f->hostfd = hostfd;
 	f->flags = flags;
-	f->waits = fstat(hostfd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode) &&
-		   !S_ISDIR(st.st_mode);
+	f->waits = -1; /* asked at its first read or write: most opened files are only mapped */
 	return f;
+}
+
+int kr__ufile_waits(struct kr__ufile *f)
+{
+	int w = __atomic_load_n(&f->waits, __ATOMIC_RELAXED);
+	if (w < 0) {
+		struct stat st;
+		w = fstat(f->hostfd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode) &&
+		    !S_ISDIR(st.st_mode);
+		__atomic_store_n(&f->waits, w, __ATOMIC_RELAXED); /* the same for every asker */
+	}
+	return w;
 }
 
 struct kr__ufile *kr__ufile_pipe(kr_upipe *p, int end)

@@ -123,8 +123,7 @@ static long adopt(struct kr_uproc *up, long r, int cloexec)
 {
 	if (r < 0)
 		return r;
-	int fl = fcntl((int)r, F_GETFL);
-	fcntl((int)r, F_SETFD, FD_CLOEXEC);
+	int fl = fcntl((int)r, F_GETFL); /* (opened O_CLOEXEC already) */
 	struct kr__ufile *f = kr__ufile_host((int)r, fl < 0 ? 0 : fl);
 	if (!f)
 		return -ENOMEM;
@@ -176,7 +175,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 		return r;
 	}
 	long r;
-	if (f->waits && !(f->flags & O_NONBLOCK)) {
+	if (kr__ufile_waits(f) && !(f->flags & O_NONBLOCK)) {
 		const char *be = kr_io_backend();
 		if (is_tty(f->hostfd) || !be || strcmp(be, "io_uring")) {
 			/* no O_NONBLOCK on a terminal, or on a pipe or socket whose open

@@ -52,7 +52,8 @@ struct kr__ufile {
 	int refs;           /* fds naming it, in every μprocess; __atomic */
 	int kind;
 	int hostfd;         /* UF_HOST: karui's own host fd (O_CLOEXEC) */
-	int waits;          /* UF_HOST: may block (not a regular file): kr_read */
+	int waits;          /* UF_HOST: may block (not a regular file): kr_read;
+			     * -1: not known yet (kr__ufile_waits); atomic */
 	int flags;          /* O_APPEND, O_NONBLOCK, the access mode */
 	kr_upipe *pipe;     /* UF_PIPE */
 	int end;            /* UF_PIPE: KR_UPIPE_READ or _WRITE */
@@ -67,6 +68,7 @@ struct kr__fdtab {
 };
 struct kr__ufile *kr__ufile_host(int hostfd, int flags);    /* takes hostfd */
 struct kr__ufile *kr__ufile_pipe(kr_upipe *p, int end);     /* a new end */
+int kr__ufile_waits(struct kr__ufile *f);                   /* UF_HOST: 0 or 1 */
 void kr__ufile_put(struct kr__ufile *f);
 int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int cloexec);
 int kr__fd_set(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec);
