@@ -871,6 +871,39 @@ static void a_kept_image_starts_as_the_program_did(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A read-only file mapping a run of a kept image made is the next run's
+ * for the same pages of the same file, unless the file changed. */
+static void a_kept_image_keeps_its_read_only_file_mappings(void)
+{
+	start(1);
+	need_uprocs();
+	char path[] = "/tmp/karui-test-map-XXXXXX";
+	int fd = mkstemp(path);
+	KT_CHECK(fd >= 0);
+	KT_EQ(write(fd, "one", 3), 3);
+	close(fd);
+	char *o1, *o2, *o3, *argv[] = {"uproc_probe", "map", path, NULL};
+	KT_EQ(run(probe, argv, NULL, &o1, NULL), 0);
+	KT_EQ(run(probe, argv, NULL, &o2, NULL), 0);
+	KT_EQ(last_reused, 1);
+	KT_CHECK(strstr(o1, " one\n") && strcmp(o1, o2) == 0); /* the same pages */
+	char next[sizeof path + 4]; /* replaced, as package managers and editors do */
+	snprintf(next, sizeof next, "%s.new", path);
+	fd = open(next, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	KT_CHECK(fd >= 0);
+	KT_EQ(write(fd, "two", 3), 3);
+	close(fd);
+	KT_EQ(rename(next, path), 0);
+	KT_EQ(run(probe, argv, NULL, &o3, NULL), 0);
+	KT_EQ(last_reused, 1);
+	KT_CHECK(strstr(o3, " two\n") != NULL);
+	unlink(path);
+	free(o1);
+	free(o2);
+	free(o3);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* /proc/self/maps lists the μprocess's own mappings, none of the host's:
  * its program, its libraries, its stack. */
 static void its_maps_list_its_own_mappings(void)
@@ -939,6 +972,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_static_pie_program_runs_too);
 	KT_RUN(a_kept_image_starts_as_the_program_did);
 	KT_RUN(its_maps_list_its_own_mappings);
+	KT_RUN(a_kept_image_keeps_its_read_only_file_mappings);
 	KT_RUN(a_host_pipe_keeps_its_blocking_mode_on_both_back_ends);
 	KT_RUN(a_vp_started_by_an_armed_vp_runs_uprocs);
 	KT_RUN(a_kill_ends_a_uproc_wherever_it_waits);

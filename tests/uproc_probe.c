@@ -36,6 +36,7 @@
  *                            tid glibc cached for its thread (a mutex's
  *                            owner), and "bye" from an atexit handler
  *   uproc_probe state-mprotect   state, after an mprotect of its own .data
+ *   uproc_probe map FILE     maps FILE read-only: the address and the text
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -304,6 +305,18 @@ int main(int argc, char **argv)
 		if (mprotect((void *)pg, 4096, PROT_READ | PROT_WRITE))
 			return 4;
 		return state("m");
+	}
+	if (!strcmp(m, "map") && argc > 2) {
+		int fd = open(argv[2], O_RDONLY);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) || !st.st_size)
+			return 3;
+		const char *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (p == MAP_FAILED)
+			return 4;
+		printf("%p %.*s\n", (const void *)p, (int)st.st_size, p);
+		return 0;
 	}
 	if (!strcmp(m, "env")) {
 		const char *v = getenv(argv[2]);

@@ -66,6 +66,15 @@
 #define PG 4096ul
 #define KEEP_DEFAULT 8
 
+struct kr__fmap {        /* a read-only file mapping */
+	uintptr_t lo;
+	size_t len;
+	struct kr__file_id id;
+	int64_t off;
+	int flags;              /* MAP_PRIVATE or MAP_SHARED */
+};
+#define SPARES_MAX 64           /* per image */
+
 struct wrange {
 	uintptr_t lo, hi;
 	uint32_t *pg;           /* per page: 0 zero, else 1 + its copy's index */
@@ -90,6 +99,8 @@ struct kr__image {
 	unsigned nw;
 	unsigned char *copy;    /* the non-zero pages */
 	int dirty;              /* a region of it changed: not to be kept */
+	struct kr__fmap *spare; /* read-only file mappings its runs left */
+	unsigned nspare;
 };
 
 static struct {
@@ -137,6 +148,9 @@ static void unmap_list(const struct kr__rlist *l)
 static void image_free(struct kr__image *im)
 {
 	unmap_list(&im->reg);
+	for (unsigned i = 0; i < im->nspare; i++)
+		munmap((void *)im->spare[i].lo, im->spare[i].len);
+	free(im->spare);
 	free(im->rw);
 	free(im->xmap);
 	free_key_and_copy(im);
@@ -390,6 +404,77 @@ void kr__img_dirty(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
 {
 	if (up->img && !up->img->dirty && kr__rl_meets(&up->img->reg, lo, hi))
 		up->img->dirty = 1;
+	for (unsigned i = 0; i < up->nfmaps;)
+		if (up->fmaps[i].lo < hi && lo < up->fmaps[i].lo + up->fmaps[i].len)
+			up->fmaps[i] = up->fmaps[--up->nfmaps];
+		else
+			i++;
+}
+
+/* ---- read-only file mappings ----
+ *
+ * A program maps the same files read-only at every start (the C library
+ * its locale's twelve).  Such a mapping, unchanged at the end of a run
+ * whose image is kept, stays mapped as a spare of the image, its pages
+ * with it; a later run's request for the same pages of the same file
+ * (device, inode, modification time, offset, length, private or shared)
+ * gets the spare's address: no mmap, no page faults, no munmap and its
+ * shoot-downs at the end.  The content is the file's, as a new mapping's
+ * would be: pages not written are the page cache's, and a file replaced
+ * or changed since has another inode or modification time. */
+
+uintptr_t kr__img_fmap_take(struct kr_uproc *up, const struct kr__file_id *id, int64_t off,
+			    size_t len, int flags)
+{
+	struct kr__image *im = up->img;
+	for (unsigned i = 0; im && i < im->nspare; i++) {
+		struct kr__fmap *f = &im->spare[i];
+		if (f->len != len || f->off != off || f->flags != flags ||
+		    memcmp(&f->id, id, sizeof *id))
+			continue;
+		struct kr__fmap m = *f;
+		if (kr__uproc_mapped(up, m.lo, m.lo + m.len, PROT_READ))
+			return 0;
+		*f = im->spare[--im->nspare];
+		kr__img_fmap_made(up, m.lo, id, off, len, flags);
+		return m.lo;
+	}
+	return 0;
+}
+
+void kr__img_fmap_made(struct kr_uproc *up, uintptr_t at, const struct kr__file_id *id,
+		       int64_t off, size_t len, int flags)
+{
+	if (!up->img)
+		return;
+	if (up->nfmaps == up->capfmaps) {
+		unsigned cap = up->capfmaps ? up->capfmaps * 2 : 16;
+		struct kr__fmap *n = realloc(up->fmaps, cap * sizeof *n);
+		if (!n)
+			return; /* unmapped at the end, as any other */
+		up->fmaps = n;
+		up->capfmaps = cap;
+	}
+	up->fmaps[up->nfmaps++] = (struct kr__fmap){at, len, *id, off, flags};
+}
+
+/* At a keep: the run's unchanged read-only file mappings become spares
+ * (out of `run`, what is unmapped); beyond SPARES_MAX, the oldest go. */
+static void fmaps_to_spares(struct kr_uproc *up, struct kr__image *im, struct kr__rlist *run)
+{
+	for (unsigned i = 0; i < up->nfmaps; i++) {
+		struct kr__fmap *f = &up->fmaps[i];
+		if (!kr__rl_covers(run, f->lo, f->lo + f->len))
+			continue;
+		if (im->nspare == SPARES_MAX) {
+			munmap((void *)im->spare[0].lo, im->spare[0].len);
+			memmove(im->spare, im->spare + 1, --im->nspare * sizeof *im->spare);
+		}
+		if (!im->spare && !(im->spare = malloc(SPARES_MAX * sizeof *im->spare)))
+			return;
+		im->spare[im->nspare++] = *f;
+		kr__rl_del(run, f->lo, f->lo + f->len);
+	}
 }
 
 void kr__img_adopt(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
@@ -406,6 +491,9 @@ void kr__img_drop(struct kr_uproc *up)
 	up->img = NULL;
 	free(im->rw);
 	free(im->xmap);
+	for (unsigned i = 0; i < im->nspare; i++)
+		munmap((void *)im->spare[i].lo, im->spare[i].len);
+	free(im->spare);
 	free_key_and_copy(im);
 	free(im);
 }
@@ -432,6 +520,7 @@ int kr__img_keep(struct kr_uproc *up)
 		}
 	for (size_t i = 0; i < im->reg.n; i++)
 		kr__rl_del(&run, im->reg.r[i].lo, im->reg.r[i].hi);
+	fmaps_to_spares(up, im, &run);
 	for (size_t i = 0; i < run.n; i++)
 		kr__xmap_del(up, run.r[i].lo, run.r[i].hi);
 	unmap_list(&run);

@@ -386,6 +386,21 @@ static long sys_mmap(struct kr_uproc *up, long a[6])
 		b[3] = (a[3] & ~MAP_FIXED) | MAP_FIXED_NOREPLACE; /* never over the host's */
 	if (a[3] & MAP_GROWSDOWN)
 		return -EINVAL;
+	/* read-only pages of a file, anywhere: perhaps a spare of its image */
+	int type = (int)(a[3] & MAP_TYPE);
+	struct kr__file_id id = {0, 0, 0};
+	int ro = up->img && !a[0] && a[2] == PROT_READ && !(a[3] & ~(long)MAP_TYPE) &&
+		 (type == MAP_PRIVATE || type == MAP_SHARED) && !(a[5] & (PG - 1));
+	if (ro) {
+		struct stat st;
+		if (fstat((int)b[4], &st))
+			ro = 0;
+		else
+			id = kr__file_id_of(&st);
+		uintptr_t at = ro ? kr__img_fmap_take(up, &id, a[5], len, type) : 0;
+		if (at)
+			return (long)at;
+	}
 	long r = pass(SYS_mmap, b);
 	if (r < 0)
 		return r == -EEXIST ? -ENOMEM : r;
@@ -393,6 +408,8 @@ static long sys_mmap(struct kr_uproc *up, long a[6])
 		munmap((void *)r, len);
 		return -ENOMEM;
 	}
+	if (ro)
+		kr__img_fmap_made(up, (uintptr_t)r, &id, a[5], len, type);
 	kr__xmap_del(up, (uintptr_t)r, (uintptr_t)r + len);
 	/* code from a file: the image starts where offset 0 would be (ld.so
 	 * maps a library's segments at their offsets) */

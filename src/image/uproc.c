@@ -379,6 +379,9 @@ static void release(struct kr_uproc *up)
 	up->reg = (struct kr__rlist){0};
 	free(up->wr.r);
 	up->wr = (struct kr__rlist){0};
+	free(up->fmaps);
+	up->fmaps = NULL;
+	up->nfmaps = up->capfmaps = 0;
 	kr__fd_close_all(&up->fds);
 	pthread_mutex_lock(&G.lock); /* against kr_uproc_kill's write */
 	if (up->killfd >= 0)

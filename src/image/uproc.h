@@ -111,6 +111,9 @@ struct kr_uproc {
 	uintptr_t stk_lo, stk_hi; /* its stack, a region like the others */
 	uintptr_t tidaddr;        /* set_tid_address's */
 	struct kr__image *img;    /* its image, to keep at the end (reuse.c) */
+	struct kr__fmap *fmaps;   /* its read-only file mappings since the
+				   * handover, unchanged (reuse.c) */
+	unsigned nfmaps, capfmaps;
 	int snap;                 /* the image is taken at the handover */
 	int reused;               /* it started from a kept image */
 	int exited;               /* it ended by exit or exit_group */
@@ -186,8 +189,17 @@ void kr__img_resume(struct kr_uproc *up, uintptr_t sp);
  * or not (0: release unmaps it all). */
 int kr__img_keep(struct kr_uproc *up);
 void kr__img_drop(struct kr_uproc *up);
-/* [lo, hi) changes: an image it meets is no longer fit to keep. */
+/* [lo, hi) changes: an image it meets is no longer fit to keep, a read-only
+ * file mapping it meets no longer one to keep with the image. */
 void kr__img_dirty(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
+/* A read-only mapping of a whole-page run of a file (mmap with no address,
+ * PROT_READ, MAP_PRIVATE or MAP_SHARED) that an earlier run of the image
+ * left: its address, or 0 (then the caller maps it, and tells
+ * kr__img_fmap_made). */
+uintptr_t kr__img_fmap_take(struct kr_uproc *up, const struct kr__file_id *id, int64_t off,
+			    size_t len, int flags);
+void kr__img_fmap_made(struct kr_uproc *up, uintptr_t at, const struct kr__file_id *id,
+		       int64_t off, size_t len, int flags);
 /* karui mapped [lo, hi) for the image (a trampoline page): it is kept with it. */
 void kr__img_adopt(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 
