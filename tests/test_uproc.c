@@ -84,12 +84,11 @@ static void *feeder(void *arg)
 	return NULL;
 }
 
-static int last_reused; /* run's μprocess started from a kept image */
-
 /* Run argv as a μprocess with `in` on its stdin; its stdout is collected
- * into a malloc'ed string.  Returns its status. */
-static int run(const char *path, char *const *argv, const char *in, char **out,
-	       const kr_uproc_attr *base)
+ * into a malloc'ed string.  Returns its status; *reused: whether it started
+ * from a kept image. */
+static int run_r(const char *path, char *const *argv, const char *in, char **out,
+		 const kr_uproc_attr *base, int *reused)
 {
 	kr_upipe *pi, *po;
 	KT_EQ(kr_upipe_create(&pi), 0);
@@ -123,13 +122,21 @@ static int run(const char *path, char *const *argv, const char *in, char **out,
 	KT_EQ(kr_upipe_close(po, KR_UPIPE_READ), 0);
 	KT_EQ(kr_mp_join(w, NULL), 0);
 	int st = -1;
-	last_reused = kr_uproc_reused(up);
+	*reused = kr_uproc_reused(up);
 	KT_EQ(kr_uproc_wait(up, &st), 0);
 	if (out)
 		*out = buf;
 	else
 		free(buf);
 	return st;
+}
+
+static int last_reused; /* run's last μprocess started from a kept image */
+
+static int run(const char *path, char *const *argv, const char *in, char **out,
+	       const kr_uproc_attr *base)
+{
+	return run_r(path, argv, in, out, base, &last_reused);
 }
 
 static int run_probe(const char *mode, const char *arg, char **out)
@@ -871,6 +878,41 @@ static void a_kept_image_starts_as_the_program_did(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* Many runs of one program at once on two VPs, more than are kept: each
+ * takes a kept image or loads afresh, and starts as the program did. */
+static int reuses;
+
+static void *state_runner(void *arg)
+{
+	for (int i = 0; i < 25; i++) {
+		char a[32], want[96], *out;
+		snprintf(a, sizeof a, "w%d-%d", (int)(intptr_t)arg, i);
+		snprintf(want, sizeof want, "1 11 %s uproc_probe - tid-ok\nbye\n", a);
+		char *argv[] = {"uproc_probe", "state", a, NULL};
+		int reused;
+		KT_EQ(run_r(probe, argv, NULL, &out, NULL, &reused), 0);
+		KT_CHECK(strcmp(out, want) == 0);
+		__atomic_add_fetch(&reuses, reused, __ATOMIC_RELAXED);
+		free(out);
+	}
+	return NULL;
+}
+
+static void kept_images_serve_runs_at_once(void)
+{
+	start(2);
+	need_uprocs();
+	KT_EQ(kr_uproc_keep(4), 0);
+	enum { W = 6 };
+	kr_mp *w[W];
+	for (int i = 0; i < W; i++)
+		KT_EQ(kr_mp_create(&w[i], NULL, state_runner, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < W; i++)
+		KT_EQ(kr_mp_join(w[i], NULL), 0);
+	KT_CHECK(reuses > 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* A read-only file mapping a run of a kept image made is the next run's
  * for the same pages of the same file, unless the file changed. */
 static void a_kept_image_keeps_its_read_only_file_mappings(void)
@@ -973,6 +1015,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_kept_image_starts_as_the_program_did);
 	KT_RUN(its_maps_list_its_own_mappings);
 	KT_RUN(a_kept_image_keeps_its_read_only_file_mappings);
+	KT_RUN(kept_images_serve_runs_at_once);
 	KT_RUN(a_host_pipe_keeps_its_blocking_mode_on_both_back_ends);
 	KT_RUN(a_vp_started_by_an_armed_vp_runs_uprocs);
 	KT_RUN(a_kill_ends_a_uproc_wherever_it_waits);
