@@ -209,7 +209,7 @@ static const struct seed {
 	 "instructions of create, stop, resume, switch, exit under callgrind, one VP",
 	 "karui boost-fiber", kb_seed004_table1},
 	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
-	 "per repeat)", "karui karui-first karui-cold fork-exec posix-spawn", kb_uproc_start},
+	 "per repeat)", "karui karui-first karui-cold fork-exec posix-spawn pthread", kb_uproc_start},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
 	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
 	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
