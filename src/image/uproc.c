@@ -3,13 +3,16 @@
  * call they make reaches karui.
  *
  * A μprocess is a microprocess whose code is a program's private image
- * (elf.c): kr_uproc_spawn maps the program and its ld.so, creates a
- * microprocess with a stack the size of a process's main stack, and that
- * microprocess builds the initial stack of execve (argc, argv, envp,
- * auxv) and jumps to ld.so's entry (gate.S: kr__img_start).  From then on
- * the μprocess's code runs as if it were alone in a process: its ld.so
- * loads its libraries and its own C library, whose thread pointer (%fs)
- * karui keeps per μprocess.
+ * (elf.c): kr_uproc_spawn maps the program, its ld.so and a stack the
+ * size of a process's main stack (one of the μprocess's regions, like
+ * everything it maps), and creates a microprocess with a small stack of
+ * its own, which lays out the initial stack of execve (argc, argv, envp,
+ * auxv) on the μprocess's and jumps to ld.so's entry (gate.S:
+ * kr__img_start).  From then on the μprocess's code runs as if it were
+ * alone in a process: its ld.so loads its libraries and its own C
+ * library, whose thread pointer (%fs) karui keeps per μprocess.  Or the
+ * spawn finds a kept image of the program (reuse.c) and starts it at the
+ * program's entry instead.
  *
  * Interception.  Each VP that runs a μprocess is armed once (arm): its
  * %gs base points at its struct kr__img_vp, whose first byte is the
@@ -29,10 +32,10 @@
  * signal whose default action ends a process, sent by the μprocess to
  * itself (abort(), raise()), and a fault in its code (SIGSEGV, SIGBUS,
  * SIGFPE, SIGILL; the handler runs on the VP's alternate stack and
- * redirects the μprocess to `die` on its own stack) end the μprocess
- * alone: kr__uproc_end unmaps everything it mapped (regions, with its
- * image), closes its fds and ends its microprocess; kr_uproc_wait collects
- * the status a shell shows.  A fault in karui's or the host's code is
+ * redirects the μprocess to `die` on its microprocess's stack) end the
+ * μprocess alone: kr__uproc_end moves to that stack, keeps the image or
+ * not (reuse.c), unmaps everything else it mapped, closes its fds and
+ * ends its microprocess; kr_uproc_wait collects the status a shell shows.  A fault in karui's or the host's code is
  * passed to the handler that was there before (the core's overflow report,
  * or the default action).
  *
