@@ -107,8 +107,9 @@ static struct {
 	pthread_mutex_t lock;
 	struct kr__image *head;
 	unsigned n;
+	unsigned live;          /* images of running μprocesses */
 	int keep;               /* -1: not read from the environment yet */
-} C = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, -1};
+} C = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, -1};
 
 static int keep_locked(void)
 {
@@ -119,6 +120,14 @@ static int keep_locked(void)
 		C.keep = e && *e && (*end || v < 0 || v > KR_UPROC_KEEP_MAX) ? KEEP_DEFAULT : (int)v;
 	}
 	return C.keep;
+}
+
+/* An image leaves its μprocess (kept or dropped). */
+static void live_done(void)
+{
+	pthread_mutex_lock(&C.lock);
+	C.live--;
+	pthread_mutex_unlock(&C.lock);
 }
 
 static void free_key_and_copy(struct kr__image *im)
@@ -290,12 +299,15 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 	if (!up->snap)
 		return entry;
 	up->snap = 0;
-	struct kr__image *im = calloc(1, sizeof *im);
+	/* no more images taken than could be kept: a thousand μprocesses of
+	 * one program, alive at once, would each hold a copy for nothing */
+	pthread_mutex_lock(&C.lock);
+	int room = C.live < (unsigned)keep_locked();
+	C.live += room;
+	pthread_mutex_unlock(&C.lock);
+	struct kr__image *im = room ? calloc(1, sizeof *im) : NULL;
 	if (!im)
 		goto out;
-	int nenv = 0;
-	while (up->envp && up->envp[nenv])
-		nenv++;
 	im->argv0 = strdup(up->argv && up->argv[0] ? up->argv[0] : "");
 	if (rl_copy(&im->reg, &up->reg) || !im->argv0 || take_memory(up, im)) {
 		free_key_and_copy(im);
@@ -318,7 +330,10 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 	im->stk_lo = up->stk_lo;
 	im->stk_hi = up->stk_hi;
 	up->img = im;
+	room = 0;
 out:
+	if (room)
+		live_done();
 	free(up->wr.r);
 	up->wr = (struct kr__rlist){0};
 	return entry;
@@ -350,12 +365,14 @@ int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, 
 	if (im) {
 		*pp = im->next;
 		C.n--;
+		C.live++;
 	}
 	pthread_mutex_unlock(&C.lock);
 	if (!im)
 		return 0;
 	if (rl_copy(&up->reg, &im->reg)) {
 		image_free(im);
+		live_done();
 		return 0;
 	}
 	up->ld = im->ld;
@@ -489,6 +506,7 @@ void kr__img_drop(struct kr_uproc *up)
 	if (!im)
 		return;
 	up->img = NULL;
+	live_done();
 	free(im->rw);
 	free(im->xmap);
 	for (unsigned i = 0; i < im->nspare; i++)
@@ -532,6 +550,7 @@ int kr__img_keep(struct kr_uproc *up)
 
 	struct kr__image *gone = NULL;
 	pthread_mutex_lock(&C.lock);
+	C.live--;
 	im->next = C.head;
 	C.head = im;
 	if (++C.n > (unsigned)C.keep) { /* the oldest goes */
