@@ -381,6 +381,29 @@ static void fork_and_threads_fail_with_a_clear_error(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* More than the 2 MiB of arguments a μprocess's stack has room for:
+ * E2BIG, as execve says, and nothing is started. */
+static void too_many_arguments_are_refused(void)
+{
+	start(1);
+	need_uprocs();
+	enum { N = 3 };
+	static char big[N][1 << 20];
+	char *argv[N + 2] = {"true"};
+	for (int i = 0; i < N; i++) {
+		memset(big[i], 'a', sizeof big[i] - 1);
+		argv[i + 1] = big[i];
+	}
+	kr_uproc *up = NULL;
+	KT_EQ(kr_uproc_spawn(&up, "/bin/true", argv, NULL), E2BIG);
+	argv[2] = NULL; /* 1 MiB fits */
+	KT_EQ(kr_uproc_spawn(&up, "/bin/true", argv, NULL), 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void scripts_and_setuid_programs_are_not_loaded(void)
 {
 	start(1);
@@ -1005,6 +1028,7 @@ int main(int argc, char **argv)
 	KT_RUN(identity_changes_fail_with_eperm);
 	KT_RUN(fork_and_threads_fail_with_a_clear_error);
 	KT_RUN(scripts_and_setuid_programs_are_not_loaded);
+	KT_RUN(too_many_arguments_are_refused);
 	KT_RUN(writing_to_a_pipe_without_readers_ends_by_sigpipe);
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
 	KT_RUN(a_static_pie_program_runs_too);
