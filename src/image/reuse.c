@@ -15,9 +15,9 @@
  *
  * The handover.  A μprocess whose image may be kept starts with AT_ENTRY
  * naming kr__img_handover (gate.S), so ld.so jumps there and not to the
- * program; the stub's system call (KR__NR_HANDOVER) traps like any other,
+ * program; that trampoline's system call (KR__NR_HANDOVER) traps like any other,
  * kr__img_snapshot takes the image and returns the program's entry, and
- * the stub jumps to it with %rsp and %rdx (the finaliser ld.so passes) as
+ * the trampoline jumps to it with %rsp and %rdx (the finaliser ld.so passes) as
  * ld.so left them.  The image is: every region the μprocess has mapped,
  * its stack among them; the content of the writable ones (writability is
  * tracked from the spawn to the handover; an all-zero page is a mark, not
@@ -143,20 +143,10 @@ static void free_key_and_copy(struct kr__image *im)
 	free(im->reg.r);
 }
 
-static void unmap_list(const struct kr__rlist *l)
-{
-	for (size_t i = 0; i < l->n;) {
-		uintptr_t lo = l->r[i].lo, hi = l->r[i].hi;
-		for (i++; i < l->n && l->r[i].lo == hi; i++)
-			hi = l->r[i].hi;
-		munmap((void *)lo, hi - lo);
-	}
-}
-
 /* A kept image goes: everything of it. */
 static void image_free(struct kr__image *im)
 {
-	unmap_list(&im->reg);
+	kr__rl_unmap(&im->reg);
 	for (unsigned i = 0; i < im->nspare; i++)
 		munmap((void *)im->spare[i].lo, im->spare[i].len);
 	free(im->spare);
@@ -541,7 +531,7 @@ int kr__img_keep(struct kr_uproc *up)
 	fmaps_to_spares(up, im, &run);
 	for (size_t i = 0; i < run.n; i++)
 		kr__xmap_del(up, run.r[i].lo, run.r[i].hi);
-	unmap_list(&run);
+	kr__rl_unmap(&run);
 	free(run.r);
 	free(up->reg.r);
 	up->reg = (struct kr__rlist){0};

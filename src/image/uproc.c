@@ -330,6 +330,18 @@ int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 	return 0;
 }
 
+/* Unmap every range of l: adjacent ones in one call, one TLB shoot-down
+ * rather than one each. */
+void kr__rl_unmap(const struct kr__rlist *l)
+{
+	for (size_t i = 0; i < l->n;) {
+		uintptr_t lo = l->r[i].lo, hi = l->r[i].hi;
+		for (i++; i < l->n && l->r[i].lo == hi; i++)
+			hi = l->r[i].hi;
+		munmap((void *)lo, hi - lo);
+	}
+}
+
 /* A mapping of the μprocess's own, made or changed.  Writability is kept
  * until the handover, where the image is taken (reuse.c); a change after
  * it to a region of the image makes the image unfit to keep. */
@@ -371,13 +383,7 @@ void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int pr
 static void release(struct kr_uproc *up)
 {
 	kr__img_drop(up); /* its regions are among up's */
-	/* adjacent regions in one call: one TLB shoot-down, not one each */
-	for (size_t i = 0; i < up->reg.n;) {
-		uintptr_t lo = up->reg.r[i].lo, hi = up->reg.r[i].hi;
-		for (i++; i < up->reg.n && up->reg.r[i].lo == hi; i++)
-			hi = up->reg.r[i].hi;
-		munmap((void *)lo, hi - lo);
-	}
+	kr__rl_unmap(&up->reg);
 	free(up->reg.r);
 	up->reg = (struct kr__rlist){0};
 	free(up->wr.r);

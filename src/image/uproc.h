@@ -164,6 +164,7 @@ int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
+void kr__rl_unmap(const struct kr__rlist *l);
 /* The μprocess maps, unmaps or changes [lo, hi): its regions, its writable
  * ranges while they are kept, and its kept image follow (sys.c). */
 int kr__uproc_mapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
