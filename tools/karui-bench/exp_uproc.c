@@ -24,7 +24,8 @@
  *                      on 1 (karui-uproc, karui-uproc-1vp); and each shell
  *                      running a script of the line 10 (--quick) or 25 times
  *                      (*-script), ms per line: the pipeline in a running
- *                      shell, as the paper timed it (Table 4, right)
+ *                      shell, as the paper timed it (Table 4, right); and
+ *                      its floor, the two programs' own work (line_floor)
  *   uproc.syscall      ns per getppid() of a program that makes N of them:
  *                      as a μprocess with call sites rewritten (karui), with
  *                      every call trapped (karui-trap: KARUI_UPROC_REWRITE=0)
@@ -740,6 +741,55 @@ static double line_shells(const kb_ctx *c, const struct line_arg *a, const char 
 	return base;
 }
 
+/* The line's floor: what the two programs do themselves, with the cost
+ * of making a process taken out.  Per repeat, each run as a process once:
+ * `cat WORDS` to /dev/null, `grep PATTERN WORDS`, and `true`; a program's
+ * own work is its time less true's (a process's creation, exec, loading
+ * of the C library and exit).  What is left is each program's start in
+ * main (setlocale, the pattern's compilation), cat's read of the file and
+ * grep's search: no shell can run the line in less than the two together
+ * (floor-serial), or than the longer of them with the two on two cores
+ * at once (floor-parallel).  NULL, or why not. */
+static const char *line_floor(const kb_ctx *c, const struct line_arg *a, double *serial,
+			      double *parallel)
+{
+	static char why[160];
+	char truep[PATH_MAX];
+	if (find_prog("true", truep, sizeof truep))
+		return "no true in PATH";
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null < 0)
+		return "cannot open /dev/null";
+	char *targv[] = {"true", NULL};
+	char *cargv[] = {"cat", (char *)a->words, NULL};
+	char *gargv[] = {"grep", PATTERN, (char *)a->words, NULL};
+	const char *bad = NULL;
+	for (int r = -1; r < c->reps && !bad; r++) {
+		double t[3];
+		for (int i = 0; i < 3 && !bad; i++) {
+			char buf[64];
+			long lines = 0;
+			double t0 = kb_now_ns();
+			int st = i == 0 ? wait_proc(start_proc(truep, targv, -1, null))
+			       : i == 1 ? wait_proc(start_proc(a->cat, cargv, -1, null))
+					: run_proc(a->grep, gargv, buf, sizeof buf, &lines);
+			t[i] = (kb_now_ns() - t0) / 1e6;
+			if (st != (i == 2 ? !a->matches : 0) || (i == 2 && lines != a->matches)) {
+				snprintf(why, sizeof why, "%s ended with status %d, %ld lines",
+					 i == 0 ? "true" : i == 1 ? "cat" : "grep", st, lines);
+				bad = why;
+			}
+		}
+		if (r >= 0 && !bad) {
+			double cw = t[1] - t[0], gw = t[2] - t[0];
+			serial[r] = cw + gw;
+			parallel[r] = cw > gw ? cw : gw;
+		}
+	}
+	close(null);
+	return bad;
+}
+
 void kb_seed003_pipeline(const kb_ctx *c)
 {
 	static struct line_arg a;
@@ -779,10 +829,22 @@ void kb_seed003_pipeline(const kb_ctx *c)
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
 	for (long i = 0; f && i < times; i++)
 		fprintf(f, "%s\n", a.line);
-	if (!f || fclose(f))
+	if (!f || fclose(f)) {
 		kb_row_none(PIPELINE, "all-script", "failed", "cannot write a script in /tmp");
-	else
-		line_shells(c, &a, ksh, script, times);
+		base = 0;
+	} else
+		base = line_shells(c, &a, ksh, script, times);
+	if (kb_want(c, PIPELINE, "floor")) {
+		double ser[16], par[16];
+		if ((why = line_floor(c, &a, ser, par))) {
+			kb_row_none(PIPELINE, "floor", "failed", why);
+		} else {
+			kb_row(c, PIPELINE, "floor-serial", "cat|grep, own work", "ms", ser, c->reps,
+			       base, -1);
+			kb_row(c, PIPELINE, "floor-parallel", "cat|grep, own work", "ms", par,
+			       c->reps, base, -1);
+		}
+	}
 	if (fd >= 0)
 		unlink(script);
 	if (tmp)

@@ -214,7 +214,8 @@ static const struct seed {
 	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
 	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
 	 "ms per command (-script: per line of a script, in a running shell)",
-	 "karui-sh bash dash karui-uproc karui-uproc-1vp karui-sh-script bash-script dash-script",
+	 "karui-sh bash dash karui-uproc karui-uproc-1vp karui-sh-script bash-script dash-script "
+	 "floor-serial floor-parallel",
 	 kb_seed003_pipeline},
 	{"uproc.syscall", "ns per getppid() from a program's code (--n: calls per run)",
 	 "karui karui-trap native", kb_uproc_syscall},
