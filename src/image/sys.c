@@ -118,13 +118,15 @@ static long with_fd(struct kr_uproc *up, long nr, long a[6], int i, long onpipe)
 	return pass(nr, b);
 }
 
-/* A new host fd made by a call becomes the μprocess's lowest free fd. */
-static long adopt(struct kr_uproc *up, long r, int cloexec)
+/* A new host fd opened with `flags` (O_CLOEXEC already) becomes the
+ * μprocess's lowest free fd.  The file keeps what F_SETFL can change and
+ * the access mode, as the kernel keeps them from the open's flags. */
+static long adopt(struct kr_uproc *up, long r, long flags, int cloexec)
 {
 	if (r < 0)
 		return r;
-	int fl = fcntl((int)r, F_GETFL); /* (opened O_CLOEXEC already) */
-	struct kr__ufile *f = kr__ufile_host((int)r, fl < 0 ? 0 : fl);
+	struct kr__ufile *f =
+		kr__ufile_host((int)r, (int)(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)));
 	if (!f)
 		return -ENOMEM;
 	return kr__fd_install(&up->fds, f, 0, cloexec);
@@ -140,11 +142,11 @@ static long sys_openat(struct kr_uproc *up, long dirfd, const char *path, long f
 		mode &= ~(long)up->umask;
 	long r = path && path[0] == '/' ? kr__proc_open(up, path, flags) : KR__NOT_PROC;
 	if (r != KR__NOT_PROC)
-		return r < 0 ? r : adopt(up, r, !!(flags & O_CLOEXEC));
+		return r < 0 ? r : adopt(up, r, flags, !!(flags & O_CLOEXEC));
 	r = syscall(SYS_openat, d, path, flags | O_CLOEXEC, mode);
 	if (r < 0)
 		return -errno;
-	return adopt(up, r, !!(flags & O_CLOEXEC));
+	return adopt(up, r, flags, !!(flags & O_CLOEXEC));
 }
 
 static int is_tty(int fd)
