@@ -536,7 +536,10 @@ kr_mp *kr__stack_get(struct kr_stack_cache *k, size_t size, int guard)
 	} else if ((n = take(c, 1, r, want)) != 0) {
 		c->nclean -= n;
 	} else {
-		n = carve(c, r, want);
+		/* A class's first fresh batches are small and double up to
+		 * BATCH: a program that makes a few microprocesses does not
+		 * write the records of 32 stacks it never uses. */
+		n = carve(c, r, want < 1 + c->carved ? want : 1 + c->carved);
 	}
 	for (size_t i = 0; i < n; i++)
 		b[i] = base_of(c, r[i]);
