@@ -182,13 +182,27 @@ static void altstack_remove(kr_vp *vp)
 }
 
 /* kr_vp_allocate's start gate: threads wait until every one of them has
- * been created, and run fn only if all were (all start or none does). */
+ * been created, and run fn only if all were (all start or none does).
+ * The caller does not wait for them to pass: the gate is shared, and the
+ * last of the caller and its threads to leave it frees it. */
 struct gate {
 	pthread_mutex_t m;
 	pthread_cond_t c;
 	int state;        /* 0 closed, 1 go, -1 abort */
-	unsigned passed;  /* threads that have left the gate */
+	unsigned refs;    /* the caller and the threads not yet through */
 };
+
+static void gate_put(struct gate *g)
+{
+	pthread_mutex_lock(&g->m);
+	unsigned left = --g->refs;
+	pthread_mutex_unlock(&g->m);
+	if (!left) {
+		pthread_cond_destroy(&g->c);
+		pthread_mutex_destroy(&g->m);
+		free(g);
+	}
+}
 
 static int gate_wait(struct gate *g)
 {
@@ -196,22 +210,18 @@ static int gate_wait(struct gate *g)
 	while (g->state == 0)
 		pthread_cond_wait(&g->c, &g->m);
 	int go = g->state > 0;
-	g->passed++;
-	pthread_cond_broadcast(&g->c);
 	pthread_mutex_unlock(&g->m);
+	gate_put(g);
 	return go;
 }
 
-/* Open the gate and wait until all `started` threads are through it: the
- * gate lives on kr_vp_allocate's stack. */
-static void gate_open(struct gate *g, int state, unsigned started)
+static void gate_open(struct gate *g, int state)
 {
 	pthread_mutex_lock(&g->m);
 	g->state = state;
 	pthread_cond_broadcast(&g->c);
-	while (g->passed < started)
-		pthread_cond_wait(&g->c, &g->m);
 	pthread_mutex_unlock(&g->m);
+	gate_put(g);
 }
 
 static void *vp_thread(void *p)
@@ -273,7 +283,11 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 	 * Threads start with all signals blocked and inherit nothing else
 	 * (vp_thread unblocks the fault signals).  Their appmask is the
 	 * application's: the caller's mask, or the calling VP's appmask. */
-	struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+	struct gate *g = err ? NULL : malloc(sizeof *g);
+	if (!err && !g)
+		err = ENOMEM;
+	if (g)
+		*g = (struct gate){PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1 + made};
 	unsigned started = 0;
 	sigset_t all, old;
 	sigfillset(&all);
@@ -281,14 +295,20 @@ int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
 	const sigset_t *app = kr__vp_self ? &kr__vp_self->appmask : &old;
 	for (; !err && started < made; started++) {
 		vps[started]->appmask = *app;
-		vps[started]->upper = &g;
+		vps[started]->upper = g;
 		if (pthread_create(&vps[started]->thread, NULL, vp_thread, vps[started])) {
 			err = EAGAIN;
 			break;
 		}
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	gate_open(&g, err ? -1 : 1, started);
+	if (g) {
+		/* the references of threads that were never created */
+		pthread_mutex_lock(&g->m);
+		g->refs -= made - started;
+		pthread_mutex_unlock(&g->m);
+		gate_open(g, err ? -1 : 1);
+	}
 	for (unsigned i = 0; err && i < started; i++)
 		pthread_join(vps[i]->thread, NULL);
 	if (err) {
