@@ -115,12 +115,12 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 /* ---- cpuid (rewrite.c) ----
  * The process's answers: a leaf (and sub-leaf where the processor reads
  * one) is asked of the processor once, by whichever μprocess needs it
- * first; entries are claimed by CAS (0 -> 2), filled, then published
- * (release store of 1).  A full table, or a lost claim, answers from the
- * processor without keeping the result. */
-static struct cpuid_ent {
-	uint32_t state, leaf, sub, r[4];
-} cpuid_tab[256];
+ * first, unless an earlier process's record had it (cache.c puts them
+ * here before any μprocess runs); entries are claimed by CAS (0 -> 2),
+ * filled, then published (release store of 1).  A full table, or a lost
+ * claim, answers from the processor without keeping the result. */
+static struct kr__cpuid_ent cpuid_tab[KR__CPUID_MAX];
+static uint32_t cpuid_state[KR__CPUID_MAX]; /* 0 free, 2 being filled, 1 published */
 
 static int reads_subleaf(uint32_t leaf)
 {
@@ -134,41 +134,89 @@ static int reads_subleaf(uint32_t leaf)
 	}
 }
 
+/* Keep an answer in entry i if it is free; a lost claim keeps nothing. */
+static void keep(unsigned i, const struct kr__cpuid_ent *a)
+{
+	uint32_t free_ = 0;
+	if (i < KR__CPUID_MAX &&
+	    __atomic_compare_exchange_n(&cpuid_state[i], &free_, 2, 0, __ATOMIC_ACQUIRE,
+					__ATOMIC_RELAXED)) {
+		struct kr__cpuid_ent *e = &cpuid_tab[i];
+		e->leaf = a->leaf;
+		e->sub = a->sub;
+		e->r[0] = a->r[0];
+		e->r[1] = a->r[1];
+		e->r[2] = a->r[2];
+		e->r[3] = a->r[3];
+		__atomic_store_n(&cpuid_state[i], 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* The entry that answers (leaf, sub), or KR__CPUID_MAX with *free_ the
+ * first entry not yet claimed (KR__CPUID_MAX: none). */
+static unsigned find(uint32_t leaf, uint32_t sub, unsigned *free_)
+{
+	unsigned i = 0;
+	for (; i < KR__CPUID_MAX; i++) {
+		uint32_t st = __atomic_load_n(&cpuid_state[i], __ATOMIC_ACQUIRE);
+		if (st == 0)
+			break;
+		if (st == 1 && cpuid_tab[i].leaf == leaf && cpuid_tab[i].sub == sub)
+			return i;
+	}
+	*free_ = i;
+	return KR__CPUID_MAX;
+}
+
 void kr__cpuid_lookup(uint32_t leaf, uint32_t sub, uint32_t out[4])
 {
 	if (!reads_subleaf(leaf))
 		sub = 0;
-	unsigned i = 0;
-	for (; i < sizeof cpuid_tab / sizeof *cpuid_tab; i++) {
-		struct cpuid_ent *e = &cpuid_tab[i];
-		uint32_t st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+	unsigned fr, i = find(leaf, sub, &fr);
+	if (i < KR__CPUID_MAX) {
+		const struct kr__cpuid_ent *e = &cpuid_tab[i];
+		out[0] = e->r[0];
+		out[1] = e->r[1];
+		out[2] = e->r[2];
+		out[3] = e->r[3];
+		return;
+	}
+	struct kr__cpuid_ent a = {.leaf = leaf, .sub = sub};
+	__asm__ volatile("cpuid"
+			 : "=a"(a.r[0]), "=b"(a.r[1]), "=c"(a.r[2]), "=d"(a.r[3])
+			 : "0"(leaf), "2"(sub));
+	out[0] = a.r[0];
+	out[1] = a.r[1];
+	out[2] = a.r[2];
+	out[3] = a.r[3];
+	keep(fr, &a);
+}
+
+void kr__cpuid_put(const struct kr__cpuid_ent *a)
+{
+	unsigned fr;
+	if (find(a->leaf, reads_subleaf(a->leaf) ? a->sub : 0, &fr) == KR__CPUID_MAX &&
+	    (reads_subleaf(a->leaf) || !a->sub))
+		keep(fr, a);
+}
+
+unsigned kr__cpuid_export(struct kr__cpuid_ent *out, unsigned max)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < KR__CPUID_MAX && n < max; i++) {
+		uint32_t st = __atomic_load_n(&cpuid_state[i], __ATOMIC_ACQUIRE);
 		if (st == 0)
 			break;
-		if (st == 1 && e->leaf == leaf && e->sub == sub) {
-			out[0] = e->r[0];
-			out[1] = e->r[1];
-			out[2] = e->r[2];
-			out[3] = e->r[3];
-			return;
-		}
+		if (st != 1)
+			continue;
+		const struct kr__cpuid_ent *e = &cpuid_tab[i];
+		out[n].leaf = e->leaf;
+		out[n].sub = e->sub;
+		out[n].r[0] = e->r[0];
+		out[n].r[1] = e->r[1];
+		out[n].r[2] = e->r[2];
+		out[n].r[3] = e->r[3];
+		n++;
 	}
-	uint32_t a, b, c, d;
-	__asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "0"(leaf), "2"(sub));
-	out[0] = a;
-	out[1] = b;
-	out[2] = c;
-	out[3] = d;
-	uint32_t free_ = 0;
-	if (i < sizeof cpuid_tab / sizeof *cpuid_tab &&
-	    __atomic_compare_exchange_n(&cpuid_tab[i].state, &free_, 2, 0, __ATOMIC_ACQUIRE,
-					__ATOMIC_RELAXED)) {
-		struct cpuid_ent *e = &cpuid_tab[i];
-		e->leaf = leaf;
-		e->sub = sub;
-		e->r[0] = a;
-		e->r[1] = b;
-		e->r[2] = c;
-		e->r[3] = d;
-		__atomic_store_n(&e->state, 1, __ATOMIC_RELEASE);
-	}
+	return n;
 }

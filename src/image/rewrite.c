@@ -650,8 +650,10 @@ static int same_file(const struct kr__file_id *a, const struct kr__file_id *b)
 struct plan {
 	struct plan *next;
 	struct kr__file_id file;
-	unsigned n;
-	uint32_t site[64], slot[64]; /* offsets from the image's base */
+	struct plan_rec {
+		uint32_t n;
+		uint32_t site[64], slot[64]; /* offsets from the image's base */
+	} r;
 };
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct plan *plans;
@@ -670,7 +672,7 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 	 * whole */
 	long last = -1;
 	for (const uint8_t *a = (const uint8_t *)img->xlo + 1, *end = (const uint8_t *)img->xhi;
-	     pl->n < 64 && a < end && (a = memchr(a, 0xa2, (size_t)(end - a))); a++) {
+	     pl->r.n < 64 && a < end && (a = memchr(a, 0xa2, (size_t)(end - a))); a++) {
 		const uint8_t *b = a - 1;
 		struct range f;
 		long i;
@@ -679,7 +681,7 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 			continue;
 		last = i;
 		struct kr__insn in;
-		for (uintptr_t p = f.lo; p < f.hi && pl->n < 64; p += in.len) {
+		for (uintptr_t p = f.lo; p < f.hi && pl->r.n < 64; p += in.len) {
 			if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
 				break; /* leave the rest of this function alone */
 			if (in.kind != KR_INSN_CPUID)
@@ -690,15 +692,41 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 				slot = 0; /* no room for a jump: a fault instead */
 			else
 				tmp->slots[tmp->nslots++] = slot;
-			pl->site[pl->n] = (uint32_t)(p - img->base);
-			pl->slot[pl->n++] = slot ? (uint32_t)(slot - img->base) : 0;
+			pl->r.site[pl->r.n] = (uint32_t)(p - img->base);
+			pl->r.slot[pl->r.n++] = slot ? (uint32_t)(slot - img->base) : 0;
 		}
 	}
 	free(tmp);
 	return pl;
 }
 
-/* Give a new μprocess's image its cpuid trampolines, before it runs. */
+/* An earlier process's plan for img's file (cache.c), if every entry
+ * still stands: a cpuid at each site, padding in each slot. */
+static struct plan *cached_plan(const struct kr__elf_img *img)
+{
+	char name[64];
+	uint64_t key[3];
+	struct plan *pl = calloc(1, sizeof *pl);
+	kr__cache_file(name, key, "plan", &img->file);
+	if (!pl || kr__cache_read(name, key, &pl->r, sizeof pl->r) != (long)sizeof pl->r ||
+	    pl->r.n > 64)
+		goto stranger;
+	for (unsigned i = 0; i < pl->r.n; i++) {
+		uintptr_t site = img->base + pl->r.site[i], slot = img->base + pl->r.slot[i];
+		if (site < img->xlo || site + 2 > img->xhi ||
+		    memcmp((const void *)site, "\x0f\xa2", 2) ||
+		    (pl->r.slot[i] && (slot < img->xlo || slot + 5 > img->xhi ||
+				       !is_padding((const uint8_t *)slot, 5))))
+			goto stranger;
+	}
+	return pl;
+stranger:
+	free(pl);
+	return NULL;
+}
+
+/* Give a new μprocess's image its cpuid trampolines, before it runs: the
+ * file's plan, made once per process, or by an earlier one. */
 static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 {
 	if (!img->xlo)
@@ -707,19 +735,30 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 	struct plan *pl = plans;
 	while (pl && !same_file(&pl->file, &img->file))
 		pl = pl->next;
-	if (!pl && (pl = make_plan(img))) {
-		pl->file = img->file;
-		pl->next = plans;
-		plans = pl;
+	if (!pl) {
+		int made = 0;
+		if (!img->file.ino || !(pl = cached_plan(img)))
+			made = (pl = make_plan(img)) != NULL;
+		if (pl) {
+			pl->file = img->file;
+			pl->next = plans;
+			plans = pl;
+		}
+		if (made && img->file.ino) {
+			char name[64];
+			uint64_t key[3];
+			kr__cache_file(name, key, "plan", &img->file);
+			kr__cache_write(name, key, &pl->r, sizeof pl->r);
+		}
 	}
 	pthread_mutex_unlock(&plans_lock);
-	if (!pl || !pl->n)
+	if (!pl || !pl->r.n)
 		return;
 	if (!up->rw && !(up->rw = calloc(1, sizeof *up->rw)))
 		return;
 	struct kr__rw *rw = up->rw;
-	struct tramppage *sp = tramp_page(up, rw, img->base, img->base + pl->site[0]);
-	if (!sp || sp->used + pl->n * TRAMP > PG)
+	struct tramppage *sp = tramp_page(up, rw, img->base, img->base + pl->r.site[0]);
+	if (!sp || sp->used + pl->r.n * TRAMP > PG)
 		return;
 	/* the μprocess has not run: plain writes, its text writable meanwhile
 	 * (the whole mapping, so that it is not split) */
@@ -729,10 +768,10 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 		mprotect((void *)sp->page, PG, PROT_READ | PROT_EXEC);
 		return;
 	}
-	for (unsigned i = 0; i < pl->n; i++) {
-		uintptr_t site = img->base + pl->site[i], slot = img->base + pl->slot[i];
+	for (unsigned i = 0; i < pl->r.n; i++) {
+		uintptr_t site = img->base + pl->r.site[i], slot = img->base + pl->r.slot[i];
 		uintptr_t tramp = sp->page + sp->used;
-		if (!pl->slot[i] || !near(sp->page, slot) ||
+		if (!pl->r.slot[i] || !near(sp->page, slot) ||
 		    rw->nslots == sizeof rw->slots / sizeof *rw->slots) {
 			if (rw->ntrap < sizeof rw->trap / sizeof *rw->trap) {
 				memcpy((void *)site, "\xf4\x90", 2); /* hlt: #GP */
@@ -782,16 +821,48 @@ void kr__rw_rebind(struct kr_uproc *up)
  * each new μprocess then traps only at the sites no earlier one made hot.
  * Not at the mapping: ld.so has not mapped the rest of the image (its
  * unwind table) by then; at a trap from its code it has.  A file is known
- * by device, inode and modification time. */
+ * by device, inode and modification time.  What a process learnt is
+ * written at the end of the μprocess that learnt it, and a later process
+ * starts from it (cache.c), as it does from ld.so's cpuid plan. */
 
+#define KNOWN_MAX 512
 struct known {
 	struct known *next;
 	struct kr__file_id id;
 	unsigned n, cap;
+	int dirty;          /* learnt here since it was last written */
 	uint32_t *off;
 };
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct known *knowns;
+static int knowns_dirty;
+
+/* The record of a file (known_lock held): found, or made with what an
+ * earlier process wrote of it (cache.c; seed checks each site); NULL: out
+ * of memory. */
+static struct known *known_of(const struct kr__file_id *file)
+{
+	struct known *k = knowns;
+	while (k && !same_file(&k->id, file))
+		k = k->next;
+	if (k || !(k = calloc(1, sizeof *k)))
+		return k;
+	k->id = *file;
+	k->next = knowns;
+	knowns = k;
+	char name[64];
+	uint64_t key[3];
+	uint32_t *off = malloc(KNOWN_MAX * sizeof *off);
+	kr__cache_file(name, key, "sites", file);
+	long n = off ? kr__cache_read(name, key, off, KNOWN_MAX * sizeof *off) : -1;
+	if (n > 0 && n % (long)sizeof *off == 0) {
+		k->off = off;
+		k->n = k->cap = (unsigned)(n / (long)sizeof *off);
+	} else {
+		free(off);
+	}
+	return k;
+}
 
 static void known_add(const struct kr__xmap *xm, uintptr_t site)
 {
@@ -799,27 +870,42 @@ static void known_add(const struct kr__xmap *xm, uintptr_t site)
 		return;
 	uint32_t off = (uint32_t)(site - xm->base);
 	pthread_mutex_lock(&known_lock);
-	struct known *k = knowns;
-	while (k && !same_file(&k->id, &xm->file))
-		k = k->next;
-	if (!k && (k = calloc(1, sizeof *k))) {
-		k->id = xm->file;
-		k->next = knowns;
-		knowns = k;
-	}
+	struct known *k = known_of(&xm->file);
 	unsigned i = 0;
 	while (k && i < k->n && k->off[i] != off)
 		i++;
-	if (k && i == k->n && k->n < 512) {
+	if (k && i == k->n && k->n < KNOWN_MAX) {
 		if (k->n == k->cap) {
-			uint32_t *n = realloc(k->off, (k->cap ? 2 * k->cap : 32) * sizeof *n);
+			unsigned cap = k->cap < 16 ? 32 : 2 * k->cap;
+			uint32_t *n = realloc(k->off, cap * sizeof *n);
 			if (n) {
 				k->off = n;
-				k->cap = k->cap ? 2 * k->cap : 32;
+				k->cap = cap;
 			}
 		}
-		if (k->n < k->cap)
+		if (k->n < k->cap) {
 			k->off[k->n++] = off;
+			k->dirty = 1;
+			__atomic_store_n(&knowns_dirty, 1, __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_unlock(&known_lock);
+}
+
+void kr__rw_save(void)
+{
+	if (!__atomic_load_n(&knowns_dirty, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&known_lock);
+	__atomic_store_n(&knowns_dirty, 0, __ATOMIC_RELAXED);
+	for (struct known *k = knowns; k; k = k->next) {
+		if (!k->dirty)
+			continue;
+		k->dirty = 0;
+		char name[64];
+		uint64_t key[3];
+		kr__cache_file(name, key, "sites", &k->id);
+		kr__cache_write(name, key, k->off, k->n * sizeof *k->off);
 	}
 	pthread_mutex_unlock(&known_lock);
 }
@@ -848,9 +934,7 @@ static void seed(struct kr_uproc *up, struct kr__rw *rw, struct kr__xmap *xm)
 	uint32_t *off = NULL;
 	unsigned n = 0;
 	pthread_mutex_lock(&known_lock);
-	struct known *k = knowns;
-	while (k && !same_file(&k->id, &xm->file))
-		k = k->next;
+	struct known *k = known_of(&xm->file);
 	if (k && k->n && (off = malloc(k->n * sizeof *off)))
 		memcpy(off, k->off, (n = k->n) * sizeof *off);
 	pthread_mutex_unlock(&known_lock);

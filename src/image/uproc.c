@@ -204,6 +204,25 @@ static int arm(void)
 	return 0;
 }
 
+/* Fork.  The kernel does not keep Syscall User Dispatch in the child,
+ * whose one thread inherits the forking thread's %gs base and `tvp`: it
+ * is no armed VP, and the records name the parent's threads.  Without
+ * this, a μprocess started in the child would make its system calls to
+ * the kernel itself (its exit would end the child). */
+static void fork_prepare(void) { pthread_mutex_lock(&G.lock); }
+static void fork_parent(void) { pthread_mutex_unlock(&G.lock); }
+static void fork_child(void)
+{
+	uint64_t gs = rdgsbase();
+	for (struct kr__img_vp *v = G.vps; v; v = v->next) {
+		v->tid = 0;
+		if ((uint64_t)v == gs)
+			wrgsbase(0);
+	}
+	tvp = NULL;
+	pthread_mutex_unlock(&G.lock);
+}
+
 static int install_handlers(void)
 {
 	if (!(getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE))
@@ -216,7 +235,8 @@ static int install_handlers(void)
 		return ENOTSUP;
 	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
 
-	if (pthread_key_create(&G.vpkey, disarm))
+	if (pthread_key_create(&G.vpkey, disarm) ||
+	    pthread_atfork(fork_prepare, fork_parent, fork_child))
 		return EAGAIN;
 	struct ksigaction ks = {.handler = kr__img_sigsys,
 				.flags = SA_SIGINFO | SA_NODEFER | KSA_RESTORER,
@@ -235,6 +255,8 @@ static int install_handlers(void)
 			return errno;
 	}
 	kr__img_trace = getenv("KARUI_UPROC_TRACE") != NULL;
+	kr__cache_init();
+	kr__cache_cpuid_load();
 	kr__img_avx = (uint8_t)__builtin_cpu_supports("avx");
 	const char *rw = getenv("KARUI_UPROC_REWRITE");
 	G.rewrite = !(rw && !strcmp(rw, "0"));
@@ -418,6 +440,9 @@ static __attribute__((noreturn, used)) void end_here(struct kr_uproc *up, int st
 	STACK_CLEAN(up);
 	kr__img_keep(up); /* or not: then release unmaps the image too */
 	release(up);
+	/* what it taught the process, for the processes after it (cache.c) */
+	kr__rw_save();
+	kr__cache_cpuid_save();
 	kr_mp_exit(NULL);
 	__builtin_unreachable();
 }

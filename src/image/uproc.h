@@ -228,6 +228,25 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a);
 extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
 extern uint8_t kr__img_avx;
 void kr__cpuid_lookup(uint32_t leaf, uint32_t sub, uint32_t out[4]);
+#define KR__CPUID_MAX 256
+struct kr__cpuid_ent {
+	uint32_t leaf, sub, r[4];
+};
+void kr__cpuid_put(const struct kr__cpuid_ent *a);   /* an answer learnt before */
+unsigned kr__cpuid_export(struct kr__cpuid_ent *out, unsigned max);
+
+/* ---- cache.c: what a process learnt, on disk for the next ---- */
+void kr__cache_init(void);
+/* The record `name` if its key is `key`: its payload's length, or -1. */
+long kr__cache_read(const char *name, const uint64_t key[3], void *buf, size_t cap);
+void kr__cache_write(const char *name, const uint64_t key[3], const void *buf, size_t len);
+/* A file's record: its name (kind-DEV-INO) and its key. */
+void kr__cache_file(char name[64], uint64_t key[3], const char *kind,
+		    const struct kr__file_id *f);
+void kr__cache_cpuid_load(void);
+void kr__cache_cpuid_save(void);
+/* rewrite.c's known sites that were learnt since they were last written */
+void kr__rw_save(void);
 
 /* ---- x86dec.c: instruction lengths, for rewriting at boundaries ---- */
 enum {
