@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,14 +209,18 @@ void kr__cache_cpuid_load(void)
 	cpuid_saved = cnt;
 }
 
+/* At a μprocess's end, on any VP: one saver at a time, and a saver that
+ * finds another at work leaves it to that one. */
 void kr__cache_cpuid_save(void)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static struct kr__cpuid_ent v[KR__CPUID_MAX];
-	if (!boot_known)
+	if (!boot_known || pthread_mutex_trylock(&lock))
 		return;
 	unsigned n = kr__cpuid_export(v, KR__CPUID_MAX);
-	if (n <= __atomic_load_n(&cpuid_saved, __ATOMIC_RELAXED))
-		return;
-	__atomic_store_n(&cpuid_saved, n, __ATOMIC_RELAXED);
-	kr__cache_write("cpuid", boot, v, n * sizeof *v);
+	if (n > cpuid_saved) {
+		cpuid_saved = n;
+		kr__cache_write("cpuid", boot, v, n * sizeof *v);
+	}
+	pthread_mutex_unlock(&lock);
 }
