@@ -143,6 +143,9 @@ struct kr_worker {
 	struct inst *fast;      /* sched_vp while the fast paths apply: the
 	                           default scheduler, a slot (kr_rq_ws), no
 	                           blocking section; else NULL (rt.h) */
+	int park_first;         /* waiting on its own event source: the first
+	                           microprocess it makes ready there wakes no
+	                           other VP (sched_default.h: park_own) */
 	int spare;              /* started for a blocking call (blocking.c) */
 	int blocked;            /* inside kr_blocking_enter/leave */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */

@@ -86,7 +86,13 @@ void kr_sched_park(uint64_t deadline)
 	struct kr_worker *w = W(), *none = NULL;
 	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
 	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {
+		/* what its own source makes ready this VP runs next: the
+		 * first of it wakes no other VP (sched_default.h: park_own).
+		 * Not so with a shared source, whose waiter must be
+		 * relieved when it finds work. */
+		w->park_first = 1;
 		G.poller.wait(G.poller.arg, deadline);
+		w->park_first = 0;
 		return;
 	}
 	if (on && __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,

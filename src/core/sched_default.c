@@ -10,8 +10,11 @@
  *
  *   ready(mp)    push onto the caller's VP's instance (a thread that is no
  *                VP: onto VP instances in turn); then, if some VP is idle,
- *                kr_sched_unpark(1).  A new microprocess goes first (see
- *                "New microprocesses").
+ *                kr_sched_unpark(1), but for the first microprocess a VP
+ *                makes ready while it waits on its own event source (its
+ *                I/O ring), which it runs itself next (sched_default.h:
+ *                park_own).  A new microprocess goes first (see "New
+ *                microprocesses").
  *   next(prev)   push prev (if any) and pop, under one lock acquisition;
  *                when the own instance is empty, steal from the others
  *                (per-VP modules with a steal function).

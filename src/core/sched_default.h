@@ -210,11 +210,25 @@ static inline __attribute__((always_inline)) int wake_claim(struct dsched *d)
 	       !__atomic_exchange_n(&d->waking, 1, __ATOMIC_SEQ_CST);
 }
 
+/* A VP that makes a microprocess ready from inside its wait on its own
+ * event source (an I/O completion of its ring: kr_sched_park) runs it
+ * itself when the wait ends: the first such readiness wakes no other VP,
+ * which would only find it gone or watch it.  Read only where another VP
+ * is idle, so the common push pays nothing for it. */
+static inline __attribute__((always_inline)) int park_own(void)
+{
+	struct kr_worker *w = kr__w;
+	if (!w || !w->park_first)
+		return 0;
+	w->park_first = 0;
+	return 1;
+}
+
 /* After a fill of i's slot: wake an idle VP unless one watches it. */
 static inline __attribute__((always_inline)) int fill_wakes(struct dsched *d, struct inst *i)
 {
 	return __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) &&
-	       !__atomic_load_n(&i->watched, __ATOMIC_SEQ_CST) && wake_claim(d);
+	       !__atomic_load_n(&i->watched, __ATOMIC_SEQ_CST) && !park_own() && wake_claim(d);
 }
 
 /* The owner VP puts mp, woken or new, into its free slot: counted as a
@@ -298,7 +312,7 @@ static inline __attribute__((always_inline)) void kr__d_ready_in(kr_sched *s, st
 	push_locked(d, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);
-	if (idle && wake_claim(d))
+	if (idle && !(mine && park_own()) && wake_claim(d))
 		kr_sched_unpark(1);
 }
 
@@ -369,7 +383,7 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 	push_as(d, kind, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);
-	return idle && wake_claim(d) ? KR_D_READY_IDLE : KR_D_READY;
+	return idle && !park_own() && wake_claim(d) ? KR_D_READY_IDLE : KR_D_READY;
 }
 
 /* spawn(mp) when it needs no call, as kr__d_ready_try. */
