@@ -572,28 +572,24 @@ static int records(char *out, size_t n)
 	return lines;
 }
 
-static void learn(void)
+static const char *child_says[3]; /* probe_child's mode, argument, output */
+
+static void probe_child(void)
 {
 	start(1);
 	need_uprocs();
-	probe_says("regs", "getpid", "kept rewritten\n");
+	probe_says(child_says[0], child_says[1], child_says[2]);
 	KT_EQ(kr_fini(), 0);
 }
 
-static void site_rewritten(void)
+/* In a child process with a karui of its own, uproc_probe MODE ARG says
+ * `want`: 0, or the child's status. */
+static int child_probe_says(const char *mode, const char *arg, const char *want)
 {
-	start(1);
-	need_uprocs();
-	probe_says("site", NULL, "rewritten\n");
-	KT_EQ(kr_fini(), 0);
-}
-
-static void site_trapping(void)
-{
-	start(1);
-	need_uprocs();
-	probe_says("site", NULL, "trapping\n");
-	KT_EQ(kr_fini(), 0);
+	child_says[0] = mode;
+	child_says[1] = arg;
+	child_says[2] = want;
+	return in_child(probe_child);
 }
 
 static char cpu_file[96];
@@ -670,18 +666,18 @@ static void a_later_process_starts_from_what_an_earlier_one_learnt(void)
 	snprintf(sub, sizeof sub, "%s/karui", cache_dir); /* made at the first write */
 	KT_EQ(setenv("KARUI_CACHE_DIR", sub, 1), 0);
 	/* without a record, the site traps at its first call */
-	KT_EQ(in_child(site_trapping), 0);
+	KT_EQ(child_probe_says("site", NULL, "trapping\n"), 0);
 	char cmd[160];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", sub);
 	KT_EQ(system(cmd), 0);
-	KT_EQ(in_child(learn), 0);
+	KT_EQ(child_probe_says("regs", "getpid", "kept rewritten\n"), 0);
 	strcpy(cache_dir, sub);
 	KT_CHECK(records(names, sizeof names) >= 3);
 	KT_CHECK(strstr(names, "cpuid\n"));
 	KT_CHECK(strstr(names, "plan-"));
 	KT_CHECK(strstr(names, "sites-"));
 	KT_CHECK(!strstr(names, "XXXXXX") && !strchr(names, '.')); /* no temporary left */
-	KT_EQ(in_child(site_rewritten), 0);
+	KT_EQ(child_probe_says("site", NULL, "rewritten\n"), 0);
 	/* cpuid answers from the record are the processor's: what the
 	 * probe learns with no record, then with it */
 	snprintf(cpu_file, sizeof cpu_file, "%.80s.cpu", sub);
@@ -692,11 +688,11 @@ static void a_later_process_starts_from_what_an_earlier_one_learnt(void)
 	KT_EQ(unlink(cpu_file), 0);
 	/* a record that names no system call, then one cut short */
 	spoil_sites(0);
-	KT_EQ(in_child(site_trapping), 0);
-	KT_EQ(in_child(learn), 0); /* learnt again, written whole */
-	KT_EQ(in_child(site_rewritten), 0);
+	KT_EQ(child_probe_says("site", NULL, "trapping\n"), 0);
+	KT_EQ(child_probe_says("regs", "getpid", "kept rewritten\n"), 0); /* learnt again, written whole */
+	KT_EQ(child_probe_says("site", NULL, "rewritten\n"), 0);
 	spoil_sites(1);
-	KT_EQ(in_child(site_trapping), 0);
+	KT_EQ(child_probe_says("site", NULL, "trapping\n"), 0);
 	snprintf(cmd, sizeof cmd, "rm -rf %s", sub);
 	KT_EQ(system(cmd), 0);
 	*strrchr(sub, '/') = 0;
