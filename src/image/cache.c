@@ -206,7 +206,7 @@ void kr__cache_cpuid_load(void)
 		return;
 	for (unsigned i = 0; i < cnt; i++)
 		kr__cpuid_put(&v[i]);
-	cpuid_saved = cnt;
+	__atomic_store_n(&cpuid_saved, cnt, __ATOMIC_RELAXED);
 }
 
 /* At a μprocess's end, on any VP: one saver at a time, and a saver that
@@ -215,11 +215,13 @@ void kr__cache_cpuid_save(void)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static struct kr__cpuid_ent v[KR__CPUID_MAX];
-	if (!boot_known || pthread_mutex_trylock(&lock))
-		return;
+	if (!boot_known || __atomic_load_n(&kr__cpuid_kept, __ATOMIC_RELAXED) <=
+				   __atomic_load_n(&cpuid_saved, __ATOMIC_RELAXED) ||
+	    pthread_mutex_trylock(&lock))
+		return; /* (the common end: nothing learnt since) */
 	unsigned n = kr__cpuid_export(v, KR__CPUID_MAX);
 	if (n > cpuid_saved) {
-		cpuid_saved = n;
+		__atomic_store_n(&cpuid_saved, n, __ATOMIC_RELAXED);
 		kr__cache_write("cpuid", boot, v, n * sizeof *v);
 	}
 	pthread_mutex_unlock(&lock);

@@ -121,6 +121,7 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
  * claim, answers from the processor without keeping the result. */
 static struct kr__cpuid_ent cpuid_tab[KR__CPUID_MAX];
 static uint32_t cpuid_state[KR__CPUID_MAX]; /* 0 free, 2 being filled, 1 published */
+unsigned kr__cpuid_kept; /* entries published; atomic */
 
 static int reads_subleaf(uint32_t leaf)
 {
@@ -149,6 +150,7 @@ static void keep(unsigned i, const struct kr__cpuid_ent *a)
 		e->r[2] = a->r[2];
 		e->r[3] = a->r[3];
 		__atomic_store_n(&cpuid_state[i], 1, __ATOMIC_RELEASE);
+		__atomic_fetch_add(&kr__cpuid_kept, 1, __ATOMIC_RELAXED);
 	}
 }
 

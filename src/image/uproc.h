@@ -234,6 +234,7 @@ struct kr__cpuid_ent {
 };
 void kr__cpuid_put(const struct kr__cpuid_ent *a);   /* an answer learnt before */
 unsigned kr__cpuid_export(struct kr__cpuid_ent *out, unsigned max);
+extern unsigned kr__cpuid_kept; /* answers in the table; atomic */
 
 /* ---- cache.c: what a process learnt, on disk for the next ---- */
 void kr__cache_init(void);
