@@ -491,7 +491,8 @@ static void signalled_waiter_wakes_owning_the_mutex(void)
 	kr_mp_yield(); /* the waiter is on the mutex: it cannot run yet */
 	KT_EQ(seen, 0);
 	flag = 2;
-	KT_CHECK(mu.state & 1); /* it waits on the mutex */
+	KT_CHECK(mu.moved.head); /* it waits on the mutex, on its owner's list */
+	KT_EQ(mu.state & 1, 0);
 	KT_EQ(kr_mutex_unlock(&mu), 0);
 	KT_EQ(kr_mp_join(w, NULL), 0);
 	KT_EQ(seen, 2);
@@ -575,6 +576,108 @@ static void cond_destroy_while_waited_on_is_ebusy(void)
 	KT_EQ(kr_cond_signal(&cv[0]), 0);
 	KT_EQ(kr_mutex_unlock(&mu), 0);
 	KT_EQ(kr_mp_join(w, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* The order in which microprocesses got mu: waiters 'a'.., lockers 'A'.. */
+static char got[8];
+static int ngot;
+
+static void *ordered_cond_waiter(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	while (!flag)
+		KT_EQ(kr_cond_wait(&cv[0], &mu), 0);
+	got[ngot++] = (char)(uintptr_t)a;
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	return NULL;
+}
+
+static void *ordered_locker(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	got[ngot++] = (char)(uintptr_t)a;
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	return NULL;
+}
+
+/* On one VP: three condition waiters 'a', 'b', 'c'; the owner of mu
+ * signals one of them, a locker 'A' queues on mu, the owner broadcasts
+ * (`signal_first`), or broadcasts before 'A' queues.  Each gets mu in the
+ * order it began to wait for mu. */
+static void mutex_order_of(int signal_first, const char *want)
+{
+	init(1);
+	kr_mutex_init(&mu);
+	kr_cond_init(&cv[0]);
+	flag = 0;
+	ngot = 0;
+	memset(got, 0, sizeof got);
+	kr_mp *m[4];
+	for (int i = 0; i < 3; i++) {
+		KT_EQ(kr_mp_create(&m[i], NULL, ordered_cond_waiter, (void *)(uintptr_t)('a' + i)), 0);
+		kr_mp_yield(); /* it waits on cv[0] */
+	}
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	flag = 1;
+	if (signal_first)
+		KT_EQ(kr_cond_signal(&cv[0]), 0);
+	else
+		KT_EQ(kr_cond_broadcast(&cv[0]), 0);
+	KT_EQ(kr_mp_create(&m[3], NULL, ordered_locker, (void *)(uintptr_t)'A'), 0);
+	kr_mp_yield(); /* 'A' waits on mu */
+	KT_CHECK(mu.state & 1);
+	KT_EQ(kr_cond_broadcast(&cv[0]), 0);
+	KT_EQ(kr_mutex_destroy(&mu), EBUSY);
+	KT_EQ(ngot, 0);
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	for (int i = 0; i < 4; i++)
+		KT_EQ(kr_mp_join(m[i], NULL), 0);
+	KT_EQ(strcmp(got, want), 0);
+	KT_EQ(mu.state, 0);
+	KT_CHECK(!mu.moved.head && !mu.q.head);
+	KT_EQ(kr_mutex_destroy(&mu), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A waiter signalled by the owner of its mutex waits on the owner's own
+ * list (monitor.c), not in the mutex's queue: the order in which waiters
+ * and lockers get the mutex is still the order they began to wait for it. */
+static void signalled_waiters_and_lockers_get_the_mutex_in_fifo_order(void)
+{
+	mutex_order_of(1, "aAbc"); /* 'b', 'c' are signalled after 'A' queued */
+	mutex_order_of(0, "abcA"); /* all three before 'A' */
+}
+
+static void *timed_cond_waiter(void *a)
+{
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	int err = kr_cond_timedwait(&cv[0], &mu, kr_now() + 2 * MS);
+	seen = flag; /* mu held again */
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	return (void *)(intptr_t)err;
+}
+
+/* A waiter signalled before its deadline, whose deadline passes while
+ * the signaller still holds the mutex, returns 0, owning the mutex. */
+static void signalled_timed_waiter_waits_for_the_mutex_past_its_deadline(void)
+{
+	init(1);
+	kr_mutex_init(&mu);
+	kr_cond_init(&cv[0]);
+	flag = seen = 0;
+	kr_mp *w;
+	KT_EQ(kr_mp_create(&w, NULL, timed_cond_waiter, NULL), 0);
+	kr_mp_yield();
+	KT_EQ(kr_mutex_lock(&mu), 0);
+	KT_EQ(kr_cond_signal(&cv[0]), 0);
+	KT_EQ(kr_mp_sleep_for(5 * MS), 0); /* the waiter's deadline passes */
+	flag = 1;
+	KT_EQ(kr_mutex_unlock(&mu), 0);
+	void *r;
+	KT_EQ(kr_mp_join(w, &r), 0);
+	KT_EQ((intptr_t)r, 0);
+	KT_EQ(seen, 1);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -1753,6 +1856,8 @@ int main(int argc, char **argv)
 	KT_RUN(broadcast_from_a_foreign_thread_wakes_all);
 	KT_RUN(cond_timedwait_times_out_holding_the_mutex);
 	KT_RUN(cond_destroy_while_waited_on_is_ebusy);
+	KT_RUN(signalled_waiters_and_lockers_get_the_mutex_in_fifo_order);
+	KT_RUN(signalled_timed_waiter_waits_for_the_mutex_past_its_deadline);
 	KT_RUN(barrier_rounds_hold_everyone_with_one_serial_each);
 	KT_RUN(unbuffered_chan_delivers_everything_in_order);
 	KT_RUN(bounded_chan_delivers_everything_in_order);

@@ -84,11 +84,13 @@ int kr_sem_getvalue(kr_sem *s, long *value);
 
 /* ---------------- monitors: mutex + condition variables ---------------- */
 
-/* state: 0 free, else the owner's token | 1 when someone waits */
+/* state: 0 free, else the owner's token | 1 when someone waits in q;
+ * moved: condition waiters signalled by the owner, the owner's alone */
 typedef struct kr_mutex {
 	uintptr_t state;
 	kr_spin lock;
 	kr_waitq q;
+	kr_waitq moved;
 } kr_mutex;
 
 int kr_mutex_init(kr_mutex *m);

@@ -18,9 +18,18 @@
  * Condition variables.  A waiter queues on c (under c->lock), then
  * releases the mutex.  Signal moves the first waiter onto the mutex
  * (wait morphing): it is given the mutex at once if free, else queued on
- * it, so it wakes once, owning the mutex.  A contended release inside a
- * wait switches straight to the new owner (wait.h's direct hand-off): one
- * round trip of seed 000's Table 4 is two such switches.  A signal with
+ * it, so it wakes once, owning the mutex.  A signaller that owns the
+ * mutex, while nobody waits in its queue, puts the waiter on m->moved
+ * instead: a list that only the owner reads or writes (it passes with the
+ * mutex, and the waiter's DONE carries it to the next owner), so neither
+ * m->lock nor a CAS to set bit 0 is needed.  An unlock serves m->moved
+ * first (what is on it was signalled before anyone queued on m->q, so it
+ * is older), with one RMW that swaps the owner's token for the waiter's
+ * and keeps bit 0, which a locker may set meanwhile.  A contended release
+ * inside a wait switches straight to the new owner (wait.h's direct
+ * hand-off): one round trip of seed 000's Table 4 is two such switches,
+ * each after a signal and a wait that take c->lock once each and a
+ * release that is one RMW.  A signal with
  * no waiter reads c->nwait and takes no lock: a signaller that holds the
  * mutex sees every waiter that released it (the waiter counts itself
  * before it releases the mutex), and one that does not hold it is
@@ -146,11 +155,11 @@ int kr_mutex_trylock(kr_mutex *m)
 	return s == M_DEAD ? EINVAL : EBUSY;
 }
 
-/* Release m held by `me` with waiters: the first one owns it now; the
- * caller wakes it.  The waiters seen by the failed fast path may all have
+/* Release m held by `me` with waiters in m->q: the first one owns it now;
+ * the caller wakes it.  The waiters whose bit 0 release saw may all have
  * timed out since (lock_slow clears M_WAITERS with the last): then m is
- * free.  Nobody else writes m->state meanwhile: it holds `me`, which no
- * locker's CAS expects. */
+ * free.  Nobody else writes m->state meanwhile: lockers change it only
+ * under m->lock. */
 static struct kr_waiter *hand_over(kr_mutex *m)
 {
 	kr__spin_lock(&m->lock);
@@ -161,19 +170,35 @@ static struct kr_waiter *hand_over(kr_mutex *m)
 	return w;
 }
 
-/* 0 and *next = the waiter to wake (or NULL), or an error. */
+/* 0 and *next = the waiter to wake (or NULL), or an error.  With
+ * m->moved empty, the common unlock is one CAS, as if m->moved did not
+ * exist: only the owner fills m->moved, so an owner that reads its head
+ * as NULL reads what it wrote last.  (The head is read atomically, since
+ * a caller that turns out not to own m may read it while the owner
+ * writes it.) */
 static inline int release(kr_mutex *m, struct kr_waiter **next)
 {
 	uintptr_t me = token();
 	uintptr_t s = me;
 	*next = NULL;
-	if (__builtin_expect(__atomic_compare_exchange_n(&m->state, &s, 0, 0, __ATOMIC_RELEASE,
-							 __ATOMIC_RELAXED), 1))
-		return 0;
+	if (__builtin_expect(!__atomic_load_n(&m->moved.head, __ATOMIC_RELAXED), 1)) {
+		if (__builtin_expect(__atomic_compare_exchange_n(&m->state, &s, 0, 0,
+								 __ATOMIC_RELEASE, __ATOMIC_RELAXED),
+				     1))
+			return 0;
+	} else {
+		s = __atomic_load_n(&m->state, __ATOMIC_RELAXED);
+	}
 	if (s == M_DEAD)
 		return EINVAL;
 	if ((s & ~M_WAITERS) != me)
 		return EPERM;
+	struct kr_waiter *w = wq_pop(&m->moved);
+	if (w) { /* the owner's token becomes w's; bit 0 stays as it is */
+		__atomic_fetch_xor(&m->state, me ^ (uintptr_t)w->mp, __ATOMIC_RELEASE);
+		*next = w;
+		return 0;
+	}
 	*next = hand_over(m);
 	return 0;
 }
@@ -277,10 +302,15 @@ static inline int no_waiter(kr_cond *c)
 	return -1;
 }
 
-/* A waiter taken out of c (no lock held) moves onto its mutex. */
+/* A waiter taken out of c (no lock held) moves onto its mutex: onto the
+ * owner's m->moved if the caller owns m and nobody waits in m->q (the
+ * top), else into m->q, or it takes m at once if m is free. */
 static inline void move_to_mutex(struct kr_waiter *w)
 {
-	if (enqueue_or_take(w->aux, w))
+	kr_mutex *m = w->aux;
+	if (__atomic_load_n(&m->state, __ATOMIC_RELAXED) == token())
+		wq_push(&m->moved, w);
+	else if (enqueue_or_take(m, w))
 		wq_wake(w, 0);
 }
 

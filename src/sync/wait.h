@@ -56,6 +56,14 @@ static inline void wq_init(struct kr_waiter *w, kr_mp *self, void *buf)
 	w->buf = buf;
 }
 
+/* A queue's head is stored atomically (relaxed: a plain store on every
+ * target): a mutex's moved list is read by callers that may turn out not
+ * to own it (monitor.c). */
+static inline void wq_set_head(kr_waitq *q, struct kr_waiter *w)
+{
+	__atomic_store_n(&q->head, w, __ATOMIC_RELAXED);
+}
+
 static inline void wq_push(kr_waitq *q, struct kr_waiter *w)
 {
 	w->next = NULL;
@@ -63,7 +71,7 @@ static inline void wq_push(kr_waitq *q, struct kr_waiter *w)
 	if (q->tail)
 		q->tail->next = w;
 	else
-		q->head = w;
+		wq_set_head(q, w);
 	q->tail = w;
 }
 
@@ -72,7 +80,7 @@ static inline void wq_remove(kr_waitq *q, struct kr_waiter *w)
 	if (w->prev)
 		w->prev->next = w->next;
 	else
-		q->head = w->next;
+		wq_set_head(q, w->next);
 	if (w->next)
 		w->next->prev = w->prev;
 	else
@@ -91,7 +99,7 @@ static inline struct kr_waiter *wq_pop(kr_waitq *q)
 	struct kr_waiter *w = q->head;
 	if (!w)
 		return NULL;
-	q->head = w->next; /* wq_remove, knowing w is first */
+	wq_set_head(q, w->next); /* wq_remove, knowing w is first */
 	if (w->next)
 		w->next->prev = NULL;
 	else
