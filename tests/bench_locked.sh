@@ -6,7 +6,9 @@
 # switch has none.  karui's counts are whole numbers (its paths have no
 # loop that retries uncontended) and small; on one VP (every experiment's
 # configuration) a channel round trip takes its channels' locks and no
-# other locked instruction: at most 6 (issue 15).  Skipped without valgrind.
+# other locked instruction, and a condvar round trip its variables' locks
+# and the mutex's hand-over: at most 6 each (issue 15).  Skipped without
+# valgrind.
 kb=$1
 out=$("$kb" run instructions --quick --only spin-lock --json) || { echo "$out"; exit 1; }
 echo "$out"
@@ -25,7 +27,7 @@ for m in switch_to create_join create mutex condvar_pingpong chan_pingpong chan_
 	sem_pingpong rendezvous; do
 	need "$out" "\"system\":\"karui\",\"metric\":\"$m.locked\",$num"
 done
-for m in chan_pingpong chan_relay; do
+for m in chan_pingpong chan_relay condvar_pingpong; do
 	need "$out" "\"system\":\"karui\",\"metric\":\"$m.locked\",\"value\":[0-6],\"unit\":\"locked\""
 done
 need "$where" '^spin-lock mutex: [0-9]+ instructions, 1 locked'
