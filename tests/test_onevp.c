@@ -250,13 +250,14 @@ static void storm(int blocking)
 	KT_EQ(pthread_create(&t, NULL, stormer, NULL), 0);
 	uint32_t total = NT * (2 * (EVENTS + 1) + VALUES + 1);
 	if (blocking) {
-		/* half way: VP 0 blocks until the spare runs the storm's
-		 * microprocesses (not until the storm goes on: what waits in
-		 * VP 0's queue waits for VP 0 while the spare has work of its
-		 * own, and a ping-ponging pair gives it work for good) */
+		/* half way: VP 0 blocks until the storm is over, which the
+		 * spare runs to its end although the ping-ponging pairs keep
+		 * it busy for good: it takes over what waits in VP 0's queue
+		 * (src/core/blocking.c, "The blocked VP's work") */
 		KT_WAIT(__atomic_load_n(&S.progress, __ATOMIC_RELAXED) >= total / 2, kr_mp_yield());
 		KT_EQ(kr_blocking_enter(), 0);
-		KT_WAIT(__atomic_load_n(&S.off_vp0, __ATOMIC_RELAXED) > 0, kt_nap_us(100));
+		KT_WAIT(__atomic_load_n(&S.progress, __ATOMIC_RELAXED) >= total, kt_nap_us(100));
+		KT_CHECK(__atomic_load_n(&S.off_vp0, __ATOMIC_RELAXED) > 0);
 		KT_EQ(kr_blocking_leave(), 0);
 		/* the pairs stop: two VPs that never idle and the storm's
 		 * thread would share this machine's two CPUs, in time slices */
@@ -440,6 +441,68 @@ static void a_spare_takes_what_vp_0_left_in_its_slot_while_it_blocks(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* While VP 0 blocks, a pair of microprocesses ping-pongs on the spare,
+ * which is then never idle: what VP 0 had queued (a new microprocess in
+ * its slot) and a sleep whose timer is in VP 0's heap still come to their
+ * turn before VP 0 is back (src/core/blocking.c, "The blocked VP's work"). */
+static kr_chan hand_ch[2];
+static uint32_t hand_ran, hand_slept, hand_asleep;
+
+static void *hand_pinger(void *a)
+{
+	long v = 0;
+	while (kr_chan_send(&hand_ch[0], &v) == 0 && kr_chan_recv(&hand_ch[1], &v) == 0)
+		;
+	return a;
+}
+
+static void *hand_ponger(void *a)
+{
+	long v;
+	while (kr_chan_recv(&hand_ch[0], &v) == 0 && kr_chan_send(&hand_ch[1], &v) == 0)
+		;
+	return a;
+}
+
+static void *hand_run(void *a)
+{
+	__atomic_store_n(&hand_ran, 1, __ATOMIC_RELEASE);
+	return a;
+}
+
+static void *hand_sleep(void *a)
+{
+	__atomic_store_n(&hand_asleep, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_sleep_for(2000000), 0);
+	__atomic_store_n(&hand_slept, 1, __ATOMIC_RELEASE);
+	return a;
+}
+
+static void a_blocked_vps_queue_and_timers_go_on_while_the_spare_is_busy(void)
+{
+	init1();
+	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
+	KT_EQ(kr_chan_init(&hand_ch[1], sizeof(long), 0), 0);
+	kr_mp *ping, *pong, *sleeper, *fresh;
+	KT_EQ(kr_mp_create(&ping, NULL, hand_pinger, NULL), 0);
+	KT_EQ(kr_mp_create(&pong, NULL, hand_ponger, NULL), 0);
+	KT_EQ(kr_mp_create(&sleeper, NULL, hand_sleep, NULL), 0);
+	KT_WAIT(__atomic_load_n(&hand_asleep, __ATOMIC_ACQUIRE), kr_mp_yield());
+	KT_EQ(kr_mp_create(&fresh, NULL, hand_run, NULL), 0); /* into VP 0's slot */
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_WAIT(__atomic_load_n(&hand_ran, __ATOMIC_ACQUIRE) &&
+			__atomic_load_n(&hand_slept, __ATOMIC_ACQUIRE),
+		kt_nap_us(100));
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_chan_close(&hand_ch[0]), 0);
+	KT_EQ(kr_chan_close(&hand_ch[1]), 0);
+	KT_EQ(kr_mp_join(ping, NULL), 0);
+	KT_EQ(kr_mp_join(pong, NULL), 0);
+	KT_EQ(kr_mp_join(sleeper, NULL), 0);
+	KT_EQ(kr_mp_join(fresh, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -448,5 +511,6 @@ int main(int argc, char **argv)
 	KT_RUN(a_wakeup_posted_before_a_park_ends_it_at_once);
 	KT_RUN(a_stale_handle_is_refused_and_a_late_post_reaches_no_one);
 	KT_RUN(a_spare_takes_what_vp_0_left_in_its_slot_while_it_blocks);
+	KT_RUN(a_blocked_vps_queue_and_timers_go_on_while_the_spare_is_busy);
 	return kt_finish();
 }

@@ -10,12 +10,21 @@
  * call nor parked as spares) at the configured VP count: a microprocess
  * that enters a blocking call takes its VP out of `active`, and if that
  * leaves too few, a parked spare VP is resumed or a new one started; it
- * runs the other microprocesses (the blocked VP's queue too: idle VPs
- * steal, shared queues are shared).  When the call returns, the VP counts
+ * runs the other microprocesses.  When the call returns, the VP counts
  * again, and a spare that goes idle while there are too many parks
  * (kr__spare_retire).  Spares stay until kr_fini.  Both tell the event
  * source first (its `leave`), which moves requests only this VP would
  * see complete.
+ *
+ * The blocked VP's work.  What it had queued, and the timers armed in its
+ * heap, would otherwise wait for an idle VP, and a spare kept busy by
+ * others is never idle.  So while any VP is inside a blocking section
+ * (G.nblocked), every running VP, at its timers' turn (each 8th
+ * scheduling point, rt.h), fires the blocked VPs' due timers and takes
+ * their queued microprocesses, the slot's first, to the tail of its own
+ * queue (kr__blocked_take): the queue moves with the work, as Go's run
+ * queue moves with its P when a thread blocks in a system call.  Shared
+ * queues are shared already; other schedulers see the VP's status.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -97,6 +106,7 @@ static void blocking_begin(struct kr_worker *w)
 	w->fast = NULL;
 	poller_leave();
 	kr_vp_publish(KR_VP_BLOCKED);
+	__atomic_fetch_add(&G.nblocked, 1, __ATOMIC_RELAXED);
 	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
 		spare_run();
 }
@@ -106,7 +116,25 @@ void kr__blocking_end(struct kr_worker *w)
 	w->blocked = 0;
 	w->fast = fast_inst(w);
 	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&G.nblocked, 1, __ATOMIC_RELAXED);
 	kr_vp_publish(KR_VP_RUNNING);
+}
+
+/* A running VP, at its timers' turn, takes over the work of the VPs
+ * inside blocking sections (see the top). */
+void kr__blocked_take(struct kr_worker *w)
+{
+	if (w->blocked) /* a yield inside a section: not a running VP's turn */
+		return;
+	unsigned hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < hi; i++) {
+		struct kr_worker *o = __atomic_load_n(&kr__workers[i], __ATOMIC_ACQUIRE);
+		if (!o || o == w || kr_vp_status(o->vp) != KR_VP_BLOCKED)
+			continue;
+		kr__timers_run_of(o);
+		if (IS_DEFAULT)
+			kr__d_adopt(SCHED, w->sched_vp, o->sched_vp);
+	}
 }
 
 int kr_blocking_enter(void)

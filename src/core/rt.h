@@ -73,6 +73,8 @@ struct kr__rt {
 	/* blocking calls: workers that are neither blocked nor parked
 	 * spares, and the spare VPs (see kr_blocking_enter) */
 	uint32_t active;
+	uint32_t nblocked;      /* workers inside a blocking section: running
+	                           VPs take over their work (blocking.c) */
 	pthread_mutex_t spare_lock;
 	pthread_cond_t spare_cv;
 	unsigned spare_parked, spare_tokens, nspares;
@@ -85,8 +87,10 @@ extern struct kr__rt kr__rt __attribute__((visibility("hidden")));
 struct counters {
 	unsigned long created, ended;   /* created also numbers the ids */
 };
-/* every worker by VP id, for idle VPs to expire the timers of busy ones */
+/* every worker by VP id, for idle VPs to expire the timers of busy ones;
+ * the ids below kr__workers_hi have had one (it only grows) */
 extern struct kr_worker *kr__workers[KR_VP_MAX] __attribute__((visibility("hidden")));
+extern uint32_t kr__workers_hi __attribute__((visibility("hidden")));
 
 static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
 
@@ -273,15 +277,20 @@ static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *
 /* timer.c */
 void kr__timers_run(struct kr_worker *w);
 void kr__timers_run_all(void);
+void kr__timers_run_of(struct kr_worker *o);
+/* blocking.c */
+void kr__blocked_take(struct kr_worker *w);
 
 /* At a scheduling point: at every 8th, if this VP has timers, look at the
  * clock (a clock read costs a few yields), poll the event source if
- * there is one, and apply the wakeups posted to the one VP (posts_poll).
- * Idle VPs look at every VP's timers each time round their
- * loop, so a timer is late by at most 8 scheduling points of its VP or one
+ * there is one, apply the wakeups posted to the one VP (posts_poll), and
+ * take over the timers and the queue of VPs inside blocking calls
+ * (kr__blocked_take, blocking.c).  Idle VPs look at every VP's timers
+ * each time round their loop, so a timer is late by at most 8 scheduling
+ * points of its VP (or of a running VP, while its own is blocked) or one
  * idle VP's wake-up.  timers_due says whether this point is one to look;
  * kr__timers_run (timer.c) looks.  The count goes down on every point,
- * timers or not: one decrement and a branch on the fast paths, the three
+ * timers or not: one decrement and a branch on the fast paths, the four
  * loads of the rest at every 8th only. */
 static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 {
@@ -290,7 +299,8 @@ static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 	w->tick = 8;
 	return __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
 	       __atomic_load_n(&G.poller_on, __ATOMIC_RELAXED) ||
-	       (__atomic_load_n(&kr__solo, __ATOMIC_RELAXED) & SOLO_POSTED);
+	       (__atomic_load_n(&kr__solo, __ATOMIC_RELAXED) & SOLO_POSTED) ||
+	       __atomic_load_n(&G.nblocked, __ATOMIC_RELAXED);
 }
 
 static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)

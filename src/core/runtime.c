@@ -48,6 +48,7 @@ struct kr__rt kr__rt = {.lock = PTHREAD_MUTEX_INITIALIZER,
 /* each VP's counters (rt.h), by VP id */
 static struct counters cnt[KR_VP_MAX];
 struct kr_worker *kr__workers[KR_VP_MAX];
+uint32_t kr__workers_hi;
 
 /* ---------------- the event source ---------------- */
 
@@ -210,6 +211,10 @@ static struct kr_worker *worker_new(kr_vp *vp)
 	w->tick = 8;
 	w->fast = fast_inst(w);
 	__atomic_store_n(&kr__workers[vp->id], w, __ATOMIC_RELEASE);
+	uint32_t hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_RELAXED);
+	while (hi <= vp->id && !__atomic_compare_exchange_n(&kr__workers_hi, &hi, vp->id + 1, 1,
+							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 	return w;
 }
 
@@ -357,6 +362,7 @@ int kr_init(const kr_config *cfg)
 	G.stopping = 0;
 	G.handoff = NULL;
 	G.active = nvp;
+	G.nblocked = 0;
 	G.poller_on = 0;
 	G.polling = NULL;
 	kr__solo_start(nvp == 1 && G.sched.ops == &kr_sched_default);
@@ -475,6 +481,7 @@ static void teardown(void)
 	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		if (kr__workers[i])
 			worker_free(i);
+	kr__workers_hi = 0;
 	free(G.main);
 	G.main = NULL;
 	G.w0 = NULL;

@@ -234,6 +234,30 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 }
 
 
+/* The VP whose instance is `mine` takes what `theirs`, the instance of a
+ * VP inside a blocking call, has queued: the slot's first, then the list
+ * in order, each to the tail of its own (blocking.c, "The blocked VP's
+ * work").  One lock at a time: a VP taking from this one meanwhile takes
+ * in the other direction. */
+void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs)
+{
+	struct dsched *d = D(s);
+	if (d->shared || theirs == mine)
+		return;
+	kr_mp *mp = theirs->slotted ? slot_take(theirs) : NULL;
+	for (;;) {
+		if (mp)
+			kr__d_ready_in(s, mine, mp);
+		if (d->kind != RQ_OTHER && list_empty(theirs))
+			return;
+		kr__spin_lock(&theirs->lock);
+		mp = pop_locked(d, theirs);
+		kr__spin_unlock(&theirs->lock);
+		if (!mp)
+			return;
+	}
+}
+
 /* An idle VP's last look before it parks, at every instance, under each
  * lock (it must not skip a busy one, as stealing does).  The fresh fills
  * of other VPs' slots are noted and those slots marked watched

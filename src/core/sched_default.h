@@ -299,6 +299,7 @@ static inline __attribute__((always_inline)) int slot_displace(struct inst *i, k
 
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
 struct inst *kr__d_foreign(struct dsched *d);
+void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs);
 
 /* The fast paths take `mine`, the caller's VP's instance (the core has it
  * at hand in its worker), or NULL off a VP; the ops-table entries below

@@ -166,40 +166,52 @@ static void timer_fire(struct kr_timer *t)
 		READY(W(), mp);
 }
 
+/* The due timers of worker o fire here; *now: the clock, read once when
+ * first needed (0 until then). */
+static void run_of(struct kr_worker *o, uint64_t *now)
+{
+	uint64_t next = __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE);
+	if (next == KR_FOREVER)
+		return;
+	if (!*now)
+		*now = kr_now();
+	if (*now >= next)
+		kr__timers_expire(&o->timers, *now, timer_fire);
+}
+
 __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
 {
 	posts_poll();
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
 		G.poller.poll(G.poller.arg);
-	uint64_t next = __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED);
-	if (next == KR_FOREVER)
-		return;
-	uint64_t now = kr_now();
-	if (now >= next)
-		kr__timers_expire(&w->timers, now, timer_fire);
+	uint64_t now = 0;
+	run_of(w, &now);
+	if (__atomic_load_n(&G.nblocked, __ATOMIC_RELAXED))
+		kr__blocked_take(w);
+}
+
+void kr__timers_run_of(struct kr_worker *o)
+{
+	uint64_t now = 0;
+	run_of(o, &now);
 }
 
 void kr__timers_run_all(void)
 {
 	uint64_t now = 0;
-	for (unsigned i = 0; i < KR_VP_MAX; i++) {
+	unsigned hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < hi; i++) {
 		struct kr_worker *o = __atomic_load_n(&kr__workers[i], __ATOMIC_ACQUIRE);
-		if (!o)
-			continue;
-		uint64_t next = __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE);
-		if (next == KR_FOREVER)
-			continue;
-		if (!now)
-			now = kr_now();
-		if (now >= next)
-			kr__timers_expire(&o->timers, now, timer_fire);
+		if (o)
+			run_of(o, &now);
 	}
 }
 
 uint64_t kr_sched_idle_deadline(void)
 {
 	uint64_t first = KR_FOREVER;
-	for (unsigned i = 0; i < KR_VP_MAX; i++) {
+	unsigned hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; i < hi; i++) {
 		struct kr_worker *o = __atomic_load_n(&kr__workers[i], __ATOMIC_ACQUIRE);
 		uint64_t next = o ? __atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE) : KR_FOREVER;
 		if (next < first)
