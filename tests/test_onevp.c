@@ -253,7 +253,7 @@ static void storm(int blocking)
 		/* half way: VP 0 blocks until the storm is over, which the
 		 * spare runs to its end although the ping-ponging pairs keep
 		 * it busy for good: it takes over what waits in VP 0's queue
-		 * (src/core/blocking.c, "The blocked VP's work") */
+		 * (src/core/blocking.c, "The work of a VP that is away") */
 		KT_WAIT(__atomic_load_n(&S.progress, __ATOMIC_RELAXED) >= total / 2, kr_mp_yield());
 		KT_EQ(kr_blocking_enter(), 0);
 		KT_WAIT(__atomic_load_n(&S.progress, __ATOMIC_RELAXED) >= total, kt_nap_us(100));
@@ -444,7 +444,7 @@ static void a_spare_takes_what_vp_0_left_in_its_slot_while_it_blocks(void)
 /* While VP 0 blocks, a pair of microprocesses ping-pongs on the spare,
  * which is then never idle: what VP 0 had queued (a new microprocess in
  * its slot) and a sleep whose timer is in VP 0's heap still come to their
- * turn before VP 0 is back (src/core/blocking.c, "The blocked VP's work"). */
+ * turn before VP 0 is back (src/core/blocking.c, "The work of a VP that is away"). */
 static kr_chan hand_ch[2];
 static uint32_t hand_ran, hand_slept, hand_asleep;
 
@@ -503,6 +503,112 @@ static void a_blocked_vps_queue_and_timers_go_on_while_the_spare_is_busy(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* After a blocking call, its spare parks again.  Threads that are no VP
+ * make microprocesses ready on every VP's queue in turn, the parked
+ * spare's too; VP 0, kept busy by a ping-ponging pair, still runs them all
+ * (src/core/blocking.c, "The work of a VP that is away"). */
+static kr_vp *spare_vp;
+static uint32_t parking, parked_ran;
+static kr_mp *parked[8];
+
+static void *note_vp_of_spare(void *a)
+{
+	__atomic_store_n(&spare_vp, kr_vp_self(), __ATOMIC_RELEASE);
+	return a;
+}
+
+static void *nothing(void *a) { return a; }
+
+static void *park_once(void *a)
+{
+	__atomic_fetch_add(&parking, 1, __ATOMIC_RELAXED); /* VP 0 runs main next
+							      * when this parks */
+	KT_EQ(kr_mp_park(), 0);
+	__atomic_fetch_add(&parked_ran, 1, __ATOMIC_RELEASE);
+	return a;
+}
+
+static void *unpark_all(void *a)
+{
+	for (int i = 0; i < 8; i++)
+		KT_EQ(kr_mp_unpark(parked[i]), 0);
+	return a;
+}
+
+static void wakeups_from_a_thread_reach_a_busy_vp_past_a_parked_spare(void)
+{
+	init1();
+	kr_mp *m, *ping, *pong;
+	KT_EQ(kr_mp_create(&m, NULL, note_vp_of_spare, NULL), 0);
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_WAIT(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE), kt_nap_us(100));
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_CHECK(spare_vp != kr_vp_self());
+	/* one VP too many runs now: the spare parks when it next goes idle */
+	KT_WAIT(kr_vp_status(spare_vp) == KR_VP_SUSPENDED, {
+		KT_EQ(kr_mp_create(&m, NULL, nothing, NULL), 0);
+		KT_EQ(kr_mp_join(m, NULL), 0);
+		kt_nap_us(100);
+	});
+	for (int i = 0; i < 8; i++)
+		KT_EQ(kr_mp_create(&parked[i], NULL, park_once, NULL), 0);
+	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
+	KT_EQ(kr_chan_init(&hand_ch[1], sizeof(long), 0), 0);
+	KT_EQ(kr_mp_create(&ping, NULL, hand_pinger, NULL), 0);
+	KT_EQ(kr_mp_create(&pong, NULL, hand_ponger, NULL), 0);
+	KT_WAIT(__atomic_load_n(&parking, __ATOMIC_RELAXED) == 8, kr_mp_yield());
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, unpark_all, NULL), 0);
+	KT_WAIT(__atomic_load_n(&parked_ran, __ATOMIC_ACQUIRE) == 8, kr_mp_yield());
+	KT_EQ(pthread_join(t, NULL), 0);
+	KT_EQ(kr_chan_close(&hand_ch[0]), 0);
+	KT_EQ(kr_chan_close(&hand_ch[1]), 0);
+	KT_EQ(kr_mp_join(ping, NULL), 0);
+	KT_EQ(kr_mp_join(pong, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		KT_EQ(kr_mp_join(parked[i], NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A microprocess sleeps on the spare of a blocking call, which parks once
+ * VP 0 is back, its timer still armed; VP 0, kept busy by a ping-ponging
+ * pair, never goes idle to look at the spare's timers: the sleep still
+ * ends (the running VPs fire a parked spare's timers). */
+static uint32_t spare_sleeping, spare_woke;
+
+static void *sleep_on_spare(void *a)
+{
+	__atomic_store_n(&spare_vp, kr_vp_self(), __ATOMIC_RELEASE);
+	__atomic_store_n(&spare_sleeping, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_sleep_for(20000000), 0);
+	__atomic_store_n(&spare_woke, 1, __ATOMIC_RELEASE);
+	return a;
+}
+
+static void a_sleep_on_a_spare_ends_while_vp_0_is_busy(void)
+{
+	init1();
+	spare_vp = NULL;
+	kr_mp *m, *ping, *pong;
+	KT_EQ(kr_mp_create(&m, NULL, sleep_on_spare, NULL), 0);
+	KT_EQ(kr_blocking_enter(), 0);
+	KT_WAIT(__atomic_load_n(&spare_sleeping, __ATOMIC_ACQUIRE), kt_nap_us(100));
+	KT_EQ(kr_blocking_leave(), 0);
+	KT_CHECK(spare_vp != kr_vp_self());
+	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
+	KT_EQ(kr_chan_init(&hand_ch[1], sizeof(long), 0), 0);
+	KT_EQ(kr_mp_create(&ping, NULL, hand_pinger, NULL), 0);
+	KT_EQ(kr_mp_create(&pong, NULL, hand_ponger, NULL), 0);
+	KT_WAIT(__atomic_load_n(&spare_woke, __ATOMIC_ACQUIRE), kr_mp_yield());
+	KT_EQ(kr_chan_close(&hand_ch[0]), 0);
+	KT_EQ(kr_chan_close(&hand_ch[1]), 0);
+	KT_EQ(kr_mp_join(ping, NULL), 0);
+	KT_EQ(kr_mp_join(pong, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -512,5 +618,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_stale_handle_is_refused_and_a_late_post_reaches_no_one);
 	KT_RUN(a_spare_takes_what_vp_0_left_in_its_slot_while_it_blocks);
 	KT_RUN(a_blocked_vps_queue_and_timers_go_on_while_the_spare_is_busy);
+	KT_RUN(wakeups_from_a_thread_reach_a_busy_vp_past_a_parked_spare);
+	KT_RUN(a_sleep_on_a_spare_ends_while_vp_0_is_busy);
 	return kt_finish();
 }

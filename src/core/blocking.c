@@ -16,15 +16,21 @@
  * source first (its `leave`), which moves requests only this VP would
  * see complete.
  *
- * The blocked VP's work.  What it had queued, and the timers armed in its
- * heap, would otherwise wait for an idle VP, and a spare kept busy by
- * others is never idle.  So while any VP is inside a blocking section
- * (G.nblocked), every running VP, at its timers' turn (each 8th
- * scheduling point, rt.h), fires the blocked VPs' due timers and takes
- * their queued microprocesses, the slot's first, to the tail of its own
- * queue (kr__blocked_take): the queue moves with the work, as Go's run
- * queue moves with its P when a thread blocks in a system call.  Shared
- * queues are shared already; other schedulers see the VP's status.
+ * The work of a VP that is away.  What a VP inside a blocking call had
+ * queued, and the timers armed in its heap, would otherwise wait for an
+ * idle VP, and a spare kept busy by others is never idle.  So while any VP
+ * is blocked, every running VP, at its timers' turn (each 8th scheduling
+ * point, rt.h), fires the blocked VPs' due timers and takes their queued
+ * microprocesses, the slot's first, to the tail of its own queue
+ * (kr__away_take): the queue moves with the work, as Go's run queue moves
+ * with its P when a thread blocks in a system call.  A spare that parks
+ * hands what is queued on it to the running VPs, and they fire its
+ * timers, until it has none left; threads that are no VP, which make
+ * microprocesses ready on every VP's queue in turn, pass over the queues
+ * of VPs that are away (sched_default.c, `away`).  G.naway counts the
+ * blocked VPs and the parked spares with timers, so that a program with
+ * neither pays nothing for this.  Shared queues are shared already; other
+ * schedulers see the VP's status.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -51,7 +57,7 @@ static void spare_run(void)
 		   kr_vp_allocate(1, kr__vp_main, &G.spares, &G.spares[G.nspares]) == 0) {
 		G.nspares++;
 	} else {
-		/* no thread: the blocked VP's work waits for it */
+		/* no thread: the running VPs take the blocked VP's work */
 		__atomic_fetch_sub(&G.active, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&G.spare_lock);
@@ -74,13 +80,19 @@ void kr__spare_retire(struct kr_worker *w)
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) &&
 	    !(G.poller.flags & KR_POLLER_PER_VP))
 		kr_vp_wakeup(1);
-	/* Its timers are left to the idle VPs, which may have gone to sleep
-	 * before they were armed (a microprocess that slept inside a
-	 * blocking section made this VP count as running, and so this
-	 * spare one too many): wake one, to sleep again with them in its
-	 * deadline. */
-	if (__atomic_load_n(&w->timers.next, __ATOMIC_ACQUIRE) != KR_FOREVER)
+	if (IS_DEFAULT)
+		kr__d_away(SCHED, w->sched_vp, AWAY_PARKED);
+	/* Its timers are the other VPs' to fire (none are armed here until
+	 * it runs again): the running ones' at their timers' turn (see the
+	 * top), and the idle ones', which may have gone to sleep before they
+	 * were armed (a microprocess that slept inside a blocking section
+	 * made this VP count as running, and so this spare one too many):
+	 * wake one, to sleep again with them in its deadline. */
+	if (__atomic_load_n(&w->timers.next, __ATOMIC_ACQUIRE) != KR_FOREVER) {
+		__atomic_store_n(&w->away_timers, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&G.naway, 1, __ATOMIC_RELAXED);
 		kr_sched_unpark(1);
+	}
 	kr_vp_publish(KR_VP_SUSPENDED);
 	pthread_mutex_lock(&G.spare_lock);
 	G.spare_parked++;
@@ -91,6 +103,10 @@ void kr__spare_retire(struct kr_worker *w)
 	else
 		G.spare_parked--;
 	pthread_mutex_unlock(&G.spare_lock);
+	if (__atomic_exchange_n(&w->away_timers, 0, __ATOMIC_RELAXED))
+		__atomic_fetch_sub(&G.naway, 1, __ATOMIC_RELAXED);
+	if (IS_DEFAULT)
+		kr__d_away(SCHED, w->sched_vp, AWAY_NOT);
 	kr_vp_publish(KR_VP_RUNNING);
 }
 
@@ -105,8 +121,10 @@ static void blocking_begin(struct kr_worker *w)
 	w->blocked = 1;
 	w->fast = NULL;
 	poller_leave();
+	if (IS_DEFAULT)
+		kr__d_away(SCHED, w->sched_vp, AWAY_BLOCKED);
 	kr_vp_publish(KR_VP_BLOCKED);
-	__atomic_fetch_add(&G.nblocked, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&G.naway, 1, __ATOMIC_RELAXED);
 	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
 		spare_run();
 }
@@ -116,24 +134,37 @@ void kr__blocking_end(struct kr_worker *w)
 	w->blocked = 0;
 	w->fast = fast_inst(w);
 	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
-	__atomic_fetch_sub(&G.nblocked, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&G.naway, 1, __ATOMIC_RELAXED);
+	if (IS_DEFAULT)
+		kr__d_away(SCHED, w->sched_vp, AWAY_NOT);
 	kr_vp_publish(KR_VP_RUNNING);
 }
 
-/* A running VP, at its timers' turn, takes over the work of the VPs
- * inside blocking sections (see the top). */
-void kr__blocked_take(struct kr_worker *w)
+/* A running VP, at its timers' turn, takes over the work of the VPs that
+ * are away: blocked ones, and parked spares with timers (see the top).
+ * A parked spare's heap, once empty, stays so until it runs again: the
+ * one that finds it so (or the spare, resuming) stops counting it. */
+void kr__away_take(struct kr_worker *w)
 {
 	if (w->blocked) /* a yield inside a section: not a running VP's turn */
 		return;
 	unsigned hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; i < hi; i++) {
 		struct kr_worker *o = __atomic_load_n(&kr__workers[i], __ATOMIC_ACQUIRE);
-		if (!o || o == w || kr_vp_status(o->vp) != KR_VP_BLOCKED)
+		if (!o || o == w)
 			continue;
-		kr__timers_run_of(o);
-		if (IS_DEFAULT)
-			kr__d_adopt(SCHED, w->sched_vp, o->sched_vp);
+		int st = kr_vp_status(o->vp);
+		if (st == KR_VP_BLOCKED) {
+			kr__timers_run_of(o);
+			if (IS_DEFAULT)
+				kr__d_adopt(SCHED, w->sched_vp, o->sched_vp);
+		} else if (st == KR_VP_SUSPENDED &&
+			   __atomic_load_n(&o->away_timers, __ATOMIC_RELAXED)) {
+			kr__timers_run_of(o);
+			if (__atomic_load_n(&o->timers.next, __ATOMIC_ACQUIRE) == KR_FOREVER &&
+			    __atomic_exchange_n(&o->away_timers, 0, __ATOMIC_RELAXED))
+				__atomic_fetch_sub(&G.naway, 1, __ATOMIC_RELAXED);
+		}
 	}
 }
 

@@ -148,6 +148,8 @@ struct kr_worker {
 	                           other VP (sched_default.h: park_own) */
 	int spare;              /* started for a blocking call (blocking.c) */
 	int blocked;            /* inside kr_blocking_enter/leave */
+	uint32_t away_timers;   /* parked as a spare with timers armed, and
+	                           counted in naway (blocking.c; atomic) */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */
 	struct kr_timers timers;
 };

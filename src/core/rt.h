@@ -73,8 +73,9 @@ struct kr__rt {
 	/* blocking calls: workers that are neither blocked nor parked
 	 * spares, and the spare VPs (see kr_blocking_enter) */
 	uint32_t active;
-	uint32_t nblocked;      /* workers inside a blocking section: running
-	                           VPs take over their work (blocking.c) */
+	uint32_t naway;         /* workers away with work for the running VPs:
+	                           inside a blocking section, or parked as a
+	                           spare with timers armed (blocking.c) */
 	pthread_mutex_t spare_lock;
 	pthread_cond_t spare_cv;
 	unsigned spare_parked, spare_tokens, nspares;
@@ -279,13 +280,13 @@ void kr__timers_run(struct kr_worker *w);
 void kr__timers_run_all(void);
 void kr__timers_run_of(struct kr_worker *o);
 /* blocking.c */
-void kr__blocked_take(struct kr_worker *w);
+void kr__away_take(struct kr_worker *w);
 
 /* At a scheduling point: at every 8th, if this VP has timers, look at the
  * clock (a clock read costs a few yields), poll the event source if
  * there is one, apply the wakeups posted to the one VP (posts_poll), and
- * take over the timers and the queue of VPs inside blocking calls
- * (kr__blocked_take, blocking.c).  Idle VPs look at every VP's timers
+ * take over the timers and the queue of VPs inside blocking calls, and
+ * the timers of parked spares (kr__away_take, blocking.c).  Idle VPs look at every VP's timers
  * each time round their loop, so a timer is late by at most 8 scheduling
  * points of its VP (or of a running VP, while its own is blocked) or one
  * idle VP's wake-up.  timers_due says whether this point is one to look;
@@ -300,7 +301,7 @@ static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 	return __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
 	       __atomic_load_n(&G.poller_on, __ATOMIC_RELAXED) ||
 	       (__atomic_load_n(&kr__solo, __ATOMIC_RELAXED) & SOLO_POSTED) ||
-	       __atomic_load_n(&G.nblocked, __ATOMIC_RELAXED);
+	       __atomic_load_n(&G.naway, __ATOMIC_RELAXED);
 }
 
 static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *w)

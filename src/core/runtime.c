@@ -362,7 +362,7 @@ int kr_init(const kr_config *cfg)
 	G.stopping = 0;
 	G.handoff = NULL;
 	G.active = nvp;
-	G.nblocked = 0;
+	G.naway = 0;
 	G.poller_on = 0;
 	G.polling = NULL;
 	kr__solo_start(nvp == 1 && G.sched.ops == &kr_sched_default);

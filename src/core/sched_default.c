@@ -181,16 +181,64 @@ static int d_vp_init(kr_sched *s, kr_vp *vp)
 }
 
 
-/* Off a VP: the next VP instance in turn. */
-struct inst *kr__d_foreign(struct dsched *d)
+/* Off a VP: the next VP instance in turn, locked, passing over those of
+ * VPs that are away (the check is made under the lock, under which the VP
+ * sets it: a parking spare hands on what it finds queued, see kr__d_away).
+ * When all are away, a blocked VP's: running VPs take from it, and so
+ * does the VP when its call returns. */
+struct inst *kr__d_foreign_locked(struct dsched *d)
 {
-	if (d->shared)
+	if (d->shared) {
+		kr__spin_lock(&d->one->lock);
 		return d->one;
+	}
+	struct inst *blocked = NULL;
 	for (;;) {
-		unsigned k = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % KR_VP_MAX;
-		struct inst *i = __atomic_load_n(&d->per[k], __ATOMIC_ACQUIRE);
-		if (i)
-			return i;
+		unsigned hi = __atomic_load_n(&d->hi, __ATOMIC_ACQUIRE);
+		for (unsigned n = 0; n < hi; n++) {
+			unsigned k = __atomic_fetch_add(&d->rr, 1, __ATOMIC_RELAXED) % hi;
+			struct inst *i = __atomic_load_n(&d->per[k], __ATOMIC_ACQUIRE);
+			if (!i)
+				continue;
+			kr__spin_lock(&i->lock);
+			uint32_t away = i->away;
+			if (away == AWAY_NOT)
+				return i;
+			kr__spin_unlock(&i->lock);
+			if (away == AWAY_BLOCKED)
+				blocked = i;
+		}
+		if (blocked) {
+			kr__spin_lock(&blocked->lock);
+			if (blocked->away != AWAY_PARKED)
+				return blocked;
+			kr__spin_unlock(&blocked->lock);
+		}
+	}
+}
+
+/* VP i's instance is away (AWAY_BLOCKED: inside a blocking call;
+ * AWAY_PARKED: a spare that parks) or back (AWAY_NOT).  A parking spare
+ * hands on what is queued on it, to the VPs that run. */
+void kr__d_away(kr_sched *s, struct inst *i, uint32_t away)
+{
+	struct dsched *d = D(s);
+	if (d->shared)
+		return;
+	kr__spin_lock(&i->lock);
+	i->away = away;
+	kr__spin_unlock(&i->lock);
+	if (away != AWAY_PARKED)
+		return;
+	kr_mp *mp = i->slotted ? slot_take(i) : NULL;
+	for (;;) {
+		if (mp)
+			kr__d_ready_in(s, NULL, mp);
+		kr__spin_lock(&i->lock);
+		mp = pop_locked(d, i);
+		kr__spin_unlock(&i->lock);
+		if (!mp)
+			return;
 	}
 }
 
@@ -235,9 +283,9 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 
 
 /* The VP whose instance is `mine` takes what `theirs`, the instance of a
- * VP inside a blocking call, has queued: the slot's first, then the list
- * in order, each to the tail of its own (blocking.c, "The blocked VP's
- * work").  One lock at a time: a VP taking from this one meanwhile takes
+ * VP that is away (inside a blocking call, or parked as a spare), has
+ * queued: the slot's first, then the list in order, each to the tail of
+ * its own (blocking.c, "The work of a VP that is away").  One lock at a time: a VP taking from this one meanwhile takes
  * in the other direction. */
 void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs)
 {

@@ -25,12 +25,14 @@ struct inst {
 	unsigned fills;         /* woken and new ones put into the slot
 	                           (owner-written, atomic) */
 	uint32_t watched;       /* an idle VP looks at the slot again soon */
+	uint32_t away;          /* AWAY_*: its VP runs nothing (under lock) */
 	unsigned *seen;         /* per VP id: the fill last watched in that
 	                           VP's slot (this VP's own use) */
 	_Alignas(16) unsigned char q[];
 };
 
 enum { RQ_OTHER, RQ_LIST_TAIL, RQ_LIST_HEAD }; /* how push works, for lists */
+enum { AWAY_NOT, AWAY_BLOCKED, AWAY_PARKED };   /* inst.away */
 
 struct dsched {
 	const kr_rq_ops *rq;
@@ -298,8 +300,9 @@ static inline __attribute__((always_inline)) int slot_displace(struct inst *i, k
 }
 
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
-struct inst *kr__d_foreign(struct dsched *d);
+struct inst *kr__d_foreign_locked(struct dsched *d);
 void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs);
+void kr__d_away(kr_sched *s, struct inst *i, uint32_t away);
 
 /* The fast paths take `mine`, the caller's VP's instance (the core has it
  * at hand in its worker), or NULL off a VP; the ops-table entries below
@@ -308,8 +311,11 @@ static inline __attribute__((always_inline)) void kr__d_ready_in(kr_sched *s, st
 								 kr_mp *mp)
 {
 	struct dsched *d = D(s);
-	struct inst *i = mine ? mine : kr__d_foreign(d);
-	kr__spin_lock(&i->lock);
+	struct inst *i = mine;
+	if (i)
+		kr__spin_lock(&i->lock);
+	else
+		i = kr__d_foreign_locked(d);
 	push_locked(d, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);

@@ -186,8 +186,8 @@ __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
 		G.poller.poll(G.poller.arg);
 	uint64_t now = 0;
 	run_of(w, &now);
-	if (__atomic_load_n(&G.nblocked, __ATOMIC_RELAXED))
-		kr__blocked_take(w);
+	if (__atomic_load_n(&G.naway, __ATOMIC_RELAXED))
+		kr__away_take(w);
 }
 
 void kr__timers_run_of(struct kr_worker *o)
