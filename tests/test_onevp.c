@@ -517,7 +517,13 @@ static void *note_vp_of_spare(void *a)
 	return a;
 }
 
-static void *nothing(void *a) { return a; }
+static uint32_t poke_stop;
+static void *poked(void *a)
+{
+	while (!__atomic_load_n(&poke_stop, __ATOMIC_ACQUIRE))
+		kr_mp_park();
+	return a;
+}
 
 static void *park_once(void *a)
 {
@@ -538,19 +544,23 @@ static void *unpark_all(void *a)
 static void wakeups_from_a_thread_reach_a_busy_vp_past_a_parked_spare(void)
 {
 	init1();
-	kr_mp *m, *ping, *pong;
+	kr_vp *vp0 = kr_vp_self();
+	spare_vp = NULL;
+	kr_mp *m, *z, *ping, *pong;
+	KT_EQ(kr_mp_create(&z, NULL, poked, NULL), 0);
 	KT_EQ(kr_mp_create(&m, NULL, note_vp_of_spare, NULL), 0);
 	KT_EQ(kr_blocking_enter(), 0);
 	KT_WAIT(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE), kt_nap_us(100));
 	KT_EQ(kr_blocking_leave(), 0);
-	KT_EQ(kr_mp_join(m, NULL), 0);
-	KT_CHECK(spare_vp != kr_vp_self());
-	/* one VP too many runs now: the spare parks when it next goes idle */
+	KT_CHECK(spare_vp != vp0);
+	/* One VP too many runs now: the spare parks when it next wakes from
+	 * its idle wait, which z's wakeups end.  This microprocess makes no
+	 * scheduling point meanwhile, so that it stays on VP 0. */
 	KT_WAIT(kr_vp_status(spare_vp) == KR_VP_SUSPENDED, {
-		KT_EQ(kr_mp_create(&m, NULL, nothing, NULL), 0);
-		KT_EQ(kr_mp_join(m, NULL), 0);
+		KT_EQ(kr_mp_unpark(z), 0);
 		kt_nap_us(100);
 	});
+	KT_EQ(kr_vp_self(), vp0);
 	for (int i = 0; i < 8; i++)
 		KT_EQ(kr_mp_create(&parked[i], NULL, park_once, NULL), 0);
 	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
@@ -568,6 +578,10 @@ static void wakeups_from_a_thread_reach_a_busy_vp_past_a_parked_spare(void)
 	KT_EQ(kr_mp_join(pong, NULL), 0);
 	for (int i = 0; i < 8; i++)
 		KT_EQ(kr_mp_join(parked[i], NULL), 0);
+	__atomic_store_n(&poke_stop, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_unpark(z), 0);
+	KT_EQ(kr_mp_join(z, NULL), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -589,13 +603,14 @@ static void *sleep_on_spare(void *a)
 static void a_sleep_on_a_spare_ends_while_vp_0_is_busy(void)
 {
 	init1();
+	kr_vp *vp0 = kr_vp_self();
 	spare_vp = NULL;
 	kr_mp *m, *ping, *pong;
 	KT_EQ(kr_mp_create(&m, NULL, sleep_on_spare, NULL), 0);
 	KT_EQ(kr_blocking_enter(), 0);
 	KT_WAIT(__atomic_load_n(&spare_sleeping, __ATOMIC_ACQUIRE), kt_nap_us(100));
 	KT_EQ(kr_blocking_leave(), 0);
-	KT_CHECK(spare_vp != kr_vp_self());
+	KT_CHECK(spare_vp != vp0);
 	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
 	KT_EQ(kr_chan_init(&hand_ch[1], sizeof(long), 0), 0);
 	KT_EQ(kr_mp_create(&ping, NULL, hand_pinger, NULL), 0);
