@@ -9,7 +9,8 @@
  * take/reprio find it.
  *
  *   ready(mp)    push onto the caller's VP's instance (a thread that is no
- *                VP: onto VP instances in turn); then, if some VP is idle,
+ *                VP: onto VP instances in turn, passing over those of VPs
+ *                that are away, see kr__d_away); then, if some VP is idle,
  *                kr_sched_unpark(1), but for the first microprocess a VP
  *                makes ready while it waits on its own event source (its
  *                I/O ring), which it runs itself next (sched_default.h:
