@@ -441,63 +441,89 @@ static void a_spare_takes_what_vp_0_left_in_its_slot_while_it_blocks(void)
 	KT_EQ(kr_fini(), 0);
 }
 
-/* While VP 0 blocks, a pair of microprocesses ping-pongs on the spare,
- * which is then never idle: what VP 0 had queued (a new microprocess in
- * its slot) and a sleep whose timer is in VP 0's heap still come to their
- * turn before VP 0 is back (src/core/blocking.c, "The work of a VP that is away"). */
-static kr_chan hand_ch[2];
-static uint32_t hand_ran, hand_slept, hand_asleep;
+/* ---------------- the work of a VP that is away ----------------
+ *
+ * src/core/blocking.c, "The work of a VP that is away".  In each test a
+ * pair of microprocesses ping-pongs on the one VP that runs, which is
+ * then never idle, and so never steals: what waits elsewhere must be
+ * brought to it. */
+static kr_chan pair_ch[2];
+static kr_mp *pair[2];
 
-static void *hand_pinger(void *a)
+static void *pair_ping(void *a)
 {
 	long v = 0;
-	while (kr_chan_send(&hand_ch[0], &v) == 0 && kr_chan_recv(&hand_ch[1], &v) == 0)
+	while (kr_chan_send(&pair_ch[0], &v) == 0 && kr_chan_recv(&pair_ch[1], &v) == 0)
 		;
 	return a;
 }
 
-static void *hand_ponger(void *a)
+static void *pair_pong(void *a)
 {
 	long v;
-	while (kr_chan_recv(&hand_ch[0], &v) == 0 && kr_chan_send(&hand_ch[1], &v) == 0)
+	while (kr_chan_recv(&pair_ch[0], &v) == 0 && kr_chan_send(&pair_ch[1], &v) == 0)
 		;
 	return a;
 }
 
-static void *hand_run(void *a)
+static void pair_start(void)
 {
-	__atomic_store_n(&hand_ran, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_chan_init(&pair_ch[0], sizeof(long), 0), 0);
+	KT_EQ(kr_chan_init(&pair_ch[1], sizeof(long), 0), 0);
+	KT_EQ(kr_mp_create(&pair[0], NULL, pair_ping, NULL), 0);
+	KT_EQ(kr_mp_create(&pair[1], NULL, pair_pong, NULL), 0);
+}
+
+static void pair_stop(void)
+{
+	KT_EQ(kr_chan_close(&pair_ch[0]), 0);
+	KT_EQ(kr_chan_close(&pair_ch[1]), 0);
+	KT_EQ(kr_mp_join(pair[0], NULL), 0);
+	KT_EQ(kr_mp_join(pair[1], NULL), 0);
+}
+
+/* A microprocess that notes its VP, sleeps `ns` and notes that it woke. */
+struct sleep_note {
+	uint64_t ns;
+	kr_vp *vp;
+	uint32_t asleep, woke;
+};
+
+static void *sleep_noted(void *a)
+{
+	struct sleep_note *n = a;
+	__atomic_store_n(&n->vp, kr_vp_self(), __ATOMIC_RELEASE);
+	__atomic_store_n(&n->asleep, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_sleep_for(n->ns), 0);
+	__atomic_store_n(&n->woke, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static uint32_t fresh_ran;
+static void *note_run(void *a)
+{
+	__atomic_store_n(&fresh_ran, 1, __ATOMIC_RELEASE);
 	return a;
 }
 
-static void *hand_sleep(void *a)
-{
-	__atomic_store_n(&hand_asleep, 1, __ATOMIC_RELEASE);
-	KT_EQ(kr_mp_sleep_for(2000000), 0);
-	__atomic_store_n(&hand_slept, 1, __ATOMIC_RELEASE);
-	return a;
-}
-
+/* While VP 0 blocks, the pair runs on the spare: what VP 0 had queued (a
+ * new microprocess in its slot) and a sleep whose timer is in VP 0's heap
+ * still come to their turn before VP 0 is back. */
 static void a_blocked_vps_queue_and_timers_go_on_while_the_spare_is_busy(void)
 {
 	init1();
-	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
-	KT_EQ(kr_chan_init(&hand_ch[1], sizeof(long), 0), 0);
-	kr_mp *ping, *pong, *sleeper, *fresh;
-	KT_EQ(kr_mp_create(&ping, NULL, hand_pinger, NULL), 0);
-	KT_EQ(kr_mp_create(&pong, NULL, hand_ponger, NULL), 0);
-	KT_EQ(kr_mp_create(&sleeper, NULL, hand_sleep, NULL), 0);
-	KT_WAIT(__atomic_load_n(&hand_asleep, __ATOMIC_ACQUIRE), kr_mp_yield());
-	KT_EQ(kr_mp_create(&fresh, NULL, hand_run, NULL), 0); /* into VP 0's slot */
+	pair_start();
+	struct sleep_note n = {.ns = 2000000};
+	kr_mp *sleeper, *fresh;
+	KT_EQ(kr_mp_create(&sleeper, NULL, sleep_noted, &n), 0);
+	KT_WAIT(__atomic_load_n(&n.asleep, __ATOMIC_ACQUIRE), kr_mp_yield());
+	KT_EQ(kr_mp_create(&fresh, NULL, note_run, NULL), 0); /* into VP 0's slot */
 	KT_EQ(kr_blocking_enter(), 0);
-	KT_WAIT(__atomic_load_n(&hand_ran, __ATOMIC_ACQUIRE) &&
-			__atomic_load_n(&hand_slept, __ATOMIC_ACQUIRE),
+	KT_WAIT(__atomic_load_n(&fresh_ran, __ATOMIC_ACQUIRE) &&
+			__atomic_load_n(&n.woke, __ATOMIC_ACQUIRE),
 		kt_nap_us(100));
 	KT_EQ(kr_blocking_leave(), 0);
-	KT_EQ(kr_chan_close(&hand_ch[0]), 0);
-	KT_EQ(kr_chan_close(&hand_ch[1]), 0);
-	KT_EQ(kr_mp_join(ping, NULL), 0);
-	KT_EQ(kr_mp_join(pong, NULL), 0);
+	pair_stop();
 	KT_EQ(kr_mp_join(sleeper, NULL), 0);
 	KT_EQ(kr_mp_join(fresh, NULL), 0);
 	KT_EQ(kr_fini(), 0);
@@ -505,25 +531,9 @@ static void a_blocked_vps_queue_and_timers_go_on_while_the_spare_is_busy(void)
 
 /* After a blocking call, its spare parks again.  Threads that are no VP
  * make microprocesses ready on every VP's queue in turn, the parked
- * spare's too; VP 0, kept busy by a ping-ponging pair, still runs them all
- * (src/core/blocking.c, "The work of a VP that is away"). */
-static kr_vp *spare_vp;
-static uint32_t parking, parked_ran;
+ * spare's too; VP 0, busy with the pair, still runs them all. */
+static uint32_t parking, parked_ran, poke_stop;
 static kr_mp *parked[8];
-
-static void *note_vp_of_spare(void *a)
-{
-	__atomic_store_n(&spare_vp, kr_vp_self(), __ATOMIC_RELEASE);
-	return a;
-}
-
-static uint32_t poke_stop;
-static void *poked(void *a)
-{
-	while (!__atomic_load_n(&poke_stop, __ATOMIC_ACQUIRE))
-		kr_mp_park();
-	return a;
-}
 
 static void *park_once(void *a)
 {
@@ -541,41 +551,42 @@ static void *unpark_all(void *a)
 	return a;
 }
 
+static void *poked(void *a)
+{
+	while (!__atomic_load_n(&poke_stop, __ATOMIC_ACQUIRE))
+		kr_mp_park();
+	return a;
+}
+
 static void wakeups_from_a_thread_reach_a_busy_vp_past_a_parked_spare(void)
 {
 	init1();
 	kr_vp *vp0 = kr_vp_self();
-	spare_vp = NULL;
-	kr_mp *m, *z, *ping, *pong;
+	struct sleep_note n = {.ns = 0};
+	kr_mp *m, *z;
 	KT_EQ(kr_mp_create(&z, NULL, poked, NULL), 0);
-	KT_EQ(kr_mp_create(&m, NULL, note_vp_of_spare, NULL), 0);
+	KT_EQ(kr_mp_create(&m, NULL, sleep_noted, &n), 0);
 	KT_EQ(kr_blocking_enter(), 0);
-	KT_WAIT(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE), kt_nap_us(100));
+	KT_WAIT(__atomic_load_n(&n.woke, __ATOMIC_ACQUIRE), kt_nap_us(100));
 	KT_EQ(kr_blocking_leave(), 0);
-	KT_CHECK(spare_vp != vp0);
+	KT_CHECK(n.vp != vp0);
 	/* One VP too many runs now: the spare parks when it next wakes from
 	 * its idle wait, which z's wakeups end.  This microprocess makes no
 	 * scheduling point meanwhile, so that it stays on VP 0. */
-	KT_WAIT(kr_vp_status(spare_vp) == KR_VP_SUSPENDED, {
+	KT_WAIT(kr_vp_status(n.vp) == KR_VP_SUSPENDED, {
 		KT_EQ(kr_mp_unpark(z), 0);
 		kt_nap_us(100);
 	});
 	KT_EQ(kr_vp_self(), vp0);
 	for (int i = 0; i < 8; i++)
 		KT_EQ(kr_mp_create(&parked[i], NULL, park_once, NULL), 0);
-	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
-	KT_EQ(kr_chan_init(&hand_ch[1], sizeof(long), 0), 0);
-	KT_EQ(kr_mp_create(&ping, NULL, hand_pinger, NULL), 0);
-	KT_EQ(kr_mp_create(&pong, NULL, hand_ponger, NULL), 0);
+	pair_start();
 	KT_WAIT(__atomic_load_n(&parking, __ATOMIC_RELAXED) == 8, kr_mp_yield());
 	pthread_t t;
 	KT_EQ(pthread_create(&t, NULL, unpark_all, NULL), 0);
 	KT_WAIT(__atomic_load_n(&parked_ran, __ATOMIC_ACQUIRE) == 8, kr_mp_yield());
 	KT_EQ(pthread_join(t, NULL), 0);
-	KT_EQ(kr_chan_close(&hand_ch[0]), 0);
-	KT_EQ(kr_chan_close(&hand_ch[1]), 0);
-	KT_EQ(kr_mp_join(ping, NULL), 0);
-	KT_EQ(kr_mp_join(pong, NULL), 0);
+	pair_stop();
 	for (int i = 0; i < 8; i++)
 		KT_EQ(kr_mp_join(parked[i], NULL), 0);
 	__atomic_store_n(&poke_stop, 1, __ATOMIC_RELEASE);
@@ -586,40 +597,23 @@ static void wakeups_from_a_thread_reach_a_busy_vp_past_a_parked_spare(void)
 }
 
 /* A microprocess sleeps on the spare of a blocking call, which parks once
- * VP 0 is back, its timer still armed; VP 0, kept busy by a ping-ponging
- * pair, never goes idle to look at the spare's timers: the sleep still
- * ends (the running VPs fire a parked spare's timers). */
-static uint32_t spare_sleeping, spare_woke;
-
-static void *sleep_on_spare(void *a)
-{
-	__atomic_store_n(&spare_vp, kr_vp_self(), __ATOMIC_RELEASE);
-	__atomic_store_n(&spare_sleeping, 1, __ATOMIC_RELEASE);
-	KT_EQ(kr_mp_sleep_for(20000000), 0);
-	__atomic_store_n(&spare_woke, 1, __ATOMIC_RELEASE);
-	return a;
-}
-
+ * VP 0 is back, its timer still armed; VP 0, busy with the pair, never
+ * goes idle to look at the spare's timers: the sleep still ends (the
+ * running VPs fire a parked spare's timers). */
 static void a_sleep_on_a_spare_ends_while_vp_0_is_busy(void)
 {
 	init1();
 	kr_vp *vp0 = kr_vp_self();
-	spare_vp = NULL;
-	kr_mp *m, *ping, *pong;
-	KT_EQ(kr_mp_create(&m, NULL, sleep_on_spare, NULL), 0);
+	struct sleep_note n = {.ns = 20000000};
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, sleep_noted, &n), 0);
 	KT_EQ(kr_blocking_enter(), 0);
-	KT_WAIT(__atomic_load_n(&spare_sleeping, __ATOMIC_ACQUIRE), kt_nap_us(100));
+	KT_WAIT(__atomic_load_n(&n.asleep, __ATOMIC_ACQUIRE), kt_nap_us(100));
 	KT_EQ(kr_blocking_leave(), 0);
-	KT_CHECK(spare_vp != vp0);
-	KT_EQ(kr_chan_init(&hand_ch[0], sizeof(long), 0), 0);
-	KT_EQ(kr_chan_init(&hand_ch[1], sizeof(long), 0), 0);
-	KT_EQ(kr_mp_create(&ping, NULL, hand_pinger, NULL), 0);
-	KT_EQ(kr_mp_create(&pong, NULL, hand_ponger, NULL), 0);
-	KT_WAIT(__atomic_load_n(&spare_woke, __ATOMIC_ACQUIRE), kr_mp_yield());
-	KT_EQ(kr_chan_close(&hand_ch[0]), 0);
-	KT_EQ(kr_chan_close(&hand_ch[1]), 0);
-	KT_EQ(kr_mp_join(ping, NULL), 0);
-	KT_EQ(kr_mp_join(pong, NULL), 0);
+	KT_CHECK(n.vp != vp0);
+	pair_start();
+	KT_WAIT(__atomic_load_n(&n.woke, __ATOMIC_ACQUIRE), kr_mp_yield());
+	pair_stop();
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
 }
