@@ -286,10 +286,10 @@ void kr__away_take(struct kr_worker *w);
  * clock (a clock read costs a few yields), poll the event source if
  * there is one, apply the wakeups posted to the one VP (posts_poll), and
  * take over the timers and the queue of VPs inside blocking calls, and
- * the timers of parked spares (kr__away_take, blocking.c).  Idle VPs look at every VP's timers
- * each time round their loop, so a timer is late by at most 8 scheduling
- * points of its VP (or of a running VP, while its own is blocked) or one
- * idle VP's wake-up.  timers_due says whether this point is one to look;
+ * the timers of parked spares (kr__away_take, blocking.c).  Idle VPs look
+ * at every VP's timers each time round their loop, so a timer is late by
+ * at most 8 scheduling points of its VP (or of a running VP, while its
+ * own is away) or one idle VP's wake-up.  timers_due says whether this point is one to look;
  * kr__timers_run (timer.c) looks.  The count goes down on every point,
  * timers or not: one decrement and a branch on the fast paths, the four
  * loads of the rest at every 8th only. */

@@ -229,18 +229,8 @@ void kr__d_away(kr_sched *s, struct inst *i, uint32_t away)
 	kr__spin_lock(&i->lock);
 	i->away = away;
 	kr__spin_unlock(&i->lock);
-	if (away != AWAY_PARKED)
-		return;
-	kr_mp *mp = i->slotted ? slot_take(i) : NULL;
-	for (;;) {
-		if (mp)
-			kr__d_ready_in(s, NULL, mp);
-		kr__spin_lock(&i->lock);
-		mp = pop_locked(d, i);
-		kr__spin_unlock(&i->lock);
-		if (!mp)
-			return;
-	}
+	if (away == AWAY_PARKED)
+		kr__d_adopt(s, NULL, i);
 }
 
 
@@ -283,11 +273,11 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 }
 
 
-/* The VP whose instance is `mine` takes what `theirs`, the instance of a
- * VP that is away (inside a blocking call, or parked as a spare), has
- * queued: the slot's first, then the list in order, each to the tail of
- * its own (blocking.c, "The work of a VP that is away").  One lock at a time: a VP taking from this one meanwhile takes
- * in the other direction. */
+/* What `theirs`, the instance of a VP that is away, has queued goes to
+ * the tail of `mine` (a running VP takes a blocked VP's work), or, with
+ * `mine` NULL, to the VPs that run as if made ready by a thread that is
+ * no VP (a spare parks): the slot's first, then the list in order
+ * (blocking.c, "The work of a VP that is away").  One lock at a time. */
 void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs)
 {
 	struct dsched *d = D(s);
