@@ -4,12 +4,19 @@
  * network:
  *
  *   serve-pthread  one pthread per connection, blocking recv and send;
- *   serve-epoll    the hand-written event loop: one thread per core (2),
- *                  each with its own epoll set, the listening socket in
- *                  both (EPOLLEXCLUSIVE), non-blocking sockets,
+ *   serve-epoll [N] the hand-written event loop: N threads (default 2),
+ *                  each with its own epoll set and its own listening socket
+ *                  on the one port (SO_REUSEPORT), non-blocking sockets,
  *                  edge-triggered, each connection read until EAGAIN and
  *                  answered at once, with EPOLLOUT only for a reply that
  *                  did not fit the socket buffer.
+ *
+ * Why a listening socket per thread: with one socket in every thread's set
+ * (EPOLLEXCLUSIVE), the thread woken first accepts until EAGAIN and takes
+ * the whole burst of a client's connects, so wrk's 100 connections mostly
+ * landed on one thread and the "2 threads" ran on one, or not, from one
+ * round to the next.  The kernel spreads connections over SO_REUSEPORT
+ * sockets by their addresses, as nginx's `reuseport` relies on.
  *
  * karui-bench runs them as `karui-bench serve-pthread` / `serve-epoll`: each
  * listens on 127.0.0.1, any free port, says which on stdout, and runs until
@@ -58,12 +65,16 @@ static int respond(const char *in, size_t have, char *out, size_t cap, size_t *u
 	}
 }
 
-static int listener(void)
+/* A listening socket on 127.0.0.1:port (0: any free port); reuseport: one
+ * of a group on the same port. */
+static int listener(unsigned port, int reuseport)
 {
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t l = sizeof a;
 	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) ||
+	    (reuseport && setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one)) ||
 	    bind(s, (struct sockaddr *)&a, sizeof a) || listen(s, 4096) ||
 	    getsockname(s, (struct sockaddr *)&a, &l))
 		return -1;
@@ -108,7 +119,7 @@ static void *conn(void *arg)
 
 int kb_pthread_httpd(void)
 {
-	int s = listener(), one = 1;
+	int s = listener(0, 0), one = 1;
 	if (s < 0) {
 		perror("serve-pthread");
 		return 1;
@@ -132,7 +143,7 @@ int kb_pthread_httpd(void)
 
 /* ---- the event loop ---- */
 
-enum { EPOLL_THREADS = 2 };
+enum { EPOLL_THREADS_MAX = 64 };
 
 struct econn {
 	int fd;
@@ -191,7 +202,7 @@ static int econn_serve(int ep, struct econn *c)
 static void *event_loop(void *arg)
 {
 	int ls = (int)(intptr_t)arg, ep = epoll_create1(EPOLL_CLOEXEC), one = 1;
-	struct epoll_event lev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = NULL};
+	struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
 	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, ls, &lev)) {
 		perror("serve-epoll");
 		exit(1);
@@ -227,21 +238,30 @@ static void *event_loop(void *arg)
 	return NULL;
 }
 
-int kb_epoll_httpd(void)
+int kb_epoll_httpd(const char *threads)
 {
-	int s = listener();
-	if (s < 0 || fcntl(s, F_SETFL, O_NONBLOCK)) {
-		perror("serve-epoll");
-		return 1;
+	char *end = NULL;
+	long n = threads ? strtol(threads, &end, 10) : 2;
+	if ((end && *end) || n < 1 || n > EPOLL_THREADS_MAX) {
+		fprintf(stderr, "serve-epoll: THREADS is 1 to %d\n", EPOLL_THREADS_MAX);
+		return 2;
 	}
-	printf("epoll-httpd: listening on 127.0.0.1:%u\n", port_of(s));
-	fflush(stdout);
-	pthread_t t[EPOLL_THREADS];
-	for (int i = 1; i < EPOLL_THREADS; i++)
-		if (pthread_create(&t[i], NULL, event_loop, (void *)(intptr_t)s)) {
+	int s[EPOLL_THREADS_MAX];
+	for (long i = 0; i < n; i++)
+		if ((s[i] = listener(i ? port_of(s[0]) : 0, n > 1)) < 0 ||
+		    fcntl(s[i], F_SETFL, O_NONBLOCK)) {
 			perror("serve-epoll");
 			return 1;
 		}
-	event_loop((void *)(intptr_t)s);
+	printf("epoll-httpd: listening on 127.0.0.1:%u\n", port_of(s[0]));
+	fflush(stdout);
+	for (long i = 1; i < n; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, event_loop, (void *)(intptr_t)s[i])) {
+			perror("serve-epoll");
+			return 1;
+		}
+	}
+	event_loop((void *)(intptr_t)s[0]);
 	return 0;
 }

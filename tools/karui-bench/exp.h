@@ -80,15 +80,16 @@ typedef struct kb_http_opts {
 	const char *only;
 	int quick;
 	long conns;
-	/* values[n]: one experiment's results; *karui: karui's median, set by
-	 * the first call for system "karui" */
-	void (*emit)(const char *exp, const char *sys, double *values, int n, double *karui,
-		     long conns);
+	/* values[n]: one experiment's results for a server on x threads;
+	 * *karui: karui's median for that x, set by the call for system
+	 * "karui" */
+	void (*emit)(const char *exp, const char *sys, double *values, int n, int x,
+		     double *karui, long conns);
 	void (*none)(const char *exp, const char *sys, const char *kind, const char *why);
 } kb_http_opts;
 void kb_run_http(const kb_http_opts *o);
 int kb_pthread_httpd(void); /* `karui-bench serve-pthread` */
-int kb_epoll_httpd(void);   /* `karui-bench serve-epoll` */
+int kb_epoll_httpd(const char *threads); /* `karui-bench serve-epoll [THREADS]` */
 
 /* callgrind.c: one `karui-bench count SYS EXP n` run under callgrind (only
  * inside function `in` if not NULL; with `marks`, only between the run's

@@ -5,10 +5,19 @@
  *   karui         examples/httpd: a microprocess per connection, 2 VPs,
  *                 karui's I/O on io_uring (where the kernel allows)
  *   karui-epoll   the same binary with KARUI_IO=epoll
- *   go            bench/peers/go/httpd.go: a goroutine per connection
+ *   go            bench/peers/go/httpd.go: a goroutine per connection,
+ *                 GOMAXPROCS=2
  *   pthread       bench/peers/peer_httpd.c: a thread per connection
  *   epoll         bench/peers/peer_httpd.c: the hand-written event loop,
- *                 a thread and an epoll set per core (2)
+ *                 2 threads, each with its own epoll set and listening
+ *                 socket
+ *
+ * and karui (1 VP), go (GOMAXPROCS=1) and the event loop on one thread.
+ * Each row's x is the number of threads the server runs its connections on
+ * (VPs, GOMAXPROCS, loop threads; pthread's may use every core: 2), and a
+ * peer's ratio is to karui's row of the same x.  The one-thread rows are
+ * there because wrk runs on the same cores: on a host of 2 cores, a server
+ * on one thread leaves wrk the other, and may serve more than on two.
  *
  * All answer "GET /" with "hello" through the same request handling
  * (examples/http_min.h; the Go peer mirrors it).  Each server is started
@@ -34,7 +43,8 @@ struct server {
 	const char *name;
 	const char *exe;        /* in karui-bench's directory */
 	const char *arg1, *arg2, *arg3;
-	const char *io;         /* KARUI_IO for the child, or NULL */
+	const char *env;        /* NAME=VALUE for the child, or NULL */
+	int x;                  /* threads it serves on */
 	pid_t pid;
 	unsigned port;
 };
@@ -54,8 +64,8 @@ static int start(struct server *s, const char *dir)
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
-		if (s->io)
-			setenv("KARUI_IO", s->io, 1);
+		if (s->env)
+			putenv((char *)s->env);
 		execl(path, path, s->arg1, s->arg2, s->arg3, (char *)NULL);
 		_exit(127);
 	}
@@ -111,12 +121,16 @@ static double wrk(unsigned port, long conns, int secs)
 
 void kb_run_http(const kb_http_opts *o)
 {
+	/* karui's rows first: each peer's ratio is to karui's row of its x */
 	struct server sv[] = {
-		{"karui", "httpd", "--vps", "2", NULL, NULL},
-		{"karui-epoll", "httpd", "--vps", "2", NULL, "epoll"},
-		{"go", "karui-bench-go", "httpd", NULL, NULL, NULL},
-		{"pthread", "karui-bench", "serve-pthread", NULL, NULL, NULL},
-		{"epoll", "karui-bench", "serve-epoll", NULL, NULL, NULL},
+		{"karui", "httpd", "--vps", "2", NULL, NULL, 2},
+		{"karui", "httpd", "--vps", "1", NULL, NULL, 1},
+		{"karui-epoll", "httpd", "--vps", "2", NULL, "KARUI_IO=epoll", 2},
+		{"go", "karui-bench-go", "httpd", NULL, NULL, "GOMAXPROCS=2", 2},
+		{"go", "karui-bench-go", "httpd", NULL, NULL, "GOMAXPROCS=1", 1},
+		{"pthread", "karui-bench", "serve-pthread", NULL, NULL, NULL, 2},
+		{"epoll", "karui-bench", "serve-epoll", "2", NULL, NULL, 2},
+		{"epoll", "karui-bench", "serve-epoll", "1", NULL, NULL, 1},
 	};
 	enum { NS = sizeof sv / sizeof sv[0], REPS_MAX = 8 };
 	if (system("command -v wrk >/dev/null 2>&1") != 0) {
@@ -135,7 +149,8 @@ void kb_run_http(const kb_http_opts *o)
 				err == ENOENT ? "server not built" : "server did not start");
 			continue;
 		}
-		fprintf(stderr, "karui-bench: http / %s warm-up ...\n", sv[i].name);
+		fprintf(stderr, "karui-bench: http / %s (x = %d) warm-up ...\n", sv[i].name,
+			sv[i].x);
 		wrk(sv[i].port, conns, 1);
 		up[i] = 1;
 	}
@@ -145,13 +160,13 @@ void kb_run_http(const kb_http_opts *o)
 		for (int i = 0; i < NS; i++) {
 			if (!up[i])
 				continue;
-			fprintf(stderr, "karui-bench: http / %s round %d of %d ...\n", sv[i].name,
-				r + 1, reps);
+			fprintf(stderr, "karui-bench: http / %s (x = %d) round %d of %d ...\n",
+				sv[i].name, sv[i].x, r + 1, reps);
 			double x = wrk(sv[i].port, conns, secs);
 			if (x > 0)
 				v[i][got[i]++] = x;
 		}
-	double karui = 0;
+	double karui[3] = {0}; /* by x */
 	for (int i = 0; i < NS; i++) {
 		if (!up[i])
 			continue;
@@ -160,6 +175,6 @@ void kb_run_http(const kb_http_opts *o)
 			o->none("http", sv[i].name, "failed", "wrk reported errors");
 			continue;
 		}
-		o->emit("http", sv[i].name, v[i], got[i], &karui, conns);
+		o->emit("http", sv[i].name, v[i], got[i], sv[i].x, &karui[sv[i].x], conns);
 	}
 }

@@ -6,7 +6,7 @@
  *   karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]
  *   karui-bench count SYSTEM EXPERIMENT N     (one run, for callgrind)
  *   karui-bench locked SYSTEM EXPERIMENT [N]  (locked instructions by site)
- *   karui-bench serve-pthread | serve-epoll   (the http experiment's peers)
+ *   karui-bench serve-pthread | serve-epoll [THREADS]   (the http peers)
  *
  * Each (experiment, system) pair is run once to warm up (caches, branch
  * predictors, the CPU's clock, the runtime's own caches: the run is not
@@ -438,13 +438,13 @@ static void run_exp(const struct exp *e)
 	}
 }
 
-static void emit_rate(const char *exp, const char *sys, double *v, int n, double *karui,
-		      long conns)
+static void emit_rate(const char *exp, const char *sys, double *v, int n, int x,
+		      double *karui, long conns)
 {
 	struct stat3 st = stats(v, n);
 	if (!strcmp(sys, "karui"))
 		*karui = st.med;
-	emit(exp, sys, "requests", "req/s", st, *karui, conns);
+	emit_x(exp, sys, "requests", "req/s", st, *karui, conns, x, NULL);
 }
 
 static void run_http(void)
@@ -555,7 +555,7 @@ static void usage(FILE *f)
 		   "       karui-bench run NAME|all [--quick] [--json] [--only SYSTEM] [--n N]\n"
 		   "       karui-bench count SYSTEM EXPERIMENT N\n"
 		   "       karui-bench locked SYSTEM EXPERIMENT [N]\n"
-		   "       karui-bench serve-pthread | serve-epoll\n");
+		   "       karui-bench serve-pthread | serve-epoll [THREADS]\n");
 }
 
 static void list(void)
@@ -600,7 +600,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "serve-pthread"))
 		return kb_pthread_httpd();
 	if (!strcmp(argv[1], "serve-epoll"))
-		return kb_epoll_httpd();
+		return argc > 3 ? (usage(stderr), 2) : kb_epoll_httpd(argv[2]);
 	if (!strcmp(argv[1], "count")) {
 		if (argc != 5 || atol(argv[4]) <= 0) {
 			usage(stderr);
