@@ -1249,6 +1249,103 @@ static void epoll_wait_passes_on_when_its_waiter_runs_work(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- completions kept on their VP ---------------- */
+
+/* Three readers wait in VP 0's ring while a holder keeps VP 1 busy; then
+ * VP 1 goes to sleep, the three reads complete in one poll of VP 0, and
+ * VP 0 keeps them (sched_default.c, "Completions stay").  Each reader that
+ * runs on VP 0 computes for 200 ms without a scheduling point.  At VP 0's
+ * first scheduling point after that (this microprocess joins the next
+ * reader), two are still queued well past a watch: VP 0 wakes VP 1, which
+ * takes the third (or, if VP 0 is slow to go on, the second as well).
+ * Kept for good, all three would run on VP 0, one after the other;
+ * shared at once, VP 1 would take some while the first runs. */
+enum { KEPT_READERS = 3, KEPT_RUN_MS = 200 };
+static int kept_pipe[KEPT_READERS][2];
+static unsigned kept_vp0, kept_in, kept_ran_elsewhere;
+static uint64_t kept_first_end = UINT64_MAX, kept_elsewhere_at = UINT64_MAX;
+static int kept_hold = 1, kept_holder_done;
+static kr_vp *kept_holder_vp;
+
+static void kept_min(uint64_t *p, uint64_t v)
+{
+	uint64_t o = __atomic_load_n(p, __ATOMIC_RELAXED);
+	while (v < o && !__atomic_compare_exchange_n(p, &o, v, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
+static void *kept_holder(void *a)
+{
+	(void)a;
+	__atomic_store_n(&kept_holder_vp, kr_vp_self(), __ATOMIC_RELEASE);
+	while (__atomic_load_n(&kept_hold, __ATOMIC_ACQUIRE))
+		;
+	/* park, not end: an ended one's stack in VP 1's cache would give
+	 * VP 1 a deadline to wake at (its trim) */
+	while (!__atomic_load_n(&kept_holder_done, __ATOMIC_ACQUIRE))
+		kr_mp_park();
+	return NULL;
+}
+
+static void *kept_reader(void *a)
+{
+	int i = (int)(intptr_t)a;
+	char c;
+	size_t n;
+	__atomic_fetch_add(&kept_in, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_read(kept_pipe[i][0], &c, 1, &n, in_ms(100000)), 0);
+	KT_EQ(n, 1);
+	uint64_t now = kt_mono_ns();
+	if (kr_vp_id(kr_vp_self()) != kept_vp0) {
+		__atomic_fetch_add(&kept_ran_elsewhere, 1, __ATOMIC_RELEASE);
+		kept_min(&kept_elsewhere_at, now);
+		return NULL;
+	}
+	uint64_t end = now + KEPT_RUN_MS * 1000000ull;
+	while ((now = kt_mono_ns()) < end)
+		;
+	kept_min(&kept_first_end, now);
+	return NULL;
+}
+
+static void kept_completions_are_shared_once_one_has_run_long(void)
+{
+	init(2);
+	if (strcmp(kr_io_backend(), "io_uring") != 0) {
+		kr_fini();
+		KT_SKIP("the back end is epoll: readiness is shared at once");
+	}
+	kept_vp0 = kr_vp_id(kr_vp_self());
+	kr_mp *h, *r[KEPT_READERS];
+	/* the holder lands on VP 1: VP 0 runs this microprocess meanwhile */
+	KT_EQ(kr_mp_create(&h, &small, kept_holder, NULL), 0);
+	KT_WAIT(__atomic_load_n(&kept_holder_vp, __ATOMIC_ACQUIRE), (void)0);
+	KT_CHECK(kr_vp_id(kept_holder_vp) != kept_vp0);
+	for (int i = 0; i < KEPT_READERS; i++) {
+		mkpipe(kept_pipe[i]);
+		KT_EQ(kr_mp_create(&r[i], &small, kept_reader, (void *)(intptr_t)i), 0);
+	}
+	KT_WAIT(__atomic_load_n(&kept_in, __ATOMIC_ACQUIRE) == KEPT_READERS, kr_mp_yield());
+	for (int i = 0; i < 16; i++) /* two timers' turns: the reads are in VP 0's ring */
+		kr_mp_yield();
+	__atomic_store_n(&kept_hold, 0, __ATOMIC_RELEASE);
+	KT_WAIT(kr_vp_status(kept_holder_vp) == KR_VP_SLEEPING, (void)0);
+	for (int i = 0; i < KEPT_READERS; i++)
+		KT_EQ(write(kept_pipe[i][1], "k", 1), 1);
+	for (int i = 0; i < KEPT_READERS; i++)
+		KT_EQ(kr_mp_join(r[i], NULL), 0);
+	KT_CHECK(__atomic_load_n(&kept_ran_elsewhere, __ATOMIC_ACQUIRE) >= 1);
+	KT_CHECK(kept_elsewhere_at > kept_first_end);
+	__atomic_store_n(&kept_holder_done, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_unpark(h), 0);
+	KT_EQ(kr_mp_join(h, NULL), 0);
+	for (int i = 0; i < KEPT_READERS; i++) {
+		KT_EQ(kr_close(kept_pipe[i][0]), 0);
+		KT_EQ(kr_close(kept_pipe[i][1]), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---------------- fork ---------------- */
 
 static sigset_t app_mask;       /* the program's own, set before kr_init */
@@ -1430,6 +1527,7 @@ int main(int argc, char **argv)
 	KT_RUN(io_in_flight_completes_while_its_vp_blocks);
 	KT_RUN(io_is_watched_after_a_spare_retires);
 	KT_RUN(epoll_wait_passes_on_when_its_waiter_runs_work);
+	KT_RUN(kept_completions_are_shared_once_one_has_run_long);
 	KT_RUN(child_of_fork_on_vp1_gets_eperm_and_the_program_mask_and_execs);
 	KT_RUN(child_of_fork_on_vp0_gets_eperm_and_the_program_mask_and_execs);
 	KT_RUN(close_in_a_forked_child_spares_the_parents_read);

@@ -143,9 +143,16 @@ struct kr_worker {
 	struct inst *fast;      /* sched_vp while the fast paths apply: the
 	                           default scheduler, a slot (kr_rq_ws), no
 	                           blocking section; else NULL (rt.h) */
-	int park_first;         /* waiting on its own event source: the first
-	                           microprocess it makes ready there wakes no
-	                           other VP (sched_default.h: park_own) */
+	int own_source;         /* inside a poll or wait of its own event source
+	                           (KR_POLLER_PER_VP: sched_default.h,
+	                           own_keeps) */
+	int soon;               /* the next scheduling points are early turns
+	                           for kept completions; this many of them are
+	                           left until the regular one (kr__turn_soon) */
+	uint64_t kept_at;       /* the poll or wait of its own event source that
+	                           first made ready what it keeps, until that has
+	                           run or an idle VP was woken for it; 0: none
+	                           (sched_default.c, "Completions stay") */
 	int spare;              /* started for a blocking call (blocking.c) */
 	int blocked;            /* inside kr_blocking_enter/leave */
 	uint32_t away_timers;   /* parked as a spare with timers armed, and
@@ -153,6 +160,20 @@ struct kr_worker {
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */
 	struct kr_timers timers;
 };
+
+#define KR_KEPT_UNDATED 1 /* kept_at until its poll or wait returns */
+
+/* The next scheduling point of w, the calling VP, is to be a turn: an
+ * early one, which only looks at the completions the default scheduler
+ * keeps (kr__timers_run), and again at each point after it while they are
+ * kept; the regular turn comes when it would have. */
+static inline void kr__turn_soon(struct kr_worker *w)
+{
+	if (!w->soon) {
+		w->soon = w->tick;
+		w->tick = 1;
+	}
+}
 
 struct kr_sched {
 	const kr_sched_ops *ops;

@@ -275,6 +275,19 @@ static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *
 
 /* ---------------- timers ---------------- */
 
+/* The event source's poll, on VP w (the idle loop's, and a busy VP's at
+ * its timers' turn): what a source of its own makes ready, w keeps
+ * (sched_default.h: own_keeps). */
+static inline void kr__poll(struct kr_worker *w)
+{
+	if (!__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
+		return;
+	w->own_source = G.poller.flags & KR_POLLER_PER_VP;
+	G.poller.poll(G.poller.arg);
+	w->own_source = 0;
+	if (w->kept_at == KR_KEPT_UNDATED)
+		w->kept_at = kr_now();
+}
 /* timer.c */
 void kr__timers_run(struct kr_worker *w);
 void kr__timers_run_all(void);

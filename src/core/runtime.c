@@ -87,13 +87,14 @@ void kr_sched_park(uint64_t deadline)
 	struct kr_worker *w = W(), *none = NULL;
 	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
 	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {
-		/* what its own source makes ready this VP runs next: the
-		 * first of it wakes no other VP (sched_default.h: park_own).
-		 * Not so with a shared source, whose waiter must be
-		 * relieved when it finds work. */
-		w->park_first = 1;
+		/* what its own source makes ready this VP keeps
+		 * (sched_default.h: own_keeps).  Not so with a shared
+		 * source, whose waiter must be relieved when it finds work. */
+		w->own_source = 1;
 		G.poller.wait(G.poller.arg, deadline);
-		w->park_first = 0;
+		w->own_source = 0;
+		if (w->kept_at == KR_KEPT_UNDATED)
+			w->kept_at = kr_now();
 		return;
 	}
 	if (on && __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
@@ -148,8 +149,7 @@ static void idle_loop(struct kr_worker *w)
 			kr__spare_retire(w);
 		posts_poll();
 		kr__timers_run_all();
-		if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
-			G.poller.poll(G.poller.arg);
+		kr__poll(w);
 		if (!mp)
 			mp = NEXT(w, NULL);
 		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {

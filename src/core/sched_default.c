@@ -11,10 +11,9 @@
  *   ready(mp)    push onto the caller's VP's instance (a thread that is no
  *                VP: onto VP instances in turn, passing over those of VPs
  *                that are away, see kr__d_away); then, if some VP is idle,
- *                kr_sched_unpark(1), but for the first microprocess a VP
- *                makes ready while it waits on its own event source (its
- *                I/O ring), which it runs itself next (sched_default.h:
- *                park_own).  A new microprocess goes first (see "New
+ *                kr_sched_unpark(1), but for what a VP makes ready in a
+ *                poll or wait of its own event source (see "Completions
+ *                stay").  A new microprocess goes first (see "New
  *                microprocesses").
  *   next(prev)   push prev (if any) and pop, under one lock acquisition;
  *                when the own instance is empty, steal from the others
@@ -88,6 +87,24 @@
  * that cleared it looks at every queue before it parks again; if it
  * leaves with work instead, it passes the wakeup on to another idle VP,
  * as Go's spinning threads do.
+ *
+ * Completions stay.  What a VP's own event source makes ready (the I/O
+ * completions of its ring, which only that VP reaps: at its poll, every
+ * 8th scheduling point, or in its idle wait) that VP keeps: it wakes no
+ * idle VP then.  It looks again at each of its next scheduling points
+ * (kr__d_kept, an early turn of kr__timers_run): with its queue empty
+ * they have all run; with work still queued a watch (SLOT_WATCH_NS) after
+ * that poll, it wakes an idle VP, one at a time as above.  A poll mostly
+ * finds a few cheap completions, which the VP runs within microseconds:
+ * an idle VP woken for them at once took longer to wake up than that,
+ * found them gone in most cases and went back to sleep, two context
+ * switches and a futex call for nothing.  Completions that each take long are shared after one
+ * of them has run.  Idle VPs still steal kept ones whenever they look on
+ * their own (woken by their own ring, a timer or another wakeup).  The
+ * price: kept completions wait while the VP runs a microprocess that
+ * makes no scheduling point, as those still in its ring do
+ * (docs/limits.md).  Per-VP list queues only: with a shared queue or
+ * another module, readiness wakes an idle VP at once.
  *
  * Rejected: a lock-free deque per VP (Chase–Lev): its owner pop needs a
  * store-load fence, which costs what the uncontended spin lock costs, and it
@@ -272,6 +289,29 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 	return NULL;
 }
 
+
+/* VP w, at a scheduling point while it keeps what its own event source
+ * made ready ("Completions stay"): once its queue is empty they have all
+ * run (here or taken by a thief); if it still holds work a watch after
+ * the poll that kept the first, an idle VP is woken for it.  1: still
+ * kept, to be looked at again at the next scheduling point. */
+int kr__d_kept(kr_sched *s, struct kr_worker *w)
+{
+	struct dsched *d = D(s);
+	struct inst *i = w->sched_vp;
+	if (!w->kept_at)
+		return 0;
+	if (i->slotted ? slot_free(i) : list_empty(i)) {
+		w->kept_at = 0;
+		return 0;
+	}
+	if (kr_now() - w->kept_at < SLOT_WATCH_NS)
+		return 1;
+	w->kept_at = 0;
+	if (__atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) && wake_claim(d))
+		kr_sched_unpark(1);
+	return 0;
+}
 
 /* What `theirs`, the instance of a VP that is away, has queued goes to
  * the tail of `mine` (a running VP takes a blocked VP's work), or, with

@@ -212,17 +212,21 @@ static inline __attribute__((always_inline)) int wake_claim(struct dsched *d)
 	       !__atomic_exchange_n(&d->waking, 1, __ATOMIC_SEQ_CST);
 }
 
-/* A VP that makes a microprocess ready from inside its wait on its own
- * event source (an I/O completion of its ring: kr_sched_park) runs it
- * itself when the wait ends: the first such readiness wakes no other VP,
- * which would only find it gone or watch it.  Read only where another VP
- * is idle, so the common push pays nothing for it. */
-static inline __attribute__((always_inline)) int park_own(void)
+/* What a VP makes ready in its own instance from inside a poll or wait
+ * of its own event source (I/O completions of its ring) it keeps: 1, and
+ * no idle VP is woken now (sched_default.c, "Completions stay"); its next
+ * scheduling point looks at them (kr__d_kept).  Per-VP list queues only.
+ * Called only where another VP is idle, so the common push pays nothing
+ * for it. */
+static inline __attribute__((always_inline)) int own_keeps(struct dsched *d)
 {
 	struct kr_worker *w = kr__w;
-	if (!w || !w->park_first)
+	if (!w || !w->own_source || d->shared || d->kind == RQ_OTHER)
 		return 0;
-	w->park_first = 0;
+	if (!w->kept_at) {
+		w->kept_at = KR_KEPT_UNDATED;
+		kr__turn_soon(w);
+	}
 	return 1;
 }
 
@@ -230,7 +234,7 @@ static inline __attribute__((always_inline)) int park_own(void)
 static inline __attribute__((always_inline)) int fill_wakes(struct dsched *d, struct inst *i)
 {
 	return __atomic_load_n(&d->nidle, __ATOMIC_SEQ_CST) &&
-	       !__atomic_load_n(&i->watched, __ATOMIC_SEQ_CST) && !park_own() && wake_claim(d);
+	       !__atomic_load_n(&i->watched, __ATOMIC_SEQ_CST) && !own_keeps(d) && wake_claim(d);
 }
 
 /* The owner VP puts mp, woken or new, into its free slot: counted as a
@@ -300,6 +304,7 @@ static inline __attribute__((always_inline)) int slot_displace(struct inst *i, k
 }
 
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
+int kr__d_kept(kr_sched *s, struct kr_worker *w);
 struct inst *kr__d_foreign_locked(struct dsched *d);
 void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs);
 void kr__d_away(kr_sched *s, struct inst *i, uint32_t away);
@@ -319,7 +324,7 @@ static inline __attribute__((always_inline)) void kr__d_ready_in(kr_sched *s, st
 	push_locked(d, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);
-	if (idle && !(mine && park_own()) && wake_claim(d))
+	if (idle && !(mine && own_keeps(d)) && wake_claim(d))
 		kr_sched_unpark(1);
 }
 
@@ -390,7 +395,7 @@ static inline __attribute__((always_inline)) int kr__d_ready_try(kr_sched *s, st
 	push_as(d, kind, i, mp);
 	uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 	kr__spin_unlock(&i->lock);
-	return idle && !park_own() && wake_claim(d) ? KR_D_READY_IDLE : KR_D_READY;
+	return idle && !own_keeps(d) && wake_claim(d) ? KR_D_READY_IDLE : KR_D_READY;
 }
 
 /* spawn(mp) when it needs no call, as kr__d_ready_try. */

@@ -181,9 +181,20 @@ static void run_of(struct kr_worker *o, uint64_t *now)
 
 __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
 {
+	if (w->soon) {
+		int rest = w->soon - 1, again = IS_DEFAULT && kr__d_kept(SCHED, w);
+		w->soon = 0;
+		if (rest) {
+			if (again)
+				w->soon = rest;
+			w->tick = again ? 1 : rest;
+			return;
+		}
+		if (again)
+			kr__turn_soon(w);
+	}
 	posts_poll();
-	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
-		G.poller.poll(G.poller.arg);
+	kr__poll(w);
 	uint64_t now = 0;
 	run_of(w, &now);
 	if (__atomic_load_n(&G.naway, __ATOMIC_RELAXED))
