@@ -80,11 +80,11 @@ typedef struct kb_http_opts {
 	const char *only;
 	int quick;
 	long conns;
-	/* values[n]: one experiment's results for a server on x threads;
-	 * *karui: karui's median for that x, set by the call for system
+	/* values[n]: one metric of a server on x threads; *karui: karui's
+	 * median of that metric for that x, set by the call for system
 	 * "karui" */
-	void (*emit)(const char *exp, const char *sys, double *values, int n, int x,
-		     double *karui, long conns);
+	void (*emit)(const char *exp, const char *sys, const char *metric, const char *unit,
+		     double *values, int n, int x, double *karui, long conns);
 	void (*none)(const char *exp, const char *sys, const char *kind, const char *why);
 } kb_http_opts;
 void kb_run_http(const kb_http_opts *o);

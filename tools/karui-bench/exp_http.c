@@ -24,8 +24,12 @@
  * once and warmed up with a 1 s run; then rounds of `wrk -t1 -cN -dD`
  * (N = --n, default 100 connections; D = 2 s with --quick, else 5 s) go
  * to each server in turn, so that drift on this shared machine touches all
- * of them alike.  The figure is wrk's requests per second (higher is
- * better: a peer/karui ratio below 1 means karui served more).
+ * of them alike.  The figures: wrk's requests per second (higher is
+ * better: a peer/karui ratio below 1 means karui served more), and the
+ * server's CPU time per request over the same rounds, from
+ * /proc/PID/stat (user and system, all its threads; lower is better).
+ * Where wrk's own core is the limit, the second tells the servers apart
+ * when the first cannot.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -97,8 +101,28 @@ static void stop(struct server *s)
 	}
 }
 
-/* One wrk run: requests per second, or -1. */
-static double wrk(unsigned port, long conns, int secs)
+/* The CPU time the process has used so far, in clock ticks, or -1. */
+static long long cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* after the command's ")": state is field 3, utime and stime 14 and 15 */
+	char *p = strrchr(buf, ')');
+	unsigned long long ut, st;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			 &st) != 2)
+		return -1;
+	return (long long)(ut + st);
+}
+
+/* One wrk run: requests per second, or -1; *n: the requests it counted. */
+static double wrk(unsigned port, long conns, int secs, long *n)
 {
 	char cmd[256];
 	snprintf(cmd, sizeof cmd, "wrk -t1 -c%ld -d%ds http://127.0.0.1:%u/ 2>&1", conns, secs,
@@ -109,9 +133,13 @@ static double wrk(unsigned port, long conns, int secs)
 	char line[256];
 	double rps = -1;
 	int errors = 0;
+	*n = 0;
 	while (fgets(line, sizeof line, p)) {
+		long k;
 		if (!strncmp(line, "Requests/sec:", 13))
 			rps = strtod(line + 13, NULL);
+		else if (sscanf(line, " %ld requests in", &k) == 1)
+			*n = k;
 		if (strstr(line, "Non-2xx") || strstr(line, "Socket errors"))
 			errors = 1;
 	}
@@ -151,22 +179,29 @@ void kb_run_http(const kb_http_opts *o)
 		}
 		fprintf(stderr, "karui-bench: http / %s (x = %d) warm-up ...\n", sv[i].name,
 			sv[i].x);
-		wrk(sv[i].port, conns, 1);
+		long n;
+		wrk(sv[i].port, conns, 1, &n);
 		up[i] = 1;
 	}
-	double v[NS][REPS_MAX];
-	int got[NS] = {0};
+	double v[NS][REPS_MAX], cpu[NS][REPS_MAX];
+	int got[NS] = {0}, gotc[NS] = {0};
+	double tick_us = 1e6 / (double)sysconf(_SC_CLK_TCK);
 	for (int r = 0; r < reps; r++)
 		for (int i = 0; i < NS; i++) {
 			if (!up[i])
 				continue;
 			fprintf(stderr, "karui-bench: http / %s (x = %d) round %d of %d ...\n",
 				sv[i].name, sv[i].x, r + 1, reps);
-			double x = wrk(sv[i].port, conns, secs);
+			long n;
+			long long t0 = cpu_ticks(sv[i].pid);
+			double x = wrk(sv[i].port, conns, secs, &n);
+			long long t1 = cpu_ticks(sv[i].pid);
 			if (x > 0)
 				v[i][got[i]++] = x;
+			if (x > 0 && n > 0 && t0 >= 0 && t1 >= t0)
+				cpu[i][gotc[i]++] = (double)(t1 - t0) * tick_us / (double)n;
 		}
-	double karui[3] = {0}; /* by x */
+	double karui[3] = {0}, karui_cpu[3] = {0}; /* by x */
 	for (int i = 0; i < NS; i++) {
 		if (!up[i])
 			continue;
@@ -175,6 +210,10 @@ void kb_run_http(const kb_http_opts *o)
 			o->none("http", sv[i].name, "failed", "wrk reported errors");
 			continue;
 		}
-		o->emit("http", sv[i].name, v[i], got[i], sv[i].x, &karui[sv[i].x], conns);
+		o->emit("http", sv[i].name, "requests", "req/s", v[i], got[i], sv[i].x,
+			&karui[sv[i].x], conns);
+		if (gotc[i] == reps)
+			o->emit("http", sv[i].name, "CPU per request", "us/req", cpu[i], gotc[i],
+				sv[i].x, &karui_cpu[sv[i].x], conns);
 	}
 }

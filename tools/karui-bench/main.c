@@ -438,19 +438,19 @@ static void run_exp(const struct exp *e)
 	}
 }
 
-static void emit_rate(const char *exp, const char *sys, double *v, int n, int x,
-		      double *karui, long conns)
+static void emit_http(const char *exp, const char *sys, const char *metric, const char *unit,
+		      double *v, int n, int x, double *karui, long conns)
 {
 	struct stat3 st = stats(v, n);
 	if (!strcmp(sys, "karui"))
 		*karui = st.med;
-	emit_x(exp, sys, "requests", "req/s", st, *karui, conns, x, NULL);
+	emit_x(exp, sys, metric, unit, st, *karui, conns, x, NULL);
 }
 
 static void run_http(void)
 {
 	kb_http_opts o = {.dir = self_dir, .only = only, .quick = quick,
-			  .conns = n_override ? n_override : 100, .emit = emit_rate,
+			  .conns = n_override ? n_override : 100, .emit = emit_http,
 			  .none = emit_none};
 	kb_run_http(&o);
 }
