@@ -37,6 +37,16 @@ static uint64_t in_ms(uint64_t ms) { return kr_now() + ms * MS; }
 
 static void mkpipe(int p[2]) { KT_EQ(pipe2(p, O_CLOEXEC), 0); }
 
+/* init(vps) for a test of one back end: skipped, with why, on the other. */
+static void init_on(unsigned vps, const char *backend, const char *why)
+{
+	init(vps);
+	if (strcmp(kr_io_backend(), backend) != 0) {
+		kr_fini();
+		KT_SKIP(why);
+	}
+}
+
 enum { NR_IO_URING_SETUP = 425 }; /* the same on x86-64 and aarch64 */
 
 /* KARUI_TEST_DENY_URING: io_uring_setup fails with EPERM for this process
@@ -1224,11 +1234,7 @@ static void *s_then_r(void *a)
 
 static void epoll_wait_passes_on_when_its_waiter_runs_work(void)
 {
-	init(2);
-	if (strcmp(kr_io_backend(), "epoll") != 0) {
-		kr_fini();
-		KT_SKIP("the back end is io_uring: completions go to the requesting VP's ring");
-	}
+	init_on(2, "epoll", "the back end is io_uring: completions go to the requesting VP's ring");
 	kt_vp_threads(&handoff_vps, 2);
 	mkpipe(handoff_s);
 	mkpipe(handoff_r);
@@ -1310,11 +1316,7 @@ static void *kept_reader(void *a)
 
 static void kept_completions_are_shared_once_one_has_run_long(void)
 {
-	init(2);
-	if (strcmp(kr_io_backend(), "io_uring") != 0) {
-		kr_fini();
-		KT_SKIP("the back end is epoll: readiness is shared at once");
-	}
+	init_on(2, "io_uring", "the back end is epoll: readiness is shared at once");
 	kept_vp0 = kr_vp_id(kr_vp_self());
 	kr_mp *h, *r[KEPT_READERS];
 	/* the holder lands on VP 1: VP 0 runs this microprocess meanwhile */

@@ -1,6 +1,7 @@
 // The Go peer of karui's example HTTP server (examples/httpd.c with
 // examples/http_min.h): the same minimal HTTP/1.1 handling, one goroutine
-// per connection, on Go's network poller, GOMAXPROCS as Go chooses.
+// per connection, on Go's network poller, GOMAXPROCS from the environment
+// (karui-bench's http experiment sets 2 and 1).
 //
 // Usage: benchpeer httpd   (listens on 127.0.0.1, any free port, and says
 // which on stdout; SIGTERM ends it)
