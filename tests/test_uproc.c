@@ -931,20 +931,22 @@ static void say(kr_upipe *p, const char *s)
 }
 
 /* Wherever a μprocess is, kr_uproc_kill ends it with 128 + the signal:
- * waiting on its karui pipe, asleep, in a loop of system calls that its
- * rewritten call sites serve without trapping. */
+ * waiting on its karui pipe, asleep, in a futex wait that nobody will
+ * end, in a loop of system calls that its rewritten call sites serve
+ * without trapping. */
 static void a_kill_ends_a_uproc_wherever_it_waits(void)
 {
 	start(2);
 	need_uprocs();
 	char *cat[] = {"cat", NULL}, *sleep[] = {"sleep", "1000", NULL};
-	char *spin[] = {"uproc_probe", "spin", NULL};
+	char *spin[] = {"uproc_probe", "spin", NULL}, *wait[] = {"uproc_probe", "wait", NULL};
 	struct {
 		const char *path;
 		char **argv;
 		int sig;
 	} c[] = {{"/bin/cat", cat, SIGTERM}, {"/bin/sleep", sleep, SIGINT},
-		 {probe, spin, SIGHUP}, {"/bin/cat", cat, SIGKILL}};
+		 {probe, spin, SIGHUP}, {"/bin/cat", cat, SIGKILL}, {probe, wait, SIGINT},
+		 {probe, wait, SIGKILL}};
 	for (unsigned i = 0; i < sizeof c / sizeof *c; i++) {
 		kr_upipe *in, *out;
 		kr_uproc *up = spawn_piped(c[i].path, c[i].argv, &in, &out);
@@ -952,6 +954,8 @@ static void a_kill_ends_a_uproc_wherever_it_waits(void)
 			say(in, "one\n");
 			KT_CHECK(strcmp(line_of(out), "one") == 0);
 		}
+		if (c[i].argv == wait) /* its futex wait comes right after */
+			KT_CHECK(strcmp(line_of(out), "waiting") == 0);
 		KT_EQ(kr_uproc_kill(up, c[i].sig), 0);
 		int st = -1;
 		KT_EQ(kr_uproc_wait(up, &st), 0);
@@ -960,6 +964,43 @@ static void a_kill_ends_a_uproc_wherever_it_waits(void)
 		KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
 		KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
 	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Every pointer a μprocess hands karui may be bad: an unmapped page, a
+ * non-canonical address, a read-only page where the call writes.  Each of
+ * the probe's calls fails with EFAULT, as it does natively, and the host
+ * goes on: the probe says so in the same words both ways. */
+static void a_bad_pointer_is_efault_for_that_call_alone(void)
+{
+	start(2);
+	need_uprocs();
+	char cmd[4200], native[256] = "", *out;
+	snprintf(cmd, sizeof cmd, "%s efault", probe);
+	FILE *f = popen(cmd, "r");
+	KT_CHECK(f);
+	KT_CHECK(fgets(native, sizeof native, f));
+	KT_EQ(pclose(f), 0);
+	KT_CHECK(strstr(native, " calls\n"));
+	for (int i = 0; i < 2; i++) { /* cold, then from a kept image */
+		KT_EQ(run_probe("efault", NULL, &out), 0);
+		KT_CHECK(strcmp(out, native) == 0);
+		free(out);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* The timed waits of a single-threaded program (futex waits with a
+ * timeout) end at their timeout; alarm() ends pause() by SIGALRM; the
+ * alternate signal stack is kept as set. */
+static void timed_waits_alarms_and_altstacks_behave_as_natively(void)
+{
+	start(2);
+	need_uprocs();
+	probe_says("timed", NULL,
+		   "sem Connection timed out, cond Connection timed out, mutex Connection timed out\n");
+	KT_EQ(run_probe("alarm", NULL, NULL), 128 + SIGALRM);
+	probe_says("altstack", NULL, "kept\n");
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -1230,6 +1271,8 @@ int main(int argc, char **argv)
 	KT_RUN(a_kill_ends_a_uproc_wherever_it_waits);
 	KT_RUN(a_kill_ends_a_wait_in_the_kernel);
 	KT_RUN(a_kill_honours_what_the_uproc_set);
+	KT_RUN(a_bad_pointer_is_efault_for_that_call_alone);
+	KT_RUN(timed_waits_alarms_and_altstacks_behave_as_natively);
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);

@@ -37,9 +37,22 @@
  *                            owner), and "bye" from an atexit handler
  *   uproc_probe state-mprotect   state, after an mprotect of its own .data
  *   uproc_probe map FILE     maps FILE read-only: the address and the text
+ *   uproc_probe efault       each system call below with an unmapped, a
+ *                            non-canonical and (where it writes) a
+ *                            read-only pointer: prints each one that did
+ *                            not fail with EFAULT, then "N calls"
+ *   uproc_probe timed        sem_timedwait, pthread_cond_timedwait and
+ *                            pthread_mutex_timedlock, each for 20 ms:
+ *                            their errors
+ *   uproc_probe wait         sem_wait with nobody to post: for ever
+ *   uproc_probe alarm        alarm(1), then pause()
+ *   uproc_probe altstack     sigaltstack set, read back: "kept" or not
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <semaphore.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -47,7 +60,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -168,6 +184,108 @@ static int state(const char *arg)
 	atexit(bye);
 	printf("%d %d %s %s %s %s\n", runs_bss, runs_data, heap, program_invocation_short_name,
 	       v ? v : "-", tid_ok ? "tid-ok" : "tid-wrong");
+	return 0;
+}
+
+/* efault: each call, with each bad pointer, fails with EFAULT */
+static int calls, wrong;
+static void want_efault(const char *what, long r)
+{
+	calls++;
+	if (r != -1 || errno != EFAULT) {
+		wrong++;
+		printf("%s: %ld %s\n", what, r, strerror(errno));
+	}
+}
+#define EF(what, ...) want_efault(what, syscall(__VA_ARGS__))
+
+static int bad_pointers(void)
+{
+	char *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (gone == MAP_FAILED || ro == MAP_FAILED || munmap(gone, 4096))
+		return 3;
+	int p[2], v = 0;
+	if (pipe(p) || write(p[1], "data", 4) != 4)
+		return 4;
+	struct timespec ts = {0, 1000};
+	struct pollfd pf = {.fd = p[0], .events = POLLIN};
+	struct stat st;
+	char *bads[] = {gone, (char *)0x8000000000000000ul, ro};
+	for (int i = 0; i < 3; i++) {
+		char *b = bads[i];
+		int w = b != ro; /* a bad pointer to read from */
+		if (w) {
+			EF("open", SYS_open, b, O_RDONLY);
+			EF("openat", SYS_openat, AT_FDCWD, b, O_RDONLY);
+			EF("creat", SYS_creat, b, 0600);
+			EF("stat", SYS_stat, b, &st);
+			EF("chdir", SYS_chdir, b);
+			EF("mkdir", SYS_mkdir, b, 0700);
+			EF("access", SYS_access, b, F_OK);
+			EF("statfs", SYS_statfs, b, &st);
+			EF("truncate", SYS_truncate, b, 0);
+			EF("write(pipe)", SYS_write, p[1], b, 4);
+			EF("writev(pipe)", SYS_writev, p[1], b, 1);
+			EF("poll", SYS_poll, b, 1, 0);
+			EF("ppoll(fds)", SYS_ppoll, b, 1, &ts, NULL, 8);
+			EF("ppoll(timeout)", SYS_ppoll, &pf, 1, b, NULL, 8);
+			EF("nanosleep", SYS_nanosleep, b, NULL);
+			EF("clock_nanosleep", SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, b, NULL);
+			EF("futex(word)", SYS_futex, b, FUTEX_WAIT, 0, NULL);
+			EF("futex(timeout)", SYS_futex, &v, FUTEX_WAIT, 0, b);
+			EF("rt_sigaction(act)", SYS_rt_sigaction, SIGUSR1, b, NULL, 8);
+			EF("rt_sigprocmask(set)", SYS_rt_sigprocmask, SIG_BLOCK, b, NULL, 8);
+			EF("sigaltstack(ss)", SYS_sigaltstack, b, NULL);
+			EF("newfstatat(path)", SYS_newfstatat, p[0], b, &st, AT_EMPTY_PATH);
+		}
+		struct iovec iov = {b, 4};
+		if (w)
+			EF("writev(iov_base)", SYS_writev, p[1], &iov, 1);
+		EF("readv(iov_base)", SYS_readv, p[0], &iov, 1);
+		EF("read(pipe)", SYS_read, p[0], b, 4);
+		EF("pipe", SYS_pipe, b);
+		EF("pipe2", SYS_pipe2, b, 0);
+		EF("getcwd", SYS_getcwd, b, 4096);
+		EF("fstat(pipe)", SYS_fstat, p[0], b);
+		EF("newfstatat(pipe)", SYS_newfstatat, p[0], "", b, AT_EMPTY_PATH);
+		EF("ioctl(FIONREAD)", SYS_ioctl, p[0], FIONREAD, b);
+		EF("rt_sigaction(old)", SYS_rt_sigaction, SIGUSR1, NULL, b, 8);
+		EF("rt_sigprocmask(old)", SYS_rt_sigprocmask, SIG_BLOCK, NULL, b, 8);
+		EF("rt_sigpending", SYS_rt_sigpending, b, 8);
+		EF("sigaltstack(old)", SYS_sigaltstack, NULL, b);
+		EF("arch_prctl(GET_FS)", SYS_arch_prctl, 0x1003, b);
+		EF("uname", SYS_uname, b);
+		EF("clock_gettime", SYS_clock_gettime, CLOCK_MONOTONIC, b);
+		EF("getrandom", SYS_getrandom, b, 8, 0);
+		EF("prlimit64", SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, b);
+	}
+	char c[4]; /* the pipe kept its data through it all */
+	if (read(p[0], c, 4) != 4 || memcmp(c, "data", 4))
+		puts("pipe: data lost");
+	printf("%d calls\n", calls);
+	return wrong ? 1 : 0;
+}
+
+static int timed(void)
+{
+	struct timespec t;
+	sem_t sem;
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	if (sem_init(&sem, 0, 0))
+		return 3;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += 20000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	int s = sem_timedwait(&sem, &t) ? errno : 0;
+	pthread_mutex_lock(&mu);
+	int c = pthread_cond_timedwait(&cv, &mu, &t);
+	int m = pthread_mutex_timedlock(&mu, &t); /* held: by itself */
+	printf("sem %s, cond %s, mutex %s\n", strerror(s), strerror(c), strerror(m));
 	return 0;
 }
 
@@ -316,6 +434,31 @@ int main(int argc, char **argv)
 		if (p == MAP_FAILED)
 			return 4;
 		printf("%p %.*s\n", (const void *)p, (int)st.st_size, p);
+		return 0;
+	}
+	if (!strcmp(m, "efault"))
+		return bad_pointers();
+	if (!strcmp(m, "timed"))
+		return timed();
+	if (!strcmp(m, "wait")) {
+		sem_t sem;
+		sem_init(&sem, 0, 0);
+		puts("waiting");
+		fflush(stdout);
+		return sem_wait(&sem) ? 5 : 6;
+	}
+	if (!strcmp(m, "alarm")) {
+		alarm(1);
+		pause();
+		return 7;
+	}
+	if (!strcmp(m, "altstack")) {
+		static char stk[65536];
+		stack_t ss = {.ss_sp = stk, .ss_size = sizeof stk}, old;
+		if (sigaltstack(&ss, NULL) || sigaltstack(NULL, &old))
+			return 3;
+		puts(old.ss_sp == stk && old.ss_size == sizeof stk && old.ss_flags == 0 ? "kept"
+											: "lost");
 		return 0;
 	}
 	if (!strcmp(m, "env")) {

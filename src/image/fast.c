@@ -6,7 +6,8 @@
  * this file alone makes: it is compiled with -mgeneral-regs-only (no
  * vector register, so none of the μprocess's needs saving), without
  * sanitizers or stack protector (it runs before the VP's thread pointer
- * is back in %fs), and it calls no function: what it cannot finish with
+ * is back in %fs), and it calls no function but uaccess.S's, through which
+ * it reads and writes the μprocess's memory: what it cannot finish with
  * the μprocess's state in hand and at most one system call of its own
  * (made inline: with the selector at ALLOW no call traps), it declines
  * with KR__SLOW before changing anything, and the general path (XSAVEC,
@@ -69,7 +70,9 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 		int w = nr == SYS_write;
 		kr_stream *s = pipe_end(up, a[0], w ? KR_UPIPE_WRITE : KR_UPIPE_READ);
 		if (s) { /* a karui pipe: when nobody waits and nothing would */
-			if ((r = kr__stream_fast(s, w, (void *)a[1], (size_t)a[2])) < 0)
+			size_t len = (size_t)a[2];
+			if (kr__uprobe((void *)a[1], w || len < KR__PIPE_CAP ? len : KR__PIPE_CAP, !w) ||
+			    (r = kr__stream_fast(s, w, (void *)a[1], len)) < 0)
 				return (struct kr__fast){KR__SLOW, 0};
 			break;
 		}
@@ -91,14 +94,14 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 		if (a[3] != 8 || (set && a[0] != SIG_BLOCK && a[0] != SIG_UNBLOCK &&
 				  a[0] != SIG_SETMASK))
 			return (struct kr__fast){KR__SLOW, 0};
-		uint64_t m = up->sigmask;
-		if (old)
-			*old = m;
+		uint64_t m = up->sigmask, v;
+		if ((set && kr__ucopy(&v, set, 8)) || (old && kr__ucopy(old, &m, 8)))
+			return (struct kr__fast){KR__SLOW, 0}; /* -EFAULT there */
 		if (set) {
 			__atomic_store_n(&up->sigmask,
-					 a[0] == SIG_BLOCK     ? m | *set
-					 : a[0] == SIG_UNBLOCK ? m & ~*set
-							       : *set,
+					 a[0] == SIG_BLOCK     ? m | v
+					 : a[0] == SIG_UNBLOCK ? m & ~v
+							       : v,
 					 __ATOMIC_SEQ_CST);
 			kr__sig_recheck(up); /* its end comes at its next call */
 		}

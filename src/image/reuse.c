@@ -94,6 +94,7 @@ struct kr__image {
 	unsigned long cpuid_sites;
 	struct sigaction_k sig[65];
 	uint64_t sigmask, fs, entry, rdx, sp;
+	stack_t altstack;
 	uintptr_t tidaddr, stk_lo, stk_hi;
 	struct wrange *w;
 	unsigned nw;
@@ -312,6 +313,7 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 	im->ld = up->ld;
 	memcpy(im->sig, up->sig, sizeof im->sig);
 	im->sigmask = up->sigmask;
+	im->altstack = up->altstack;
 	im->fs = up->fs;
 	im->entry = entry;
 	im->rdx = (uint64_t)g[REG_RDX];
@@ -397,6 +399,7 @@ void kr__img_resume(struct kr_uproc *up, uintptr_t sp)
 	}
 	memcpy(up->sig, im->sig, sizeof up->sig);
 	up->sigmask = im->sigmask;
+	up->altstack = im->altstack;
 	if (im->tidaddr && kr__rl_covers(&up->reg, im->tidaddr, im->tidaddr + 4))
 		*(int *)im->tidaddr = up->pid; /* the thread's tid, as glibc cached it */
 	up->fs = im->fs;

@@ -19,10 +19,16 @@
  * identity (setuid and the like: EPERM) and those not done yet (fork,
  * exec, threads, and any call not listed: ENOSYS, with one line on the
  * μprocess's stderr for the ones a program means to use).
+ *
+ * Every pointer a μprocess passes is its own word: what karui reads or
+ * writes there goes through uaccess.S (GET, PUT, kr__ustr, kr__uprobe),
+ * so that a bad one is -EFAULT for that call as in the kernel; what only
+ * the kernel reads is passed on for the kernel to check.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
 #include <poll.h>
@@ -35,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -44,12 +51,23 @@
 
 #include "uproc.h"
 
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1u << 31)
+#endif
 #ifndef ARCH_SET_FS
 #define ARCH_SET_GS 0x1001
 #define ARCH_SET_FS 0x1002
 #define ARCH_GET_FS 0x1003
 #define ARCH_GET_GS 0x1004
 #endif
+
+/* An object at the μprocess's address u: 0 or -EFAULT. */
+#define GET(obj, u) kr__ucopy(&(obj), (const void *)(u), sizeof(obj))
+#define PUT(u, obj) kr__ucopy((void *)(u), &(obj), sizeof(obj))
+
+/* A wait longer than this (100 years) is as good as for ever, and its
+ * nanoseconds do not overflow. */
+#define SLEEP_MAX_S (100l * 365 * 86400)
 
 static long pass(long nr, long a[6])
 {
@@ -132,15 +150,19 @@ static long adopt(struct kr_uproc *up, long r, long flags, int cloexec)
 	return kr__fd_install(&up->fds, f, 0, cloexec);
 }
 
-static long sys_openat(struct kr_uproc *up, long dirfd, const char *path, long flags, long mode)
+static long sys_openat(struct kr_uproc *up, long dirfd, const char *upath, long flags, long mode)
 {
+	char path[PATH_MAX];
+	long r = kr__ustr(path, upath, sizeof path);
+	if (r < 0)
+		return r;
 	int err = 0;
 	int d = dirfd_of(up, dirfd, &err);
 	if (err)
 		return -err;
 	if (flags & (O_CREAT | __O_TMPFILE))
 		mode &= ~(long)up->umask;
-	long r = path && path[0] == '/' ? kr__proc_open(up, path, flags) : KR__NOT_PROC;
+	r = path[0] == '/' ? kr__proc_open(up, path, flags) : KR__NOT_PROC;
 	if (r != KR__NOT_PROC)
 		return r < 0 ? r : adopt(up, r, flags, !!(flags & O_CLOEXEC));
 	r = syscall(SYS_openat, d, path, flags | O_CLOEXEC, mode);
@@ -221,26 +243,42 @@ static long rwv(struct kr_uproc *up, long fd, const struct iovec *iov, long cnt,
 		return -EINVAL;
 	long total = 0;
 	for (long i = 0; i < cnt; i++) {
-		if (!iov[i].iov_len)
+		struct iovec v;
+		long r = GET(v, &iov[i]);
+		if (!r && !v.iov_len)
 			continue;
-		long r = rw(up, fd, iov[i].iov_base, iov[i].iov_len, write);
+		if (!r)
+			r = rw(up, fd, v.iov_base, v.iov_len, write);
 		if (r < 0)
 			return total ? total : r;
 		total += r;
-		if ((size_t)r < iov[i].iov_len)
+		if ((size_t)r < v.iov_len)
 			break;
 	}
 	return total;
 }
 
-static void pipe_stat(struct stat *st)
+/* fstat of a karui pipe, into the μprocess's *ust */
+static long pipe_stat(struct stat *ust)
 {
-	memset(st, 0, sizeof *st);
-	st->st_mode = S_IFIFO | 0600;
-	st->st_nlink = 1;
-	st->st_uid = getuid();
-	st->st_gid = getgid();
-	st->st_blksize = 4096;
+	struct stat st = {
+		.st_mode = S_IFIFO | 0600,
+		.st_nlink = 1,
+		.st_uid = getuid(),
+		.st_gid = getgid(),
+		.st_blksize = 4096,
+	};
+	return PUT(ust, st);
+}
+
+/* The path at u is "" (for AT_EMPTY_PATH); a bad u is the kernel's to
+ * report. */
+/* The path at u is "" (or NULL), for AT_EMPTY_PATH: 1, 0 or -EFAULT. */
+static long empty_path(long u)
+{
+	char c = 0;
+	long r = u ? kr__ucopy(&c, (const void *)u, 1) : 0;
+	return r ? r : !c;
 }
 
 static long sys_fcntl(struct kr_uproc *up, long fd, long cmd, long arg)
@@ -325,8 +363,12 @@ static long sys_pipe2(struct kr_uproc *up, int *fds, long flags)
 		kr__fd_close(&up->fds, rfd);
 		return wfd;
 	}
-	fds[0] = rfd;
-	fds[1] = wfd;
+	int pair[2] = {rfd, wfd};
+	if (PUT(fds, pair)) {
+		kr__fd_close(&up->fds, rfd);
+		kr__fd_close(&up->fds, wfd);
+		return -EFAULT;
+	}
 	return 0;
 }
 
@@ -366,8 +408,8 @@ static long sys_getcwd(struct kr_uproc *up, char *buf, size_t size)
 	size_t n = strlen(up->cwd) + 1;
 	if (size < n)
 		return -ERANGE;
-	memcpy(buf, up->cwd, n);
-	return (long)n;
+	long r = kr__ucopy(buf, up->cwd, n);
+	return r ? r : (long)n;
 }
 
 /* ---------------- memory ---------------- */
@@ -492,12 +534,13 @@ static long sys_sigaction(struct kr_uproc *up, long sig, const struct sigaction_
 		return -EINVAL;
 	if (act && (sig == SIGKILL || sig == SIGSTOP))
 		return -EINVAL;
-	if (old)
-		*old = up->sig[sig];
+	struct sigaction_k na, oa = up->sig[sig];
+	if ((act && GET(na, act)) || (old && PUT(old, oa)))
+		return -EFAULT;
 	if (act) {
-		up->sig[sig] = *act;
+		up->sig[sig] = na;
 		/* kr_uproc_kill reads it from another thread */
-		__atomic_store_n(&up->sig[sig].handler, act->handler, __ATOMIC_RELAXED);
+		__atomic_store_n(&up->sig[sig].handler, na.handler, __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -507,20 +550,20 @@ static long sys_sigprocmask(struct kr_uproc *up, long how, const uint64_t *set, 
 {
 	if (size != 8)
 		return -EINVAL;
-	if (old)
-		*old = up->sigmask;
+	uint64_t m = up->sigmask, s;
+	if ((set && GET(s, set)) || (old && PUT(old, m)))
+		return -EFAULT;
 	if (!set)
 		return 0;
-	uint64_t m = up->sigmask;
 	switch (how) {
 	case SIG_BLOCK:
-		m |= *set;
+		m |= s;
 		break;
 	case SIG_UNBLOCK:
-		m &= ~*set;
+		m &= ~s;
 		break;
 	case SIG_SETMASK:
-		m = *set;
+		m = s;
 		break;
 	default:
 		return -EINVAL;
@@ -528,6 +571,131 @@ static long sys_sigprocmask(struct kr_uproc *up, long how, const uint64_t *set, 
 	__atomic_store_n(&up->sigmask, m, __ATOMIC_SEQ_CST);
 	kr__sig_recheck(up);
 	return 0;
+}
+
+/* Kept and reported as the kernel does; its handlers never run on it. */
+static long sys_sigaltstack(struct kr_uproc *up, const stack_t *uss, stack_t *uold)
+{
+	stack_t ss, old = up->altstack;
+	if (uss && GET(ss, uss))
+		return -EFAULT;
+	if (uss) {
+		int mode = ss.ss_flags & (int)~SS_AUTODISARM;
+		if (mode != 0 && mode != SS_DISABLE && mode != SS_ONSTACK)
+			return -EINVAL;
+		if (mode == SS_DISABLE)
+			ss = (stack_t){.ss_flags = SS_DISABLE};
+		else if (ss.ss_size < (size_t)MINSIGSTKSZ)
+			return -ENOMEM;
+		else
+			ss.ss_flags &= (int)SS_AUTODISARM;
+	}
+	if (uold && PUT(uold, old))
+		return -EFAULT;
+	if (uss)
+		up->altstack = ss;
+	return 0;
+}
+
+/* ITIMER_REAL: a microprocess of the μprocess's sends it SIGALRM, as
+ * kr_uproc_kill would, when the time comes; a change unparks it. */
+static void *alarm_main(void *arg)
+{
+	struct kr_uproc *up = arg;
+	struct kr__alarm *al = &up->alarm;
+	while (!__atomic_load_n(&al->stop, __ATOMIC_ACQUIRE)) {
+		uint64_t at = __atomic_load_n(&al->at, __ATOMIC_ACQUIRE);
+		if (at && kr_now() >= at) {
+			uint64_t every = __atomic_load_n(&al->every, __ATOMIC_RELAXED);
+			__atomic_compare_exchange_n(&al->at, &at, every ? at + every : 0, 0,
+						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+			kr_uproc_kill(up, SIGALRM);
+		} else {
+			kr_mp_park_until(at ? at : KR_FOREVER);
+		}
+	}
+	return NULL;
+}
+
+void kr__alarm_stop(struct kr_uproc *up)
+{
+	if (!up->alarm.mp)
+		return;
+	__atomic_store_n(&up->alarm.stop, 1, __ATOMIC_RELEASE);
+	kr_mp_unpark(up->alarm.mp);
+	kr_mp_join(up->alarm.mp, NULL);
+	up->alarm.mp = NULL;
+}
+
+static uint64_t ns_of_tv(const struct timeval *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_usec * 1000u;
+}
+
+static struct timeval tv_of_ns(uint64_t ns)
+{
+	return (struct timeval){(time_t)(ns / 1000000000u), (suseconds_t)(ns % 1000000000u / 1000u)};
+}
+
+/* The timer as it stands: what is left, and the interval. */
+static struct itimerval itimer_now(struct kr_uproc *up)
+{
+	uint64_t at = __atomic_load_n(&up->alarm.at, __ATOMIC_ACQUIRE), now = kr_now();
+	uint64_t left = at > now ? at - now : at ? 1000 : 0; /* due: 1 µs, as the kernel */
+	return (struct itimerval){tv_of_ns(__atomic_load_n(&up->alarm.every, __ATOMIC_RELAXED)),
+				  tv_of_ns(left)};
+}
+
+static long itimer_set(struct kr_uproc *up, const struct itimerval *v)
+{
+	uint64_t left = ns_of_tv(&v->it_value);
+	if (left && !up->alarm.mp) {
+		kr_attr ma = {.stack_size = 16 << 10};
+		int e = kr_mp_create(&up->alarm.mp, &ma, alarm_main, up);
+		if (e)
+			return -e;
+	}
+	__atomic_store_n(&up->alarm.every, left ? ns_of_tv(&v->it_interval) : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&up->alarm.at, left ? kr_now() + left : 0, __ATOMIC_RELEASE);
+	if (up->alarm.mp)
+		kr_mp_unpark(up->alarm.mp);
+	return 0;
+}
+
+static long sys_setitimer(struct kr_uproc *up, long which, const struct itimerval *unew,
+			  struct itimerval *uold)
+{
+	struct itimerval v, old = itimer_now(up);
+	if (which != ITIMER_REAL)
+		return -EINVAL; /* ITIMER_VIRTUAL, ITIMER_PROF: not kept */
+	if (unew && GET(v, unew))
+		return -EFAULT;
+	if (unew && (v.it_value.tv_sec < 0 || v.it_value.tv_usec < 0 ||
+		     v.it_value.tv_usec >= 1000000 || v.it_interval.tv_sec < 0 ||
+		     v.it_interval.tv_usec < 0 || v.it_interval.tv_usec >= 1000000))
+		return -EINVAL;
+	if (uold && PUT(uold, old))
+		return -EFAULT;
+	if (unew) {
+		if (v.it_value.tv_sec > SLEEP_MAX_S)
+			v.it_value.tv_sec = SLEEP_MAX_S;
+		if (v.it_interval.tv_sec > SLEEP_MAX_S)
+			v.it_interval.tv_sec = SLEEP_MAX_S;
+		return itimer_set(up, &v);
+	}
+	return 0;
+}
+
+static long sys_alarm(struct kr_uproc *up, unsigned long s)
+{
+	struct itimerval old = itimer_now(up);
+	struct itimerval v = {{0, 0}, {(time_t)(s > SLEEP_MAX_S ? SLEEP_MAX_S : s), 0}};
+	long e = itimer_set(up, &v);
+	if (e)
+		return e;
+	/* what was left, in seconds, rounded as the kernel does */
+	return old.it_value.tv_sec + (old.it_value.tv_usec >= 500000 ||
+				      (!old.it_value.tv_sec && old.it_value.tv_usec));
 }
 
 static long to_self(struct kr_uproc *up, long pid, long sig)
@@ -539,11 +707,16 @@ static long to_self(struct kr_uproc *up, long pid, long sig)
 
 /* ---------------- time ---------------- */
 
-static long sys_nanosleep(long clock, long flags, const struct timespec *req)
+static long sys_nanosleep(long clock, long flags, const struct timespec *ureq)
 {
-	if (!req || req->tv_nsec < 0 || req->tv_nsec >= 1000000000 || req->tv_sec < 0)
+	struct timespec req;
+	if (GET(req, ureq))
+		return -EFAULT;
+	if (req.tv_nsec < 0 || req.tv_nsec >= 1000000000 || req.tv_sec < 0)
 		return -EINVAL;
-	uint64_t ns = (uint64_t)req->tv_sec * 1000000000u + (uint64_t)req->tv_nsec;
+	if (req.tv_sec > SLEEP_MAX_S) /* as good as for ever, without overflow */
+		req.tv_sec = SLEEP_MAX_S;
+	uint64_t ns = (uint64_t)req.tv_sec * 1000000000u + (uint64_t)req.tv_nsec;
 	if (flags & TIMER_ABSTIME) {
 		struct timespec now;
 		clock_gettime((clockid_t)clock, &now);
@@ -551,6 +724,40 @@ static long sys_nanosleep(long clock, long flags, const struct timespec *req)
 		ns = ns > n ? ns - n : 0;
 	}
 	return kr_mp_sleep_for(ns) == ECANCELED ? -EINTR : 0;
+}
+
+/* One thread: nobody wakes it, so the wait ends at its timeout (relative
+ * for FUTEX_WAIT; absolute for FUTEX_WAIT_BITSET, on CLOCK_REALTIME with
+ * FUTEX_CLOCK_REALTIME) or with kr_uproc_kill. */
+static long sys_futex_wait(const long a[6])
+{
+	int v;
+	struct timespec t;
+	if (GET(v, a[0]))
+		return -EFAULT;
+	if (v != (int)a[2])
+		return -EAGAIN;
+	uint64_t deadline = KR_FOREVER;
+	if (a[3]) {
+		if (GET(t, a[3]))
+			return -EFAULT;
+		if (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= 1000000000)
+			return -EINVAL;
+		if (t.tv_sec > SLEEP_MAX_S)
+			t.tv_sec = SLEEP_MAX_S;
+		uint64_t ns = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec, now = kr_now();
+		if ((a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET) {
+			struct timespec c;
+			clock_gettime(a[1] & FUTEX_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC, &c);
+			uint64_t at = (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec;
+			ns = ns > at ? ns - at : 0;
+		}
+		deadline = now + ns;
+	}
+	int e;
+	while ((e = kr_mp_park_cancellable(deadline)) == 0)
+		;
+	return e == ECANCELED ? -EINTR : -e;
 }
 
 /* ---------------- poll ---------------- */
@@ -587,19 +794,25 @@ static int poll_now(struct kr_uproc *up, struct pollfd *p, unsigned long n)
 	return ready;
 }
 
-/* Waits by looking again every millisecond: simple, and no busy VP. */
-static long sys_poll(struct kr_uproc *up, struct pollfd *p, unsigned long n, long ms)
+/* Waits by looking again every millisecond: simple, and no busy VP.  On
+ * a copy of the μprocess's array, whose revents it gets at the end. */
+static long sys_poll(struct kr_uproc *up, struct pollfd *up_p, unsigned long n, long ms)
 {
 	if (n > KR_UFD_MAX)
 		return -EINVAL;
+	struct pollfd few[16], *p = n <= 16 ? few : malloc(n * sizeof *p);
+	if (!p)
+		return -ENOMEM;
+	long r = kr__ucopy(p, up_p, n * sizeof *p);
 	uint64_t end = ms < 0 ? KR_FOREVER : kr_now() + (uint64_t)ms * 1000000u;
-	for (;;) {
-		int r = poll_now(up, p, n);
-		if (r || kr_now() >= end)
-			return r;
+	while (!r && !(r = poll_now(up, p, n)) && kr_now() < end)
 		if (kr_mp_sleep_for(1000000) == ECANCELED)
-			return -EINTR;
-	}
+			r = -EINTR;
+	if (r >= 0 && kr__ucopy(up_p, p, n * sizeof *p))
+		r = -EFAULT;
+	if (p != few)
+		free(p);
+	return r;
 }
 
 /* ---------------- the table ---------------- */
@@ -607,6 +820,7 @@ static long sys_poll(struct kr_uproc *up, struct pollfd *p, unsigned long n, lon
 static long call(struct kr_uproc *up, long nr, long a[6])
 {
 	struct stat st;
+	long r;
 	switch (nr) {
 	/* fds */
 	case SYS_read:
@@ -654,23 +868,23 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 		return sys_pipe2(up, (int *)a[0], a[1]);
 	case SYS_fstat: {
 		FILE_OR(up, a[0], EBADF);
-		if (f->kind == UF_PIPE) {
-			pipe_stat((struct stat *)a[1]);
-			return 0;
-		}
+		if (f->kind == UF_PIPE)
+			return pipe_stat((struct stat *)a[1]);
 		return with_fd(up, nr, a, 0, -EBADF);
 	}
 	case SYS_newfstatat:
-		if ((a[3] & AT_EMPTY_PATH) && a[1] && !*(const char *)a[1]) {
+		if ((a[3] & AT_EMPTY_PATH) && (r = empty_path(a[1]))) {
+			if (r < 0)
+				return r;
 			FILE_OR(up, a[0], EBADF);
-			if (f->kind == UF_PIPE) {
-				pipe_stat((struct stat *)a[2]);
-				return 0;
-			}
+			if (f->kind == UF_PIPE)
+				return pipe_stat((struct stat *)a[2]);
 		}
 		return with_dirfd(up, nr, a, 0);
 	case SYS_statx:
-		if ((a[2] & AT_EMPTY_PATH) && a[1] && !*(const char *)a[1]) {
+		if ((a[2] & AT_EMPTY_PATH) && (r = empty_path(a[1]))) {
+			if (r < 0)
+				return r;
 			FILE_OR(up, a[0], EBADF);
 			if (f->kind == UF_PIPE)
 				return -ENOSYS; /* glibc falls back to fstat */
@@ -680,9 +894,9 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 		FILE_OR(up, a[0], EBADF);
 		if (f->kind == UF_PIPE) {
 			if (a[1] == FIONREAD && f->end == KR_UPIPE_READ) {
-				*(int *)a[2] = (int)__atomic_load_n(&((kr_stream *)f->pipe)->count,
-								    __ATOMIC_ACQUIRE);
-				return 0;
+				int n = (int)__atomic_load_n(&((kr_stream *)f->pipe)->count,
+							     __ATOMIC_ACQUIRE);
+				return PUT(a[2], n);
 			}
 			return -ENOTTY;
 		}
@@ -714,8 +928,14 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 	case SYS_poll:
 		return sys_poll(up, (struct pollfd *)a[0], (unsigned long)a[1], a[2]);
 	case SYS_ppoll: {
-		const struct timespec *t = (const struct timespec *)a[2];
-		long ms = t ? t->tv_sec * 1000 + (t->tv_nsec + 999999) / 1000000 : -1;
+		struct timespec t;
+		if (a[2] && GET(t, a[2]))
+			return -EFAULT;
+		if (a[2] && (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= 1000000000))
+			return -EINVAL;
+		if (a[2] && t.tv_sec > SLEEP_MAX_S)
+			t.tv_sec = SLEEP_MAX_S;
+		long ms = a[2] ? t.tv_sec * 1000 + (t.tv_nsec + 999999) / 1000000 : -1;
 		return sys_poll(up, (struct pollfd *)a[0], (unsigned long)a[1], ms);
 	}
 
@@ -859,8 +1079,7 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 			up->fs = (uint64_t)a[1];
 			return 0;
 		case ARCH_GET_FS:
-			*(uint64_t *)a[1] = up->fs;
-			return 0;
+			return PUT(a[1], up->fs);
 		default:
 			return -EINVAL;
 		}
@@ -896,13 +1115,19 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 				     (struct sigaction_k *)a[2], a[3]);
 	case SYS_rt_sigprocmask:
 		return sys_sigprocmask(up, a[0], (const uint64_t *)a[1], (uint64_t *)a[2], a[3]);
-	case SYS_rt_sigpending:
-		*(uint64_t *)a[0] = __atomic_load_n(&up->sigpending, __ATOMIC_RELAXED) & up->sigmask;
-		return 0;
+	case SYS_rt_sigpending: {
+		uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_RELAXED) & up->sigmask;
+		return PUT(a[0], p);
+	}
 	case SYS_sigaltstack:
-		if (a[1])
-			*(stack_t *)a[1] = (stack_t){.ss_flags = SS_DISABLE};
-		return 0;
+		return sys_sigaltstack(up, (const stack_t *)a[0], (stack_t *)a[1]);
+	case SYS_alarm:
+		return sys_alarm(up, (unsigned long)a[0]);
+	case SYS_setitimer:
+		return sys_setitimer(up, a[0], (const struct itimerval *)a[1], (struct itimerval *)a[2]);
+	case SYS_getitimer:
+		return a[0] == ITIMER_REAL ? sys_setitimer(up, a[0], NULL, (struct itimerval *)a[1])
+					   : -EINVAL;
 	case SYS_kill:
 		return to_self(up, a[0] == 0 ? up->pid : a[0] < 0 ? -a[0] : a[0], a[1]);
 	case SYS_tkill:
@@ -932,17 +1157,14 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 		kr_mp_yield();
 		return 0;
 
-	case SYS_futex: /* one thread: nobody to wake, nobody to wait for */
+	case SYS_futex:
 		switch (a[1] & FUTEX_CMD_MASK) {
 		case FUTEX_WAKE:
 		case FUTEX_WAKE_BITSET:
-			return 0;
+			return 0; /* one thread: nobody to wake */
 		case FUTEX_WAIT:
 		case FUTEX_WAIT_BITSET:
-			if (__atomic_load_n((const int *)a[0], __ATOMIC_ACQUIRE) != (int)a[2])
-				return -EAGAIN;
-			for (;;) /* as a process would: for ever */
-				kr_mp_park();
+			return sys_futex_wait(a);
 		default:
 			return -ENOSYS;
 		}

@@ -50,6 +50,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,6 +83,8 @@
 #define HWCAP2_FSGSBASE (1 << 1)
 #endif
 #define KSA_RESTORER 0x04000000
+/* gate.S's UC_RIP */
+_Static_assert(offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) == 168, "ucontext_t's RIP");
 #define STACK_SIZE ((size_t)8 << 20)     /* a process's main stack, */
 #define ARG_ROOM ((size_t)2 << 20)       /* and above it its arguments */
 #define MP_STACK ((size_t)64 << 10)      /* the microprocess's own: the end */
@@ -404,6 +407,7 @@ void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int pr
 
 static void release(struct kr_uproc *up)
 {
+	kr__alarm_stop(up);
 	kr__img_drop(up); /* its regions are among up's */
 	kr__rl_unmap(&up->reg);
 	free(up->reg.r);
@@ -870,6 +874,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	}
 	for (int i = 1; i < 65; i++)
 		up->sig[i].handler = (uint64_t)SIG_DFL;
+	up->altstack.ss_flags = SS_DISABLE;
 	err = 0;
 	up->argv = copyv(argv, &err);
 	extern char **environ;

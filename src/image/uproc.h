@@ -41,6 +41,7 @@ void kr__elf_unload(struct kr__elf_load *ld);
 
 /* ---- fd.c: open files, fd tables, pipes ---- */
 enum { UF_HOST, UF_PIPE };
+#define KR__PIPE_CAP 65536  /* a karui pipe's bytes */
 struct kr_upipe {       /* fd.c */
 	kr_stream s;
 	int ends[2];        /* open ends, [KR_UPIPE_READ], [KR_UPIPE_WRITE]; __atomic */
@@ -121,6 +122,15 @@ struct kr_uproc {
 		uint64_t handler, flags, restorer, mask;
 	} sig[65];
 	uint64_t sigmask;
+	stack_t altstack;   /* sigaltstack's: kept and reported */
+	/* its ITIMER_REAL (alarm, setitimer): SIGALRM at `at` (kr_now; 0:
+	 * none), then every `every` ns; sent by the microprocess `mp`,
+	 * made for the first one (sys.c) */
+	struct kr__alarm {
+		uint64_t at, every; /* atomic */
+		int stop;           /* atomic */
+		kr_mp *mp;
+	} alarm;
 	/* kr_uproc_kill (under the layer's lock, while the μprocess is live):
 	 * `killed`, the signal that ends it, which it reads at the end of every
 	 * call it makes, and a cancel of its microprocess's wait; `sigpending`,
@@ -280,6 +290,13 @@ long kr__proc_open(struct kr_uproc *up, const char *path, long flags);
 
 /* ---- sys.c ---- */
 long kr__sys(struct kr_uproc *up, long nr, long a[6]);
+void kr__alarm_stop(struct kr_uproc *up); /* at its end: no SIGALRM after */
+
+/* ---- x86_64/uaccess.S: the μprocess's memory, a fault an -EFAULT ---- */
+long kr__ucopy(void *dst, const void *src, size_t n);       /* 0 or -EFAULT */
+long kr__ustr(char *dst, const char *src, size_t cap);      /* length, -ENAMETOOLONG, -EFAULT */
+long kr__uprobe(void *p, size_t n, int write);               /* 0 or -EFAULT */
+extern char kr__ua_begin[], kr__ua_end[], kr__ua_fault[];
 
 /* ---- x86_64/gate.S ---- */
 extern char kr__img_gate[], kr__img_gate_end[];

@@ -16,6 +16,8 @@
  */
 	.text
 
+	.equ UC_RIP, 168                /* ucontext_t: uc_mcontext.gregs[REG_RIP] */
+
 	.globl kr__img_gate
 	.globl kr__img_gate_end
 	.globl kr__img_restorer
@@ -56,7 +58,8 @@ kr__img_sigsys:
 	.size kr__img_sigsys, .-kr__img_sigsys
 
 /* void kr__img_sigfault(int sig, siginfo_t *si, void *uc): a fault, on the
- * VP's alternate stack.  In a μprocess's code (the %gs base is a record
+ * VP's alternate stack.  In karui's access to a μprocess's memory
+ * (uaccess.S): that access returns -EFAULT.  In a μprocess's code (the %gs base is a record
  * that names this thread, and its selector says BLOCK), first the VP's own
  * thread pointer and ALLOW; and if kr__img_fault resumes the μprocess, its
  * thread pointer and BLOCK.  A thread that inherited its creator's %gs
@@ -66,7 +69,17 @@ kr__img_sigsys:
 	.p2align 4
 kr__img_sigfault:
 	.cfi_startproc
-	xor %ecx, %ecx
+	mov UC_RIP(%rdx), %rax
+	lea kr__ua_begin(%rip), %rcx
+	cmp %rcx, %rax
+	jb 3f
+	lea kr__ua_end(%rip), %rcx
+	cmp %rcx, %rax
+	jae 3f
+	lea kr__ua_fault(%rip), %rax
+	mov %rax, UC_RIP(%rdx)
+	ret
+3:	xor %ecx, %ecx
 	rdgsbase %r8
 	test %r8, %r8
 	jz 1f
