@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "karui.h"
 #include "kt.h"
@@ -436,6 +437,77 @@ static void scripts_and_setuid_programs_are_not_loaded(void)
 	KT_EQ(kr_uproc_spawn(&up, "/nonexistent/x", argv, NULL), ENOENT);
 	KT_EQ(kr_uproc_spawn(&up, "/etc/passwd", argv, NULL), EACCES); /* no x bit */
 	rmdir(dir);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A program with file capabilities is refused (EPERM) as a setuid one
+ * is, even when an image of it was kept before it got them: only the
+ * kernel's exec grants them, so it runs as a child process. */
+static void a_program_with_file_capabilities_is_not_loaded(void)
+{
+	start(1);
+	need_uprocs();
+	char path[] = "/tmp/karui-caps-XXXXXX";
+	int in = open("/bin/true", O_RDONLY), outfd = mkstemp(path);
+	KT_CHECK(in >= 0 && outfd >= 0);
+	char b[65536];
+	ssize_t n;
+	while ((n = read(in, b, sizeof b)) > 0)
+		KT_EQ(write(outfd, b, (size_t)n), n);
+	close(in);
+	KT_EQ(fchmod(outfd, 0755), 0);
+	close(outfd);
+	char *argv[] = {"true", NULL};
+	for (int i = 0; i < 2; i++)
+		KT_EQ(run(path, argv, NULL, NULL, NULL), 0);
+	KT_CHECK(last_reused); /* an image of it is kept */
+	/* CAP_NET_RAW permitted and effective: struct vfs_cap_data, v2 */
+	uint32_t caps[5] = {0x02000000 | 1, 1u << 13, 0, 0, 0};
+	if (setxattr(path, "security.capability", caps, sizeof caps, 0)) {
+		unlink(path);
+		KT_SKIP("cannot set file capabilities here (not root, or no xattrs)");
+	}
+	kr_uproc *up;
+	KT_EQ(kr_uproc_spawn(&up, path, argv, NULL), EPERM);
+	unlink(path);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* /dev/stdin, /dev/stdout, /dev/fd/N and /proc/self/fd/N name the
+ * μprocess's own fds: its karui pipes, or its host files opened anew. */
+static void dev_stdin_and_proc_self_fd_name_its_own_fds(void)
+{
+	start(2);
+	need_uprocs();
+	const char *names[] = {"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"};
+	for (int i = 0; i < 3; i++) {
+		char *out, *argv[] = {"cat", (char *)names[i], NULL};
+		KT_EQ(run("/bin/cat", argv, "hello\n", &out, NULL), 0);
+		KT_CHECK(strcmp(out, "hello\n") == 0);
+		free(out);
+	}
+	char *out, *tee[] = {"tee", "/dev/stdout", NULL};
+	KT_EQ(run("/usr/bin/tee", tee, "twice\n", &out, NULL), 0);
+	KT_CHECK(strcmp(out, "twice\ntwice\n") == 0);
+	free(out);
+	char *bad[] = {"cat", "/dev/fd/7", NULL}; /* not open: as natively */
+	KT_EQ(run("/bin/cat", bad, "", &out, NULL), 1);
+	free(out);
+	/* a host file as fd 3, read to its end: opened anew from its start */
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	int fd = open("/etc/passwd", O_RDONLY);
+	KT_CHECK(fd >= 0);
+	struct stat st;
+	KT_EQ(fstat(fd, &st), 0);
+	KT_EQ(lseek(fd, 0, SEEK_END), st.st_size);
+	KT_EQ(kr_uproc_attr_fd_host(&a, 3, fd), 0);
+	char *wc[] = {"wc", "-c", "/dev/fd/3", NULL}, want[64];
+	snprintf(want, sizeof want, "%lld /dev/fd/3\n", (long long)st.st_size);
+	KT_EQ(run("/usr/bin/wc", wc, NULL, &out, &a), 0);
+	KT_CHECK(strcmp(out, want) == 0);
+	free(out);
+	close(fd);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -1258,6 +1330,7 @@ int main(int argc, char **argv)
 	KT_RUN(identity_changes_fail_with_eperm);
 	KT_RUN(fork_and_threads_fail_with_a_clear_error);
 	KT_RUN(scripts_and_setuid_programs_are_not_loaded);
+	KT_RUN(a_program_with_file_capabilities_is_not_loaded);
 	KT_RUN(too_many_arguments_are_refused);
 	KT_RUN(writing_to_a_pipe_without_readers_ends_by_sigpipe);
 	KT_RUN(a_pipeline_of_two_uprocs_gives_what_the_programs_give);
@@ -1272,6 +1345,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_kill_ends_a_wait_in_the_kernel);
 	KT_RUN(a_kill_honours_what_the_uproc_set);
 	KT_RUN(a_bad_pointer_is_efault_for_that_call_alone);
+	KT_RUN(dev_stdin_and_proc_self_fd_name_its_own_fds);
 	KT_RUN(timed_waits_alarms_and_altstacks_behave_as_natively);
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "uproc.h"
@@ -181,7 +182,7 @@ static int open_program(int dirfd, const char *path, int *out)
 		close(fd);
 		return EACCES;
 	}
-	if (st.st_mode & (S_ISUID | S_ISGID)) {
+	if (st.st_mode & (S_ISUID | S_ISGID) || fgetxattr(fd, KR__CAPS_XATTR, NULL, 0) > 0) {
 		close(fd);
 		return EPERM;
 	}

@@ -150,6 +150,53 @@ static long adopt(struct kr_uproc *up, long r, long flags, int cloexec)
 	return kr__fd_install(&up->fds, f, 0, cloexec);
 }
 
+/* The fd that an absolute path names among the μprocess's own:
+ * /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (and
+ * thread-self, its pid, its task); -1 for any other path. */
+static int own_fd_named(const struct kr_uproc *up, const char *path)
+{
+	static const char *const std[] = {"/dev/stdin", "/dev/stdout", "/dev/stderr"};
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(path, std[i]))
+			return i;
+	char pre[3][64];
+	snprintf(pre[0], sizeof pre[0], "/proc/%d/fd/", up->pid);
+	snprintf(pre[1], sizeof pre[1], "/proc/%d/task/%d/fd/", up->pid, up->pid);
+	snprintf(pre[2], sizeof pre[2], "/proc/self/fd/");
+	const char *n = NULL;
+	if (!strncmp(path, "/dev/fd/", 8))
+		n = path + 8;
+	else if (!strncmp(path, "/proc/thread-self/fd/", 21))
+		n = path + 21;
+	for (int i = 0; i < 3 && !n; i++)
+		if (!strncmp(path, pre[i], strlen(pre[i])))
+			n = path + strlen(pre[i]);
+	if (!n || *n < '0' || *n > '9' || strlen(n) > 4)
+		return -1;
+	char *end;
+	long fd = strtol(n, &end, 10);
+	return *end ? -1 : (int)fd;
+}
+
+/* An open of its own fd n by name: the same pipe end again, or its host
+ * file opened anew, as the kernel opens /proc/self/fd/N. */
+static long open_own_fd(struct kr_uproc *up, int n, long flags)
+{
+	FILE_OR(up, n, ENOENT);
+	int cloexec = !!(flags & O_CLOEXEC);
+	if (f->kind == UF_PIPE) {
+		int acc = (int)(flags & O_ACCMODE);
+		if (acc != (f->end == KR_UPIPE_READ ? O_RDONLY : O_WRONLY))
+			return -EACCES;
+		struct kr__ufile *g = kr__ufile_pipe(f->pipe, f->end);
+		return g ? kr__fd_install(&up->fds, g, 0, cloexec) : -ENOMEM;
+	}
+	char self[64];
+	snprintf(self, sizeof self, "/proc/self/fd/%d", f->hostfd);
+	long r = syscall(SYS_openat, AT_FDCWD, self, flags | O_CLOEXEC, 0);
+	return adopt(up, r < 0 ? -errno : r, flags, cloexec);
+}
+
 static long sys_openat(struct kr_uproc *up, long dirfd, const char *upath, long flags, long mode)
 {
 	char path[PATH_MAX];
@@ -162,6 +209,9 @@ static long sys_openat(struct kr_uproc *up, long dirfd, const char *upath, long 
 		return -err;
 	if (flags & (O_CREAT | __O_TMPFILE))
 		mode &= ~(long)up->umask;
+	int own = path[0] == '/' ? own_fd_named(up, path) : -1;
+	if (own >= 0)
+		return open_own_fd(up, own, flags);
 	r = path[0] == '/' ? kr__proc_open(up, path, flags) : KR__NOT_PROC;
 	if (r != KR__NOT_PROC)
 		return r < 0 ? r : adopt(up, r, flags, !!(flags & O_CLOEXEC));

@@ -49,6 +49,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "uproc.h"
@@ -761,6 +763,17 @@ static int setup_fds(struct kr_uproc *up, const kr_uproc_attr *a)
 	return 0;
 }
 
+/* File capabilities on the program at path (kr__elf_load refuses it). */
+static int has_caps(int dirfd, const char *path)
+{
+	char p[PATH_MAX + 32];
+	if (path[0] != '/') {
+		snprintf(p, sizeof p, "/proc/self/fd/%d/%s", dirfd, path);
+		path = p;
+	}
+	return getxattr(path, KR__CAPS_XATTR, NULL, 0) > 0;
+}
+
 /* The registry of handles kr_uproc_kill accepts; under G.lock. */
 static void live_link(struct kr_uproc *up)
 {
@@ -891,7 +904,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	struct stat st;
 	if (fstatat(up->cwdfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) &&
 	    !(st.st_mode & (S_ISUID | S_ISGID)) && faccessat(up->cwdfd, path, X_OK, AT_EACCESS) == 0 &&
-	    kr__img_take(up, &st, up->argv, up->envp)) {
+	    !has_caps(up->cwdfd, path) && kr__img_take(up, &st, up->argv, up->envp)) {
 		/* a kept image: mapped, relocated, its stack its own */
 	} else if ((err = load(up, path))) {
 		goto fail;

@@ -36,7 +36,10 @@ struct kr__elf_img {
 struct kr__elf_load {
 	struct kr__elf_img prog, interp; /* interp.map NULL: none (static-PIE) */
 };
+/* EPERM: setuid, setgid or file capabilities (this extended attribute),
+ * which only the kernel's exec grants. */
 int kr__elf_load(int dirfd, const char *path, struct kr__elf_load *ld);
+#define KR__CAPS_XATTR "security.capability"
 void kr__elf_unload(struct kr__elf_load *ld);
 
 /* ---- fd.c: open files, fd tables, pipes ---- */
