@@ -4,7 +4,7 @@ examples/httpd started on a free port, checked byte for byte over many
 concurrent connections, then stopped with SIGTERM (each must exit 0).
 Usage: test_servers.py BIN_DIR   (KARUI_IO=epoll in the environment picks
 the fallback back end)."""
-import os, signal, socket, subprocess, sys, tempfile, threading
+import os, select, signal, socket, subprocess, sys, tempfile, threading, time
 
 BIN = sys.argv[1]
 failures = []
@@ -56,6 +56,34 @@ def echo_client(port, i, results):
         results[i] = ok
 
 
+def echo_flood(port, size):
+    """Send size bytes, reading nothing until the sending stalls for a
+    second (the buffers both ways are full: the server's sends come up
+    short and it must wait) or ends; then read while sending the rest.
+    What comes back, within a minute."""
+    data = memoryview(os.urandom(size))
+    got = bytearray()
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.setblocking(False)
+        sent, reading, end = 0, False, time.monotonic() + 60
+        while len(got) < size and time.monotonic() < end:
+            r, w, _ = select.select([s] if reading else [], [s] if sent < size else [], [], 1)
+            try:
+                if w:
+                    sent += s.send(data[sent:sent + 65536])
+                if r:
+                    c = s.recv(1 << 20)
+                    if not c:
+                        break
+                    got += c
+            except BlockingIOError:
+                pass
+            except OSError:
+                break
+            reading |= sent == size or not (r or w)
+    return data == got
+
+
 def http_get(port, path, close=False):
     with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
         hdr = "Connection: close\r\n" if close else ""
@@ -94,8 +122,9 @@ def many(target, port, n):
 backend = os.environ.get("KARUI_IO", "default")
 p, port = start("echo_server")
 check(many(echo_client, port, 100) == 100, "echo: 100 clients × 20 messages come back intact")
+check(echo_flood(port, 8 << 20), "echo: 8 MiB sent before reading come back intact")
 out = stop(p, "echo_server")
-check("stopped after 100 connections" in out, f"echo_server counted its connections: {out!r}")
+check("stopped after 101 connections" in out, f"echo_server counted its connections: {out!r}")
 
 with tempfile.NamedTemporaryFile(delete=False) as f:
     content = os.urandom(200_000)
