@@ -1,14 +1,15 @@
 /*
  * A minimal HTTP/1.1 server on microprocesses, one per connection:
  * "GET /" answers "hello", "GET /file" the file given with --file, read
- * from disk for each request with kr_read.  Keep-alive and pipelining as
- * http_min.h describes.
+ * from disk for each request with kr_read and sent a buffer at a time,
+ * whatever its size.  Keep-alive and pipelining as http_min.h describes.
  *
  *   httpd [--port P] [--vps N] [--file PATH]   (SIGINT/SIGTERM: stop)
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "http_min.h"
 #include "serve.h"
@@ -16,36 +17,18 @@
 static const char *file_path;
 static unsigned long served;
 
-/* The static file, read now: its bytes in *out (malloc'd), its size in
- * *len; 0 or an errno code. */
-static int read_file(char **out, size_t *len)
+/* The static file, opened for this request: its fd, and its size in
+ * *len; -1 when there is none. */
+static int open_file(size_t *len)
 {
-	if (!file_path)
-		return ENOENT;
-	int fd = open(file_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	size_t cap = 65536, n = 0;
-	char *b = malloc(cap);
-	int err = b ? 0 : ENOMEM;
-	*len = 0;
-	while (!err && !(err = kr_read(fd, b + *len, cap - *len, &n, KR_FOREVER)) && n > 0) {
-		*len += n;
-		if (*len == cap && cap < (16u << 20)) {
-			char *more = realloc(b, cap *= 2);
-			if (!more)
-				err = ENOMEM;
-			else
-				b = more;
-		}
+	struct stat st;
+	int fd = file_path ? open(file_path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && fstat(fd, &st) != 0) {
+		kr_close(fd);
+		return -1;
 	}
-	kr_close(fd);
-	if (err) {
-		free(b);
-		return err;
-	}
-	*out = b;
-	return 0;
+	*len = fd >= 0 ? (size_t)st.st_size : 0;
+	return fd;
 }
 
 static int send_all(int fd, const char *b, size_t len)
@@ -56,6 +39,25 @@ static int send_all(int fd, const char *b, size_t len)
 			return err;
 	}
 	return 0;
+}
+
+/* The reply to r: its header, then the len bytes of the file ffd, read
+ * into buf[0..cap) and sent from there a piece at a time, so that a file
+ * of any size takes a connection no more memory.  0 or an errno code. */
+static int send_file(int fd, const struct http_req *r, int ffd, size_t len, char *buf,
+		     size_t cap)
+{
+	int err = send_all(fd, buf, (size_t)http_header(buf, cap, r, len));
+	while (!err && len > 0) {
+		size_t n;
+		err = kr_read(ffd, buf, len < cap ? len : cap, &n, KR_FOREVER);
+		if (!err && n == 0)
+			err = EIO; /* the file shrank: the reply cannot be completed */
+		if (!err)
+			err = send_all(fd, buf, n);
+		len -= n;
+	}
+	return err;
 }
 
 static void *conn(void *arg)
@@ -81,28 +83,26 @@ static void *conn(void *arg)
 			}
 			used += (size_t)took;
 			__atomic_fetch_add(&served, 1, __ATOMIC_RELAXED);
-			char *body = "hello", *fbody = NULL;
-			size_t blen = 5;
-			if (r.file && read_file(&fbody, &blen) == 0)
-				body = fbody;
-			else if (r.file || !r.found)
-				r.found = 0, body = "not found", blen = 9;
-			if (olen + 256 + blen > sizeof out || fbody) {
-				/* flush what is gathered, then this reply alone */
-				if (olen && send_all(fd, out, olen))
+			size_t flen;
+			int ffd = r.file ? open_file(&flen) : -1;
+			if (olen && (ffd >= 0 || olen + 256 > sizeof out)) {
+				/* flush what is gathered, before the file or when full */
+				if (send_all(fd, out, olen))
 					open_ = 0;
 				olen = 0;
-				char h[256];
-				size_t hl = (size_t)http_header(h, sizeof h, &r, blen), sent;
-				struct iovec v[2] = {{h, hl}, {body, blen}};
-				if (kr_writev(fd, v, 2, &sent, KR_FOREVER) || sent != hl + blen)
-					open_ = 0; /* a short write: a real server would loop */
+			}
+			if (ffd >= 0) {
+				if (open_ && send_file(fd, &r, ffd, flen, out, sizeof out))
+					open_ = 0;
+				kr_close(ffd);
 			} else {
+				r.found = r.found && !r.file;
+				const char *body = r.found ? "hello" : "not found";
+				size_t blen = strlen(body);
 				olen += (size_t)http_header(out + olen, sizeof out - olen, &r, blen);
 				memcpy(out + olen, body, blen);
 				olen += blen;
 			}
-			free(fbody);
 			if (!r.keep_alive)
 				open_ = 0;
 			if (!open_)

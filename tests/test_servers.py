@@ -36,14 +36,14 @@ def stop(p, name):
     return out
 
 
-def recv_exact(s, n):
-    b = b""
+def recv_exact(s, n, b=b""):
+    b = bytearray(b)
     while len(b) < n:
-        c = s.recv(n - len(b))
+        c = s.recv(min(n - len(b), 1 << 20))
         if not c:
             break
         b += c
-    return b
+    return bytes(b)
 
 
 def echo_client(port, i, results):
@@ -97,6 +97,27 @@ def http_get(port, path, close=False):
         return head.split(b"\r\n")[0].decode(), body
 
 
+def http_pipelined(port, paths):
+    """GET each of paths, pipelined on one keep-alive connection: the
+    (status line, body) of each reply, its body read by its Content-Length
+    (so a wrong length shows in the body, or in the reply after it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+        s.sendall(b"".join(f"GET {p} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for p in paths))
+        data, replies = b"", []
+        for _ in paths:
+            while b"\r\n\r\n" not in data:
+                c = s.recv(65536)
+                if not c:
+                    return replies
+                data += c
+            head, data = data.split(b"\r\n\r\n", 1)
+            length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0].split(b":")[1])
+            data = recv_exact(s, length, data)
+            replies.append((head.split(b"\r\n")[0].decode(), data[:length]))
+            data = data[length:]
+        return replies
+
+
 def http_keepalive_client(port, i, results):
     with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
         # three pipelined requests, then ten one at a time
@@ -126,17 +147,31 @@ check(echo_flood(port, 8 << 20), "echo: 8 MiB sent before reading come back inta
 out = stop(p, "echo_server")
 check("stopped after 101 connections" in out, f"echo_server counted its connections: {out!r}")
 
-with tempfile.NamedTemporaryFile(delete=False) as f:
-    content = os.urandom(200_000)
-    f.write(content)
-p, port = start("httpd", "--file", f.name)
+def put_file(path, content):
+    with open(path + ".new", "wb") as f:
+        f.write(content)
+    os.replace(path + ".new", path)
+
+
+tmp = tempfile.TemporaryDirectory()
+path = os.path.join(tmp.name, "file")
+content = os.urandom(200_000)
+put_file(path, content)
+p, port = start("httpd", "--file", path)
 check(http_get(port, "/") == ("HTTP/1.1 200 OK", b"hello"), "GET / is hello")
 check(http_get(port, "/file", close=True) == ("HTTP/1.1 200 OK", content), "GET /file is the file")
 check(http_get(port, "/nope")[0] == "HTTP/1.1 404 Not Found", "an unknown path is 404")
 check(many(http_keepalive_client, port, 100) == 100, "100 keep-alive clients, pipelined")
+# the file is read for each request: larger ones, each followed on the
+# same connection by a "/", which its Content-Length must leave intact
+for mib in (12, 20):
+    big = os.urandom(mib << 20)
+    put_file(path, big)
+    check(http_pipelined(port, ["/file", "/"]) == [("HTTP/1.1 200 OK", big), ("HTTP/1.1 200 OK", b"hello")],
+          f"GET /file of {mib} MiB is the whole file, then GET / is hello")
 out = stop(p, "httpd")
-os.unlink(f.name)
-check("stopped after 1303 requests" in out, f"httpd counted every request: {out!r}")
+tmp.cleanup()
+check("stopped after 1307 requests" in out, f"httpd counted every request: {out!r}")
 
 print(f"servers on the {backend} back end: {'ok' if not failures else 'FAILED'}")
 sys.exit(1 if failures else 0)
