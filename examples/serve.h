@@ -2,12 +2,16 @@
  * What karui's two example servers share: the command line, a listening
  * socket on loopback, the accept loop with a microprocess per connection,
  * and a clean stop on SIGINT/SIGTERM (a plain thread waits for the signal
- * and cancels the accept, which ends the server).
+ * and cancels the accept, which ends the server).  An accept error is
+ * logged at most once a second; out of fds or memory, the loop sleeps
+ * 50 ms before it tries again, and meanwhile the connections it has are
+ * served, and may close and free some.
  */
 #ifndef KARUI_EXAMPLES_SERVE_H
 #define KARUI_EXAMPLES_SERVE_H
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -124,6 +128,7 @@ static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn f
 		return 1;
 	serve_stop_on_signal(ls);
 	kr_attr detached = {.stack_size = stack, .flags = KR_MP_DETACHED};
+	uint64_t next_report = 0;
 	for (;;) {
 		int fd;
 		err = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, &fd, KR_FOREVER);
@@ -133,7 +138,13 @@ static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn f
 			return 0;
 		}
 		if (err) {
-			fprintf(stderr, "%s: accept: %s\n", name, strerror(err));
+			if (kr_now() >= next_report) {
+				fprintf(stderr, "%s: accept: %s\n", name, strerror(err));
+				next_report = kr_now() + 1000000000;
+			}
+			/* the connection waits in the listen backlog meanwhile */
+			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
+				kr_mp_sleep_for(50000000);
 			continue;
 		}
 		serve_nodelay(fd);

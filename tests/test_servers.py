@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """The example servers, driven as a client would: examples/echo_server and
 examples/httpd started on a free port, checked byte for byte over many
-concurrent connections, then stopped with SIGTERM (each must exit 0).
+concurrent connections and with replies of megabytes, then stopped with
+SIGTERM (each must exit 0); then each again with fewer fds than
+connections.
 Usage: test_servers.py BIN_DIR   (KARUI_IO=epoll in the environment picks
 the fallback back end)."""
-import os, select, signal, socket, subprocess, sys, tempfile, threading, time
+import atexit, os, resource, select, signal, socket, subprocess, sys, tempfile, threading, time
 
 BIN = sys.argv[1]
 failures = []
@@ -16,9 +18,10 @@ def check(cond, what):
         print("  check failed:", what, file=sys.stderr)
 
 
-def start(name, *args):
+def start(name, *args, **popen):
     p = subprocess.Popen([os.path.join(BIN, name), "--vps", "2", *args],
-                         stdout=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, text=True, **popen)
+    atexit.register(lambda: p.poll() is None and p.kill())  # should the test fail on the way
     line = p.stdout.readline()
     check("listening on 127.0.0.1:" in line, f"{name} says where it listens: {line!r}")
     return p, int(line.rsplit(":", 1)[1])
@@ -118,16 +121,64 @@ def http_pipelined(port, paths):
         return replies
 
 
+def put_file(path, content):
+    with open(path + ".new", "wb") as f:
+        f.write(content)
+    os.replace(path + ".new", path)
+
+
+HELLO = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
+
+
 def http_keepalive_client(port, i, results):
     with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
         # three pipelined requests, then ten one at a time
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 3)
-        want = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
-        ok = recv_exact(s, 3 * len(want)) == want * 3
+        ok = recv_exact(s, 3 * len(HELLO)) == HELLO * 3
         for _ in range(10):
             s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-            ok &= recv_exact(s, len(want)) == want
+            ok &= recv_exact(s, len(HELLO)) == HELLO
         results[i] = ok
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as stat:
+        f = stat.read().rsplit(")", 1)[1].split()  # utime and stime, in ticks
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def out_of_fds(name, request, reply):
+    """name started with 32 fds, one connection served, then 100 more
+    than it has fds for: while they wait, it must go on serving the first,
+    not spin (under 10% of a CPU over 2 s; a loop that retries at once
+    takes nearly all of one), and log fewer than 100 lines; once they close, it
+    must serve a new connection."""
+    def talk(s):
+        s.sendall(request)
+        return recv_exact(s, len(reply)) == reply
+
+    with tempfile.TemporaryFile("w+") as log:
+        p, port = start(name, stderr=log,
+                        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32)))
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as first:
+            check(talk(first), f"{name}: served before the overload")
+            extra = [socket.create_connection(("127.0.0.1", port), timeout=20) for _ in range(100)]
+            end = time.monotonic() + 20
+            while os.fstat(log.fileno()).st_size == 0 and time.monotonic() < end:
+                time.sleep(0.1)
+            c0, t0 = cpu_seconds(p.pid), time.monotonic()
+            time.sleep(2)
+            c1, t1 = cpu_seconds(p.pid), time.monotonic()
+            check(c1 - c0 < 0.1 * (t1 - t0), f"{name}: out of fds, used {c1 - c0:.2f} s of CPU in {t1 - t0:.2f} s")
+            check(talk(first), f"{name}: out of fds, goes on serving the connection it has")
+            for s in extra:
+                s.close()
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+            check(talk(s), f"{name}: serves a new connection once the others have closed")
+        stop(p, name)
+        log.seek(0)
+        lines = log.read().splitlines()
+        check(0 < len(lines) < 100, f"{name}: out of fds, logged {len(lines)} lines")
 
 
 def many(target, port, n):
@@ -146,12 +197,7 @@ check(many(echo_client, port, 100) == 100, "echo: 100 clients × 20 messages com
 check(echo_flood(port, 8 << 20), "echo: 8 MiB sent before reading come back intact")
 out = stop(p, "echo_server")
 check("stopped after 101 connections" in out, f"echo_server counted its connections: {out!r}")
-
-def put_file(path, content):
-    with open(path + ".new", "wb") as f:
-        f.write(content)
-    os.replace(path + ".new", path)
-
+out_of_fds("echo_server", b"ping", b"ping")
 
 tmp = tempfile.TemporaryDirectory()
 path = os.path.join(tmp.name, "file")
@@ -172,6 +218,7 @@ for mib in (12, 20):
 out = stop(p, "httpd")
 tmp.cleanup()
 check("stopped after 1307 requests" in out, f"httpd counted every request: {out!r}")
+out_of_fds("httpd", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", HELLO)
 
 print(f"servers on the {backend} back end: {'ok' if not failures else 'FAILED'}")
 sys.exit(1 if failures else 0)
