@@ -80,8 +80,7 @@ void kr__spare_retire(struct kr_worker *w)
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) &&
 	    !(G.poller.flags & KR_POLLER_PER_VP))
 		kr_vp_wakeup(1);
-	if (IS_DEFAULT)
-		kr__d_away(SCHED, w->sched_vp, AWAY_PARKED);
+	seam_away(w, SEAM_AWAY_PARKED);
 	/* Its timers are the other VPs' to fire (none are armed here until
 	 * it runs again): the running ones' at their timers' turn (see the
 	 * top), and the idle ones', which may have gone to sleep before they
@@ -105,8 +104,7 @@ void kr__spare_retire(struct kr_worker *w)
 	pthread_mutex_unlock(&G.spare_lock);
 	if (__atomic_exchange_n(&w->away_timers, 0, __ATOMIC_RELAXED))
 		__atomic_fetch_sub(&G.naway, 1, __ATOMIC_RELAXED);
-	if (IS_DEFAULT)
-		kr__d_away(SCHED, w->sched_vp, AWAY_NOT);
+	seam_away(w, SEAM_AWAY_NOT);
 	kr_vp_publish(KR_VP_RUNNING);
 }
 
@@ -121,8 +119,7 @@ static void blocking_begin(struct kr_worker *w)
 	w->blocked = 1;
 	w->fast = NULL;
 	poller_leave();
-	if (IS_DEFAULT)
-		kr__d_away(SCHED, w->sched_vp, AWAY_BLOCKED);
+	seam_away(w, SEAM_AWAY_BLOCKED);
 	kr_vp_publish(KR_VP_BLOCKED);
 	__atomic_fetch_add(&G.naway, 1, __ATOMIC_RELAXED);
 	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
@@ -132,11 +129,10 @@ static void blocking_begin(struct kr_worker *w)
 void kr__blocking_end(struct kr_worker *w)
 {
 	w->blocked = 0;
-	w->fast = fast_inst(w);
+	w->fast = seam_fast(w);
 	__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_sub(&G.naway, 1, __ATOMIC_RELAXED);
-	if (IS_DEFAULT)
-		kr__d_away(SCHED, w->sched_vp, AWAY_NOT);
+	seam_away(w, SEAM_AWAY_NOT);
 	kr_vp_publish(KR_VP_RUNNING);
 }
 
@@ -156,8 +152,7 @@ void kr__away_take(struct kr_worker *w)
 		int st = kr_vp_status(o->vp);
 		if (st == KR_VP_BLOCKED) {
 			kr__timers_run_of(o);
-			if (IS_DEFAULT)
-				kr__d_adopt(SCHED, w->sched_vp, o->sched_vp);
+			seam_adopt(w, o);
 		} else if (st == KR_VP_SUSPENDED &&
 			   __atomic_load_n(&o->away_timers, __ATOMIC_RELAXED)) {
 			kr__timers_run_of(o);

@@ -121,7 +121,7 @@ int kr__timer_cancel(struct kr_timer *t);
 /* fire every node due at `now`; fire() must end by marking the node FIRED */
 void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr_timer *));
 
-struct inst; /* the default scheduler's instance (sched_default.h) */
+struct inst; /* the default scheduler's instance (seam.h) */
 struct kr_worker {
 	kr_mp *cur;             /* running microprocess, NULL in the idle loop */
 	kr_mp *pending;         /* for the idle loop to run first (route()) */
@@ -140,9 +140,11 @@ struct kr_worker {
 	size_t idle_stack_size;
 	int tick;               /* scheduling points left until the timers'
 	                           and the event source's turn (rt.h) */
-	struct inst *fast;      /* sched_vp while the fast paths apply: the
-	                           default scheduler, a slot (kr_rq_ws), no
-	                           blocking section; else NULL (rt.h) */
+	struct inst *dq;        /* sched_vp under the default scheduler, else
+	                           NULL: set once, by its vp_init (seam.h) */
+	struct inst *fast;      /* dq while the fast paths apply: a slot
+	                           (kr_rq_ws), no blocking section; else NULL
+	                           (seam.h: seam_fast) */
 	int own_source;         /* inside a poll or wait of its own event source
 	                           (KR_POLLER_PER_VP: sched_default.h,
 	                           own_keeps) */
@@ -181,6 +183,27 @@ struct kr_sched {
 	unsigned nvp;
 	void *data;             /* kr_sched_data */
 };
+
+/* The scheduler seam (seam.h): the operations of the scheduler in use. */
+enum { SEAM_AWAY_NOT, SEAM_AWAY_BLOCKED, SEAM_AWAY_PARKED };
+struct kr__seam {
+	int (*vp_init)(kr_sched *s, struct kr_worker *w);
+	void (*ready)(kr_sched *s, struct kr_worker *w, kr_mp *mp);
+	void (*spawn)(kr_sched *s, struct kr_worker *w, kr_mp *mp);
+	kr_mp *(*next)(kr_sched *s, struct kr_worker *w, kr_mp *prev);
+	int (*take)(kr_sched *s, struct kr_worker *w, kr_mp *mp, kr_mp *prev);
+	kr_mp *(*idle)(kr_sched *s, struct kr_worker *w);
+	void (*away)(kr_sched *s, struct kr_worker *w, uint32_t how);
+	void (*adopt)(kr_sched *s, struct kr_worker *w, struct kr_worker *o);
+	int (*keep)(kr_sched *s, struct kr_worker *w);
+	void (*reprio)(kr_sched *s, kr_mp *mp, int prio);
+	void (*several)(kr_sched *s, struct kr_worker *w);
+	int solo; /* it can take the one-VP state (park.c, "One VP") */
+};
+/* The seam that serves a scheduler module: the default's own, or seam.c's. */
+const struct kr__seam *kr__seam_for(const kr_sched_ops *ops) __attribute__((visibility("hidden")));
+extern const struct kr__seam kr__seam_default __attribute__((visibility("hidden")));
+extern const struct kr__seam kr__seam_module __attribute__((visibility("hidden")));
 
 /* The calling thread's worker: NULL off a VP.  Re-read after each switch. */
 extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));

@@ -169,20 +169,18 @@ static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, 
 
 static __attribute__((noinline)) int spawn_slow(struct kr_worker *w, kr_mp *mp)
 {
-	SPAWN(w, mp);
+	seam_spawn(w, mp);
 	return 0;
 }
 
-/* SPAWN(w, mp) for kr_mp_create's fast path, like ready_tail (park.c): no
- * call but tail calls.  Returns 0. */
+/* seam_spawn(w, mp) for kr_mp_create's fast path, like ready_tail
+ * (park.c): no call but tail calls.  Returns 0. */
 static inline __attribute__((always_inline)) int spawn_tail(struct kr_worker *w, kr_mp *mp)
 {
-	if (!IS_DEFAULT)
-		return spawn_slow(w, mp);
-	switch (kr__d_spawn_try(SCHED, w->sched_vp, mp)) {
-	case KR_D_READY:
+	switch (seam_spawn_try(w, mp)) {
+	case SEAM_READY:
 		return 0;
-	case KR_D_READY_IDLE:
+	case SEAM_READY_IDLE:
 		return kr__unpark_one();
 	default:
 		return spawn_slow(w, mp);
@@ -223,7 +221,7 @@ static __attribute__((noinline)) int create_slow(kr_mp **out, const kr_attr *att
 	if (!mp)
 		return ENOMEM;
 	mp_setup(w, mp, flags, prio, fn, arg, udata, out);
-	SPAWN(w, mp);
+	seam_spawn(w, mp);
 	return 0;
 }
 
@@ -248,7 +246,7 @@ int kr_mp_create(kr_mp **out, const kr_attr *attr, kr_mp_fn fn, void *arg)
 static __attribute__((noinline)) kr_ctx_transfer end_next(struct kr_worker *w, kr_mp *self)
 {
 	timers_poll(w);
-	kr_mp *next = NEXT(w, NULL);
+	kr_mp *next = seam_next(w, NULL);
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
@@ -456,8 +454,7 @@ int kr_mp_setprio(kr_mp *h, int prio)
 	/* first, so that the scheduler's and the module's reprio see it
 	 * (and a push that the scheduler's reprio misses: d_reprio) */
 	__atomic_store_n(&mp->prio, prio, __ATOMIC_RELAXED);
-	if (OPS->reprio)
-		OPS->reprio(SCHED, mp, prio);
+	seam_reprio(mp, prio);
 	return 0;
 }
 

@@ -71,7 +71,7 @@ __attribute__((noinline)) void kr__block_slow(struct kr_worker *w, kr_mp *self, 
 {
 	if (due)
 		kr__timers_run(w);
-	kr_mp *next = NEXT(w, NULL);
+	kr_mp *next = seam_next(w, NULL);
 	if (next == self)
 		return; /* woken and popped again before we even left */
 	sw(w, self, next);
@@ -79,22 +79,18 @@ __attribute__((noinline)) void kr__block_slow(struct kr_worker *w, kr_mp *self, 
 
 static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
 {
-	READY(w, mp);
+	seam_ready(w, mp);
 	return 0;
 }
 
-/* READY(w, mp) for the fast paths: no call but tail calls.  Returns 0. */
+/* seam_ready(w, mp) for the fast paths: no call but tail calls.  Returns
+ * 0. */
 static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w, kr_mp *mp)
 {
-	struct inst *i;
-	if (w && (i = w->fast) && slot_free(i))
-		return slot_fill(D(SCHED), i, mp) ? kr__unpark_one() : 0;
-	if (!w || !IS_DEFAULT)
-		return ready_slow(w, mp);
-	switch (kr__d_ready_try(SCHED, w->sched_vp, mp)) {
-	case KR_D_READY:
+	switch (seam_ready_try(w, mp)) {
+	case SEAM_READY:
 		return 0;
-	case KR_D_READY_IDLE:
+	case SEAM_READY_IDLE:
 		return kr__unpark_one();
 	default:
 		return ready_slow(w, mp);
@@ -394,7 +390,7 @@ __attribute__((noinline)) void kr__posts_run(void)
 void kr__solo_end(void)
 {
 	struct kr_worker *w = W();
-	((struct inst *)w->sched_vp)->solo = 0; /* the default scheduler's */
+	seam_several(w);
 	unsigned n;
 	struct post *v = posts_take(0, &n);
 	for (unsigned k = 0; k < n; k++)
@@ -520,22 +516,22 @@ static __attribute__((noinline)) int direct_slow(struct kr_worker *w, kr_mp *sel
 						 int how)
 {
 	if (how == SELF_READY)
-		READY(w, self);
+		seam_ready(w, self);
 	else if (how == SELF_UNPARK)
 		kr_sched_unpark(1);
 	return sw(w, self, mp);
 }
 
-/* What a direct switch still owes for self after kr__d_ready_try. */
+/* What a direct switch still owes for self after seam_ready_try. */
 static inline int owed(int ready)
 {
-	return ready == KR_D_READY ? SELF_QUEUED : ready == KR_D_BUSY ? SELF_READY : SELF_UNPARK;
+	return ready == SEAM_READY ? SELF_QUEUED : ready == SEAM_BUSY ? SELF_READY : SELF_UNPARK;
 }
 
 static __attribute__((noinline)) int switch_to_slow(struct kr_worker *w, kr_mp *self, kr_mp *h)
 {
 	kr_mp *mp = kr__rec(h);
-	if (TAKE(w, mp, self) != 0)
+	if (seam_take(w, mp, self) != 0)
 		return not_taken(h);
 	return direct_slow(w, self, mp, SELF_QUEUED);
 }
@@ -563,14 +559,14 @@ int kr_mp_switch_to(kr_mp *h)
 	if ((s & WS_STATE) == WS_SLEEP && solo_posted(solo = solo_now()))
 		return switch_to_posted(h);
 	if (claim_read(mp, s, solo)) {
-		int how = owed(IS_DEFAULT ? kr__d_ready_try(SCHED, w->sched_vp, self) : KR_D_BUSY);
+		int how = owed(seam_requeue_try(w, self));
 		if (how != SELF_QUEUED || w->blocked)
 			return direct_slow(w, self, mp, how);
 	} else {
-		int r = IS_DEFAULT ? kr__d_take_try(SCHED, w->sched_vp, mp, self) : KR_D_BUSY;
-		if (r == KR_D_ABSENT)
+		int r = seam_take_try(w, mp, self);
+		if (r == SEAM_ABSENT)
 			return not_taken(h);
-		if (r == KR_D_BUSY)
+		if (r == SEAM_BUSY)
 			return switch_to_slow(w, self, h);
 		if (w->blocked)
 			return direct_slow(w, self, mp, SELF_QUEUED);
@@ -582,7 +578,7 @@ static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, 
 							   kr_mp *h)
 {
 	kr_mp *mp = kr__rec(h);
-	if (TAKE(w, mp, NULL) != 0)
+	if (seam_take(w, mp, NULL) != 0)
 		return not_taken(h);
 	return direct_slow(w, self, mp,
 			   announce_sleep(self, kr__solo_on()) ? SELF_QUEUED : SELF_READY);
@@ -599,7 +595,7 @@ static __attribute__((noinline)) int park_and_switch_posted(kr_mp *h)
 static __attribute__((noinline)) int park_and_switch_permit(struct kr_worker *w, kr_mp *self,
 							    kr_mp *mp)
 {
-	int how = owed(IS_DEFAULT ? kr__d_ready_try(SCHED, w->sched_vp, self) : KR_D_BUSY);
+	int how = owed(seam_requeue_try(w, self));
 	if (how != SELF_QUEUED || w->blocked)
 		return direct_slow(w, self, mp, how);
 	return sw_plain(w, self, mp);
@@ -613,10 +609,10 @@ static inline __attribute__((always_inline)) int park_and_switch_as(struct kr_wo
 {
 	kr_mp *self = w->cur;
 	if (!claim_read(mp, s, solo)) {
-		int r = IS_DEFAULT ? kr__d_take_try(SCHED, w->sched_vp, mp, NULL) : KR_D_BUSY;
-		if (r == KR_D_ABSENT)
+		int r = seam_take_try(w, mp, NULL);
+		if (r == SEAM_ABSENT)
 			return not_taken(h);
-		if (r == KR_D_BUSY)
+		if (r == SEAM_BUSY)
 			return sleep_and_wakeup_slow(w, self, h);
 	}
 	if (!announce_sleep(self, solo))
@@ -650,17 +646,17 @@ static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 	kr_mp *self = w->cur, *next;
 	if (due)
 		kr__timers_run(w);
-	if (due || !IS_DEFAULT || w->blocked || !(next = kr__d_next_try(SCHED, w->sched_vp, self)))
-		next = NEXT(w, self);
+	if (due || !(next = seam_next_try(w, self)))
+		next = seam_next(w, self);
 	return next != self ? sw(w, self, next) : 0;
 }
 
 /* kr_mp_yield found its VP's slot and list empty, and is in the slot now:
  * it takes itself back and goes on, unless a thief took it meanwhile; then
  * it leaves as a sleeper does (it must not run here while it runs there). */
-static __attribute__((noinline)) int yield_alone(struct kr_worker *w, struct inst *i, kr_mp *self)
+static __attribute__((noinline)) int yield_alone(struct kr_worker *w, kr_mp *self)
 {
-	if (slot_grab(i) != self)
+	if (!seam_turn_back(w, self))
 		kr__block_slow(w, self, 0);
 	return 0;
 }
@@ -681,11 +677,13 @@ int kr_mp_yield(void)
 	kr_mp *self = w->cur, *next;
 	if (!self) /* a microprocess runs: tells the compiler that self is pushed */
 		__builtin_unreachable();
-	struct inst *i = w->fast;
-	if (!i || !list_empty(i))
+	switch (seam_turn(w, self, &next)) {
+	case SEAM_TAKEN:
+		return sw_plain(w, self, next);
+	case SEAM_ABSENT:
+		return yield_alone(w, self);
+	default:
 		return yield_slow(w, 0);
-	if (!(next = slot_swap(i, self)))
-		return yield_alone(w, i, self);
-	return sw_plain(w, self, next);
+	}
 }
 

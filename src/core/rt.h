@@ -45,7 +45,6 @@
 #define KARUI_CORE_RT_H
 
 #include "internal.h"
-#include "sched_default.h"
 #include "../arch/ctx_init.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -57,6 +56,7 @@ struct kr__rt {
 	int running;
 	uint32_t stopping;
 	struct kr_sched sched;
+	const struct kr__seam *seam; /* the scheduler's, settled by kr_init (seam.h) */
 	kr_mp *main;
 	kr_mp *handoff;         /* kr_fini: the main mp waiting for VP 0 */
 	struct kr_worker *w0;
@@ -96,23 +96,7 @@ extern uint32_t kr__workers_hi __attribute__((visibility("hidden")));
 static inline struct kr_worker *W(void) { return KR_TLS_GET(kr__w); }
 
 #define SCHED (&G.sched)
-#define OPS (G.sched.ops)
-/* The default scheduler is called directly, any other through its ops. */
-#define IS_DEFAULT (OPS == &kr_sched_default)
-#define NEXT(w, prev)                                                          \
-	(IS_DEFAULT ? kr__d_next_in(SCHED, (w)->vp, (w)->sched_vp, prev)            \
-		    : OPS->next(SCHED, (w)->vp, prev))
-#define TAKE(w, mp, prev)                                                      \
-	(IS_DEFAULT ? kr__d_take_in(SCHED, (w)->sched_vp, mp, prev)                 \
-	 : OPS->take ? OPS->take(SCHED, (w)->vp, mp, prev) : ESRCH)
-/* w may be NULL: a thread that is no VP */
-#define READY(w, mp)                                                           \
-	(IS_DEFAULT ? kr__d_ready_in(SCHED, (w) ? (w)->sched_vp : NULL, mp)          \
-		    : OPS->ready(SCHED, (w) ? (w)->vp : NULL, mp))
-/* a new microprocess, made on w */
-#define SPAWN(w, mp)                                                           \
-	(IS_DEFAULT ? kr__d_spawn_in(SCHED, (w)->sched_vp, mp)                       \
-		    : OPS->ready(SCHED, (w)->vp, mp))
+#include "seam.h"
 
 /* ---------------- sanitizer annotations of the switch ---------------- */
 
@@ -325,16 +309,6 @@ static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *
 
 /* ---------------- scheduling ---------------- */
 
-/* w->fast, for the worker's state now: one word that the fast paths test
- * instead of the scheduler in use, its queue's kind and the blocking
- * section.  Set when the worker starts and when a blocking section begins
- * or ends (blocking.c). */
-static inline struct inst *fast_inst(struct kr_worker *w)
-{
-	return IS_DEFAULT && !w->blocked && ((struct inst *)w->sched_vp)->slotted ? w->sched_vp
-										  : NULL;
-}
-
 /* Let the scheduler pick what runs instead of `self`, which does not stay
  * runnable (it sleeps).  kr__block_slow is the general path: the timers' turn
  * (`due`), another scheduler, a busy lock, an empty queue (steal or go
@@ -349,8 +323,7 @@ static inline __attribute__((always_inline)) int block(struct kr_worker *w, kr_m
 {
 	kr_mp *next;
 	int due = timers_due(w);
-	struct inst *i = w->fast;
-	if (due || !i || !(next = kr__d_next_fast(SCHED, i, NULL))) {
+	if (due || !(next = seam_next_fast(w))) {
 		kr__block_slow(w, self, due);
 		return 0;
 	}

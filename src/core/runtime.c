@@ -151,7 +151,7 @@ static void idle_loop(struct kr_worker *w)
 		kr__timers_run_all();
 		kr__poll(w);
 		if (!mp)
-			mp = NEXT(w, NULL);
+			mp = seam_next(w, NULL);
 		if (!mp && __atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE)) {
 			if (w != G.w0)
 				return;
@@ -160,7 +160,7 @@ static void idle_loop(struct kr_worker *w)
 				mp = h;
 		}
 		if (!mp)
-			mp = OPS->idle(SCHED, w->vp);
+			mp = seam_idle(w);
 		if (!mp)
 			continue;
 		claim_cpu(w, mp);
@@ -200,7 +200,7 @@ static struct kr_worker *worker_new(kr_vp *vp)
 		return NULL;
 	}
 	vp->upper = w; /* VP 0: kr_vp_release refuses until teardown clears it */
-	int err = OPS->vp_init(SCHED, vp);
+	int err = seam_vp_init(w);
 	if (err) {
 		vp->upper = NULL;
 		kr__stack_cache_free(w->stacks);
@@ -209,7 +209,7 @@ static struct kr_worker *worker_new(kr_vp *vp)
 	}
 	kr__timers_init(&w->timers);
 	w->tick = 8;
-	w->fast = fast_inst(w);
+	w->fast = seam_fast(w);
 	__atomic_store_n(&kr__workers[vp->id], w, __ATOMIC_RELEASE);
 	uint32_t hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_RELAXED);
 	while (hi <= vp->id && !__atomic_compare_exchange_n(&kr__workers_hi, &hi, vp->id + 1, 1,
@@ -356,6 +356,7 @@ int kr_init(const kr_config *cfg)
 	int err = kr__stacks_init(cfg->stack_cache ? cfg->stack_cache : 64);
 	memset(cnt, 0, sizeof cnt);
 	G.sched.ops = cfg->sched ? cfg->sched : &kr_sched_default;
+	G.seam = kr__seam_for(G.sched.ops);
 	G.sched.rq = cfg->rq ? cfg->rq : &kr_rq_ws;
 	G.sched.nvp = nvp;
 	G.sched.data = NULL;
@@ -365,7 +366,7 @@ int kr_init(const kr_config *cfg)
 	G.naway = 0;
 	G.poller_on = 0;
 	G.polling = NULL;
-	kr__solo_start(nvp == 1 && G.sched.ops == &kr_sched_default);
+	kr__solo_start(nvp == 1 && G.seam->solo);
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);

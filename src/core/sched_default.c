@@ -10,7 +10,7 @@
  *
  *   ready(mp)    push onto the caller's VP's instance (a thread that is no
  *                VP: onto VP instances in turn, passing over those of VPs
- *                that are away, see kr__d_away); then, if some VP is idle,
+ *                that are away, see d_away); then, if some VP is idle,
  *                kr_sched_unpark(1), but for what a VP makes ready in a
  *                poll or wait of its own event source (see "Completions
  *                stay").  A new microprocess goes first (see "New
@@ -92,7 +92,7 @@
  * completions of its ring, which only that VP reaps: at its poll, every
  * 8th scheduling point, or in its idle wait) that VP keeps: it wakes no
  * idle VP then.  It looks again at each of its next scheduling points
- * (kr__d_kept, an early turn of kr__timers_run): with its queue empty
+ * (d_kept, an early turn of kr__timers_run): with its queue empty
  * they have all run; with work still queued a watch (SLOT_WATCH_NS) after
  * that poll, it wakes an idle VP, one at a time as above.  A poll mostly
  * finds a few cheap completions, which the VP runs within microseconds:
@@ -201,7 +201,7 @@ static int d_vp_init(kr_sched *s, kr_vp *vp)
 
 /* Off a VP: the next VP instance in turn, locked, passing over those of
  * VPs that are away (the check is made under the lock, under which the VP
- * sets it: a parking spare hands on what it finds queued, see kr__d_away).
+ * sets it: a parking spare hands on what it finds queued, see d_away).
  * When all are away, a blocked VP's: running VPs take from it, and so
  * does the VP when its call returns. */
 struct inst *kr__d_foreign_locked(struct dsched *d)
@@ -238,7 +238,9 @@ struct inst *kr__d_foreign_locked(struct dsched *d)
 /* VP i's instance is away (AWAY_BLOCKED: inside a blocking call;
  * AWAY_PARKED: a spare that parks) or back (AWAY_NOT).  A parking spare
  * hands on what is queued on it, to the VPs that run. */
-void kr__d_away(kr_sched *s, struct inst *i, uint32_t away)
+static void d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs);
+
+static void d_away(kr_sched *s, struct inst *i, uint32_t away)
 {
 	struct dsched *d = D(s);
 	if (d->shared)
@@ -247,7 +249,7 @@ void kr__d_away(kr_sched *s, struct inst *i, uint32_t away)
 	i->away = away;
 	kr__spin_unlock(&i->lock);
 	if (away == AWAY_PARKED)
-		kr__d_adopt(s, NULL, i);
+		d_adopt(s, NULL, i);
 }
 
 
@@ -295,10 +297,10 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
  * run (here or taken by a thief); if it still holds work a watch after
  * the poll that kept the first, an idle VP is woken for it.  1: still
  * kept, to be looked at again at the next scheduling point. */
-int kr__d_kept(kr_sched *s, struct kr_worker *w)
+static int d_kept(kr_sched *s, struct kr_worker *w)
 {
 	struct dsched *d = D(s);
-	struct inst *i = w->sched_vp;
+	struct inst *i = w->dq;
 	if (!w->kept_at)
 		return 0;
 	if (i->slotted ? slot_free(i) : list_empty(i)) {
@@ -318,7 +320,7 @@ int kr__d_kept(kr_sched *s, struct kr_worker *w)
  * `mine` NULL, to the VPs that run as if made ready by a thread that is
  * no VP (a spare parks): the slot's first, then the list in order
  * (blocking.c, "The work of a VP that is away").  One lock at a time. */
-void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs)
+static void d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs)
 {
 	struct dsched *d = D(s);
 	if (d->shared || theirs == mine)
@@ -462,4 +464,65 @@ const kr_sched_ops kr_sched_default = {
 	.idle = d_idle,
 	.take = kr__d_take,
 	.reprio = d_reprio,
+};
+
+/* The seam (seam.h): the core calls the default scheduler here, and
+ * inline through the fast forms, on the worker's instance w->dq. */
+static int s_vp_init(kr_sched *s, struct kr_worker *w)
+{
+	int e = d_vp_init(s, w->vp);
+	if (!e)
+		w->dq = w->sched_vp;
+	return e;
+}
+
+static void s_ready(kr_sched *s, struct kr_worker *w, kr_mp *mp)
+{
+	kr__d_ready_in(s, w ? w->dq : NULL, mp);
+}
+
+static void s_spawn(kr_sched *s, struct kr_worker *w, kr_mp *mp)
+{
+	kr__d_spawn_in(s, w->dq, mp);
+}
+
+static kr_mp *s_next(kr_sched *s, struct kr_worker *w, kr_mp *prev)
+{
+	return kr__d_next_in(s, w->vp, w->dq, prev);
+}
+
+static int s_take(kr_sched *s, struct kr_worker *w, kr_mp *mp, kr_mp *prev)
+{
+	return kr__d_take_in(s, w->dq, mp, prev);
+}
+
+static kr_mp *s_idle(kr_sched *s, struct kr_worker *w) { return d_idle(s, w->vp); }
+
+static void s_away(kr_sched *s, struct kr_worker *w, uint32_t how) { d_away(s, w->dq, how); }
+
+static void s_adopt(kr_sched *s, struct kr_worker *w, struct kr_worker *o)
+{
+	d_adopt(s, w->dq, o->dq);
+}
+
+/* the one VP's instance: RMWs on its slot from now on */
+static void s_several(kr_sched *s, struct kr_worker *w)
+{
+	(void)s;
+	w->dq->solo = 0;
+}
+
+const struct kr__seam kr__seam_default = {
+	.vp_init = s_vp_init,
+	.ready = s_ready,
+	.spawn = s_spawn,
+	.next = s_next,
+	.take = s_take,
+	.idle = s_idle,
+	.away = s_away,
+	.adopt = s_adopt,
+	.keep = d_kept,
+	.reprio = d_reprio,
+	.several = s_several,
+	.solo = 1,
 };

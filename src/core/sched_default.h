@@ -32,7 +32,7 @@ struct inst {
 };
 
 enum { RQ_OTHER, RQ_LIST_TAIL, RQ_LIST_HEAD }; /* how push works, for lists */
-enum { AWAY_NOT, AWAY_BLOCKED, AWAY_PARKED };   /* inst.away */
+enum { AWAY_NOT = SEAM_AWAY_NOT, AWAY_BLOCKED = SEAM_AWAY_BLOCKED, AWAY_PARKED = SEAM_AWAY_PARKED }; /* inst.away */
 
 struct dsched {
 	const kr_rq_ops *rq;
@@ -215,7 +215,7 @@ static inline __attribute__((always_inline)) int wake_claim(struct dsched *d)
 /* What a VP makes ready in its own instance from inside a poll or wait
  * of its own event source (I/O completions of its ring) it keeps: 1, and
  * no idle VP is woken now (sched_default.c, "Completions stay"); its next
- * scheduling point looks at them (kr__d_kept).  Per-VP list queues only.
+ * scheduling point looks at them (d_kept, sched_default.c).  Per-VP list queues only.
  * Called only where another VP is idle, so the common push pays nothing
  * for it. */
 static inline __attribute__((always_inline)) int own_keeps(struct dsched *d)
@@ -304,10 +304,7 @@ static inline __attribute__((always_inline)) int slot_displace(struct inst *i, k
 }
 
 kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp);
-int kr__d_kept(kr_sched *s, struct kr_worker *w);
 struct inst *kr__d_foreign_locked(struct dsched *d);
-void kr__d_adopt(kr_sched *s, struct inst *mine, struct inst *theirs);
-void kr__d_away(kr_sched *s, struct inst *i, uint32_t away);
 
 /* The fast paths take `mine`, the caller's VP's instance (the core has it
  * at hand in its worker), or NULL off a VP; the ops-table entries below

@@ -163,7 +163,7 @@ static void timer_fire(struct kr_timer *t)
 	t->won = won;
 	__atomic_store_n(&t->state, KR_TIMER_FIRED, __ATOMIC_RELEASE);
 	if (won) /* mp cannot run before this: the claim made us its waker */
-		READY(W(), mp);
+		seam_ready(W(), mp);
 }
 
 /* The due timers of worker o fire here; *now: the clock, read once when
@@ -182,7 +182,7 @@ static void run_of(struct kr_worker *o, uint64_t *now)
 __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
 {
 	if (w->soon) {
-		int rest = w->soon - 1, again = IS_DEFAULT && kr__d_kept(SCHED, w);
+		int rest = w->soon - 1, again = seam_keep(w);
 		w->soon = 0;
 		if (rest) {
 			if (again)
