@@ -73,9 +73,12 @@ int kr_uproc_attr_fd_close(kr_uproc_attr *a, int fd);
  * (argv[0] is what the program sees as its name).  ENOENT, EACCES,
  * ENOTDIR: as execve; ENOEXEC: no program karui can load as a μprocess (a
  * script, another architecture, a static non-PIE program): run it as a
- * child process instead; EPERM: setuid, setgid or file capabilities, which
- * a μprocess cannot honour; ENOTSUP: no Syscall User Dispatch or FSGSBASE
- * here; E2BIG: argv and the environment take more than 2 MiB; ENOMEM. */
+ * child process instead; ENOEXEC too for a malformed file, or one cut
+ * short, and for one whose interpreter is so (the kernel may refuse it
+ * as well); EIO: the file could not be read; EPERM: setuid, setgid or file
+ * capabilities, which a μprocess cannot honour; ENOTSUP: no Syscall User
+ * Dispatch or FSGSBASE here; E2BIG: argv and the environment take more
+ * than 2 MiB; ENOMEM. */
 int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		   const kr_uproc_attr *attr);
 
