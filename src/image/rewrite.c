@@ -226,16 +226,20 @@ static int eh_table(uintptr_t base, struct eh *e)
 		return 0;
 	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
 	const uint8_t *hdr = NULL;
+	uint64_t size = 0;
 	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_GNU_EH_FRAME)
+		if (ph[i].p_type == PT_GNU_EH_FRAME) {
 			hdr = (const uint8_t *)(base + ph[i].p_vaddr);
-	/* version 1, fde_count udata4, table datarel sdata4 */
-	if (!hdr || hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b || (hdr[1] & 0x0f) != 0x0b)
+			size = ph[i].p_memsz;
+		}
+	/* version 1, fde_count udata4, table datarel sdata4, within the segment */
+	if (!hdr || size < 12 || hdr[0] != 1 || hdr[2] != 0x03 || hdr[3] != 0x3b ||
+	    (hdr[1] & 0x0f) != 0x0b)
 		return 0;
 	e->hdr = hdr;
 	e->n = *(const uint32_t *)(hdr + 8);
 	e->tab = (const int32_t *)(hdr + 12);
-	return e->n >= 2;
+	return e->n >= 2 && e->n <= (size - 12) / 8;
 }
 
 /* The function that holds [at, at + len): its index, or -1. */
