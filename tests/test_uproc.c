@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -1310,6 +1311,120 @@ static void a_static_pie_program_runs_too(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---- malformed programs ---- */
+
+static char mangled[128]; /* the file mangled_child spawns */
+
+/* Spawn `mangled` with its output thrown away: exit 10 if the spawn is
+ * refused with an error a malformed file may give, 11 if it ran and ended
+ * with a status; 77 without μprocesses. */
+static void mangled_child(void)
+{
+	alarm(30); /* a hang is a failure of this child, not of the test */
+	start(1);
+	need_uprocs();
+	int null = open("/dev/null", O_WRONLY);
+	KT_CHECK(null >= 0);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_host(&a, 1, null), 0);
+	KT_EQ(kr_uproc_attr_fd_host(&a, 2, null), 0);
+	kr_uproc *up;
+	char *argv[] = {"true", NULL};
+	int e = kr_uproc_spawn(&up, mangled, argv, &a);
+	if (e) {
+		KT_CHECK(e == ENOEXEC || e == ENOMEM);
+		_exit(10);
+	}
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_CHECK(st >= 0 && st < 256);
+	_exit(11);
+}
+
+/* What mangled_child says of `mangled`: 10 or 11, else the test fails. */
+static int spawn_mangled(const char *what)
+{
+	int r = in_child(mangled_child);
+	if (r != 10 && r != 11) {
+		fprintf(stderr, "  %s: the host ended with %d (%s)\n", what, r,
+			r > 128 ? strsignal(r - 128) : "exit");
+		_exit(1);
+	}
+	return r;
+}
+
+/* Write len bytes of data to `mangled`, executable. */
+static void write_mangled(const void *data, size_t len)
+{
+	int fd = open(mangled, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	KT_CHECK(fd >= 0);
+	KT_EQ(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+/* A program cut short (the first 4 KiB of true, or short of its last
+ * loaded byte), or with a few bytes of its ELF or program headers changed,
+ * is refused or runs as a μprocess and ends with a status: the host, a
+ * child process of the test each time, never dies of it. */
+static void malformed_programs_are_refused_or_run_never_crash_the_host(void)
+{
+	start(1);
+	need_uprocs();
+	KT_EQ(kr_fini(), 0);
+	int fd = open("/bin/true", O_RDONLY);
+	KT_CHECK(fd >= 0);
+	struct stat st;
+	KT_EQ(fstat(fd, &st), 0);
+	size_t size = (size_t)st.st_size;
+	unsigned char *img = malloc(size), *copy = malloc(size);
+	KT_CHECK(img && copy);
+	KT_EQ(read(fd, img, size), (ssize_t)size);
+	close(fd);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	KT_CHECK(size > sizeof *eh && eh->e_phoff + eh->e_phnum * sizeof(Elf64_Phdr) <= size);
+	size_t loaded = 0, headers = eh->e_phoff + eh->e_phnum * sizeof(Elf64_Phdr);
+	for (int i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *p = (const Elf64_Phdr *)(img + eh->e_phoff) + i;
+		if (p->p_type == PT_LOAD && p->p_offset + p->p_filesz > loaded)
+			loaded = p->p_offset + p->p_filesz;
+	}
+	char dir[] = "/tmp/karui-uproc-XXXXXX";
+	KT_CHECK(mkdtemp(dir));
+	snprintf(mangled, sizeof mangled, "%s/true", dir);
+
+	const size_t cuts[] = {4096, 64, headers - 1, headers, loaded / 2, loaded - 1};
+	for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+		char what[64];
+		snprintf(what, sizeof what, "true cut to %zu bytes", cuts[i]);
+		write_mangled(img, cuts[i]);
+		KT_EQ(spawn_mangled(what), 10);
+	}
+	int ran = 0, refused = 0;
+	uint64_t seed = 0x9e3779b97f4a7c15u;
+	for (int n = 0; n < 300; n++) {
+		memcpy(copy, img, size);
+		char what[128];
+		int len = snprintf(what, sizeof what, "true #%d, changed at", n);
+		for (int k = 0, changes = 1 + n % 3; k < changes; k++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			size_t at = (seed >> 8) % headers;
+			copy[at] ^= (unsigned char)(1 + seed % 255);
+			len += snprintf(what + len, sizeof what - (size_t)len, " %zu", at);
+		}
+		write_mangled(copy, size);
+		if (spawn_mangled(what) == 11)
+			ran++;
+		else
+			refused++;
+	}
+	KT_CHECK(ran > 0 && refused > 0);
+	unlink(mangled);
+	rmdir(dir);
+	free(img);
+	free(copy);
+}
+
 int main(int argc, char **argv)
 {
 	static char self[4096];
@@ -1356,5 +1471,6 @@ int main(int argc, char **argv)
 	KT_RUN(a_later_process_starts_from_what_an_earlier_one_learnt);
 	KT_RUN(a_thousand_cats_wait_on_their_stdin_at_once);
 	KT_RUN(ten_thousand_runs_leave_fd_count_and_rss_flat);
+	KT_RUN(malformed_programs_are_refused_or_run_never_crash_the_host);
 	return kt_finish();
 }
