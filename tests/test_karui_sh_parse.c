@@ -189,6 +189,19 @@ static void what_karui_sh_does_not_run_is_refused_by_name(void)
 	parse_fails("f() { :; }", "functions (`f()') are not supported", 1, true);
 }
 
+/* A NUL byte is part of a word (the shell's input drops them, but the
+ * parser takes any bytes): the lexer moves on, the line parses. */
+static void a_nul_byte_is_part_of_a_word(void)
+{
+	const char s[] = "echo a\0b | cat\n";
+	struct ksh_list *l = NULL;
+	KT_EQ(ksh_parse(s, sizeof s - 1, 1, true, &arena, &l, &err), KSH_OK);
+	struct ksh_pipeline *p = &l->ao[0].item[0].pl;
+	KT_EQ(p->ncmd, 2);
+	KT_EQ(p->cmd[0].nword, 2);
+	KT_CHECK(memcmp(p->cmd[0].word[1], "a\0b", 4) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -203,6 +216,7 @@ int main(int argc, char **argv)
 	KT_RUN(unexpected_tokens_are_named_as_bash_names_them);
 	KT_RUN(end_of_input_inside_a_command_is_reported_where_bash_does);
 	KT_RUN(what_karui_sh_does_not_run_is_refused_by_name);
+	KT_RUN(a_nul_byte_is_part_of_a_word);
 	ksh_arena_free(&arena);
 	return kt_finish();
 }

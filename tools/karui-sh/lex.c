@@ -124,9 +124,15 @@ static enum ksh_status double_quoted(struct ksh_lexer *lx)
 	return KSH_OK;
 }
 
+/* c ends a word (a NUL does not: strchr would find the string's own) */
+static bool ends_word(char c)
+{
+	return c && strchr(" \t\n;&|<>()", c);
+}
+
 static enum ksh_status word(struct ksh_lexer *lx)
 {
-	while (lx->pos < lx->len && !strchr(" \t\n;&|<>()", lx->s[lx->pos])) {
+	while (lx->pos < lx->len && !ends_word(lx->s[lx->pos])) {
 		char c = lx->s[lx->pos];
 		enum ksh_status st = KSH_OK;
 		if (c == '\\') {
