@@ -17,6 +17,9 @@
  *      subshell: it changes nothing); a program as a μprocess, or, when
  *      the image layer refuses it (ENOEXEC, EPERM) or is not there
  *      (ENOTSUP: from then on every stage is a child), as a child process;
+ *      a file the kernel refuses too (ENOEXEC) as a script of this shell,
+ *      unless it looks binary (bash's test): then bash's "cannot execute
+ *      binary file" and status 126;
  *   5. let go of the link ends and files the stage now holds.
  *
  * Stage fds name links, not their ends' fds: a link may still change
@@ -382,8 +385,20 @@ static void fill_spawn(const struct stage *s, struct ksh_spawn *sp, const char *
 		sp->fd[i] = spec_of(&s->fd[i]);
 }
 
+/* The file at path looks binary (ksh_binary_file). */
+static bool binary(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool b = fd >= 0 && ksh_binary_file(fd);
+	if (fd >= 0)
+		close(fd);
+	return b;
+}
+
 /* The stage as a child process: its link out is a kernel pipe, its link
- * in gets one (a pump from a karui pipe). */
+ * in gets one (a pump from a karui pipe).  A file the kernel refuses
+ * (ENOEXEC) runs as a script of this shell unless it looks binary: then
+ * ENOEXEC, as bash refuses it. */
 static int spawn_child(struct stage *s, struct ksh_link *in, struct ksh_link *out,
 		       const char *path, char **envp)
 {
@@ -396,7 +411,7 @@ static int spawn_child(struct stage *s, struct ksh_link *in, struct ksh_link *ou
 	s->runner = &ksh_runner_child;
 	fill_spawn(s, &sp, path, s->argv.v, envp);
 	e = ksh_runner_child.spawn(&sp, &s->proc);
-	if (e != ENOEXEC || !s->sh->self)
+	if (e != ENOEXEC || !s->sh->self || binary(path))
 		return e;
 	/* no #! line: a script for this shell, as POSIX sh runs it */
 	struct ksh_strv av = {0};
@@ -462,7 +477,10 @@ static void start_program(struct stage *s, struct ksh_link *in, struct ksh_link 
 			verbose(s, ksh_runner_child.way, child_reason(sh, ue));
 		}
 	}
-	if (e && s->way == WAY_NONE) {
+	if (e == ENOEXEC && s->way == WAY_NONE) {
+		stage_say(s, "%s: cannot execute binary file: %s", path, strerror(e));
+		fail(s, 126);
+	} else if (e && s->way == WAY_NONE) {
 		stage_say(s, "%s: %s", name, strerror(e));
 		fail(s, e == ENOENT ? 127 : 126);
 	}

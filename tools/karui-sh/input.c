@@ -16,6 +16,10 @@
  * libraries cost every karui-sh a quarter of a millisecond at start, for
  * `-c` and scripts too, which never edit a line.
  *
+ * NUL bytes are dropped from every input, as bash drops them; a file
+ * whose start shows it to be binary (ksh_binary_file, bash's test) is no
+ * script at all.
+ *
  * Lines are read when no stage runs, on the main microprocess; a read
  * from a terminal or pipe blocks its VP, which has nothing else to run.
  */
@@ -134,6 +138,8 @@ static const char *read_fd_line(struct ksh_input *in, size_t *len)
 	size_t n = 0;
 	char c;
 	while (next_byte(in, &c)) {
+		if (!c)
+			continue;
 		keep(in, n++, c);
 		if (c == '\n')
 			break;
@@ -190,6 +196,22 @@ const char *ksh_input_line(struct ksh_input *in, bool continuation, size_t *len)
 	default:
 		return read_terminal_line(in, continuation, len);
 	}
+}
+
+bool ksh_binary_file(int fd)
+{
+	char s[80];
+	ssize_t n = pread(fd, s, sizeof s, 0);
+	if (n >= 4 && memcmp(s, "\x7f" "ELF", 4) == 0)
+		return true;
+	int lines = n >= 2 && s[0] == '#' && s[1] == '!' ? -1 : 1;
+	for (ssize_t i = 0; i < n; i++) {
+		if (s[i] == '\n' && --lines == 0)
+			return false;
+		if (!s[i])
+			return true;
+	}
+	return false;
 }
 
 void ksh_input_free(struct ksh_input *in)

@@ -251,6 +251,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s: %s\n", NAME, argv[i], strerror(errno));
 			return errno == ENOENT ? 127 : 126;
 		}
+		if (ksh_binary_file(fd)) {
+			fprintf(stderr, "%s: %s: cannot execute binary file\n", NAME, argv[i]);
+			return 126;
+		}
 		sh.source = sh.arg0 = argv[i++];
 		in = ksh_input_fd(fd, false);
 	} else if (isatty(0)) {

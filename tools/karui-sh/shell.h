@@ -134,9 +134,14 @@ struct ksh_input *ksh_input_fd(int fd, bool unbuffered);
 /* A terminal: a prompt ($PS1, $PS2 for continuation lines) and line
  * editing with history where karui-sh was built with libedit. */
 struct ksh_input *ksh_input_terminal(struct shell *sh);
-/* The next line, its newline included when it had one; NULL at the end. */
+/* The next line, its newline included when it had one; NULL at the end.
+ * NUL bytes are dropped, as bash drops them. */
 const char *ksh_input_line(struct ksh_input *in, bool continuation, size_t *len);
 void ksh_input_free(struct ksh_input *in);
+/* bash's test of a file that no shell should read as a script: its first
+ * 80 bytes start an ELF header or hold a NUL byte in their first line
+ * (anywhere, after a #! line). */
+bool ksh_binary_file(int fd);
 
 /* Read, parse and run commands from in until its end or `exit`; the
  * status the shell ends with. */
