@@ -2,8 +2,10 @@
  * μprocesses (include/karui/image.h): unmodified programs — Debian's own
  * binaries and tests/uproc_probe.c — run as private images inside this
  * process, each with its own fds, pid, cwd, umask and environment, and
- * each ending alone.  Without Syscall User Dispatch (qemu-user, old
- * kernels) or FSGSBASE every test says "skipped".
+ * each ending alone; malformed programs and interpreters (cut short,
+ * headers changed) are refused or end with a status, and never crash
+ * the host.  Without Syscall User Dispatch (qemu-user, old kernels) or
+ * FSGSBASE every test says "skipped".
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1354,75 +1356,136 @@ static int spawn_mangled(const char *what)
 	return r;
 }
 
-/* Write len bytes of data to `mangled`, executable. */
-static void write_mangled(const void *data, size_t len)
+/* Write len bytes of data to path, executable. */
+static void write_file(const char *path, const void *data, size_t len)
 {
-	int fd = open(mangled, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0755);
 	KT_CHECK(fd >= 0);
 	KT_EQ(write(fd, data, len), (ssize_t)len);
 	close(fd);
 }
 
-/* A program cut short (the first 4 KiB of true, or short of its last
- * loaded byte), or with a few bytes of its ELF or program headers changed,
- * is refused or runs as a μprocess and ends with a status: the host, a
- * child process of the test each time, never dies of it. */
+/* An ELF file read whole: where its ELF and program headers end, where
+ * its last loaded byte. */
+struct elf_file {
+	unsigned char *img;
+	size_t size, headers, loaded;
+	const Elf64_Phdr *interp;
+};
+
+static void read_elf(const char *path, struct elf_file *f)
+{
+	int fd = open(path, O_RDONLY);
+	KT_CHECK(fd >= 0);
+	struct stat st;
+	KT_EQ(fstat(fd, &st), 0);
+	f->size = (size_t)st.st_size;
+	KT_CHECK((f->img = malloc(f->size)));
+	KT_EQ(read(fd, f->img, f->size), (ssize_t)f->size);
+	close(fd);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)f->img;
+	f->headers = eh->e_phoff + eh->e_phnum * sizeof(Elf64_Phdr);
+	KT_CHECK(f->size > sizeof *eh && f->headers <= f->size);
+	f->loaded = 0;
+	f->interp = NULL;
+	for (int i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *p = (const Elf64_Phdr *)(f->img + eh->e_phoff) + i;
+		if (p->p_type == PT_LOAD && p->p_offset + p->p_filesz > f->loaded)
+			f->loaded = p->p_offset + p->p_filesz;
+		if (p->p_type == PT_INTERP)
+			f->interp = p;
+	}
+}
+
+/* f cut short (to 4 KiB, or short of its headers or of its last loaded
+ * byte) at path, each spawned: refused. */
+static void spawn_cut(const struct elf_file *f, const char *path)
+{
+	const size_t cuts[] = {4096, 64, f->headers - 1, f->loaded / 2, f->loaded - 1};
+	for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+		char what[4200];
+		snprintf(what, sizeof what, "%s cut to %zu bytes", path, cuts[i]);
+		write_file(path, f->img, cuts[i]);
+		KT_EQ(spawn_mangled(what), 10);
+	}
+}
+
+/* n copies of f at path, each with one to three bytes of its headers
+ * changed (the same ones on every run), each spawned; how many ran. */
+static int spawn_changed(const struct elf_file *f, const char *path, int n)
+{
+	unsigned char *copy = malloc(f->size);
+	KT_CHECK(copy);
+	uint64_t seed = 0x9e3779b97f4a7c15u;
+	int ran = 0;
+	for (int i = 0; i < n; i++) {
+		memcpy(copy, f->img, f->size);
+		char what[4200];
+		int len = snprintf(what, sizeof what, "%s #%d, changed at", path, i);
+		for (int k = 0, changes = 1 + i % 3; k < changes; k++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			size_t at = (seed >> 8) % f->headers;
+			copy[at] ^= (unsigned char)(1 + seed % 255);
+			len += snprintf(what + len, sizeof what - (size_t)len, " %zu", at);
+		}
+		write_file(path, copy, f->size);
+		ran += spawn_mangled(what) == 11;
+	}
+	free(copy);
+	return ran;
+}
+
+/* A program cut short, or with a few bytes of its ELF or program headers
+ * changed, is refused or runs as a μprocess and ends with a status: the
+ * host, a child process of the test each time, never dies of it. */
 static void malformed_programs_are_refused_or_run_never_crash_the_host(void)
 {
 	start(1);
 	need_uprocs();
 	KT_EQ(kr_fini(), 0);
-	int fd = open("/bin/true", O_RDONLY);
-	KT_CHECK(fd >= 0);
-	struct stat st;
-	KT_EQ(fstat(fd, &st), 0);
-	size_t size = (size_t)st.st_size;
-	unsigned char *img = malloc(size), *copy = malloc(size);
-	KT_CHECK(img && copy);
-	KT_EQ(read(fd, img, size), (ssize_t)size);
-	close(fd);
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
-	KT_CHECK(size > sizeof *eh && eh->e_phoff + eh->e_phnum * sizeof(Elf64_Phdr) <= size);
-	size_t loaded = 0, headers = eh->e_phoff + eh->e_phnum * sizeof(Elf64_Phdr);
-	for (int i = 0; i < eh->e_phnum; i++) {
-		const Elf64_Phdr *p = (const Elf64_Phdr *)(img + eh->e_phoff) + i;
-		if (p->p_type == PT_LOAD && p->p_offset + p->p_filesz > loaded)
-			loaded = p->p_offset + p->p_filesz;
-	}
+	struct elf_file f;
+	read_elf("/bin/true", &f);
 	char dir[] = "/tmp/karui-uproc-XXXXXX";
 	KT_CHECK(mkdtemp(dir));
 	snprintf(mangled, sizeof mangled, "%s/true", dir);
-
-	const size_t cuts[] = {4096, 64, headers - 1, headers, loaded / 2, loaded - 1};
-	for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
-		char what[64];
-		snprintf(what, sizeof what, "true cut to %zu bytes", cuts[i]);
-		write_mangled(img, cuts[i]);
-		KT_EQ(spawn_mangled(what), 10);
-	}
-	int ran = 0, refused = 0;
-	uint64_t seed = 0x9e3779b97f4a7c15u;
-	for (int n = 0; n < 300; n++) {
-		memcpy(copy, img, size);
-		char what[128];
-		int len = snprintf(what, sizeof what, "true #%d, changed at", n);
-		for (int k = 0, changes = 1 + n % 3; k < changes; k++) {
-			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-			size_t at = (seed >> 8) % headers;
-			copy[at] ^= (unsigned char)(1 + seed % 255);
-			len += snprintf(what + len, sizeof what - (size_t)len, " %zu", at);
-		}
-		write_mangled(copy, size);
-		if (spawn_mangled(what) == 11)
-			ran++;
-		else
-			refused++;
-	}
-	KT_CHECK(ran > 0 && refused > 0);
+	spawn_cut(&f, mangled);
+	int ran = spawn_changed(&f, mangled, 300);
+	KT_CHECK(ran > 0 && ran < 300);
 	unlink(mangled);
 	rmdir(dir);
-	free(img);
-	free(copy);
+	free(f.img);
+}
+
+/* The same of a program's interpreter: true, its PT_INTERP naming a copy
+ * of its ld.so cut short or changed. */
+static void a_malformed_interpreter_is_refused_or_runs_never_crashes_the_host(void)
+{
+	start(1);
+	need_uprocs();
+	KT_EQ(kr_fini(), 0);
+	struct elf_file f, ld;
+	read_elf("/bin/true", &f);
+	KT_CHECK(f.interp);
+	read_elf((const char *)f.img + f.interp->p_offset, &ld);
+	char dir[] = "/tmp/karui-uproc-XXXXXX", interp[256];
+	KT_CHECK(mkdtemp(dir));
+	/* a path as long as the one true names */
+	int len = snprintf(interp, sizeof interp, "%s/", dir);
+	while ((size_t)len + 1 < f.interp->p_filesz)
+		interp[len++] = 'l';
+	interp[len] = 0;
+	KT_EQ(len + 1, f.interp->p_filesz);
+	memcpy(f.img + f.interp->p_offset, interp, (size_t)len + 1);
+	snprintf(mangled, sizeof mangled, "%s/true", dir);
+	write_file(mangled, f.img, f.size);
+	spawn_cut(&ld, interp);
+	int ran = spawn_changed(&ld, interp, 100);
+	KT_CHECK(ran > 0 && ran < 100);
+	unlink(interp);
+	unlink(mangled);
+	rmdir(dir);
+	free(f.img);
+	free(ld.img);
 }
 
 int main(int argc, char **argv)
@@ -1472,5 +1535,6 @@ int main(int argc, char **argv)
 	KT_RUN(a_thousand_cats_wait_on_their_stdin_at_once);
 	KT_RUN(ten_thousand_runs_leave_fd_count_and_rss_flat);
 	KT_RUN(malformed_programs_are_refused_or_run_never_crash_the_host);
+	KT_RUN(a_malformed_interpreter_is_refused_or_runs_never_crashes_the_host);
 	return kt_finish();
 }
