@@ -71,6 +71,9 @@ void kb_seed003_pipeline(const kb_ctx *c);
 void kb_uproc_syscall(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
 
+/* exp_files.c: kr_read of files in the page cache, io_uring against epoll */
+void kb_io_files(const kb_ctx *c);
+
 /* exp_ssf.c */
 void kb_seed002_ssf(const kb_ctx *c);
 

@@ -221,6 +221,8 @@ static const struct seed {
 	 "karui karui-trap native", kb_uproc_syscall},
 	{"uproc.count", "cat programs alive at once, each blocked on its stdin, and memory per "
 	 "program (--n: how many)", "karui process", kb_uproc_count},
+	{"io.files", "many small files read from the page cache, "
+	 "ms per pass (--n: files)", "karui karui-epoll read", kb_io_files},
 };
 #define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
 
