@@ -221,6 +221,136 @@ static void regular_files_are_read_and_written(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+enum { FILE_LEN = 200003 }; /* not a whole number of pages */
+static char file_bytes[FILE_LEN], file_back[FILE_LEN + 4096];
+
+/* Read fd from its position to its end with kr_read in reads of `step`
+ * (kr_readv in two halves when `vec`), into file_back: the bytes read. */
+static size_t read_to_end(int fd, size_t step, int vec)
+{
+	size_t got = 0, n;
+	do {
+		size_t len = step < sizeof file_back - got ? step : sizeof file_back - got;
+		if (vec) {
+			struct iovec v[2] = {{file_back + got, len / 2},
+					     {file_back + got + len / 2, len - len / 2}};
+			KT_EQ(kr_readv(fd, v, 2, &n, KR_FOREVER), 0);
+		} else {
+			KT_EQ(kr_read(fd, file_back + got, len, &n, KR_FOREVER), 0);
+		}
+		got += n;
+		KT_CHECK(got <= FILE_LEN);
+	} while (n > 0 && got < FILE_LEN);
+	n = 1;
+	KT_EQ(kr_read(fd, file_back, step, &n, KR_FOREVER), 0); /* end of file */
+	KT_EQ(n, 0);
+	return got;
+}
+
+/* fd under the number num (which is free, or fd) */
+static int renumber(int fd, int num)
+{
+	if (fd != num) {
+		KT_EQ(dup2(fd, num), num);
+		KT_EQ(close(fd), 0);
+	}
+	return num;
+}
+
+/* Reads of a regular file, from the page cache and (as far as
+ * POSIX_FADV_DONTNEED drops its pages) from the disk: the bytes, the file
+ * position, the count at the end of the file and the errors are the
+ * system call's.  The fd's number is then a pipe's, and a pipe's is a
+ * file's, on both back ends. */
+static void file_reads_match_read_cached_or_not(void)
+{
+	init(1);
+	char path[] = "/tmp/karui-io-XXXXXX";
+	int fd = mkstemp(path);
+	KT_CHECK(fd >= 0);
+	for (size_t i = 0; i < FILE_LEN; i++)
+		file_bytes[i] = (char)(i * 131 + i / 4096);
+	KT_EQ(write(fd, file_bytes, FILE_LEN), FILE_LEN);
+	KT_EQ(fsync(fd), 0); /* clean pages: DONTNEED can drop them */
+	KT_EQ(close(fd), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	KT_CHECK(fd >= 0);
+	static const size_t steps[] = {65536, 4096, 1000, FILE_LEN + 4096};
+	for (int drop = 0; drop < 3; drop++) /* cached; dropped; its second half dropped */
+		for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+			for (int vec = 0; vec < 2; vec++) {
+				KT_EQ(lseek(fd, 0, SEEK_SET), 0);
+				if (drop)
+					posix_fadvise(fd, drop == 1 ? 0 : FILE_LEN / 2, 0,
+						      POSIX_FADV_DONTNEED);
+				memset(file_back, 0, sizeof file_back);
+				KT_EQ(read_to_end(fd, steps[i], vec), FILE_LEN);
+				KT_CHECK(memcmp(file_back, file_bytes, FILE_LEN) == 0);
+				KT_EQ(lseek(fd, 0, SEEK_CUR), FILE_LEN);
+			}
+	/* at offsets: the bytes there, the position moved by the count, and
+	 * a read past the end short by what is not there */
+	static const off_t offs[] = {1, 4095, 4096, 65537, FILE_LEN - 100, FILE_LEN - 1};
+	for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+		size_t n, want = FILE_LEN - (size_t)offs[i] < 4096 ? FILE_LEN - (size_t)offs[i]
+								 : 4096;
+		KT_EQ(lseek(fd, offs[i], SEEK_SET), offs[i]);
+		if (i % 2)
+			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		KT_EQ(kr_read(fd, file_back, 4096, &n, KR_FOREVER), 0);
+		KT_EQ(n, want);
+		KT_CHECK(memcmp(file_back, file_bytes + offs[i], want) == 0);
+		KT_EQ(lseek(fd, 0, SEEK_CUR), offs[i] + (off_t)want);
+	}
+	size_t n = 1;
+	KT_EQ(kr_read(fd, file_back, 0, &n, KR_FOREVER), 0); /* nothing asked */
+	KT_EQ(n, 0);
+	KT_EQ(lseek(fd, FILE_LEN + 10, SEEK_SET), FILE_LEN + 10);
+	n = 1;
+	KT_EQ(kr_read(fd, file_back, 10, &n, KR_FOREVER), 0); /* past the end */
+	KT_EQ(n, 0);
+	/* errors: a directory, a file open for writing only, a closed fd */
+	int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	KT_CHECK(dir >= 0);
+	n = 1;
+	KT_EQ(kr_read(dir, file_back, 10, &n, KR_FOREVER), EISDIR);
+	KT_EQ(n, 0);
+	KT_EQ(kr_close(dir), 0);
+	int wo = open(path, O_WRONLY | O_CLOEXEC);
+	KT_CHECK(wo >= 0);
+	n = 1;
+	KT_EQ(kr_read(wo, file_back, 10, &n, KR_FOREVER), EBADF);
+	KT_EQ(n, 0);
+	KT_EQ(kr_close(wo), 0);
+	n = 1;
+	KT_EQ(kr_read(wo, file_back, 10, &n, KR_FOREVER), EBADF);
+	KT_EQ(n, 0);
+	/* the file's number becomes a pipe's (kr_close forgets what it was),
+	 * and the pipe's a file's */
+	int num = fd;
+	KT_EQ(kr_close(fd), 0);
+	int p[2];
+	mkpipe(p);
+	p[0] = renumber(p[0], num);
+	char c;
+	KT_EQ(kr_read(p[0], &c, 1, &n, in_ms(20)), ETIMEDOUT); /* nothing there */
+	KT_EQ(n, 0);
+	KT_EQ(write(p[1], "k", 1), 1);
+	KT_EQ(kr_read(p[0], &c, 1, &n, KR_FOREVER), 0);
+	KT_EQ(n, 1);
+	KT_EQ(c, 'k');
+	KT_EQ(kr_close(p[0]), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	KT_CHECK(fd >= 0);
+	fd = renumber(fd, num);
+	KT_EQ(read_to_end(fd, 65536, 0), FILE_LEN);
+	KT_CHECK(memcmp(file_back, file_bytes, FILE_LEN) == 0);
+	KT_EQ(kr_close(fd), 0);
+	KT_EQ(kr_close(p[1]), 0);
+	unlink(path);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---------------- deadlines and cancellation ---------------- */
 
 static void timed_read_times_out_and_takes_nothing(void)
@@ -1513,6 +1643,7 @@ int main(int argc, char **argv)
 	KT_RUN(read_parks_only_the_calling_microprocess);
 	KT_RUN(readv_and_writev_move_scattered_bytes);
 	KT_RUN(regular_files_are_read_and_written);
+	KT_RUN(file_reads_match_read_cached_or_not);
 	KT_RUN(timed_read_times_out_and_takes_nothing);
 	KT_RUN(cancel_ends_blocked_reads_and_loses_nothing);
 	KT_RUN(close_ends_reads_on_every_vp_and_spares_the_next_fd);
