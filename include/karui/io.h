@@ -9,7 +9,9 @@
  *   io_uring  a ring per VP (liburing; Linux 6.7 or later).  Requests are
  *             queued in the calling VP's ring and submitted in batches: when
  *             the VP goes idle, and at every 8th scheduling point of a busy
- *             one.  Deadlines are linked timeouts; cancellation is the
+ *             one; but a read of a regular file is submitted at once, and
+ *             one that the page cache answers returns without a wait.
+ *             Deadlines are linked timeouts; cancellation is the
  *             kernel's.  Only the VP that made a request sees it complete
  *             (a VP about to block in kr_blocking_enter hands its socket and
  *             pipe requests over first).  Where no fd or memory is left for

@@ -258,6 +258,12 @@ static inline kr_mp *kr__self(void)
  * from a new microprocess in the same record. */
 int kr__wake_waiter(kr_mp *mp);
 
+/* The event source's poll, now, on the calling VP (none off a VP), as at
+ * a busy VP's timers' turn: what it completes for others is kept as
+ * there (sched_default.h: own_keeps).  For L3's calls that submit at once
+ * what may complete at once (src/io/uring.c, reads of files). */
+void kr__poll_now(void);
+
 /* stack.c: a VP's cache of free stacks, a list per size class (slot 0 is
  * the one the fast paths below look at first) */
 #define KR_STACK_SLOTS 8

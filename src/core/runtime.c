@@ -1,7 +1,8 @@
 /*
  * karui L2 — the runtime: kr_init and kr_fini, the workers and their VPs,
  * the idle loop, the event source's hooks (kr_poller_set, kr_sched_park,
- * kr_sched_unpark), kr_stats_get, and the accessors of scheduler modules.
+ * kr_sched_unpark, kr__poll_now), kr_stats_get, and the accessors of
+ * scheduler modules.
  *
  * A worker lives from its VP's start until karui stops, after every VP has
  * ended: until then idle VPs may look at any worker's timers.  The idle
@@ -109,6 +110,13 @@ void kr_sched_park(uint64_t deadline)
 		return;
 	}
 	kr_vp_sleep(deadline);
+}
+
+void kr__poll_now(void)
+{
+	struct kr_worker *w = W();
+	if (w)
+		kr__poll(w);
 }
 
 void kr_sched_unpark(unsigned n)

@@ -13,13 +13,31 @@
  * A call fills a submission entry in its VP's ring (two with a deadline:
  * the request and a linked timeout), with user_data pointing at a
  * completion record on the caller's stack, and the caller sleeps until the
- * record is marked done.  Nothing enters the kernel then: the VP's next
- * poll (every 8th scheduling point of a busy VP, every round of the idle
- * loop) or wait submits what is queued and collects the completions in one
- * io_uring_enter, and only if there is something to submit or the kernel
- * flagged completions (IORING_SQ_TASKRUN).  For each completion: read the
+ * record is marked done.  Nothing enters the kernel then (reads of files
+ * aside, below): the VP's next poll (every 8th scheduling point of a busy
+ * VP, every round of the idle loop) or wait submits what is queued and
+ * collects the completions in one io_uring_enter, and only if there is
+ * something to submit or the kernel flagged completions
+ * (IORING_SQ_TASKRUN).  For each completion: read the
  * record's mp, store the result, mark it done (release), kr_mp_unpark(mp); the
  * record is not touched after the mark.
+ *
+ * Reads of files.  A read of a regular file whose pages are cached
+ * completes inside the io_uring_enter that submits it (the kernel tries it
+ * without waiting first), so waiting for the next poll only cost a park, a
+ * switch and a wakeup.  So a read or readv is submitted at once, by the
+ * VP's poll run there and then (kr__poll_now: other microprocesses'
+ * completions that it collects are handled as at any poll), and the
+ * caller looks for its completion before it parks (the record has no mp
+ * meanwhile: nothing wakes a microprocess that runs); one that is not done
+ * (a file read from disk) waits as any other.  The same request as before,
+ * only sooner: results, short counts at the end of file and errors are the
+ * kernel's as they were.  Reads of sockets, pipes and other pollable fds
+ * keep being batched: the first read of an fd that does not complete at
+ * once looks at what the fd is (fstat), and the fd table keeps the answer
+ * until the fd's next kr_io_cancel or kr_close (its cancel generation).
+ * An fd closed with close(2) and reused keeps the old answer, which is
+ * only slower (a file's reads batched, a socket's submitted one by one).
  *
  * An idle VP waits in its ring for a completion, its timers' deadline, or
  * an L0 wakeup: a FUTEX_WAIT request on L0's futex word (kr_vp_sleep_begin)
@@ -65,12 +83,14 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "karui/vp.h"
 #include "io_internal.h"
+#include "../core/internal.h" /* kr__poll_now */
 
 /* ThreadSanitizer cannot see the kernel carry a message from one ring to
  * another (IORING_OP_MSG_RING), nor so the order it gives: what the
@@ -116,7 +136,11 @@ struct ring {
 struct fdslot {
 	uint32_t inflight;      /* requests on this fd, every ring */
 	uint32_t gen;           /* kr_io_cancel / kr_close of this fd */
+	uint32_t kind;          /* gen << 2 | FD_*: what a read found fd to be
+				 * under that gen; another gen: not known */
 };
+
+enum { FD_FILE = 1, FD_POLLED = 2 };
 
 static struct {
 	struct ring *r[KR_VP_MAX];      /* by VP id; atomic pointers */
@@ -238,7 +262,8 @@ static void complete(struct ring *r, struct done *d, int res)
 		__atomic_fetch_sub(&d->slot->inflight, 1, __ATOMIC_RELEASE);
 	d->res = res == -ECANCELED && r->leaving ? RETRY : res;
 	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
-	kr_mp_unpark(mp);
+	if (mp) /* none: its caller runs and looks (u_run) */
+		kr_mp_unpark(mp);
 }
 
 /* One ring has cancelled.  The last one wakes the caller: a microprocess,
@@ -515,6 +540,17 @@ static void cancel_req(struct done *d)
 	io_uring_submit(&me->io);
 }
 
+/* What fd is, kept in its slot for its cancel generation gen: FD_FILE (a
+ * regular file or block device, or fd unknown to fstat) or FD_POLLED. */
+static uint32_t learn(struct fdslot *s, int fd, uint32_t gen)
+{
+	struct stat st;
+	uint32_t k = fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)
+			     ? FD_POLLED : FD_FILE;
+	__atomic_store_n(&s->kind, gen << 2 | k, __ATOMIC_RELAXED);
+	return k;
+}
+
 static long u_run(struct kr_ioreq *r)
 {
 	/* A send almost always fits in the socket buffer: try it at once, as
@@ -529,12 +565,16 @@ static long u_run(struct kr_ioreq *r)
 	struct fdslot *s = slot(r->fd);
 	int timed = r->deadline != KR_FOREVER, cancelled = 0;
 	uint32_t gen = s ? __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) : 0;
+	uint32_t kind = s ? __atomic_load_n(&s->kind, __ATOMIC_RELAXED) : 0;
+	/* a read not known to be of a pollable fd: submitted at once (see the top) */
+	int now = s && (r->op == IO_READ || r->op == IO_READV) &&
+		  kind != (gen << 2 | FD_POLLED);
 	for (;;) {
 		struct ring *ring = own(1);
 		if (!ring)
 			return -own_err();
 		back(ring);
-		struct done d = {.mp = kr_mp_self(), .ring = ring, .slot = s};
+		struct done d = {.mp = now ? NULL : kr_mp_self(), .ring = ring, .slot = s};
 		struct io_uring_sqe *sqe = sqe_get(&ring->io, timed ? 2 : 1);
 		prep(sqe, r);
 		io_uring_sqe_set_data(sqe, &d);
@@ -558,6 +598,12 @@ static long u_run(struct kr_ioreq *r)
 		 * (both seq_cst). */
 		if (s && __atomic_load_n(&s->gen, __ATOMIC_SEQ_CST) != gen)
 			cancel_req(&d);
+		if (now) {
+			kr__poll_now();
+			d.mp = kr_mp_self();
+			if (!__atomic_load_n(&d.done, __ATOMIC_RELAXED) && (kind & ~3u) != gen << 2)
+				now = learn(s, r->fd, gen) == FD_FILE;
+		}
 		/* A late wakeup from elsewhere can end a sleep early: loop on
 		 * `done`.  A cancel of the caller cancels the request, which
 		 * then completes with -ECANCELED, or with its result if it was
