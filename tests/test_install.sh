@@ -3,7 +3,9 @@
 # alone from SOURCE (tests, examples, bench off) in WORK, install it into
 # WORK/prefix, then build tests/install/hello.c against the installed copy
 # with pkg-config (shared, then static) and with find_package(karui), and
-# run each.  Every step must succeed and print what it should.
+# run each.  Every step must succeed and print what it should.  The shared
+# build follows README.md: with neither rpath nor LD_LIBRARY_PATH it must fail
+# to start as README.md says, and with either it must run.
 set -eu
 src=$1 work=$2 cmake=$3 gen=$4 cc=$5 version=$6
 prefix=$work/prefix
@@ -59,11 +61,45 @@ readelf -d "$libdir/libkarui.so.$version" | grep -q 'SONAME.*\[libkarui\.so\.1\]
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 step "pkg-config: $(pkg-config --modversion karui): $(pkg-config --cflags --libs karui)"
 [ "$(pkg-config --modversion karui)" = "$version" ] || fail "karui.pc's version"
-# shellcheck disable=SC2046
-"$cc" -o "$work/hello_pc" "$src/tests/install/hello.c" $(pkg-config --cflags --libs karui) ||
-	fail "cc with pkg-config --cflags --libs karui"
-needed "$work/hello_pc" | grep -qx libkarui.so.1 || fail "hello_pc does not need libkarui.so.1"
-run hello_pc env LD_LIBRARY_PATH="$libdir" "$work/hello_pc"
+# README.md's commands ("Using karui in your program"), run as written in
+# $work/app on app.c (hello.c), with cc the compiler under test and none of
+# the caller's LD_LIBRARY_PATH.  said LINE: README.md must hold LINE.
+said() { grep -Fq -- "$1" "$src/README.md" || fail "README.md no longer says: $1"; }
+readme() {
+	(
+		cd "$work/app"
+		unset LD_LIBRARY_PATH
+		cc() { "$compiler" "$@"; }
+		eval "$1"
+	)
+}
+compiler=$cc
+mkdir "$work/app"
+cp "$src/tests/install/hello.c" "$work/app/app.c"
+build='cc -o app app.c $(pkg-config --cflags --libs karui)'
+rpath="$build -Wl,-rpath,\$(pkg-config --variable=libdir karui)"
+ldpath='LD_LIBRARY_PATH=$(pkg-config --variable=libdir karui) ./app'
+nolib='./app: error while loading shared libraries: libkarui.so.1: cannot open shared object file: No such file or directory'
+for line in "$build" "$rpath" "$ldpath" "$nolib"; do said "$line"; done
+
+step "README: $build"
+readme "$build" || fail "$build"
+needed "$work/app/app" | grep -qx libkarui.so.1 || fail "app does not need libkarui.so.1"
+if ldconfig -p 2>/dev/null | grep -q 'libkarui\.so\.1 '; then
+	echo "not checked that ./app fails: the dynamic linker knows another libkarui.so.1"
+else
+	out=$(readme ./app 2>&1) && fail "./app started with no rpath nor LD_LIBRARY_PATH"
+	status=$?
+	echo "$out"
+	[ $status -eq 127 ] || fail "./app exited with $status, not 127"
+	echo "$out" | grep -Fqx "$nolib" || fail "./app did not say: $nolib"
+fi
+step "README: $ldpath"
+run "LD_LIBRARY_PATH ./app" readme "$ldpath"
+
+step "README: $rpath"
+readme "$rpath" || fail "$rpath"
+run "./app with its rpath" readme ./app
 
 # The whole of libkarui.a is linked in, so that every library it needs
 # must be in karui.pc's Libs.private (hello.c alone pulls in no I/O).
