@@ -3,6 +3,10 @@
 # from a real run of one quick experiment (yield, karui and the bare switch),
 # with the machine recorded in the same run; the seeds' tables that the run
 # lacks say "not run"; a line that is not JSON is refused with its number.
+# Ratios are peer / karui everywhere: the report says so once at the top, a
+# ratio column's header says so, and for http rows written here (requests
+# per second, where the better side is below 1×) the plot of ratios draws
+# the very ratios of the table.
 # Skipped when matplotlib is not installed (the Markdown is checked first).
 kb=$1
 report=$2
@@ -28,15 +32,45 @@ need '^\| bare-switch \| yield \| [0-9.]+ ns \| .* \| [0-9.]+× \|$'
 need '^### Table 2: process creation and termination$'
 need '^### Table 2: starting and ending a program$'
 need '^\*not run \(this run has no rows for it\)\*$'
+need '^\*\*Ratios\.\*\* Every ratio in this report, in its tables and its plots, is \*\*peer / karui\*\*'
+need '^\| system \| metric \| median \| min \.\. max \|( n \|)? peer/karui \|$'
 echo '{"experiment":"yield"' > "$dir/bad.jsonl"
 err=$("$report" --out "$dir" "$dir/bad.jsonl" 2>&1) && { echo "bad input accepted"; fail=1; }
 echo "$err" | grep -q "bad.jsonl:1: not a JSON line" || { echo "bad input: $err"; fail=1; }
+mkdir "$dir/http"
+for r in 'karui","metric":"requests","value":100000,"unit":"req/s","x":2' \
+	'go","metric":"requests","value":50000,"unit":"req/s","x":2' \
+	'karui","metric":"CPU per request","value":10,"unit":"us/req","x":2' \
+	'go","metric":"CPU per request","value":15,"unit":"us/req","x":2'; do
+	echo "{\"experiment\":\"http\",\"system\":\"$r}"
+done >"$dir/http/results.jsonl"
+"$report" --out "$dir/http" "$dir/http/results.jsonl" || exit 1
+grep -Fqx '| go | requests (x = 2) | 50,000 req/s | – .. – | 0.5× |' "$dir/http/REPORT.md" ||
+	{ echo "http: no go row of ratio 0.5×"; fail=1; }
+# The bars of the plot of ratios, against the ratios of the http table.
+/usr/bin/python3 - "$report" "$dir/http" <<'EOF' || fail=1
+import importlib.machinery, importlib.util, os, re, sys
+loader = importlib.machinery.SourceFileLoader("report", sys.argv[1])
+report = importlib.util.module_from_spec(importlib.util.spec_from_loader("report", loader))
+loader.exec_module(report)
+with open(os.path.join(sys.argv[2], "results.jsonl")) as f:
+    _, rows = report.load(f, "results.jsonl")
+lower, higher = report.Report(report.Run(rows), sys.argv[2], None, "").ratio_bars_of_run()
+with open(os.path.join(sys.argv[2], "REPORT.md")) as f:
+    table = {m[1]: float(m[2]) for m in re.finditer(
+        r"^\| go \| (.*) \(x = 2\) \|.* \| ([0-9.]+)× \|$", f.read(), re.M)}
+plot = {g.split(": ")[1].split(",")[0]: v for g, s, v in lower + higher if s == "go"}
+want = {"requests": 0.5, "CPU per request": 1.5}
+if not (table == want and plot == want and [b[0] for b in higher] ==
+        ["http: requests, 2 threads (req/s)"]):
+    sys.exit(f"http ratios: table {table}, plot {plot}, higher is better: {higher}")
+EOF
 [ $fail -eq 0 ] || exit 1
 if grep -q "matplotlib is not installed" "$md"; then
 	echo "skipped: matplotlib is not installed"
 	exit 77
 fi
-grep -Fq '![karui against its peers, same run](core-ratios.png)' "$md" ||
+grep -Fq '![karui against its peers, same run: peer / karui](core-ratios.png)' "$md" ||
 	{ echo "REPORT.md: no link to core-ratios.png"; exit 1; }
 [ "$(head -c 8 "$dir/core-ratios.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
 	{ echo "core-ratios.png is not a PNG"; exit 1; }
