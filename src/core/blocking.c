@@ -115,7 +115,7 @@ void kr__spare_retire(struct kr_worker *w)
 static void blocking_begin(struct kr_worker *w)
 {
 	if (kr__solo_on()) /* a spare may start: several VPs from now on */
-		kr__solo_end();
+		kr__permits_several();
 	w->blocked = 1;
 	w->fast = NULL;
 	poller_leave();

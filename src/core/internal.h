@@ -198,7 +198,7 @@ struct kr__seam {
 	int (*keep)(kr_sched *s, struct kr_worker *w);
 	void (*reprio)(kr_sched *s, kr_mp *mp, int prio);
 	void (*several)(kr_sched *s, struct kr_worker *w);
-	int solo; /* it can take the one-VP state (park.c, "One VP") */
+	int solo; /* it can take the one-VP state (permit.h, "One VP") */
 };
 /* The seam that serves a scheduler module: the default's own, or seam.c's. */
 const struct kr__seam *kr__seam_for(const kr_sched_ops *ops) __attribute__((visibility("hidden")));
@@ -213,12 +213,12 @@ extern __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")
  * return EPERM. */
 extern int kr__forked;
 
-/* One VP (park.c, "One VP"): SOLO_ON while karui runs on a single VP with
+/* One VP (permit.h, "One VP"): SOLO_ON while karui runs on a single VP with
  * the default scheduler and has started no spare VP.  That VP is then the
  * only thread that changes its slot, the join words and the permits, and
  * it does so with loads and stores instead of read-modify-writes;
  * SOLO_POSTED: threads that are no VP have posted wakeups for it to
- * apply.  Cleared for good before a spare starts (kr__solo_end). */
+ * apply.  Cleared for good before a spare starts (kr__permits_several). */
 enum { SOLO_ON = 1, SOLO_POSTED = 2 };
 extern uint32_t kr__solo __attribute__((visibility("hidden")));
 

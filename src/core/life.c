@@ -35,7 +35,7 @@
  * straight to it (no ready queue, no claim: the seed's sleep_and_wakeup);
  * a detached one stores REAPED.  Whoever moves DONE -> REAPED (a join or a
  * detach of an ended microprocess) releases the record: one CAS, one
- * winner.  With one VP (kr__solo, park.c) join, detach and exit all run
+ * winner.  With one VP (kr__solo, permit.h) join, detach and exit all run
  * on that VP, one after another, and nothing else writes the word: each
  * CAS is a load, a compare and a store there (JOIN_CAS).
  * An exit that finds a joiner registered still needs its CAS on several
@@ -154,10 +154,7 @@ static inline __attribute__((always_inline)) void mp_setup(struct kr_worker *w, 
 	unsigned long n = c->created + 1;
 	mp->id = n * KR_VP_MAX + w->vp->id;
 	__atomic_store_n(&c->created, n, __ATOMIC_RELAXED);
-	uint32_t g = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED) & WS_GEN;
-	if (__builtin_expect(!g, 0))
-		g = (uint32_t)(n | 1) << 16;
-	__atomic_store_n(&mp->wstate, g | WS_RUN, __ATOMIC_RELAXED);
+	uint32_t g = permit_begin(mp, n);
 	uintptr_t hg = (uintptr_t)g << (KR_GEN_SHIFT - 16);
 	__atomic_store_n(&mp->join, hg | ((flags & KR_MP_DETACHED) ? JS_DETACHED : JS_NONE),
 			 __ATOMIC_RELAXED);
@@ -270,11 +267,7 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 	struct counters *c = w->cnt;
 	kr_mp *next = NULL;
 	uintptr_t j = __atomic_load_n(&self->join, __ATOMIC_ACQUIRE);
-	/* The next generation (65535 wraps to 1): from now on a wakeup or
-	 * cancel made for this life fails, and one that this store overwrites
-	 * is owed to no one. */
-	uint32_t g = (__atomic_load_n(&self->wstate, __ATOMIC_RELAXED) & WS_GEN) + (1u << 16);
-	__atomic_store_n(&self->wstate, g ? g : 1u << 16, __ATOMIC_RELEASE);
+	permit_end(self);
 	for (;;) {
 		uintptr_t st = j & KR_ADDR_MASK;
 		/* live_count counts it as ended once a join or a detach would
@@ -449,7 +442,7 @@ int kr_mp_setprio(kr_mp *h, int prio)
 		return EINVAL;
 	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
 		return EPERM;
-	if (!live_handle(h))
+	if (!permit_live(h))
 		return ESRCH;
 	/* first, so that the scheduler's and the module's reprio see it
 	 * (and a push that the scheduler's reprio misses: d_reprio) */

@@ -6,57 +6,7 @@
  *
  * A sleeper can be woken before it has left its VP: on_cpu (rt.h) keeps
  * it from running anywhere until then.  Whether it sleeps at all is its
- * wakeup permit's to say:
- *
- *   wstate   the wakeup permit: RUN, SLEEP or NOTIFIED.  kr_mp_park moves
- *            RUN -> SLEEP with one CAS *before* switching away (a NOTIFIED
- *            permit makes the CAS fail; kr_mp_park consumes it with an
- *            acquire RMW and returns).  kr_mp_unpark moves SLEEP -> RUN (only
- *            the winner of that CAS makes the microprocess ready: never
- *            twice), or RUN / NOTIFIED -> NOTIFIED, always with a release
- *            RMW, so whoever consumes the permit sees what every waker
- *            wrote before waking it.  A cancel sets its bit in the RMW of
- *            its wakeup.
- *
- * One VP.  While karui runs on a single VP with the default scheduler and
- * has never started a spare (kr__solo, internal.h), that VP's slot and the
- * join words are touched by that VP alone (sched_default.c and life.c,
- * "One VP"), and the RMWs above only decide between that VP and threads
- * that are no VP: timers fire and I/O completes on the VP itself, and
- * every call that parks, switches, joins or claims needs a VP.  So the
- * threads that are no VP stop writing permits: their wakeups
- * (kr_mp_unpark, kr_mp_cancel, and L3's non-blocking calls and the epoll
- * back end's kr_io_cancel / kr_close, which wake waiters the same way)
- * post the handle and cancel bit to an array under a lock (`P`),
- * checking the handle's generation as the RMW would, and the first post
- * since the VP last looked wakes it (kr_sched_unpark: an
- * idle VP takes it from L0 or its event source).  The VP is then the only
- * writer of every permit, and changes them with a relaxed load and store:
- * a park, a wakeup, a claim and a consumed cancel or permit cost no locked
- * instruction.  The VP applies the posts, as its own wakeups, at the
- * start of every call that reads or changes a permit (solo_now: one load
- * of kr__solo, whose SOLO_POSTED bit says there are some), after a sleep
- * that may have been cancelled meanwhile, at a scheduling point that looks
- * at the timers and before it goes idle.  Applying them first at each such
- * call keeps the order of happens-before: a post that precedes the call
- * (through the program's own synchronisation, which makes the VP see
- * SOLO_POSTED) acts before it, as an RMW made then would have; a post that
- * is concurrent with it may act later, which is an order an RMW could have
- * had too.  A post whose handle's life ends before the VP applies it is
- * dropped, as end_rest's store drops a late RMW: a wakeup owed to no one.
- * Every access stays atomic (relaxed), so that the change to RMWs is well
- * defined: kr_blocking_enter ends the state for good before it can start
- * a spare (kr__solo_end): it takes what was posted and clears kr__solo
- * (release) under the lock, so a poster that comes later sees 0 (under
- * the lock, or by its acquire load) after every plain store the VP made,
- * and the spare starts after them (pthread_create).  The VP applies the
- * posts it took with RMWs, as everyone does from then on.
- *
- * Rejected: a mutex per microprocess: an atomic more on every sleep and
- * wakeup.  For the one VP: a post linked through the record (a record
- * released meanwhile can be trimmed to zeroes, taking the rest of the list
- * with it); posts applied only at scheduling points (a park that a post
- * preceding it, in happens-before order, should have ended would sleep).
+ * wakeup permit's to say (permit.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -99,44 +49,10 @@ static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w,
 
 /* ---------------- sleep / wakeup ---------------- */
 
-/* Use up a pending permit: NOTIFIED -> RUN, the generation and a pending
- * cancel stay.  An acquire RMW, so that the sleeper sees what
- * every waker did before its (release RMW) wakeup: a plain store here lost
- * wakeups, the waker's data store and the sleeper's re-check passing each
- * other in the store buffers (tests/test_core.c's mixed stress found it).
- * `solo` (rt.h: solo_now): the one VP, where a store will do. */
-static inline void consume_permit(kr_mp *self, uint32_t s, uint32_t solo)
-{
-	if (solo)
-		__atomic_store_n(&self->wstate, s | WS_RUN, __ATOMIC_RELAXED);
-	else
-		__atomic_fetch_or(&self->wstate, WS_RUN, __ATOMIC_ACQ_REL);
-}
-
-/* RUN -> SLEEP, before the switch away; 0 if a pending permit ended that
- * sleep at once (consumed).  Others change the word of a running
- * microprocess only to NOTIFIED (a cancel with it), so a failed CAS means
- * a permit. */
-static inline int announce_sleep(kr_mp *self, uint32_t solo)
-{
-	uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED);
-	if ((s & WS_STATE) == WS_RUN) {
-		if (solo) {
-			__atomic_store_n(&self->wstate, s + 1, __ATOMIC_RELAXED);
-			return 1;
-		}
-		if (__atomic_compare_exchange_n(&self->wstate, &s, s + 1, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE))
-			return 1;
-	}
-	consume_permit(self, s, solo);
-	return 0;
-}
-
 /* Returns 0: `return sleep_self(...)` makes the switch a tail call. */
-static inline int sleep_self(struct kr_worker *w, kr_mp *self, uint32_t solo)
+static inline int sleep_self(struct kr_worker *w, kr_mp *self, uint32_t mode)
 {
-	return announce_sleep(self, solo) ? block(w, self) : 0;
+	return permit_sleep(self, mode) ? block(w, self) : 0;
 }
 
 /* The calls below, when wakeups posted to the one VP wait: they go first,
@@ -144,19 +60,19 @@ static inline int sleep_self(struct kr_worker *w, kr_mp *self, uint32_t solo)
  * register for them. */
 static __attribute__((noinline)) int park_posted(void)
 {
-	kr__posts_run();
+	kr__permits_apply();
 	return kr_mp_park();
 }
 
 static __attribute__((noinline)) int park_until_posted(uint64_t deadline)
 {
-	kr__posts_run();
+	kr__permits_apply();
 	return kr_mp_park_until(deadline);
 }
 
 static __attribute__((noinline)) int park_cancellable_posted(uint64_t deadline)
 {
-	kr__posts_run();
+	kr__permits_apply();
 	return kr_mp_park_cancellable(deadline);
 }
 
@@ -165,18 +81,18 @@ int kr_mp_park(void)
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
-	uint32_t solo = solo_now();
-	if (solo_posted(solo))
+	uint32_t mode = permit_mode();
+	if (permit_posted(mode))
 		return park_posted();
-	return sleep_self(w, w->cur, solo);
+	return sleep_self(w, w->cur, mode);
 }
 
 /* Back out of a sleep that has been announced (SLEEP) but not started.
  * 1: done; 0: a wakeup came in between and made us ready, so we block
  * (returning at once or soon) to keep the ready queue consistent. */
-static int unsleep(struct kr_worker *w, kr_mp *self, uint32_t solo)
+static int unsleep(struct kr_worker *w, kr_mp *self, uint32_t mode)
 {
-	if (claim_read(self, __atomic_load_n(&self->wstate, __ATOMIC_RELAXED), solo))
+	if (permit_claim(self, __atomic_load_n(&self->wstate, __ATOMIC_RELAXED), mode))
 		return 1;
 	block(w, self);
 	return 0;
@@ -187,16 +103,16 @@ static int unsleep(struct kr_worker *w, kr_mp *self, uint32_t solo)
  * with block(), which the on_cpu protocol already handles.  Out of line,
  * so that the timer's frame stays off the untimed sleeps' path. */
 static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *self,
-						    uint64_t deadline, uint32_t solo)
+						    uint64_t deadline, uint32_t mode)
 {
-	if (!announce_sleep(self, solo))
+	if (!permit_sleep(self, mode))
 		return 0;
 	if (kr_now() >= deadline)
-		return unsleep(w, self, solo) ? ETIMEDOUT : 0;
+		return unsleep(w, self, mode) ? ETIMEDOUT : 0;
 	struct kr_timer t = {.when = deadline, .mp = self};
 	int err = kr__timer_arm(&w->timers, &t);
 	if (err)
-		return unsleep(w, self, solo) ? err : 0;
+		return unsleep(w, self, mode) ? err : 0;
 	block(w, self);
 	if (kr__timer_cancel(&t))
 		return 0;
@@ -204,11 +120,11 @@ static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *
 }
 
 static inline int sleep_timed(struct kr_worker *w, kr_mp *self, uint64_t deadline,
-			      uint32_t solo)
+			      uint32_t mode)
 {
 	if (deadline == KR_FOREVER)
-		return sleep_self(w, self, solo);
-	return sleep_deadline(w, self, deadline, solo);
+		return sleep_self(w, self, mode);
+	return sleep_deadline(w, self, deadline, mode);
 }
 
 int kr_mp_park_until(uint64_t deadline)
@@ -216,33 +132,18 @@ int kr_mp_park_until(uint64_t deadline)
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
-	uint32_t solo = solo_now();
-	if (solo_posted(solo))
+	uint32_t mode = permit_mode();
+	if (permit_posted(mode))
 		return park_until_posted(deadline);
-	return sleep_timed(w, w->cur, deadline, solo);
-}
-
-/* Consume a pending cancel.  The plain load keeps the RMW off the common
- * path; the acquire pairs with kr_mp_cancel's release. */
-static inline int take_cancel(kr_mp *self, uint32_t solo)
-{
-	uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED);
-	if (!(s & WS_CANCEL))
-		return 0;
-	if (solo) {
-		__atomic_store_n(&self->wstate, s & ~(uint32_t)WS_CANCEL, __ATOMIC_RELAXED);
-		return 1;
-	}
-	return !!(__atomic_fetch_and(&self->wstate, ~(uint32_t)WS_CANCEL, __ATOMIC_ACQUIRE) &
-		  WS_CANCEL);
+	return sleep_timed(w, w->cur, deadline, mode);
 }
 
 /* kr_mp_park_cancellable's end with wakeups posted meanwhile to the one
  * VP, maybe a cancel: they are applied first. */
 static __attribute__((noinline)) int cancellable_end_posted(int err)
 {
-	kr__posts_run();
-	return take_cancel(W()->cur, SOLO_ON) ? ECANCELED : err;
+	kr__permits_apply();
+	return permit_take_cancel(W()->cur, SOLO_ON) ? ECANCELED : err;
 }
 
 /* A cancel stored before its wakeup is seen after any sleep that wakeup
@@ -254,16 +155,16 @@ int kr_mp_park_cancellable(uint64_t deadline)
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
-	uint32_t solo = solo_now();
-	if (solo_posted(solo))
+	uint32_t mode = permit_mode();
+	if (permit_posted(mode))
 		return park_cancellable_posted(deadline);
-	if (take_cancel(w->cur, solo))
+	if (permit_take_cancel(w->cur, mode))
 		return ECANCELED;
-	int err = sleep_timed(w, w->cur, deadline, solo);
-	solo = solo_now();
-	if (solo_posted(solo))
+	int err = sleep_timed(w, w->cur, deadline, mode);
+	mode = permit_mode();
+	if (permit_posted(mode))
 		return cancellable_end_posted(err);
-	return take_cancel(W()->cur, solo) ? ECANCELED : err;
+	return permit_take_cancel(W()->cur, mode) ? ECANCELED : err;
 }
 
 int kr_mp_sleep_until(uint64_t deadline)
@@ -273,17 +174,8 @@ int kr_mp_sleep_until(uint64_t deadline)
 	int woken = 0, err;
 	while ((err = kr_mp_park_cancellable(deadline)) == 0)
 		woken = 1;
-	if (woken) { /* keep the wakeups that came meanwhile for the next kr_mp_park
-		      * (the last wait's end applied what was posted) */
-		kr_mp *self = W()->cur;
-		if (kr__solo_on())
-			__atomic_store_n(&self->wstate,
-					 __atomic_load_n(&self->wstate, __ATOMIC_RELAXED) &
-						 ~(uint32_t)WS_STATE,
-					 __ATOMIC_RELAXED);
-		else
-			__atomic_fetch_and(&self->wstate, ~(uint32_t)WS_STATE, __ATOMIC_RELEASE);
-	}
+	if (woken) /* the last wait's end applied what was posted */
+		permit_keep(W()->cur);
 	return err == ETIMEDOUT ? 0 : err;
 }
 
@@ -293,91 +185,42 @@ int kr_mp_sleep_for(uint64_t ns)
 	return kr_mp_sleep_until(ns > KR_FOREVER - 1 - now ? KR_FOREVER - 1 : now + ns);
 }
 
-/* The wakeup of h, with a cancel or not, on the one VP: a load and a
- * store (see the top).  `ended` is what a stale handle gets. */
+/* The wakeup of h, with a cancel or not, on the one VP (mode SOLO_ON:
+ * a load and a store) or anywhere else (0: an RMW); w: the caller's
+ * worker, NULL off a VP; `ended` is what a stale handle gets. */
+static inline __attribute__((always_inline)) int wake_as(struct kr_worker *w, kr_mp *h,
+							 int cancel, int ended, uint32_t mode)
+{
+	switch (permit_wake(h, cancel, mode)) {
+	case PERMIT_STALE:
+		return ended;
+	case PERMIT_ASLEEP:
+		return ready_tail(w, kr__rec(h));
+	default:
+		return 0;
+	}
+}
+
 static inline __attribute__((always_inline)) int wake_solo(struct kr_worker *w, kr_mp *h,
 							   int cancel, int ended)
 {
-	kr_mp *mp = kr__rec(h);
-	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED);
-	if (gen_differs(h, s)) /* stale, or ended */
-		return ended;
-	/* SLEEP -> RUN, RUN -> NOTIFIED, NOTIFIED stays */
-	__atomic_store_n(&mp->wstate,
-			 (s - ((s & WS_STATE) != WS_NOTIFIED)) | (cancel ? WS_CANCEL : 0),
-			 __ATOMIC_RELAXED);
-	return (s & WS_STATE) == WS_SLEEP ? ready_tail(w, mp) : 0;
+	return wake_as(w, h, cancel, ended, SOLO_ON);
 }
 
-/* The same wakeup anywhere else.  Always an RMW, even on a permit that is
- * already set (NOTIFIED -> NOTIFIED): the release of every wakeup must
- * reach the sleeper that consumes the permit.  w: the caller's worker,
- * NULL off a VP. */
 static inline __attribute__((always_inline)) int wake_rmw(struct kr_worker *w, kr_mp *h,
 							  int cancel, int ended)
 {
-	kr_mp *mp = kr__rec(h);
-	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED), to;
-	do {
-		if (gen_differs(h, s)) /* stale, or ended */
-			return ended;
-		to = (s - ((s & WS_STATE) != WS_NOTIFIED)) | (cancel ? WS_CANCEL : 0);
-	} while (!__atomic_compare_exchange_n(&mp->wstate, &s, to, 0, __ATOMIC_ACQ_REL,
-					      __ATOMIC_RELAXED));
-	return (s & WS_STATE) == WS_SLEEP ? ready_tail(w, mp) : 0;
+	return wake_as(w, h, cancel, ended, 0);
 }
 
 /* ---------------- one VP ---------------- */
 
-uint32_t kr__solo;
-
-/* The wakeups posted to the one VP: two arrays, one posted to (`cur`,
- * under the lock) while the VP applies the other.  Each starts in static
- * room, so that a post can always wait for room if memory runs out. */
-enum { POSTS_STATIC = 32 };
-struct post {
-	kr_mp *h;
-	int cancel;
-};
-static struct post posts_room[2][POSTS_STATIC];
-static struct {
-	kr_spin lock;
-	unsigned cur, n;        /* the array posted to, and its count */
-	unsigned cap[2];
-	struct post *v[2];
-} P = {.lock = KR_SPIN_INIT,
-       .cap = {POSTS_STATIC, POSTS_STATIC},
-       .v = {posts_room[0], posts_room[1]}};
-
-/* kr_init: the one-VP state begins, or not, with nothing posted. */
-void kr__solo_start(int on)
-{
-	kr__spin_lock(&P.lock);
-	P.n = 0;
-	__atomic_store_n(&kr__solo, on ? SOLO_ON : 0, __ATOMIC_RELEASE);
-	kr__spin_unlock(&P.lock);
-}
-
-/* The posts so far, for the VP to apply, and kr__solo's new value;
- * *n: how many.  The array returned is no longer posted to. */
-static struct post *posts_take(uint32_t solo, unsigned *n)
-{
-	kr__spin_lock(&P.lock);
-	struct post *v = P.v[P.cur];
-	*n = P.n;
-	P.cur = !P.cur;
-	P.n = 0;
-	__atomic_store_n(&kr__solo, solo, __ATOMIC_RELEASE);
-	kr__spin_unlock(&P.lock);
-	return v;
-}
-
-/* The one VP applies what was posted to it, as its own wakeups.  Nothing
- * applied posts again: the array stays the VP's until its next take. */
-__attribute__((noinline)) void kr__posts_run(void)
+/* Nothing applied posts again: the array stays the VP's until its next
+ * take. */
+__attribute__((noinline)) void kr__permits_apply(void)
 {
 	unsigned n;
-	struct post *v = posts_take(SOLO_ON, &n);
+	struct kr__post *v = kr__permits_take(SOLO_ON, &n);
 	struct kr_worker *w = W();
 	for (unsigned k = 0; k < n; k++)
 		wake_solo(w, v[k].h, v[k].cancel, 0);
@@ -387,70 +230,23 @@ __attribute__((noinline)) void kr__posts_run(void)
  * posted is applied with RMWs, as threads that are no VP from now on make
  * theirs (the release of kr__solo's 0 orders this VP's plain stores
  * before their RMWs). */
-void kr__solo_end(void)
+void kr__permits_several(void)
 {
 	struct kr_worker *w = W();
 	seam_several(w);
 	unsigned n;
-	struct post *v = posts_take(0, &n);
+	struct kr__post *v = kr__permits_take(0, &n);
 	for (unsigned k = 0; k < n; k++)
 		wake_rmw(w, v[k].h, v[k].cancel, 0);
-}
-
-/* A thread that is no VP posts the wakeup of h to the one VP, and wakes
- * the VP if this is the first post since it last looked: the VP applies
- * posts at its next scheduling point that looks at the timers, at every
- * change of a permit it makes, and before it goes idle; a VP that has
- * parked takes the wakeup from L0.  A handle that is stale now gets
- * `ended`; one whose life ends before the VP applies it is owed nothing
- * (as in end_rest).  -1: the one-VP state is over, wake by RMW. */
-static int post(kr_mp *h, int cancel, int ended)
-{
-	for (;;) {
-		kr__spin_lock(&P.lock);
-		uint32_t solo = __atomic_load_n(&kr__solo, __ATOMIC_RELAXED);
-		unsigned c = P.cur;
-		if (!solo || gen_differs(h, __atomic_load_n(&kr__rec(h)->wstate, __ATOMIC_RELAXED))) {
-			kr__spin_unlock(&P.lock);
-			return solo ? ended : -1;
-		}
-		if (P.n < P.cap[c]) {
-			P.v[c][P.n++] = (struct post){h, cancel};
-			__atomic_store_n(&kr__solo, SOLO_ON | SOLO_POSTED, __ATOMIC_RELAXED);
-			kr__spin_unlock(&P.lock);
-			if (!(solo & SOLO_POSTED))
-				kr_sched_unpark(1);
-			return 0;
-		}
-		/* full: twice the room, allocated with the lock free */
-		unsigned cap = 2 * P.cap[c];
-		kr__spin_unlock(&P.lock);
-		struct post *v = malloc(cap * sizeof *v), *old = v;
-		if (!v) { /* the VP empties it soon */
-			kr_sched_unpark(1);
-			sched_yield();
-			continue;
-		}
-		kr__spin_lock(&P.lock);
-		if (P.cur == c && P.cap[c] < cap) {
-			memcpy(v, P.v[c], P.n * sizeof *v);
-			old = P.v[c];
-			P.v[c] = v;
-			P.cap[c] = cap;
-		}
-		kr__spin_unlock(&P.lock);
-		if (old != posts_room[0] && old != posts_room[1])
-			free(old);
-	}
 }
 
 /* kr_mp_unpark and kr_mp_cancel off a VP. */
 static __attribute__((noinline)) int wake_foreign(kr_mp *h, int cancel, int ended)
 {
 	if (__atomic_load_n(&kr__solo, __ATOMIC_ACQUIRE)) {
-		int r = post(h, cancel, ended);
-		if (r >= 0)
-			return r;
+		int r = kr__permit_post(h, cancel);
+		if (r != PERMIT_SEVERAL)
+			return r == PERMIT_STALE ? ended : 0;
 	}
 	return wake_rmw(NULL, h, cancel, ended);
 }
@@ -458,7 +254,7 @@ static __attribute__((noinline)) int wake_foreign(kr_mp *h, int cancel, int ende
 /* A wakeup on the one VP while wakeups posted to it wait: they go first. */
 static __attribute__((noinline)) int wake_posted(kr_mp *h, int cancel, int ended)
 {
-	kr__posts_run();
+	kr__permits_apply();
 	return wake_solo(W(), h, cancel, ended);
 }
 
@@ -474,10 +270,10 @@ static inline __attribute__((always_inline)) int wake(kr_mp *h, int cancel, int 
 	struct kr_worker *w = W();
 	if (!w)
 		return wake_foreign(h, cancel, ended);
-	uint32_t solo = solo_now();
-	if (solo_posted(solo))
+	uint32_t mode = permit_mode();
+	if (permit_posted(mode))
 		return wake_posted(h, cancel, ended);
-	if (solo)
+	if (mode)
 		return wake_solo(w, h, cancel, ended);
 	return wake_rmw(w, h, cancel, ended);
 }
@@ -498,14 +294,14 @@ static inline int direct_target_ok(struct kr_worker *w, kr_mp *h, kr_mp **mp, ui
 	if (*mp == w->cur) /* the caller, or a stale handle of its record */
 		return h == kr__handle(w->cur) ? EINVAL : ESRCH;
 	*s = __atomic_load_n(&(*mp)->wstate, __ATOMIC_RELAXED);
-	return gen_differs(h, *s) ? ESRCH : 0;
+	return permit_stale(h, *s) ? ESRCH : 0;
 }
 
 /* A direct switch's target was neither asleep nor queued: running, being
  * woken, or it has ended meanwhile. */
 static __attribute__((noinline)) int not_taken(const kr_mp *h)
 {
-	return live_handle(h) ? EBUSY : ESRCH;
+	return permit_live(h) ? EBUSY : ESRCH;
 }
 
 /* The general end of a direct switch to mp, which the caller has already
@@ -540,7 +336,7 @@ static __attribute__((noinline)) int switch_to_slow(struct kr_worker *w, kr_mp *
  * they go first, and the call starts again. */
 static __attribute__((noinline)) int switch_to_posted(kr_mp *h)
 {
-	kr__posts_run();
+	kr__permits_apply();
 	return kr_mp_switch_to(h);
 }
 
@@ -555,10 +351,10 @@ int kr_mp_switch_to(kr_mp *h)
 	if (err)
 		return err;
 	kr_mp *self = w->cur;
-	uint32_t solo = 0;
-	if ((s & WS_STATE) == WS_SLEEP && solo_posted(solo = solo_now()))
+	uint32_t mode = 0;
+	if ((s & WS_STATE) == WS_SLEEP && permit_posted(mode = permit_mode()))
 		return switch_to_posted(h);
-	if (claim_read(mp, s, solo)) {
+	if (permit_claim(mp, s, mode)) {
 		int how = owed(seam_requeue_try(w, self));
 		if (how != SELF_QUEUED || w->blocked)
 			return direct_slow(w, self, mp, how);
@@ -581,12 +377,12 @@ static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, 
 	if (seam_take(w, mp, NULL) != 0)
 		return not_taken(h);
 	return direct_slow(w, self, mp,
-			   announce_sleep(self, kr__solo_on()) ? SELF_QUEUED : SELF_READY);
+			   permit_sleep(self, kr__solo_on()) ? SELF_QUEUED : SELF_READY);
 }
 
 static __attribute__((noinline)) int park_and_switch_posted(kr_mp *h)
 {
-	kr__posts_run();
+	kr__permits_apply();
 	return kr_mp_park_and_switch(h);
 }
 
@@ -601,21 +397,21 @@ static __attribute__((noinline)) int park_and_switch_permit(struct kr_worker *w,
 	return sw_plain(w, self, mp);
 }
 
-/* kr_mp_park_and_switch past its checks, `solo` a constant in each of its
+/* kr_mp_park_and_switch past its checks, `mode` a constant in each of its
  * two copies (one VP, several), so that each keeps only its own code. */
 static inline __attribute__((always_inline)) int park_and_switch_as(struct kr_worker *w,
 								   kr_mp *h, kr_mp *mp,
-								   uint32_t s, uint32_t solo)
+								   uint32_t s, uint32_t mode)
 {
 	kr_mp *self = w->cur;
-	if (!claim_read(mp, s, solo)) {
+	if (!permit_claim(mp, s, mode)) {
 		int r = seam_take_try(w, mp, NULL);
 		if (r == SEAM_ABSENT)
 			return not_taken(h);
 		if (r == SEAM_BUSY)
 			return sleep_and_wakeup_slow(w, self, h);
 	}
-	if (!announce_sleep(self, solo))
+	if (!permit_sleep(self, mode))
 		return park_and_switch_permit(w, self, mp);
 	if (w->blocked)
 		return direct_slow(w, self, mp, SELF_QUEUED);
@@ -630,10 +426,10 @@ int kr_mp_park_and_switch(kr_mp *h)
 	int err = direct_target_ok(w, h, &mp, &s);
 	if (err)
 		return err;
-	uint32_t solo = solo_now();
-	if (solo == SOLO_ON)
+	uint32_t mode = permit_mode();
+	if (mode == SOLO_ON)
 		return park_and_switch_as(w, h, mp, s, SOLO_ON);
-	if (solo_posted(solo))
+	if (permit_posted(mode))
 		return park_and_switch_posted(h);
 	return park_and_switch_as(w, h, mp, s, 0);
 }

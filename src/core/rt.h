@@ -45,6 +45,7 @@
 #define KARUI_CORE_RT_H
 
 #include "internal.h"
+#include "permit.h"
 #include "../arch/ctx_init.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -281,7 +282,7 @@ void kr__away_take(struct kr_worker *w);
 
 /* At a scheduling point: at every 8th, if this VP has timers, look at the
  * clock (a clock read costs a few yields), poll the event source if
- * there is one, apply the wakeups posted to the one VP (posts_poll), and
+ * there is one, apply the wakeups posted to the one VP (permit_posts_run), and
  * take over the timers and the queue of VPs inside blocking calls, and
  * the timers of parked spares (kr__away_take, blocking.c).  Idle VPs look
  * at every VP's timers each time round their loop, so a timer is late by
@@ -338,69 +339,5 @@ int kr__unpark_one(void); /* runtime.c */
 /* A VP's main function (runtime.c): kr_init's VPs, and the spares
  * (blocking.c), whose arg is not NULL. */
 void kr__vp_main(kr_vp *vp, void *arg);
-
-/* One VP (park.c): kr_init begins the state (on: it applies), a VP that
- * is to start a spare ends it for good, kr__posts_run applies what
- * threads that are no VP posted to the VP. */
-void kr__solo_start(int on);
-void kr__solo_end(void);
-void kr__posts_run(void);
-
-/* kr__solo, read once by a call on a VP that reads or changes permits,
- * before it reads one.  If solo_posted, the call applies what was posted
- * first (kr__posts_run) and starts again, so that a wakeup posted before
- * it, in happens-before order, acts first; else nonzero: the one-VP
- * state, where the call changes permits with loads and stores. */
-static inline uint32_t solo_now(void) { return __atomic_load_n(&kr__solo, __ATOMIC_RELAXED); }
-static inline int solo_posted(uint32_t solo) { return __builtin_expect(solo > SOLO_ON, 0); }
-
-/* At a scheduling point that looks at the timers, and in the idle loop:
- * the wakeups posted to the one VP. */
-static inline void posts_poll(void)
-{
-	if (__atomic_load_n(&kr__solo, __ATOMIC_RELAXED) & SOLO_POSTED)
-		kr__posts_run();
-}
-
-/* Claim mp, whose wstate read s, if it sleeps: SLEEP -> RUN.  1: the
- * caller now owns making it run.  Testing s first keeps a failing CAS (an
- * atomic) off the common path of switching to a runnable microprocess;
- * the CAS expects s, generation included.  `solo` (solo_now, posts
- * applied): s is still the word, which only the caller's VP changes, and
- * a store will do. */
-static inline int claim_read(kr_mp *mp, uint32_t s, uint32_t solo)
-{
-	if ((s & WS_STATE) != WS_SLEEP)
-		return 0;
-	if (solo) {
-		__atomic_store_n(&mp->wstate, s - 1, __ATOMIC_RELAXED);
-		return 1;
-	}
-	return __atomic_compare_exchange_n(&mp->wstate, &s, s - 1, 0, __ATOMIC_ACQ_REL,
-					   __ATOMIC_RELAXED);
-}
-
-/* Claim a sleeping mp of any generation: the record of a sleep that holds
- * still (a timer's, whose node lives as long as the sleep; kr_fini's).
- * Called where the posts have just been applied (posts_poll). */
-static inline int claim_sleeper(kr_mp *mp)
-{
-	return claim_read(mp, __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED), kr__solo_on());
-}
-
-/* Is h of another generation than wstate word s?  Generation 0 is no
- * handle's (the pointers that scheduler modules are given have it): it
- * matches only a record fresh from the pool, where an RMW of a wakeup
- * changes nothing that the record's next create keeps. */
-static inline int gen_differs(const kr_mp *h, uint32_t s)
-{
-	return ((uint32_t)((uintptr_t)h >> (KR_GEN_SHIFT - 16)) ^ s) & WS_GEN;
-}
-
-/* Does h name a life of its record that has not ended? */
-static inline int live_handle(const kr_mp *h)
-{
-	return !gen_differs(h, __atomic_load_n(&kr__rec(h)->wstate, __ATOMIC_ACQUIRE));
-}
 
 #endif

@@ -155,7 +155,7 @@ static void idle_loop(struct kr_worker *w)
 		release_dead(w);
 		if (w->spare && !mp)
 			kr__spare_retire(w);
-		posts_poll();
+		permit_posts_run();
 		kr__timers_run_all();
 		kr__poll(w);
 		if (!mp)
@@ -164,7 +164,7 @@ static void idle_loop(struct kr_worker *w)
 			if (w != G.w0)
 				return;
 			kr_mp *h = __atomic_load_n(&G.handoff, __ATOMIC_ACQUIRE);
-			if (h && claim_sleeper(h))
+			if (h && permit_claim_sleeper(h))
 				mp = h;
 		}
 		if (!mp)
@@ -374,7 +374,7 @@ int kr_init(const kr_config *cfg)
 	G.naway = 0;
 	G.poller_on = 0;
 	G.polling = NULL;
-	kr__solo_start(nvp == 1 && G.seam->solo);
+	kr__permits_start(nvp == 1 && G.seam->solo);
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);
@@ -518,9 +518,7 @@ int kr_fini(void)
 	if (w != G.w0) {
 		/* Get back onto the thread kr_init was called on: sleep, and
 		 * let VP 0's idle loop resume us. */
-		uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED);
-		__atomic_store_n(&self->wstate, (s & ~(uint32_t)WS_STATE) | WS_SLEEP,
-				 __ATOMIC_RELEASE);
+		permit_sleep_for_handoff(self);
 		__atomic_store_n(&G.handoff, self, __ATOMIC_RELEASE);
 		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
 		kr_sched_unpark(G.nvps + G.nspares + 1);

@@ -72,12 +72,12 @@
  * into the slot by a yield or a switch_to is no fill: thieves take it.
  *
  * One VP.  While karui has a single VP and has started no spare
- * (kr__solo, park.c), no thief or idle VP exists to take from a slot, and
+ * (kr__solo, permit.h), no thief or idle VP exists to take from a slot, and
  * threads that are no VP make microprocesses ready only through the lists
  * (kr__d_foreign), under their locks.  So the owner fills, takes and
  * swaps its slot with relaxed loads and stores instead of exchanges and
  * CASes, and a fill reads no nidle: nobody is idle.  The instance's `solo`
- * says so; the VP clears it (kr__solo_end) before the first spare starts,
+ * says so; the VP clears it (kr__permits_several) before the first spare starts,
  * which orders the VP's stores before the spare's first look at the slot.
  *
  * One wakeup at a time.  A producer that sees an idle VP posts a wakeup

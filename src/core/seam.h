@@ -23,7 +23,7 @@
  *   keep(w)            at w's turn, while w keeps what its own event
  *                      source made ready: 1 if it still does
  *   reprio(mp, prio)   mp's priority changed (kr_mp_prio says so already)
- *   several(w)         the one-VP state ends (kr__solo_end)
+ *   several(w)         the one-VP state ends (kr__permits_several)
  * Each is one call through the table that kr_init settles once (G.seam):
  * the default scheduler's (sched_default.c), or the one that serves a
  * kr_sched_ops module of the application's (seam.c).

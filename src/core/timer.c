@@ -159,7 +159,7 @@ void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr
 static void timer_fire(struct kr_timer *t)
 {
 	kr_mp *mp = t->mp;
-	int won = claim_sleeper(mp);
+	int won = permit_claim_sleeper(mp);
 	t->won = won;
 	__atomic_store_n(&t->state, KR_TIMER_FIRED, __ATOMIC_RELEASE);
 	if (won) /* mp cannot run before this: the claim made us its waker */
@@ -193,7 +193,7 @@ __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
 		if (again)
 			kr__turn_soon(w);
 	}
-	posts_poll();
+	permit_posts_run();
 	kr__poll(w);
 	uint64_t now = 0;
 	run_of(w, &now);
