@@ -647,7 +647,12 @@ static void stream_calls_refuse_bad_input(void)
 	KT_EQ(kr_stream_timedread(NULL, b, 1, &n, 0), EINVAL);
 	KT_EQ(kr_stream_close_write(NULL), EINVAL);
 	KT_EQ(kr_stream_close_read(NULL), EINVAL);
+	KT_EQ(kr_stream_poll(NULL, NULL, NULL, NULL), EINVAL);
 	KT_EQ(kr_stream_init(&stream, 16), 0);
+	size_t buffered = 9, room = 9;
+	unsigned closed = 9;
+	KT_EQ(kr_stream_poll(&stream, &buffered, &room, &closed), 0);
+	KT_CHECK(buffered == 0 && room == 16 && closed == 0);
 	KT_EQ(kr_stream_write(&stream, NULL, 1, &n), EINVAL);
 	KT_EQ(kr_stream_read(&stream, b, 1, NULL), EINVAL);
 	KT_EQ(kr_stream_timedread(&stream, b, 1, NULL, 0), EINVAL);
@@ -659,7 +664,11 @@ static void stream_calls_refuse_bad_input(void)
 	KT_EQ(n, 16);
 	KT_EQ(kr_stream_timedwrite(&stream, b, 1, &n, 0), ETIMEDOUT); /* full */
 	KT_EQ(n, 0);
+	KT_EQ(kr_stream_poll(&stream, &buffered, &room, NULL), 0);
+	KT_CHECK(buffered == 16 && room == 0);
 	off_vp(stream_off_vp);
+	KT_EQ(kr_stream_poll(&stream, &buffered, NULL, &closed), 0);
+	KT_CHECK(buffered == 0 && closed == (KR_STREAM_RCLOSED | KR_STREAM_WCLOSED));
 	KT_EQ(kr_stream_write(&stream, "a", 1, &n), EPIPE);
 	KT_EQ(kr_stream_read(&stream, b, 1, &n), EPIPE);
 	KT_EQ(kr_stream_close_write(&stream), EPIPE);
@@ -769,6 +778,8 @@ static void io_off_vp(void)
 	KT_EQ(kr_close(p[0]), 0);
 	KT_EQ(kr_close(p[1]), 0);
 	KT_CHECK(kr_io_backend() != NULL);
+	/* io_uring waits without O_NONBLOCK; epoll sets it */
+	KT_EQ(!!(kr_io_features() & KR_IO_KEEPS_FD_FLAGS), !strcmp(kr_io_backend(), "io_uring"));
 }
 
 static void io_calls_refuse_bad_input(void)
@@ -1011,6 +1022,7 @@ static struct api table[] = {
 	API(kr_stream_timedread, stream_calls_refuse_bad_input),
 	API(kr_stream_close_write, stream_calls_refuse_bad_input),
 	API(kr_stream_close_read, stream_calls_refuse_bad_input),
+	API(kr_stream_poll, stream_calls_refuse_bad_input),
 	API(kr_entry_init, entry_calls_refuse_bad_input),
 	API(kr_entry_destroy, entry_calls_refuse_bad_input),
 	API(kr_entry_call, entry_calls_refuse_bad_input),
@@ -1033,6 +1045,7 @@ static struct api table[] = {
 	API(kr_io_cancel, io_calls_refuse_bad_input),
 	API(kr_close, io_calls_refuse_bad_input),
 	ACC(kr_io_backend),
+	ACC(kr_io_features),
 	API(kr_upipe_create, image_calls_refuse_bad_input),
 	API(kr_upipe_close, image_calls_refuse_bad_input),
 	API(kr_upipe_read, image_calls_refuse_bad_input),

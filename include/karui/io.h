@@ -108,6 +108,14 @@ int kr_close(int fd);
  * NULL when neither could start (then every call returns that error). */
 const char *kr_io_backend(void);
 
+/* What the back end in use does, for code that must know (0 when none
+ * could start).  KR_IO_KEEPS_FD_FLAGS: a call that waits on a pipe or a
+ * socket leaves the file's status flags as they are; without it (epoll)
+ * the first such call makes the file O_NONBLOCK, for every process that
+ * shares the open file. */
+enum { KR_IO_KEEPS_FD_FLAGS = 1u << 0 };
+unsigned kr_io_features(void);
+
 #ifdef __cplusplus
 }
 #endif

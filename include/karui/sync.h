@@ -188,6 +188,12 @@ int kr_stream_close_write(kr_stream *s); /* readers see EOF once drained */
 /* No more reads: what is buffered is dropped, and writers, readers that
  * wait and later reads and writes get EPIPE (a reader's *got is 0). */
 int kr_stream_close_read(kr_stream *s);
+/* The stream as a poll sees it, without waiting: *buffered, the bytes a
+ * read would find; *room, what a write could put in without waiting;
+ * *closed, KR_STREAM_RCLOSED and KR_STREAM_WCLOSED for the sides closed.
+ * Any out-parameter may be NULL.  EINVAL: s NULL. */
+enum { KR_STREAM_RCLOSED = 1u << 0, KR_STREAM_WCLOSED = 1u << 1 };
+int kr_stream_poll(kr_stream *s, size_t *buffered, size_t *room, unsigned *closed);
 
 /* ---------------- rendezvous (Ada entries) ---------------- */
 

@@ -221,7 +221,7 @@ static int grow(struct kr__fdtab *t, int need)
 	if (need <= t->n)
 		return 0;
 	if (need > KR_UFD_MAX)
-		return EMFILE;
+		return -EMFILE;
 	int n = t->n ? t->n : 16;
 	while (n < need)
 		n *= 2;
@@ -229,7 +229,7 @@ static int grow(struct kr__fdtab *t, int need)
 		n = KR_UFD_MAX;
 	struct kr__ufd *fd = realloc(t->fd, n * sizeof *fd);
 	if (!fd)
-		return ENOMEM;
+		return -ENOMEM;
 	memset(fd + t->n, 0, (n - t->n) * sizeof *fd);
 	t->fd = fd;
 	t->n = n;
@@ -239,7 +239,7 @@ static int grow(struct kr__fdtab *t, int need)
 int kr__fd_set(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec)
 {
 	if (fd < 0 || fd >= KR_UFD_MAX)
-		return EBADF;
+		return -EBADF;
 	int e = grow(t, fd + 1);
 	if (e)
 		return e;
@@ -260,7 +260,7 @@ int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int clo
 	int e = kr__fd_set(t, fd, f, cloexec);
 	if (e) {
 		kr__ufile_put(f);
-		return -(e == EBADF ? EMFILE : e);
+		return e == -EBADF ? -EMFILE : e;
 	}
 	return fd;
 }
@@ -274,7 +274,7 @@ int kr__fd_close(struct kr__fdtab *t, int fd)
 {
 	struct kr__ufile *f = kr__fd_get(t, fd);
 	if (!f)
-		return EBADF;
+		return -EBADF;
 	t->fd[fd].f = NULL;
 	kr__ufile_put(f);
 	return 0;

@@ -250,8 +250,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 	}
 	long r;
 	if (kr__ufile_waits(f) && !(f->flags & O_NONBLOCK)) {
-		const char *be = kr_io_backend();
-		if (is_tty(f->hostfd) || !be || strcmp(be, "io_uring")) {
+		if (is_tty(f->hostfd) || !(kr_io_features() & KR_IO_KEEPS_FD_FLAGS)) {
 			/* no O_NONBLOCK on a terminal, or on a pipe or socket whose open
 			 * file others may share: karui's epoll back end would set it.
 			 * A read waits in poll first, beside the killfd, so that
@@ -380,7 +379,7 @@ static long sys_dup3(struct kr_uproc *up, long oldfd, long newfd, long flags, in
 	int e = kr__fd_set(&up->fds, (int)newfd, f, !!(flags & O_CLOEXEC));
 	if (e) {
 		kr__ufile_put(f);
-		return -e;
+		return e;
 	}
 	return newfd;
 }
@@ -824,15 +823,15 @@ static int poll_now(struct kr_uproc *up, struct pollfd *p, unsigned long n)
 		if (!f) {
 			p[i].revents = POLLNVAL;
 		} else if (f->kind == UF_PIPE) {
-			kr_stream *s = (kr_stream *)f->pipe; /* first member */
-			size_t count = __atomic_load_n(&s->count, __ATOMIC_ACQUIRE);
+			size_t buffered, room;
+			unsigned closed;
+			kr_stream_poll(&f->pipe->s, &buffered, &room, &closed);
 			if (f->end == KR_UPIPE_READ)
-				p[i].revents = (count ? POLLIN : 0) |
-					       (__atomic_load_n(&s->wclosed, __ATOMIC_ACQUIRE) ? POLLHUP : 0);
+				p[i].revents = (buffered ? POLLIN : 0) |
+					       (closed & KR_STREAM_WCLOSED ? POLLHUP : 0);
 			else
-				p[i].revents = __atomic_load_n(&s->rclosed, __ATOMIC_ACQUIRE)
-						       ? POLLERR
-						       : (count < s->cap ? POLLOUT : 0);
+				p[i].revents = closed & KR_STREAM_RCLOSED ? POLLERR
+									  : (room ? POLLOUT : 0);
 			p[i].revents &= (short)(p[i].events | POLLHUP | POLLERR);
 		} else {
 			struct pollfd h = {.fd = f->hostfd, .events = p[i].events};
@@ -890,7 +889,7 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 	case SYS_lseek:
 		return with_fd(up, nr, a, 0, -ESPIPE);
 	case SYS_close:
-		return -kr__fd_close(&up->fds, (int)a[0]);
+		return kr__fd_close(&up->fds, (int)a[0]);
 	case SYS_close_range:
 		for (long fd = a[0]; fd <= a[1] && fd < up->fds.n; fd++)
 			kr__fd_close(&up->fds, (int)fd);
@@ -944,8 +943,9 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 		FILE_OR(up, a[0], EBADF);
 		if (f->kind == UF_PIPE) {
 			if (a[1] == FIONREAD && f->end == KR_UPIPE_READ) {
-				int n = (int)__atomic_load_n(&((kr_stream *)f->pipe)->count,
-							     __ATOMIC_ACQUIRE);
+				size_t buffered;
+				kr_stream_poll(&f->pipe->s, &buffered, NULL, NULL);
+				int n = (int)buffered;
 				return PUT(a[2], n);
 			}
 			return -ENOTTY;

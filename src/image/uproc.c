@@ -757,7 +757,7 @@ static int setup_fds(struct kr_uproc *up, const kr_uproc_attr *a)
 		int e = kr__fd_set(&up->fds, fd, f, 0);
 		if (e) {
 			kr__ufile_put(f);
-			return e;
+			return -e;
 		}
 	}
 	return 0;

@@ -70,6 +70,8 @@ struct kr__fdtab {
 		int cloexec;
 	} *fd;
 };
+/* The fd table and the pipes' reads and writes answer as the kernel
+ * does, for kr__sys: an fd, a count or 0, or -errno. */
 struct kr__ufile *kr__ufile_host(int hostfd, int flags);    /* takes hostfd */
 struct kr__ufile *kr__ufile_pipe(kr_upipe *p, int end);     /* a new end */
 int kr__ufile_waits(struct kr__ufile *f);                   /* UF_HOST: 0 or 1 */

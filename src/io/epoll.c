@@ -393,6 +393,7 @@ static void e_forget(int fd)
 
 const struct kr_iobackend kr__io_epoll = {
 	.name = "epoll",
+	.features = 0, /* a wait makes the fd O_NONBLOCK */
 	.init = e_init,
 	.run = e_run,
 	.cancel = e_cancel,

@@ -163,6 +163,13 @@ const char *kr_io_backend(void)
 	return b ? b->name : NULL;
 }
 
+unsigned kr_io_features(void)
+{
+	int err;
+	const struct kr_iobackend *b = backend(&err);
+	return b ? b->features : 0;
+}
+
 /* The back end's result for r: a count, or a negative errno code. */
 static inline long call(struct kr_ioreq *r)
 {

@@ -35,6 +35,7 @@ struct kr_ioreq {
 
 struct kr_iobackend {
 	const char *name;
+	unsigned features;                      /* KR_IO_* (io.h) */
 	/* 0 or a positive errno code; sets *poller */
 	int (*init)(kr_poller *poller);
 	long (*run)(struct kr_ioreq *r);        /* on a VP */

@@ -715,6 +715,7 @@ static void u_forget(int fd)
 
 const struct kr_iobackend kr__io_uring = {
 	.name = "io_uring",
+	.features = KR_IO_KEEPS_FD_FLAGS,
 	.init = u_init,
 	.run = u_run,
 	.cancel = u_cancel,

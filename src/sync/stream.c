@@ -270,3 +270,18 @@ int kr_stream_close_read(kr_stream *s)
 	wq_wake_all(&r, EPIPE);
 	return 0;
 }
+
+int kr_stream_poll(kr_stream *s, size_t *buffered, size_t *room, unsigned *closed)
+{
+	if (!s)
+		return EINVAL;
+	size_t n = __atomic_load_n(&s->count, __ATOMIC_ACQUIRE);
+	if (buffered)
+		*buffered = n;
+	if (room)
+		*room = s->cap - n;
+	if (closed)
+		*closed = (__atomic_load_n(&s->rclosed, __ATOMIC_ACQUIRE) ? KR_STREAM_RCLOSED : 0) |
+			  (__atomic_load_n(&s->wclosed, __ATOMIC_ACQUIRE) ? KR_STREAM_WCLOSED : 0);
+	return 0;
+}
