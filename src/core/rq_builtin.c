@@ -26,14 +26,18 @@
 
 #include "list.h"
 
+/* A module is given handles and gives handles back (sched.h); the lists
+ * link records. */
+static kr_mp *handle_of(kr_mp *mp) { return mp ? kr__handle(mp) : NULL; }
+
 static void l_init(void *q) { *(struct mplist *)q = (struct mplist){0}; }
-static void l_push_tail(void *q, kr_mp *mp) { mpl_push_tail(q, mp); }
-static void l_push_head(void *q, kr_mp *mp) { mpl_push_head(q, mp); }
-static kr_mp *l_pop(void *q) { return mpl_pop_head(q); }
-static kr_mp *l_pop_tail(void *q) { return mpl_pop_tail(q); }
-static int l_remove(void *q, kr_mp *mp)
+static void l_push_tail(void *q, kr_mp *h) { mpl_push_tail(q, kr__rec(h)); }
+static void l_push_head(void *q, kr_mp *h) { mpl_push_head(q, kr__rec(h)); }
+static kr_mp *l_pop(void *q) { return handle_of(mpl_pop_head(q)); }
+static kr_mp *l_pop_tail(void *q) { return handle_of(mpl_pop_tail(q)); }
+static int l_remove(void *q, kr_mp *h)
 {
-	mpl_remove(q, mp);
+	mpl_remove(q, kr__rec(h));
 	return 0;
 }
 
@@ -63,10 +67,11 @@ struct prioq {
 
 static void p_init(void *q) { *(struct prioq *)q = (struct prioq){0}; }
 
-static void p_push(void *q, kr_mp *mp)
+static void p_push(void *q, kr_mp *h)
 {
 	struct prioq *p = q;
-	int i = kr_mp_prio(mp) - KR_PRIO_MIN;
+	kr_mp *mp = kr__rec(h);
+	int i = __atomic_load_n(&mp->prio, __ATOMIC_RELAXED) - KR_PRIO_MIN;
 	mp->link.key = i; /* the list it is in, whatever prio becomes */
 	mpl_push_tail(&p->l[i], mp);
 	p->map |= 1u << i;
@@ -81,12 +86,13 @@ static kr_mp *p_pop(void *q)
 	kr_mp *mp = mpl_pop_head(&p->l[i]);
 	if (!p->l[i].head)
 		p->map &= ~(1u << i);
-	return mp;
+	return handle_of(mp);
 }
 
-static int p_remove(void *q, kr_mp *mp)
+static int p_remove(void *q, kr_mp *h)
 {
 	struct prioq *p = q;
+	kr_mp *mp = kr__rec(h);
 	int i = mp->link.key;
 	mpl_remove(&p->l[i], mp);
 	if (!p->l[i].head)

@@ -261,7 +261,7 @@ static kr_mp *steal_locked(struct dsched *d, struct inst *i)
 {
 	if (!d->rq->steal)
 		return pop_locked(d, i);
-	kr_mp *mp = d->rq->steal(i->q);
+	kr_mp *mp = kr__rec(d->rq->steal(i->q));
 	if (mp)
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 	return mp;
@@ -348,7 +348,7 @@ static kr_mp *last_look(kr_sched *s, kr_vp *vp, unsigned char *watch, unsigned *
 {
 	struct dsched *d = D(s);
 	struct inst *me = own(d, vp);
-	kr_mp *mp = kr__d_next(s, vp, NULL);
+	kr_mp *mp = kr__d_next_in(s, vp, own(D(s), vp), NULL);
 	unsigned hi = __atomic_load_n(&d->hi, __ATOMIC_ACQUIRE);
 	memset(watch, 0, hi);
 	*nwatch = hi;
@@ -404,7 +404,7 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 		kr_sched_park(deadline);
 		if ((answered = __atomic_load_n(&d->waking, __ATOMIC_RELAXED)))
 			__atomic_store_n(&d->waking, 0, __ATOMIC_SEQ_CST);
-		mp = kr__d_next(s, vp, NULL);
+		mp = kr__d_next_in(s, vp, own(D(s), vp), NULL);
 	}
 	__atomic_fetch_sub(&d->nidle, 1, __ATOMIC_SEQ_CST);
 	if (watching)
@@ -441,7 +441,7 @@ static void d_reprio(kr_sched *s, kr_mp *mp, int prio)
 			return;
 		kr__spin_lock(&i->lock);
 		if (__atomic_load_n(&mp->queued, __ATOMIC_RELAXED) == i) {
-			d->rq->reprio(i->q, mp, prio);
+			d->rq->reprio(i->q, kr__handle(mp), prio);
 			uint32_t idle = __atomic_load_n(&d->nidle, __ATOMIC_RELAXED);
 			kr__spin_unlock(&i->lock);
 			if (idle && wake_claim(d))
@@ -454,16 +454,44 @@ static void d_reprio(kr_sched *s, kr_mp *mp, int prio)
 	}
 }
 
+/* The module's table, for a scheduler of the application's built on it:
+ * it is given handles and gives them back, as any module is (sched.h);
+ * the core itself calls the default scheduler through the seam below, on
+ * records. */
+static void h_ready(kr_sched *s, kr_vp *vp, kr_mp *h)
+{
+	kr__d_ready_in(s, vp ? own(D(s), vp) : NULL, kr__rec(h));
+}
+
+static kr_mp *h_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
+{
+	kr_mp *mp = kr__d_next_in(s, vp, own(D(s), vp), kr__rec(prev));
+	return mp ? kr__handle(mp) : NULL;
+}
+
+static kr_mp *h_idle(kr_sched *s, kr_vp *vp)
+{
+	kr_mp *mp = d_idle(s, vp);
+	return mp ? kr__handle(mp) : NULL;
+}
+
+static int h_take(kr_sched *s, kr_vp *vp, kr_mp *h, kr_mp *prev)
+{
+	return kr__d_take_in(s, own(D(s), vp), kr__rec(h), kr__rec(prev));
+}
+
+static void h_reprio(kr_sched *s, kr_mp *h, int prio) { d_reprio(s, kr__rec(h), prio); }
+
 const kr_sched_ops kr_sched_default = {
 	.name = "default",
 	.init = d_init,
 	.fini = d_fini,
 	.vp_init = d_vp_init,
-	.ready = kr__d_ready,
-	.next = kr__d_next,
-	.idle = d_idle,
-	.take = kr__d_take,
-	.reprio = d_reprio,
+	.ready = h_ready,
+	.next = h_next,
+	.idle = h_idle,
+	.take = h_take,
+	.reprio = h_reprio,
 };
 
 /* The seam (seam.h): the core calls the default scheduler here, and

@@ -69,7 +69,7 @@ static inline __attribute__((always_inline)) void push_as(struct dsched *d, int 
 			__atomic_store_n(&mp->queued, i, __ATOMIC_RELAXED);
 			__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		}
-		d->rq->push(i->q, mp);
+		d->rq->push(i->q, kr__handle(mp));
 	} else if (kind == RQ_LIST_HEAD) {
 		mpl_push_head((struct mplist *)i->q, mp);
 	} else {
@@ -98,7 +98,7 @@ static inline __attribute__((always_inline)) kr_mp *pop_as(struct dsched *d, int
 			__builtin_prefetch((char *)l->head - 64);
 		}
 	} else {
-		mp = d->rq->pop(i->q);
+		mp = kr__rec(d->rq->pop(i->q));
 	}
 	if (mp)
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
@@ -539,7 +539,7 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 		if (d->kind != RQ_OTHER)
 			mpl_remove((struct mplist *)i->q, mp);
 		else
-			d->rq->remove(i->q, mp);
+			d->rq->remove(i->q, kr__handle(mp));
 		__atomic_store_n(&mp->queued, NULL, __ATOMIC_RELAXED);
 		struct inst *pi = prev ? mine : NULL;
 		if (pi == i)
@@ -552,21 +552,6 @@ static inline __attribute__((always_inline)) int kr__d_take_in(kr_sched *s, stru
 		}
 		return 0;
 	}
-}
-
-static inline void kr__d_ready(kr_sched *s, kr_vp *vp, kr_mp *mp)
-{
-	kr__d_ready_in(s, vp ? own(D(s), vp) : NULL, mp);
-}
-
-static inline kr_mp *kr__d_next(kr_sched *s, kr_vp *vp, kr_mp *prev)
-{
-	return kr__d_next_in(s, vp, own(D(s), vp), prev);
-}
-
-static inline int kr__d_take(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev)
-{
-	return kr__d_take_in(s, own(D(s), vp), mp, prev);
 }
 
 #endif

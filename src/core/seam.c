@@ -12,24 +12,31 @@
 
 static int m_vp_init(kr_sched *s, struct kr_worker *w) { return s->ops->vp_init(s, w->vp); }
 
+/* The module is given handles (sched.h), which the accessors of core.h
+ * take; the core works on records. */
+static kr_mp *handle_of(kr_mp *mp) { return mp ? kr__handle(mp) : NULL; }
+
 static void m_ready(kr_sched *s, struct kr_worker *w, kr_mp *mp)
 {
-	s->ops->ready(s, w ? w->vp : NULL, mp);
+	s->ops->ready(s, w ? w->vp : NULL, kr__handle(mp));
 }
 
-static void m_spawn(kr_sched *s, struct kr_worker *w, kr_mp *mp) { s->ops->ready(s, w->vp, mp); }
+static void m_spawn(kr_sched *s, struct kr_worker *w, kr_mp *mp)
+{
+	s->ops->ready(s, w->vp, kr__handle(mp));
+}
 
 static kr_mp *m_next(kr_sched *s, struct kr_worker *w, kr_mp *prev)
 {
-	return s->ops->next(s, w->vp, prev);
+	return kr__rec(s->ops->next(s, w->vp, handle_of(prev)));
 }
 
 static int m_take(kr_sched *s, struct kr_worker *w, kr_mp *mp, kr_mp *prev)
 {
-	return s->ops->take ? s->ops->take(s, w->vp, mp, prev) : ESRCH;
+	return s->ops->take ? s->ops->take(s, w->vp, kr__handle(mp), handle_of(prev)) : ESRCH;
 }
 
-static kr_mp *m_idle(kr_sched *s, struct kr_worker *w) { return s->ops->idle(s, w->vp); }
+static kr_mp *m_idle(kr_sched *s, struct kr_worker *w) { return kr__rec(s->ops->idle(s, w->vp)); }
 
 static void m_away(kr_sched *s, struct kr_worker *w, uint32_t how)
 {
@@ -50,7 +57,7 @@ static int m_keep(kr_sched *s, struct kr_worker *w)
 static void m_reprio(kr_sched *s, kr_mp *mp, int prio)
 {
 	if (s->ops->reprio)
-		s->ops->reprio(s, mp, prio);
+		s->ops->reprio(s, kr__handle(mp), prio);
 }
 
 static void m_several(kr_sched *s, struct kr_worker *w) { (void)s, (void)w; }
