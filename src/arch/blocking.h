@@ -30,7 +30,7 @@
  * sites that block, and two microprocesses that hand a VP back and forth
  * from different sites make it alternate between two.  The indirect-branch
  * predictor follows that from the path history, but it was seen to lose it
- * for seconds at a time (a channel ping-pong, whose microprocesses block in
+ * for long stretches (a channel ping-pong, whose microprocesses block in
  * kr_chan_send from two functions, slowed while the same round trip from
  * one function did not).  So on x86-64 the jump is made from one of
  * four sites chosen by two bits of the target (switch.S): two call sites

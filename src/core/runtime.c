@@ -241,8 +241,8 @@ static void worker_free(unsigned id)
 /* The process's main thread's stack as pthread_getattr_np gives it — the
  * top of the mapping that holds it, less RLIMIT_STACK or down to the end
  * of the mapping below, if nearer — from a few PROCMAP_QUERYs rather than
- * glibc's read of all of /proc/self/maps (about 100 µs in a new process).
- * 0, or -1 where the kernel cannot say (before Linux 6.11). */
+ * glibc's read of all of /proc/self/maps, slow in a new process (figures:
+ * docs/notes/2026-11-27-uprocs.md).  0, or -1 where the kernel cannot say (before Linux 6.11). */
 static int main_stack(const void **lo, size_t *size)
 {
 	struct rlimit rl;

@@ -45,8 +45,8 @@
  * microprocess runs at its creator's next scheduling point, and those
  * created before it follow, newest first, ahead of everything else
  * queued.  A spawn tree then runs depth first and keeps about (depth x
- * fan-out) microprocesses alive per VP instead of all of them (skynet's
- * 1,111,111: about 60 alive on one VP), and a thief, which takes from the
+ * fan-out) microprocesses alive per VP instead of all of them (figures:
+ * docs/notes/2026-11-27-figures-from-source.md), and a thief, which takes from the
  * list's tail, takes the one its VP would run last: in a spawn tree the
  * oldest, the largest subtree; among woken ones the latest.  (Go puts a
  * new goroutine into runnext too, but the one it displaces at the tail of
@@ -56,8 +56,8 @@
  * into its slot usually runs there within a microsecond, when the waker
  * blocks; a thief that takes it moves it, and the monitor or channel it
  * works on, to another cache, and on a busy monitor every hand-over then
- * crosses VPs (64 producers and 64 consumers on one monitor took up to
- * twice the time, and four times the CPU, on two VPs as on one).  So the
+ * crosses VPs, which costs more time and CPU than one VP does (figures:
+ * docs/notes/2026-11-27-figures-from-source.md).  So the
  * owner counts such fills (`fills`), and a thief takes from a slot only a
  * fill it has seen there before it last parked to watch that slot: one
  * that has waited a whole watch.  An idle VP that finds nothing else to run but a slot's fresh

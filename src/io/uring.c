@@ -7,7 +7,8 @@
  * the thread that submitted the request.  With one ring shared by all VPs
  * (karui's first design) that thread was usually running elsewhere and was
  * interrupted at once (an IPI per completion, which cost HTTP servers
- * most of their requests/s).  Deferred task
+ * much of their throughput; figures:
+ * docs/notes/2026-11-25-measurements.md).  Deferred task
  * work waits until the VP asks for its completions, at a point it chooses.
  *
  * A call fills a submission entry in its VP's ring (two with a deadline:
@@ -365,8 +366,8 @@ static void u_wait(void *arg, uint64_t deadline)
 	}
 	back(r);
 	/* No spin first, unlike kr_vp_sleep: with the load's client on the
-	 * other core, a spin here took its processor from it (an HTTP server
-	 * lost a sixth of its requests/s; docs/notes/). */
+	 * other core, a spin here took its processor from it (figures:
+	 * docs/notes/2026-11-25-measurements.md). */
 	if (kr_vp_sleep_begin(&word, r->futex_armed) == 0) {
 		poll_ring(r);
 		return;

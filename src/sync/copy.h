@@ -3,10 +3,10 @@
  * (stream bytes, channel elements of more than 16 bytes).
  *
  * 4 KiB aliasing.  A copy whose destination lies just past its source
- * modulo 4 KiB makes the loads wait on stores they only seem to alias.  On
- * AMD Zen 3 glibc's memcpy, which moves 4 KiB and more with `rep movsb`
- * there, then runs an order of magnitude slower, at distances of a few
- * bytes to a few dozen and at any size from 4 KiB up.  A primitive's
+ * modulo 4 KiB makes the loads wait on stores they only seem to alias.
+ * glibc's memcpy, which moves 4 KiB and more with `rep movsb` on some
+ * processors, then runs far slower, at distances of a few bytes to a few
+ * dozen and at any size from 4 KiB up.  A primitive's
  * buffer and a caller's fall into that relation by chance (a ring's malloc
  * that moves by a few bytes).  So a copy whose distance modulo 4 KiB is in
  * [1, 64) goes in 2 KiB pieces, below glibc's rep-movsb thresholds, which
