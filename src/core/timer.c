@@ -1,6 +1,6 @@
 /*
- * karui L2 — the timer heap of a VP (DESIGN.md: sleeps and timeouts in the
- * scheduler's timer heap; CLOCK_MONOTONIC).
+ * karui L2 — the timer heap of a VP (docs/architecture.md, "Time": sleeps
+ * and timeouts in the scheduler's timer heap; CLOCK_MONOTONIC).
  *
  * A timer is a node on the stack of the microprocess that sleeps with a
  * deadline (kr_mp_park_until in park.c), armed in the heap of the VP it went to

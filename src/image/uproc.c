@@ -43,7 +43,7 @@
  * (every switch of every microprocess would pay for μprocesses); a
  * μprocess's code reaches karui only through a trap, so the handler's
  * entry and exit are the only places that need them.  glibc's dlmopen
- * namespaces (at most 15 μprocesses; DESIGN.md).
+ * namespaces (at most 15 μprocesses).
  */
 #define _GNU_SOURCE
 #include <elf.h>
