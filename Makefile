@@ -60,14 +60,17 @@ test-asan: deps
 	@cmake --build $(ASAN)
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 $(CTEST)
 
-TSAN_TESTS := test_ctx test_vp test_core test_onevp test_sync test_io test_api test_dbquery
+CORE_TESTS := test_life test_runtime test_park test_sched test_key test_stack test_timer test_blocking
+TSAN_TESTS := test_ctx test_vp $(CORE_TESTS) test_onevp test_sync test_io test_api test_dbquery
+empty :=
+space := $(empty) $(empty)
 
 test-tsan: deps
 	@echo "== karui tests: ThreadSanitizer =="
 	@$(CMAKE) -S . -B $(TSAN) -DKARUI_SANITIZE=thread -DKARUI_BENCH=OFF >/dev/null
 	@cmake --build $(TSAN) --target $(TSAN_TESTS)
 	@cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 $(CTEST) \
-		-R '^test_(ctx|vp|core|onevp|sync|io|io_epoll|io_no_uring|api|dbquery)$$'
+		-R '^($(subst $(space),|,$(TSAN_TESTS)))(_epoll|_no_uring)?$$'
 
 test-aarch64: deps
 	@echo "== karui tests: aarch64 under qemu-user =="

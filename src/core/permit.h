@@ -132,7 +132,7 @@ static inline void permit_end(kr_mp *self)
  * cancel stay.  An acquire RMW, so that the sleeper sees what
  * every waker did before its (release RMW) wakeup: a plain store here lost
  * wakeups, the waker's data store and the sleeper's re-check passing each
- * other in the store buffers (tests/test_core.c's mixed stress found it). */
+ * other in the store buffers (tests/test_sched.c's mixed stress found it). */
 static inline void permit_consume(kr_mp *self, uint32_t s, uint32_t mode)
 {
 	if (mode)
