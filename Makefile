@@ -61,7 +61,8 @@ test-asan: deps
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 $(CTEST)
 
 CORE_TESTS := test_life test_runtime test_park test_sched test_key test_stack test_timer test_blocking
-TSAN_TESTS := test_ctx test_vp $(CORE_TESTS) test_onevp test_sync test_io test_api test_dbquery
+SYNC_TESTS := test_sem test_monitor test_barrier test_chan test_stream test_entry test_wait
+TSAN_TESTS := test_ctx test_vp $(CORE_TESTS) test_onevp $(SYNC_TESTS) test_io test_api test_dbquery
 empty :=
 space := $(empty) $(empty)
 
