@@ -62,7 +62,8 @@ test-asan: deps
 
 CORE_TESTS := test_life test_runtime test_park test_sched test_key test_stack test_timer test_blocking
 SYNC_TESTS := test_sem test_monitor test_barrier test_chan test_stream test_entry test_wait
-TSAN_TESTS := test_ctx test_vp $(CORE_TESTS) test_onevp $(SYNC_TESTS) test_io test_api test_dbquery
+IO_TESTS   := test_io_pipes test_io_cancel test_io_sockets test_io_idle test_io_fork
+TSAN_TESTS := test_ctx test_vp $(CORE_TESTS) test_onevp $(SYNC_TESTS) $(IO_TESTS) test_api test_dbquery
 empty :=
 space := $(empty) $(empty)
 
