@@ -28,7 +28,7 @@ lib:
 	@$(LIBCMAKE) -S . -B $(LIB) >/dev/null
 	@cmake --build $(LIB) --parallel
 
-# headers, libkarui.so.1 and libkarui.a, karui.pc and the CMake package
+# headers, libkarui.so.2 and libkarui.a, karui.pc and the CMake package
 install:
 	@$(LIBCMAKE) -S . -B $(LIB) -DCMAKE_INSTALL_PREFIX=$(abspath $(PREFIX)) >/dev/null
 	@cmake --build $(LIB) --parallel

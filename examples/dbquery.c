@@ -362,13 +362,21 @@ struct dbrq {
 
 #define L(mp) kr_mp_rqlink(mp)
 
+/* A queued microprocess's priority: its handle names a live one. */
+static int prio_of(const kr_mp *mp)
+{
+	int p = KR_PRIO_MIN;
+	kr_mp_getprio(mp, &p);
+	return p;
+}
+
 static void dbrq_init(void *q) { *(struct dbrq *)q = (struct dbrq){0}; }
 
 static void dbrq_push(void *q, kr_mp *mp)
 {
 	struct dbrq *d = q;
 	kr_rq_link *l = L(mp);
-	int p = kr_mp_prio(mp);
+	int p = prio_of(mp);
 	if (p >= DB_PRIO_NEEDED) {
 		*l = (kr_rq_link){.prev = d->tail, .key = 0};
 		if (d->tail)
@@ -379,7 +387,7 @@ static void dbrq_push(void *q, kr_mp *mp)
 		return;
 	}
 	kr_mp *prev = NULL, *at = d->spec;
-	while (at && kr_mp_prio(at) >= p) {
+	while (at && prio_of(at) >= p) {
 		prev = at;
 		at = L(at)->next;
 	}
@@ -428,7 +436,7 @@ static kr_mp *pop_needed_only(void *q)
 	return take(d, d->head);
 }
 
-/* The priority has changed (kr_mp_prio says so): into the list it names. */
+/* The priority has changed (kr_mp_getprio says so): into the list it names. */
 static void dbrq_reprio(void *q, kr_mp *mp, int prio)
 {
 	(void)prio;

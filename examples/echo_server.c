@@ -1,8 +1,8 @@
 /*
  * A TCP echo server on microprocesses: one microprocess per connection,
- * each a plain loop of kr_recv and kr_write_all that parks only itself.
- * kr_write_all writes until every byte received has gone back (a single
- * kr_send, like send(2), may take fewer bytes than asked).
+ * each a plain loop of kr_recv_until and kr_write_all_until that parks only itself.
+ * kr_write_all_until writes until every byte received has gone back (a single
+ * kr_send_until, like send(2), may take fewer bytes than asked).
  *
  *   echo_server [--port P] [--vps N]      (SIGINT/SIGTERM: stop)
  */
@@ -16,8 +16,8 @@ static void *echo(void *arg)
 	int fd = (int)(intptr_t)arg;
 	char buf[16384];
 	size_t n;
-	while (kr_recv(fd, buf, sizeof buf, 0, &n, KR_FOREVER) == 0 && n > 0)
-		if (kr_write_all(fd, buf, n, NULL, KR_FOREVER) != 0)
+	while (kr_recv(fd, buf, sizeof buf, 0, &n) == 0 && n > 0)
+		if (kr_write_all(fd, buf, n, NULL) != 0)
 			break;
 	kr_close(fd);
 	return NULL;

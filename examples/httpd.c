@@ -1,7 +1,7 @@
 /*
  * A minimal HTTP/1.1 server on microprocesses, one per connection:
  * "GET /" answers "hello", "GET /file" the file given with --file, read
- * from disk for each request with kr_read and sent a buffer at a time,
+ * from disk for each request with kr_read_until and sent a buffer at a time,
  * whatever its size.  Keep-alive and pipelining as http_min.h describes.
  *
  *   httpd [--port P] [--vps N] [--file PATH]   (SIGINT/SIGTERM: stop)
@@ -34,7 +34,7 @@ static int open_file(size_t *len)
 static int send_all(int fd, const char *b, size_t len)
 {
 	for (size_t done = 0, n; done < len; done += n) {
-		int err = kr_send(fd, b + done, len - done, 0, &n, KR_FOREVER);
+		int err = kr_send(fd, b + done, len - done, 0, &n);
 		if (err)
 			return err;
 	}
@@ -50,7 +50,7 @@ static int send_file(int fd, const struct http_req *r, int ffd, size_t len, char
 	int err = send_all(fd, buf, (size_t)http_header(buf, cap, r, len));
 	while (!err && len > 0) {
 		size_t n;
-		err = kr_read(ffd, buf, len < cap ? len : cap, &n, KR_FOREVER);
+		err = kr_read(ffd, buf, len < cap ? len : cap, &n);
 		if (!err && n == 0)
 			err = EIO; /* the file shrank: the reply cannot be completed */
 		if (!err)
@@ -68,7 +68,7 @@ static void *conn(void *arg)
 	int open_ = 1;
 	while (open_) {
 		size_t n;
-		if (kr_recv(fd, in + have, sizeof in - have, 0, &n, KR_FOREVER) || n == 0)
+		if (kr_recv(fd, in + have, sizeof in - have, 0, &n) || n == 0)
 			break;
 		have += n;
 		size_t used = 0, olen = 0;

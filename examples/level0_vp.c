@@ -78,7 +78,7 @@ int main(void)
 		kr_ctx_make(&tasks[i].ctx, tasks[i].stack, sizeof tasks[i].stack, task_main);
 	/* the first switch into a fresh context passes the task as its arg */
 	kr_vp *v[2];
-	int err = kr_vp_allocate(2, vp_loop, NULL, v);
+	int err = kr_vp_allocate(v, 2, vp_loop, NULL);
 	if (err)
 		return fprintf(stderr, "kr_vp_allocate: %d\n", err), 1;
 	kr_vp_join(v[0]);

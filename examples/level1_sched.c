@@ -4,10 +4,10 @@
  * work first, as a depth-first fork/join wants).  It does its own locking
  * because the core calls it from every VP, and `ready` also from threads
  * that are no VP.  An idle VP announces itself before its last look, so
- * that no wakeup is lost, and parks with kr_sched_park: that is what lets
+ * that no wakeup is lost, and parks with kr_sched_park_until: that is what lets
  * I/O completions and timers wake it (and returns the memory of freed
  * stacks); `ready` wakes it with kr_sched_unpark.  Runs a recursive
- * fork/join Fibonacci on 2 VPs, then a microprocess that waits in kr_read
+ * fork/join Fibonacci on 2 VPs, then a microprocess that waits in kr_read_until
  * on a pipe until a plain thread writes to it, once both VPs sleep.
  */
 #define _GNU_SOURCE
@@ -99,7 +99,7 @@ static kr_mp *l_idle(kr_sched *s, kr_vp *vp)
 	kr_mp *mp = pop(l);
 	kr_spin_unlock(&l->lock);
 	if (!mp) {
-		kr_sched_park(kr_sched_idle_deadline());
+		kr_sched_park_until(kr_sched_idle_deadline());
 		kr_spin_lock(&l->lock);
 		mp = pop(l);
 		kr_spin_unlock(&l->lock);
@@ -139,7 +139,7 @@ static char got[8];
 static void *reader(void *arg)
 {
 	size_t n = 0;
-	return kr_read(pipefd[0], got, sizeof got - 1, &n, KR_FOREVER) ? (void *)-1
+	return kr_read(pipefd[0], got, sizeof got - 1, &n) ? (void *)-1
 									 : (void *)(intptr_t)n;
 }
 

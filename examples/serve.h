@@ -131,7 +131,7 @@ static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn f
 	uint64_t next_report = 0;
 	for (;;) {
 		int fd;
-		err = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, &fd, KR_FOREVER);
+		err = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, &fd);
 		if (__atomic_load_n(&serve_stopping, __ATOMIC_ACQUIRE)) {
 			if (!err)
 				kr_close(fd);

@@ -17,14 +17,25 @@
  * outcomes rather than faults: ETIMEDOUT (a deadline passed), ECANCELED
  * (kr_mp_cancel), EAGAIN / EBUSY from the try calls, EPIPE (closed), and
  * kr_vp_sleep_begin's EAGAIN ("now wait").
+ * Names, the other rules.  A call that can wait until a deadline ends in
+ * _until and takes the deadline, an absolute kr_now() time (KR_FOREVER:
+ * none), as its last argument; where the call is common without one, the
+ * name without the suffix waits as long as it takes (kr_read and
+ * kr_read_until, kr_sem_wait and kr_sem_wait_until).  A call that makes
+ * something hands it back through its first parameter (kr_mp_create,
+ * kr_vp_allocate, kr_uproc_spawn); one that reports what it did, through
+ * its last ones before the deadline (kr_read's *got, kr_mp_getprio's
+ * *prio).  Calls that bracket a section are _begin and _end
+ * (kr_blocking_begin, kr_vp_sleep_begin).  Enumerations are named for
+ * what their values are (enum kr_vp_state), not for a call.
  * Accessors, which cannot fail, return their value: kr_now, kr_vp_self,
  * kr_vp_id, kr_vp_count, kr_vp_status, kr_vp_area, kr_mp_self, kr_mp_id,
- * kr_mp_udata, kr_mp_prio, kr_mp_rqlink, kr_key_get, kr_call_msg,
- * kr_io_backend, kr_sched_idle_deadline, kr_sched_data, kr_sched_vp_data,
+ * kr_mp_udata, kr_mp_rqlink, kr_key_get, kr_call_msg, kr_io_backend,
+ * kr_io_features, kr_sched_idle_deadline, kr_sched_data, kr_sched_vp_data,
  * kr_version; kr_ctx_switch returns what the context that resumes the
  * caller passes.  void:
  * kr_ctx_jump, kr_spin_lock / _unlock, kr_cpu_relax, kr_vp_wait_ended,
- * kr_sched_park, kr_sched_unpark.
+ * kr_sched_park_until, kr_sched_unpark.
  *
  * Who may call.  Most calls of core.h, and every call that waits, are for
  * microprocesses: on a thread that is no VP of a running karui they return

@@ -145,10 +145,10 @@ static void *timed_park(void *arg)
 
 static void *blocking(void *arg)
 {
-	int e = kr_blocking_enter();
+	int e = kr_blocking_begin();
 	KT_CHECK(e == 0 || e == EAGAIN || e == ENOMEM);
 	if (e == 0)
-		KT_EQ(kr_blocking_leave(), 0);
+		KT_EQ(kr_blocking_end(), 0);
 	return arg;
 }
 
@@ -190,7 +190,7 @@ static void *io_writer(void *arg)
 	char b[100];
 	memset(b, 'k', sizeof b);
 	size_t done;
-	int err = kr_write_all(io_pipe[1], b, sizeof b, &done, KR_FOREVER);
+	int err = kr_write_all(io_pipe[1], b, sizeof b, &done);
 	KT_EQ(kr_close(io_pipe[1]), 0);
 	return (void *)(uintptr_t)err;
 }
@@ -209,7 +209,7 @@ static int pipe_io(void)
 	size_t got = 0, n = 1;
 	char b[100];
 	while (got < sizeof b && n > 0 &&
-	       !(err = kr_read(io_pipe[0], b + got, sizeof b - got, &n, KR_FOREVER)))
+	       !(err = kr_read(io_pipe[0], b + got, sizeof b - got, &n)))
 		got += n;
 	void *r;
 	KT_EQ(kr_mp_join(w, &r), 0);

@@ -123,7 +123,7 @@ static void *sender_timed(void *a)
 {
 	for (uint64_t i = 1; i <= 20; i++) {
 		uint64_t v = i * 10000 + (uintptr_t)a;
-		int e = kr_chan_timedsend(&ch, &v, kr_now() + ((uintptr_t)a % 5) * 50000);
+		int e = kr_chan_send_until(&ch, &v, kr_now() + ((uintptr_t)a % 5) * 50000);
 		if (e == ETIMEDOUT)
 			continue;
 		KT_EQ(e, 0);
@@ -137,7 +137,7 @@ static void *receiver_timed(void *a)
 {
 	for (int i = 0; i < 20; i++) {
 		uint64_t v;
-		int e = kr_chan_timedrecv(&ch, &v, kr_now() + ((uintptr_t)a % 5) * 50000);
+		int e = kr_chan_recv_until(&ch, &v, kr_now() + ((uintptr_t)a % 5) * 50000);
 		if (e == ETIMEDOUT)
 			continue;
 		KT_EQ(e, 0);
@@ -353,7 +353,7 @@ static void chan_close_drains_then_reports_epipe(void)
 	KT_EQ(kr_chan_send(&c, &v), 0);
 	KT_EQ(kr_chan_trysend(&c, &v), EAGAIN); /* full */
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_chan_timedsend(&c, &v, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_chan_send_until(&c, &v, t0 + 2 * MS), ETIMEDOUT);
 	KT_CHECK(kr_now() >= t0 + 2 * MS);
 	KT_EQ(kr_chan_close(&c), 0);
 	KT_EQ(kr_chan_close(&c), EPIPE);
@@ -373,7 +373,7 @@ static void chan_close_drains_then_reports_epipe(void)
 	kr_mp_yield();
 	KT_EQ(kr_chan_destroy(&c), EBUSY);
 	t0 = kr_now();
-	KT_EQ(kr_chan_timedrecv(&c, &out, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_chan_recv_until(&c, &out, t0 + 2 * MS), ETIMEDOUT);
 	KT_EQ(kr_chan_close(&c), 0);
 	void *res;
 	KT_EQ(kr_mp_join(r, &res), 0);

@@ -124,15 +124,15 @@ static void rendezvous_timeouts_apply_before_acceptance_only(void)
 	kr_call *c;
 	long v = 0;
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_entry_timedaccept(&ent, &c, t0 + 2 * MS), ETIMEDOUT);
-	KT_EQ(kr_entry_timedcall(&ent, &v, kr_now() + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_entry_accept_until(&ent, &c, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_entry_call_until(&ent, &v, kr_now() + 2 * MS), ETIMEDOUT);
 	KT_CHECK(kr_now() >= t0 + 4 * MS);
 	kr_mp *a;
 	KT_EQ(kr_mp_create(&a, NULL, late_acceptor, NULL), 0);
 	/* accepted as soon as it waits (the acceptor runs next), replied after
 	 * its deadline */
 	call_deadline = kr_now() + 200 * MS;
-	KT_EQ(kr_entry_timedcall(&ent, &v, call_deadline), 42);
+	KT_EQ(kr_entry_call_until(&ent, &v, call_deadline), 42);
 	KT_CHECK(kr_now() > call_deadline);
 	void *r;
 	KT_EQ(kr_mp_join(a, &r), 0);

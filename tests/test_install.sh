@@ -49,14 +49,14 @@ for f in include/karui.h include/karui/version.h include/karui/vp.h \
 	include/karui/sync.h include/karui/io.h; do
 	[ -f "$prefix/$f" ] || fail "not installed: $f"
 done
-for f in libkarui.a libkarui.so libkarui.so.1 libkarui.so.$version \
+for f in libkarui.a libkarui.so libkarui.so.2 libkarui.so.$version \
 	cmake/karui/karuiConfig.cmake cmake/karui/karuiConfigVersion.cmake \
 	cmake/karui/karuiTargets.cmake; do
 	[ -e "$libdir/$f" ] || fail "not installed: $libdir/$f"
 done
-[ "$(readlink "$libdir/libkarui.so")" = libkarui.so.1 ] || fail "libkarui.so is no link to libkarui.so.1"
-[ "$(readlink "$libdir/libkarui.so.1")" = "libkarui.so.$version" ] || fail "libkarui.so.1 is no link to libkarui.so.$version"
-readelf -d "$libdir/libkarui.so.$version" | grep -q 'SONAME.*\[libkarui\.so\.1\]' || fail "soname is not libkarui.so.1"
+[ "$(readlink "$libdir/libkarui.so")" = libkarui.so.2 ] || fail "libkarui.so is no link to libkarui.so.2"
+[ "$(readlink "$libdir/libkarui.so.2")" = "libkarui.so.$version" ] || fail "libkarui.so.2 is no link to libkarui.so.$version"
+readelf -d "$libdir/libkarui.so.$version" | grep -q 'SONAME.*\[libkarui\.so\.2\]' || fail "soname is not libkarui.so.2"
 
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 step "pkg-config: $(pkg-config --modversion karui): $(pkg-config --cflags --libs karui)"
@@ -79,14 +79,14 @@ cp "$src/tests/install/hello.c" "$work/app/app.c"
 build='cc -o app app.c $(pkg-config --cflags --libs karui)'
 rpath="$build -Wl,-rpath,\$(pkg-config --variable=libdir karui)"
 ldpath='LD_LIBRARY_PATH=$(pkg-config --variable=libdir karui) ./app'
-nolib='./app: error while loading shared libraries: libkarui.so.1: cannot open shared object file: No such file or directory'
+nolib='./app: error while loading shared libraries: libkarui.so.2: cannot open shared object file: No such file or directory'
 for line in "$build" "$rpath" "$ldpath" "$nolib"; do said "$line"; done
 
 step "README: $build"
 readme "$build" || fail "$build"
-needed "$work/app/app" | grep -qx libkarui.so.1 || fail "app does not need libkarui.so.1"
-if ldconfig -p 2>/dev/null | grep -q 'libkarui\.so\.1 '; then
-	echo "not checked that ./app fails: the dynamic linker knows another libkarui.so.1"
+needed "$work/app/app" | grep -qx libkarui.so.2 || fail "app does not need libkarui.so.2"
+if ldconfig -p 2>/dev/null | grep -q 'libkarui\.so\.2 '; then
+	echo "not checked that ./app fails: the dynamic linker knows another libkarui.so.2"
 else
 	out=$(readme ./app 2>&1) && fail "./app started with no rpath nor LD_LIBRARY_PATH"
 	status=$?
@@ -113,13 +113,13 @@ step "pkg-config --static: $static_libs"
 [ -z "$(needed "$work/hello_pc_static")" ] || fail "hello_pc_static is not static"
 run hello_pc_static "$work/hello_pc_static"
 
-step "CMake: find_package(karui 1.0), karui::karui and karui::karui_static"
+step "CMake: find_package(karui 2.0), karui::karui and karui::karui_static"
 "$cmake" -G "$gen" -S "$src/tests/install" -B "$work/hello" -DCMAKE_C_COMPILER="$cc" \
 	-DCMAKE_PREFIX_PATH="$prefix" >"$work/hello-configure.log" 2>&1 ||
-	{ cat "$work/hello-configure.log"; fail "find_package(karui 1.0)"; }
+	{ cat "$work/hello-configure.log"; fail "find_package(karui 2.0)"; }
 "$cmake" --build "$work/hello" >"$work/hello-build.log" 2>&1 ||
 	{ cat "$work/hello-build.log"; fail "build against karui::karui and karui::karui_static"; }
-needed "$work/hello/hello" | grep -qx libkarui.so.1 || fail "karui::karui is not the shared library"
+needed "$work/hello/hello" | grep -qx libkarui.so.2 || fail "karui::karui is not the shared library"
 needed "$work/hello/hello_static" | grep -q libkarui && fail "karui::karui_static needs libkarui.so"
 run hello "$work/hello/hello"
 run hello_static "$work/hello/hello_static"

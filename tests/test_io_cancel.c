@@ -27,18 +27,18 @@ static void timed_read_times_out_and_takes_nothing(void)
 	size_t n = 9;
 	short ev = 9;
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_read(p[0], &c, 1, &n, in_ms(50)), ETIMEDOUT);
+	KT_EQ(kr_read_until(p[0], &c, 1, &n, in_ms(50)), ETIMEDOUT);
 	KT_EQ(n, 0);
 	KT_CHECK(kr_now() - t0 >= 50 * MS);
-	KT_EQ(kr_poll(p[0], POLLIN, &ev, in_ms(20)), ETIMEDOUT);
+	KT_EQ(kr_poll_until(p[0], POLLIN, &ev, in_ms(20)), ETIMEDOUT);
 	KT_EQ(ev, 0);
 	KT_EQ(write(p[1], "ab", 2), 2);
-	KT_EQ(kr_poll(p[0], POLLIN, &ev, in_ms(1000)), 0);
+	KT_EQ(kr_poll_until(p[0], POLLIN, &ev, in_ms(1000)), 0);
 	KT_CHECK(ev & POLLIN);
-	KT_EQ(kr_read(p[0], &c, 1, &n, in_ms(1000)), 0); /* the byte is still there */
+	KT_EQ(kr_read_until(p[0], &c, 1, &n, in_ms(1000)), 0); /* the byte is still there */
 	KT_EQ(n, 1);
 	KT_EQ(c, 'a');
-	KT_EQ(kr_read(p[0], &c, 1, &n, kr_now()), 0); /* ready: a past deadline is fine */
+	KT_EQ(kr_read_until(p[0], &c, 1, &n, kr_now()), 0); /* ready: a past deadline is fine */
 	KT_EQ(n, 1);
 	KT_EQ(c, 'b');
 	kr_close(p[0]);
@@ -87,7 +87,7 @@ static void *blocked_reader(void *a)
 	char c;
 	size_t n;
 	blk_start(b);
-	int res = kr_read(b->fd, &c, 1, &n, KR_FOREVER);
+	int res = kr_read(b->fd, &c, 1, &n);
 	b->n = n;
 	blk_end(b, res);
 	return NULL;
@@ -128,9 +128,9 @@ static void cancel_ends_blocked_reads_and_loses_nothing(void)
 			pthread_t t;
 			int arg = p[0];
 			KT_EQ(pthread_create(&t, NULL, cancel_from_plain_thread, &arg), 0);
-			KT_EQ(kr_blocking_enter(), 0);
+			KT_EQ(kr_blocking_begin(), 0);
 			KT_EQ(pthread_join(t, NULL), 0);
-			KT_EQ(kr_blocking_leave(), 0);
+			KT_EQ(kr_blocking_end(), 0);
 			KT_EQ(arg, 0);
 		}
 		for (int i = 0; i < N; i++) {
@@ -143,7 +143,7 @@ static void cancel_ends_blocked_reads_and_loses_nothing(void)
 	KT_EQ(write(p[1], "z", 1), 1);
 	char c = 0;
 	size_t n;
-	KT_EQ(kr_read(p[0], &c, 1, &n, in_ms(1000)), 0);
+	KT_EQ(kr_read_until(p[0], &c, 1, &n, in_ms(1000)), 0);
 	KT_EQ(n, 1);
 	KT_EQ(c, 'z');
 	KT_EQ(kr_close(p[0]), 0);
@@ -206,7 +206,7 @@ static void *off_vp(void *a)
 {
 	char c;
 	size_t n;
-	*(int *)a = kr_read(0, &c, 1, &n, KR_FOREVER);
+	*(int *)a = kr_read(0, &c, 1, &n);
 	return NULL;
 }
 
@@ -218,36 +218,36 @@ static void bad_input_is_refused(void)
 	int fd;
 	short ev;
 	struct sockaddr_in sa;
-	KT_EQ(kr_read(-1, &c, 1, &n, KR_FOREVER), EBADF);
+	KT_EQ(kr_read(-1, &c, 1, &n), EBADF);
 	KT_EQ(kr_io_cancel(-1), EBADF);
 	KT_EQ(kr_close(-1), EBADF);
 	int p[2];
 	mkpipe(p);
-	KT_EQ(kr_read(p[0], &c, 1, NULL, KR_FOREVER), EINVAL);
-	KT_EQ(kr_write(p[1], &c, 1, NULL, KR_FOREVER), EINVAL);
-	KT_EQ(kr_accept(p[0], NULL, NULL, 0, NULL, KR_FOREVER), EINVAL);
-	KT_EQ(kr_poll(p[0], POLLIN, NULL, KR_FOREVER), EINVAL);
+	KT_EQ(kr_read(p[0], &c, 1, NULL), EINVAL);
+	KT_EQ(kr_write(p[1], &c, 1, NULL), EINVAL);
+	KT_EQ(kr_accept(p[0], NULL, NULL, 0, NULL), EINVAL);
+	KT_EQ(kr_poll(p[0], POLLIN, NULL), EINVAL);
 	/* closed (a number nothing else takes meanwhile: the back end, started
 	 * by the read, opens fds of its own, and kr_close does not start it) */
 	KT_EQ(dup2(p[0], 900), 900);
 	KT_EQ(kr_close(900), 0);
-	KT_EQ(kr_read(900, &c, 1, &n, KR_FOREVER), EBADF);
+	KT_EQ(kr_read(900, &c, 1, &n), EBADF);
 	KT_EQ(kr_close(p[0]), 0);
-	KT_EQ(kr_accept(p[1], (struct sockaddr *)&sa, NULL, 0, &fd, KR_FOREVER), EINVAL);
+	KT_EQ(kr_accept(p[1], (struct sockaddr *)&sa, NULL, 0, &fd), EINVAL);
 	KT_EQ(fd, -1);
-	KT_EQ(kr_accept(p[1], NULL, NULL, 12345, &fd, KR_FOREVER), EINVAL);
-	KT_EQ(kr_connect(p[1], NULL, 0, KR_FOREVER), EINVAL);
-	KT_EQ(kr_poll(p[1], 0, &ev, KR_FOREVER), EINVAL);
-	KT_EQ(kr_recv(p[1], &c, 1, 0, &n, KR_FOREVER), ENOTSOCK);
+	KT_EQ(kr_accept(p[1], NULL, NULL, 12345, &fd), EINVAL);
+	KT_EQ(kr_connect(p[1], NULL, 0), EINVAL);
+	KT_EQ(kr_poll(p[1], 0, &ev), EINVAL);
+	KT_EQ(kr_recv(p[1], &c, 1, 0, &n), ENOTSOCK);
 	pthread_t t;
 	int res = 0;
 	KT_EQ(pthread_create(&t, NULL, off_vp, &res), 0);
 	pthread_join(t, NULL);
 	KT_EQ(res, EPERM);
-	KT_EQ(kr_blocking_leave(), EINVAL);
-	KT_EQ(kr_blocking_enter(), 0);
-	KT_EQ(kr_blocking_enter(), EBUSY);
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), EINVAL);
+	KT_EQ(kr_blocking_begin(), 0);
+	KT_EQ(kr_blocking_begin(), EBUSY);
+	KT_EQ(kr_blocking_end(), 0);
 	kr_close(p[1]);
 	KT_EQ(kr_fini(), 0);
 }
@@ -257,7 +257,7 @@ static void *blocked_acceptor(void *a)
 	struct blk *b = a;
 	int fd = 99;
 	blk_start(b);
-	int res = kr_accept(b->fd, NULL, NULL, 0, &fd, KR_FOREVER);
+	int res = kr_accept(b->fd, NULL, NULL, 0, &fd);
 	b->n = (size_t)fd;
 	blk_end(b, res);
 	return NULL;
@@ -299,7 +299,7 @@ static void cancel_of_a_microprocess_ends_only_its_io_wait(void)
 	KT_EQ(b[2].n, 1);
 	/* the cancel was used up: the next wait runs to its deadline */
 	int fd;
-	KT_EQ(kr_accept(b[3].fd, NULL, NULL, 0, &fd, in_ms(20)), ETIMEDOUT);
+	KT_EQ(kr_accept_until(b[3].fd, NULL, NULL, 0, &fd, in_ms(20)), ETIMEDOUT);
 	kr_close(b[3].fd);
 	kr_close(p[0]);
 	kr_close(p[1]);

@@ -27,9 +27,9 @@ static void fork_pipe_round_trip(void)
 {
 	char c = 0;
 	size_t n;
-	KT_EQ(kr_write(fork_pipe[1], "r", 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_write(fork_pipe[1], "r", 1, &n), 0);
 	KT_EQ(n, 1);
-	KT_EQ(kr_read(fork_pipe[0], &c, 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_read(fork_pipe[0], &c, 1, &n), 0);
 	KT_EQ(n, 1);
 	KT_EQ(c, 'r');
 }
@@ -44,14 +44,14 @@ static void child_checks_then_execs(void)
 	prctl(PR_SET_PDEATHSIG, SIGKILL); /* a child left by a failure dies with the test */
 	char c;
 	size_t n = 9;
-	KT_EQ(kr_read(quiet_pipe[0], &c, 1, &n, KR_FOREVER), EPERM);
+	KT_EQ(kr_read(quiet_pipe[0], &c, 1, &n), EPERM);
 	KT_EQ(n, 0);
 	KT_EQ(pthread_sigmask(SIG_SETMASK, NULL, &m), 0);
 	for (int sig = 1; sig < NSIG; sig++)
 		KT_EQ(sigismember(&m, sig), sigismember(&app_mask, sig));
 	KT_CHECK(kr_vp_self() == NULL && kr_mp_self() == NULL);
 	KT_EQ(kr_vp_count(), 0);
-	KT_EQ(kr_write(quiet_pipe[1], "c", 1, &n, KR_FOREVER), EPERM);
+	KT_EQ(kr_write(quiet_pipe[1], "c", 1, &n), EPERM);
 	KT_EQ(kr_mp_yield(), EPERM);
 	KT_EQ(kr_init(NULL), EBUSY);
 	KT_CHECK(kr_io_backend() == NULL);
@@ -71,7 +71,7 @@ static void io_fork_io(void)
 	fork_pipe_round_trip();
 }
 
-/* Wait for child pid to end, parking only the caller: kr_poll on a pidfd
+/* Wait for child pid to end, parking only the caller: kr_poll_until on a pidfd
  * (a blocking section would start a spare VP, which on_vp cannot
  * hold).  Its wait status. */
 static int wait_child(pid_t pid)
@@ -80,7 +80,7 @@ static int wait_child(pid_t pid)
 	if (pfd < 0)
 		KT_SKIP("no pidfd_open here");
 	short rev;
-	KT_EQ(kr_poll(pfd, POLLIN, &rev, KR_FOREVER), 0);
+	KT_EQ(kr_poll(pfd, POLLIN, &rev), 0);
 	KT_CHECK(rev & POLLIN);
 	KT_EQ(waitpid(pid, &st, WNOHANG), pid);
 	KT_EQ(kr_close(pfd), 0);
@@ -129,7 +129,7 @@ static void *read_fork_pipe(void *a)
 	size_t n;
 	__atomic_store_n(&reader_in, 1, __ATOMIC_RELEASE);
 	/* the deadline only turns a lost read into a failure */
-	reader_err = kr_read(fork_pipe[0], &reader_got, 1, &n, in_ms(20000));
+	reader_err = kr_read_until(fork_pipe[0], &reader_got, 1, &n, in_ms(20000));
 	KT_EQ(n, reader_err ? 0 : 1);
 	return a;
 }
@@ -144,7 +144,7 @@ static void close_in_a_forked_child_spares_the_parents_read(void)
 	kr_mp *r;
 	KT_EQ(kr_mp_create(&r, &small, read_fork_pipe, NULL), 0);
 	while (!__atomic_load_n(&reader_in, __ATOMIC_ACQUIRE))
-		KT_EQ(kr_mp_yield(), 0); /* one VP: the reader now waits in kr_read */
+		KT_EQ(kr_mp_yield(), 0); /* one VP: the reader now waits in kr_read_until */
 	pid_t pid = fork();
 	KT_CHECK(pid >= 0);
 	if (pid == 0) {
@@ -155,7 +155,7 @@ static void close_in_a_forked_child_spares_the_parents_read(void)
 	}
 	int st = wait_child(pid);
 	size_t n;
-	KT_EQ(kr_write(fork_pipe[1], "y", 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_write(fork_pipe[1], "y", 1, &n), 0);
 	KT_EQ(kr_mp_join(r, NULL), 0);
 	KT_EQ(reader_err, 0);
 	KT_EQ(reader_got, 'y');

@@ -39,7 +39,7 @@ static void *park_on_pipe(void *a)
 	char c;
 	size_t n;
 	__atomic_fetch_add(&on_pipe, 1, __ATOMIC_RELEASE);
-	KT_EQ(kr_read(fd, &c, 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_read(fd, &c, 1, &n), 0);
 	KT_EQ(n, 1);
 	return NULL;
 }
@@ -73,10 +73,10 @@ static void *plain_blocking_read(void *a)
 {
 	int fd = (int)(intptr_t)a;
 	char c = 0;
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	KT_EQ(kr_vp_status(kr_vp_self()), KR_VP_BLOCKED);
 	ssize_t n = read(fd, &c, 1); /* the writer waits for the others */
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	KT_EQ(n, 1);
 	finished[__atomic_fetch_add(&nfinished, 1, __ATOMIC_RELAXED)] = 0;
 	return NULL;
@@ -140,7 +140,7 @@ static void *reader_then_unblock(void *a)
 	char c = 0;
 	size_t n;
 	__atomic_store_n(&in_read, 1, __ATOMIC_RELEASE);
-	KT_EQ(kr_read(moved_pipe[0], &c, 1, &n, in_ms(100000)), 0); /* past B's poll */
+	KT_EQ(kr_read_until(moved_pipe[0], &c, 1, &n, in_ms(100000)), 0); /* past B's poll */
 	KT_EQ(n, 1);
 	KT_EQ(c, 'm');
 	KT_EQ(write(unblock_pipe[1], "u", 1), 1);
@@ -152,11 +152,11 @@ static void *blocks_until_unblocked(void *a)
 	(void)a;
 	/* one VP: the reader has run, so its read is in flight */
 	KT_WAIT(__atomic_load_n(&in_read, __ATOMIC_ACQUIRE), kr_mp_yield());
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	__atomic_store_n(&b_blocks, 1, __ATOMIC_RELEASE);
 	struct pollfd pf = {.fd = unblock_pipe[0], .events = POLLIN};
 	int n = poll(&pf, 1, KT_WAIT_S * 1000);
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	KT_EQ(n, 1);
 	return NULL;
 }
@@ -166,7 +166,7 @@ static void *late_kr_writer(void *a)
 	(void)a;
 	KT_WAIT(__atomic_load_n(&b_blocks, __ATOMIC_ACQUIRE), kr_mp_sleep_for(MS));
 	size_t n;
-	KT_EQ(kr_write(moved_pipe[1], "m", 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_write(moved_pipe[1], "m", 1, &n), 0);
 	KT_EQ(n, 1);
 	return NULL;
 }
@@ -210,7 +210,7 @@ static void *read_a(void *a)
 	char c = 0;
 	uint64_t deadline = in_ms(30000);
 	size_t n;
-	KT_EQ(kr_read(spare_a[0], &c, 1, &n, deadline), 0);
+	KT_EQ(kr_read_until(spare_a[0], &c, 1, &n, deadline), 0);
 	KT_EQ(n, 1);
 	KT_EQ(c, 'a');
 	/* unwatched, the data is found only when the deadline wakes VP 0 */
@@ -230,13 +230,13 @@ static void *note_spare(void *a)
 static void *block_a_while(void *a)
 {
 	(void)a;
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	__atomic_store_n(&b_in, 1, __ATOMIC_RELEASE);
 	KT_WAIT(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE) &&
 			kr_vp_status(__atomic_load_n(&spare_vp, __ATOMIC_ACQUIRE)) ==
 				KR_VP_SLEEPING,
 		kt_nap_us(1000));
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	__atomic_store_n(&b_left, 1, __ATOMIC_RELEASE);
 	return NULL;
 }
@@ -269,7 +269,7 @@ static void io_is_watched_after_a_spare_retires(void)
 	char c;
 	size_t n;
 	KT_EQ(write(spare_q[1], "0", 1), 1);
-	KT_EQ(kr_read(spare_q[0], &c, 1, &n, KR_FOREVER), 0); /* karui knows the fd */
+	KT_EQ(kr_read(spare_q[0], &c, 1, &n), 0); /* karui knows the fd */
 	KT_EQ(n, 1);
 	vp_zero = kr_vp_self();
 	shared_source = strcmp(kr_io_backend(), "epoll") == 0;
@@ -312,7 +312,7 @@ static void *read_then_spin(void *a)
 	char c;
 	size_t n;
 	__atomic_store_n(&s_in, 1, __ATOMIC_RELEASE);
-	KT_EQ(kr_read(handoff_s[0], &c, 1, &n, in_ms(100000)), 0);
+	KT_EQ(kr_read_until(handoff_s[0], &c, 1, &n, in_ms(100000)), 0);
 	KT_EQ(n, 1);
 	__atomic_store_n(&s_runs, 1, __ATOMIC_RELEASE);
 	uint64_t end = kt_mono_ns() + KT_WAIT_S * 1000000000ull;
@@ -328,7 +328,7 @@ static void *read_r(void *a)
 	char c;
 	size_t n;
 	__atomic_store_n(&r_in, 1, __ATOMIC_RELEASE);
-	KT_EQ(kr_read(handoff_r[0], &c, 1, &n, in_ms(100000)), 0);
+	KT_EQ(kr_read_until(handoff_r[0], &c, 1, &n, in_ms(100000)), 0);
 	KT_EQ(n, 1);
 	__atomic_store_n(&r_served, kr_now(), __ATOMIC_RELEASE);
 	return NULL;
@@ -413,7 +413,7 @@ static void *kept_reader(void *a)
 	char c;
 	size_t n;
 	__atomic_fetch_add(&kept_in, 1, __ATOMIC_RELEASE);
-	KT_EQ(kr_read(kept_pipe[i][0], &c, 1, &n, in_ms(100000)), 0);
+	KT_EQ(kr_read_until(kept_pipe[i][0], &c, 1, &n, in_ms(100000)), 0);
 	KT_EQ(n, 1);
 	uint64_t now = kt_mono_ns();
 	if (kr_vp_id(kr_vp_self()) != kept_vp0) {

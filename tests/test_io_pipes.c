@@ -70,9 +70,9 @@ static void *echo_pipe(void *a)
 	char b[8];
 	size_t n;
 	for (int i = 0; i < p->rounds; i++) {
-		KT_EQ(kr_read(p->in, b, sizeof b, &n, KR_FOREVER), 0);
+		KT_EQ(kr_read(p->in, b, sizeof b, &n), 0);
 		KT_EQ(n, 8);
-		KT_EQ(kr_write(p->out, b, 8, &n, KR_FOREVER), 0);
+		KT_EQ(kr_write(p->out, b, 8, &n), 0);
 		KT_EQ(n, 8);
 	}
 	return NULL;
@@ -90,9 +90,9 @@ static void pipe_round_trips_between_microprocesses_on_two_vps(void)
 	for (int i = 0; i < p.rounds; i++) {
 		uint64_t v = (uint64_t)i * 2654435761u, r = 0;
 		size_t n;
-		KT_EQ(kr_write(a[1], &v, 8, &n, KR_FOREVER), 0);
+		KT_EQ(kr_write(a[1], &v, 8, &n), 0);
 		KT_EQ(n, 8);
-		KT_EQ(kr_read(b[0], &r, 8, &n, KR_FOREVER), 0);
+		KT_EQ(kr_read(b[0], &r, 8, &n), 0);
 		KT_EQ(n, 8);
 		KT_EQ(r, v);
 	}
@@ -114,7 +114,7 @@ static void *ticker(void *a)
 		kr_mp_yield();
 	}
 	size_t n;
-	KT_EQ(kr_write(*fd, "x", 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_write(*fd, "x", 1, &n), 0);
 	KT_EQ(n, 1);
 	return NULL;
 }
@@ -128,7 +128,7 @@ static void read_parks_only_the_calling_microprocess(void)
 	KT_EQ(kr_mp_create(&m, &small, ticker, &p[1]), 0);
 	char c = 0;
 	size_t n;
-	KT_EQ(kr_read(p[0], &c, 1, &n, KR_FOREVER), 0); /* on the one VP */
+	KT_EQ(kr_read(p[0], &c, 1, &n), 0); /* on the one VP */
 	KT_EQ(n, 1);
 	KT_EQ(c, 'x');
 	KT_EQ(ticks, 1000);
@@ -146,14 +146,14 @@ static void readv_and_writev_move_scattered_bytes(void)
 	char a[] = "karui", b[] = " micro", c[] = "processes";
 	struct iovec out[3] = {{a, 5}, {b, 6}, {c, 9}};
 	size_t n;
-	KT_EQ(kr_writev(p[1], out, 3, &n, KR_FOREVER), 0);
+	KT_EQ(kr_writev(p[1], out, 3, &n), 0);
 	KT_EQ(n, 20);
 	char x[7] = {0}, y[14] = {0};
 	struct iovec in[2] = {{x, 6}, {y, 14}};
-	KT_EQ(kr_readv(p[0], in, 2, &n, KR_FOREVER), 0);
+	KT_EQ(kr_readv(p[0], in, 2, &n), 0);
 	KT_EQ(n, 20);
 	KT_CHECK(memcmp(x, "karui ", 6) == 0 && memcmp(y, "microprocesses", 14) == 0);
-	KT_EQ(kr_readv(p[0], in, -1, &n, KR_FOREVER), EINVAL);
+	KT_EQ(kr_readv(p[0], in, -1, &n), EINVAL);
 	KT_EQ(n, 0);
 	kr_close(p[0]);
 	kr_close(p[1]);
@@ -171,16 +171,16 @@ static void regular_files_are_read_and_written(void)
 	for (size_t i = 0; i < sizeof buf; i++)
 		buf[i] = (char)(i * 7);
 	size_t got = 0, n;
-	KT_EQ(kr_write_all(fd, buf, sizeof buf, &n, KR_FOREVER), 0);
+	KT_EQ(kr_write_all(fd, buf, sizeof buf, &n), 0);
 	KT_EQ(n, sizeof buf);
 	KT_EQ(lseek(fd, 0, SEEK_SET), 0);
 	while (got < sizeof back) {
-		KT_EQ(kr_read(fd, back + got, sizeof back - got, &n, KR_FOREVER), 0);
+		KT_EQ(kr_read(fd, back + got, sizeof back - got, &n), 0);
 		KT_CHECK(n > 0);
 		got += n;
 	}
 	n = 1;
-	KT_EQ(kr_read(fd, back, 1, &n, KR_FOREVER), 0); /* end of file */
+	KT_EQ(kr_read(fd, back, 1, &n), 0); /* end of file */
 	KT_EQ(n, 0);
 	KT_CHECK(memcmp(buf, back, sizeof buf) == 0);
 	kr_close(fd);
@@ -190,8 +190,8 @@ static void regular_files_are_read_and_written(void)
 enum { FILE_LEN = 200003 }; /* not a whole number of pages */
 static char file_bytes[FILE_LEN], file_back[FILE_LEN + 4096];
 
-/* Read fd from its position to its end with kr_read in reads of `step`
- * (kr_readv in two halves when `vec`), into file_back: the bytes read. */
+/* Read fd from its position to its end with kr_read_until in reads of `step`
+ * (kr_readv_until in two halves when `vec`), into file_back: the bytes read. */
 static size_t read_to_end(int fd, size_t step, int vec)
 {
 	size_t got = 0, n;
@@ -200,15 +200,15 @@ static size_t read_to_end(int fd, size_t step, int vec)
 		if (vec) {
 			struct iovec v[2] = {{file_back + got, len / 2},
 					     {file_back + got + len / 2, len - len / 2}};
-			KT_EQ(kr_readv(fd, v, 2, &n, KR_FOREVER), 0);
+			KT_EQ(kr_readv(fd, v, 2, &n), 0);
 		} else {
-			KT_EQ(kr_read(fd, file_back + got, len, &n, KR_FOREVER), 0);
+			KT_EQ(kr_read(fd, file_back + got, len, &n), 0);
 		}
 		got += n;
 		KT_CHECK(got <= FILE_LEN);
 	} while (n > 0 && got < FILE_LEN);
 	n = 1;
-	KT_EQ(kr_read(fd, file_back, step, &n, KR_FOREVER), 0); /* end of file */
+	KT_EQ(kr_read(fd, file_back, step, &n), 0); /* end of file */
 	KT_EQ(n, 0);
 	return got;
 }
@@ -263,33 +263,33 @@ static void file_reads_match_read_cached_or_not(void)
 		KT_EQ(lseek(fd, offs[i], SEEK_SET), offs[i]);
 		if (i % 2)
 			posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-		KT_EQ(kr_read(fd, file_back, 4096, &n, KR_FOREVER), 0);
+		KT_EQ(kr_read(fd, file_back, 4096, &n), 0);
 		KT_EQ(n, want);
 		KT_CHECK(memcmp(file_back, file_bytes + offs[i], want) == 0);
 		KT_EQ(lseek(fd, 0, SEEK_CUR), offs[i] + (off_t)want);
 	}
 	size_t n = 1;
-	KT_EQ(kr_read(fd, file_back, 0, &n, KR_FOREVER), 0); /* nothing asked */
+	KT_EQ(kr_read(fd, file_back, 0, &n), 0); /* nothing asked */
 	KT_EQ(n, 0);
 	KT_EQ(lseek(fd, FILE_LEN + 10, SEEK_SET), FILE_LEN + 10);
 	n = 1;
-	KT_EQ(kr_read(fd, file_back, 10, &n, KR_FOREVER), 0); /* past the end */
+	KT_EQ(kr_read(fd, file_back, 10, &n), 0); /* past the end */
 	KT_EQ(n, 0);
 	/* errors: a directory, a file open for writing only, a closed fd */
 	int dir = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	KT_CHECK(dir >= 0);
 	n = 1;
-	KT_EQ(kr_read(dir, file_back, 10, &n, KR_FOREVER), EISDIR);
+	KT_EQ(kr_read(dir, file_back, 10, &n), EISDIR);
 	KT_EQ(n, 0);
 	KT_EQ(kr_close(dir), 0);
 	int wo = open(path, O_WRONLY | O_CLOEXEC);
 	KT_CHECK(wo >= 0);
 	n = 1;
-	KT_EQ(kr_read(wo, file_back, 10, &n, KR_FOREVER), EBADF);
+	KT_EQ(kr_read(wo, file_back, 10, &n), EBADF);
 	KT_EQ(n, 0);
 	KT_EQ(kr_close(wo), 0);
 	n = 1;
-	KT_EQ(kr_read(wo, file_back, 10, &n, KR_FOREVER), EBADF);
+	KT_EQ(kr_read(wo, file_back, 10, &n), EBADF);
 	KT_EQ(n, 0);
 	/* the file's number becomes a pipe's (kr_close forgets what it was),
 	 * and the pipe's a file's */
@@ -299,10 +299,10 @@ static void file_reads_match_read_cached_or_not(void)
 	mkpipe(p);
 	p[0] = renumber(p[0], num);
 	char c;
-	KT_EQ(kr_read(p[0], &c, 1, &n, in_ms(20)), ETIMEDOUT); /* nothing there */
+	KT_EQ(kr_read_until(p[0], &c, 1, &n, in_ms(20)), ETIMEDOUT); /* nothing there */
 	KT_EQ(n, 0);
 	KT_EQ(write(p[1], "k", 1), 1);
-	KT_EQ(kr_read(p[0], &c, 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_read(p[0], &c, 1, &n), 0);
 	KT_EQ(n, 1);
 	KT_EQ(c, 'k');
 	KT_EQ(kr_close(p[0]), 0);
@@ -330,17 +330,17 @@ static void writes_to_broken_pipe_and_socket_return_epipe(void)
 	KT_EQ(kr_close(s[0]), 0);
 	size_t n = 9;
 	struct iovec v = {"x", 1};
-	KT_EQ(kr_write(p[1], "x", 1, &n, KR_FOREVER), EPIPE);
+	KT_EQ(kr_write(p[1], "x", 1, &n), EPIPE);
 	KT_EQ(n, 0);
-	KT_EQ(kr_writev(p[1], &v, 1, &n, KR_FOREVER), EPIPE);
-	KT_EQ(kr_write(s[1], "x", 1, &n, KR_FOREVER), EPIPE);
-	KT_EQ(kr_writev(s[1], &v, 1, &n, KR_FOREVER), EPIPE);
-	KT_EQ(kr_send(s[1], "x", 1, 0, &n, KR_FOREVER), EPIPE);
+	KT_EQ(kr_writev(p[1], &v, 1, &n), EPIPE);
+	KT_EQ(kr_write(s[1], "x", 1, &n), EPIPE);
+	KT_EQ(kr_writev(s[1], &v, 1, &n), EPIPE);
+	KT_EQ(kr_send(s[1], "x", 1, 0, &n), EPIPE);
 	KT_EQ(kr_close(p[1]), 0);
 	KT_EQ(kr_close(s[1]), 0);
 }
 
-/* kr_write and kr_writev to a pipe and to a socket whose other end is
+/* kr_write_until and kr_writev_until to a pipe and to a socket whose other end is
  * closed: EPIPE, and no SIGPIPE ends the process (its default action),
  * on VP 0 (the thread that called kr_init, whose signal mask is the
  * program's) and on VP 1 (which karui started).  After kr_fini that
@@ -400,17 +400,17 @@ static void read_with_no_fd_then_with_fds(void)
 {
 	char c;
 	size_t n;
-	int err = kr_read(nofd_pipe[0], &c, 1, &n, KR_FOREVER);
+	int err = kr_read(nofd_pipe[0], &c, 1, &n);
 	if (strcmp(kr_io_backend(), "io_uring") == 0) {
 		KT_EQ(err, EMFILE);
-		KT_EQ(kr_read(nofd_pipe[0], &c, 1, &n, KR_FOREVER), EMFILE); /* still none */
+		KT_EQ(kr_read(nofd_pipe[0], &c, 1, &n), EMFILE); /* still none */
 	} else {
 		KT_EQ(err, 0); /* epoll needs no fd per VP */
 		KT_EQ(c, 'a');
 	}
 	while (nfill)
 		free_one_fd();
-	KT_EQ(kr_read(nofd_pipe[0], &c, 1, &n, KR_FOREVER), 0);
+	KT_EQ(kr_read(nofd_pipe[0], &c, 1, &n), 0);
 	KT_EQ(n, 1);
 	KT_EQ(c, err ? 'a' : 'b');
 }
@@ -432,7 +432,7 @@ static void io_works_again_once_fds_are_free(void)
 	size_t n;
 	int err, tries = 0;
 	/* the back end takes the fds it needs: 1 (io_uring) or 2 (epoll) */
-	while ((err = kr_write(nofd_pipe[1], "ab", 2, &n, KR_FOREVER)) == EMFILE && tries++ < 4)
+	while ((err = kr_write(nofd_pipe[1], "ab", 2, &n)) == EMFILE && tries++ < 4)
 		free_one_fd();
 	KT_EQ(err, 0);
 	KT_EQ(n, 2);

@@ -34,10 +34,10 @@ static void *echo_conn(void *a)
 	char buf[512];
 	for (;;) {
 		size_t n, sent;
-		KT_EQ(kr_recv(fd, buf, sizeof buf, 0, &n, KR_FOREVER), 0);
+		KT_EQ(kr_recv(fd, buf, sizeof buf, 0, &n), 0);
 		if (n == 0)
 			break;
-		KT_EQ(kr_send(fd, buf, n, 0, &sent, KR_FOREVER), 0);
+		KT_EQ(kr_send(fd, buf, n, 0, &sent), 0);
 		KT_EQ(sent, n);
 	}
 	kr_close(fd);
@@ -51,7 +51,7 @@ static void *acceptor(void *a)
 		struct sockaddr_in peer;
 		socklen_t l = sizeof peer;
 		int fd;
-		KT_EQ(kr_accept(ls, (struct sockaddr *)&peer, &l, SOCK_CLOEXEC, &fd, KR_FOREVER), 0);
+		KT_EQ(kr_accept(ls, (struct sockaddr *)&peer, &l, SOCK_CLOEXEC, &fd), 0);
 		KT_CHECK(fd >= 0);
 		KT_EQ(peer.sin_family, AF_INET);
 		kr_mp *m;
@@ -71,15 +71,15 @@ static void *client(void *a)
 	KT_CHECK(s >= 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	KT_EQ(kr_connect(s, (struct sockaddr *)&sa, sizeof sa, in_ms(10000)), 0);
+	KT_EQ(kr_connect_until(s, (struct sockaddr *)&sa, sizeof sa, in_ms(10000)), 0);
 	for (unsigned i = 0; i < MSGS; i++) {
 		char msg[64], back[64];
 		int n = snprintf(msg, sizeof msg, "client %u message %u", id, i);
-		KT_EQ(kr_write_all(s, msg, (size_t)n, NULL, KR_FOREVER), 0);
+		KT_EQ(kr_write_all(s, msg, (size_t)n, NULL), 0);
 		int got = 0;
 		while (got < n) {
 			size_t r;
-			KT_EQ(kr_read(s, back + got, sizeof back - (size_t)got, &r, in_ms(10000)), 0);
+			KT_EQ(kr_read_until(s, back + got, sizeof back - (size_t)got, &r, in_ms(10000)), 0);
 			KT_CHECK(r > 0);
 			got += (int)r;
 		}
@@ -120,7 +120,7 @@ static void connect_to_a_closed_port_is_refused(void)
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(p),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	KT_EQ(kr_connect(s, (struct sockaddr *)&sa, sizeof sa, in_ms(5000)), ECONNREFUSED);
+	KT_EQ(kr_connect_until(s, (struct sockaddr *)&sa, sizeof sa, in_ms(5000)), ECONNREFUSED);
 	kr_close(s);
 	KT_EQ(kr_fini(), 0);
 }
@@ -143,7 +143,7 @@ static void *stress_writer(void *a)
 	struct spair *s = a;
 	for (uint64_t i = 0; i < SNUM; i++) {
 		size_t n = 0;
-		KT_EQ(kr_write_all(s->p[1], &i, sizeof i, &n, KR_FOREVER), 0);
+		KT_EQ(kr_write_all(s->p[1], &i, sizeof i, &n), 0);
 		KT_EQ(n, sizeof i);
 		if (i % 8 == 0)
 			kr_mp_yield();
@@ -161,7 +161,7 @@ static void *stress_reader(void *a)
 		uint64_t dl = rand_r(&seed) % 4 ? KR_FOREVER
 						  : kr_now() + (uint64_t)(rand_r(&seed) % 50) * 1000;
 		size_t n = 9;
-		int err = kr_read(s->p[0], buf + have, sizeof buf - have, &n, dl);
+		int err = kr_read_until(s->p[0], buf + have, sizeof buf - have, &n, dl);
 		if (err == ECANCELED || err == ETIMEDOUT) {
 			KT_EQ(n, 0);
 			err == ECANCELED ? s->cancelled++ : s->timedout++;
@@ -232,7 +232,7 @@ static void accept_times_out_when_nobody_connects(void)
 	uint16_t p;
 	int ls = listen_any(&p);
 	int fd;
-	KT_EQ(kr_accept(ls, NULL, NULL, 0, &fd, in_ms(40)), ETIMEDOUT);
+	KT_EQ(kr_accept_until(ls, NULL, NULL, 0, &fd, in_ms(40)), ETIMEDOUT);
 	kr_close(ls);
 	KT_EQ(kr_fini(), 0);
 }

@@ -49,7 +49,7 @@ static void *lock_and_end(void *a)
 
 static void *try_the_held_mutex(void *a)
 {
-	int timed = kr_mutex_timedlock(&mu, kr_now() + 2 * MS);
+	int timed = kr_mutex_lock_until(&mu, kr_now() + 2 * MS);
 	int unlock = kr_mutex_unlock(&mu);
 	return (void *)(intptr_t)(timed == ETIMEDOUT && unlock == EPERM ? 0 : timed * 1000 + unlock);
 }
@@ -155,7 +155,7 @@ static void mutex_timedlock_times_out_and_leaves_no_trace(void)
 		kr_mp_yield();
 	}
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_mutex_timedlock(&mu, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_mutex_lock_until(&mu, t0 + 2 * MS), ETIMEDOUT);
 	KT_CHECK(kr_now() >= t0 + 2 * MS);
 	__atomic_store_n(&gave_up, 1, __ATOMIC_RELEASE);
 	KT_EQ(kr_mp_join(h, NULL), 0);
@@ -170,7 +170,7 @@ static uint32_t locked_times;
 static void *locker_timed(void *a)
 {
 	for (int i = 0; i < 20; i++) {
-		int e = kr_mutex_timedlock(&mu, kr_now() + ((uintptr_t)a % 7) * 50000);
+		int e = kr_mutex_lock_until(&mu, kr_now() + ((uintptr_t)a % 7) * 50000);
 		if (e == ETIMEDOUT)
 			continue;
 		KT_EQ(e, 0);
@@ -223,7 +223,7 @@ static void *busy_holder(void *a)
 static void *hasty_locker(void *a)
 {
 	while (__atomic_load_n(&holder_rounds, __ATOMIC_RELAXED) < 200000) {
-		int e = kr_mutex_timedlock(&mu, kr_now() + 100 * (kr_now() % 8));
+		int e = kr_mutex_lock_until(&mu, kr_now() + 100 * (kr_now() % 8));
 		KT_CHECK(e == 0 || e == ETIMEDOUT);
 		if (e == 0) {
 			waiter_wins++;
@@ -376,7 +376,7 @@ static void cond_timedwait_times_out_holding_the_mutex(void)
 	KT_EQ(kr_cond_wait(&cv[0], &mu), EPERM); /* mutex not held */
 	KT_EQ(kr_mutex_lock(&mu), 0);
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_cond_timedwait(&cv[0], &mu, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_cond_wait_until(&cv[0], &mu, t0 + 2 * MS), ETIMEDOUT);
 	KT_CHECK(kr_now() >= t0 + 2 * MS);
 	KT_EQ(kr_mutex_trylock(&mu), EBUSY);
 	KT_EQ(kr_mutex_unlock(&mu), 0); /* held again by us */
@@ -479,7 +479,7 @@ static void signalled_waiters_and_lockers_get_the_mutex_in_fifo_order(void)
 static void *timed_cond_waiter(void *a)
 {
 	KT_EQ(kr_mutex_lock(&mu), 0);
-	int err = kr_cond_timedwait(&cv[0], &mu, kr_now() + 2 * MS);
+	int err = kr_cond_wait_until(&cv[0], &mu, kr_now() + 2 * MS);
 	seen = flag; /* mu held again */
 	KT_EQ(kr_mutex_unlock(&mu), 0);
 	return (void *)(intptr_t)err;

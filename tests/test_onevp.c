@@ -23,7 +23,7 @@ static void init1(void)
  * them merge into one permit), round robin over all targets:
  *   parkers       kr_mp_park, woken by kr_mp_unpark: every return is one
  *                 event, exactly;
- *   cancellables  kr_mp_park_cancellable, woken by unparks and cancels in
+ *   cancellables  kr_mp_park_cancellable_until, woken by unparks and cancels in
  *                 turn: every cancel ends exactly one wait with ECANCELED,
  *                 every unpark one with 0 (a cancel that comes while the
  *                 target runs leaves its wakeup as a permit: one 0 more);
@@ -79,7 +79,7 @@ static void *cancellable(void *a)
 {
 	int i = (int)(intptr_t)a;
 	for (;;) {
-		int r = kr_mp_park_cancellable(KR_FOREVER);
+		int r = kr_mp_park_cancellable_until(KR_FOREVER);
 		KT_CHECK(r == 0 || r == ECANCELED);
 		note_vp();
 		uint32_t e = __atomic_load_n(&S.ev_canc[i], __ATOMIC_ACQUIRE);
@@ -255,10 +255,10 @@ static void storm(int blocking)
 		 * it busy for good: it takes over what waits in VP 0's queue
 		 * (src/core/blocking.c, "The work of a VP that is away") */
 		KT_WAIT(__atomic_load_n(&S.progress, __ATOMIC_RELAXED) >= total / 2, kr_mp_yield());
-		KT_EQ(kr_blocking_enter(), 0);
+		KT_EQ(kr_blocking_begin(), 0);
 		KT_WAIT(__atomic_load_n(&S.progress, __ATOMIC_RELAXED) >= total, kt_nap_us(100));
 		KT_CHECK(__atomic_load_n(&S.off_vp0, __ATOMIC_RELAXED) > 0);
-		KT_EQ(kr_blocking_leave(), 0);
+		KT_EQ(kr_blocking_end(), 0);
 		/* the pairs stop: two VPs that never idle and the storm's
 		 * thread would share this machine's two CPUs, in time slices */
 		__atomic_store_n(&S.stop, 1, __ATOMIC_RELEASE);
@@ -303,7 +303,7 @@ static void a_blocking_call_in_the_storm_hands_over_to_a_spare_and_loses_nothing
  * for, spinning without a scheduling point) ends the park at once: the VP
  * applies what was posted before it reads its permit, and the other
  * microprocess, ready all along, has not run.  The same for a cancel and
- * kr_mp_park_cancellable. */
+ * kr_mp_park_cancellable_until. */
 static uint32_t posted_flag, other_ran;
 static void *note_ran(void *a)
 {
@@ -338,7 +338,7 @@ static void a_wakeup_posted_before_a_park_ends_it_at_once(void)
 			KT_EQ(pthread_create(&t, NULL, post_then_flag, &p), 0);
 			KT_WAIT(__atomic_load_n(&posted_flag, __ATOMIC_ACQUIRE), kr_cpu_relax());
 			if (cancel)
-				KT_EQ(kr_mp_park_cancellable(KR_FOREVER), ECANCELED);
+				KT_EQ(kr_mp_park_cancellable_until(KR_FOREVER), ECANCELED);
 			else
 				KT_EQ(kr_mp_park(), 0);
 			KT_EQ(__atomic_load_n(&other_ran, __ATOMIC_RELAXED), 0);
@@ -433,9 +433,9 @@ static void a_spare_takes_what_vp_0_left_in_its_slot_while_it_blocks(void)
 	init1();
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, note_spare, kr_vp_self()), 0);
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	KT_WAIT(__atomic_load_n(&ran_on_spare, __ATOMIC_ACQUIRE), kt_nap_us(1000));
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	KT_EQ(ran_on_spare, 1);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_fini(), 0);
@@ -518,11 +518,11 @@ static void a_blocked_vps_queue_and_timers_go_on_while_the_spare_is_busy(void)
 	KT_EQ(kr_mp_create(&sleeper, NULL, sleep_noted, &n), 0);
 	KT_WAIT(__atomic_load_n(&n.asleep, __ATOMIC_ACQUIRE), kr_mp_yield());
 	KT_EQ(kr_mp_create(&fresh, NULL, note_run, NULL), 0); /* into VP 0's slot */
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	KT_WAIT(__atomic_load_n(&fresh_ran, __ATOMIC_ACQUIRE) &&
 			__atomic_load_n(&n.woke, __ATOMIC_ACQUIRE),
 		kt_nap_us(100));
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	pair_stop();
 	KT_EQ(kr_mp_join(sleeper, NULL), 0);
 	KT_EQ(kr_mp_join(fresh, NULL), 0);
@@ -566,9 +566,9 @@ static void wakeups_from_a_thread_reach_a_busy_vp_past_a_parked_spare(void)
 	kr_mp *m, *z;
 	KT_EQ(kr_mp_create(&z, NULL, poked, NULL), 0);
 	KT_EQ(kr_mp_create(&m, NULL, sleep_noted, &n), 0);
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	KT_WAIT(__atomic_load_n(&n.woke, __ATOMIC_ACQUIRE), kt_nap_us(100));
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	KT_CHECK(n.vp != vp0);
 	/* One VP too many runs now: the spare parks when it next wakes from
 	 * its idle wait, which z's wakeups end.  This microprocess makes no
@@ -607,9 +607,9 @@ static void a_sleep_on_a_spare_ends_while_vp_0_is_busy(void)
 	struct sleep_note n = {.ns = 20000000};
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, sleep_noted, &n), 0);
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	KT_WAIT(__atomic_load_n(&n.asleep, __ATOMIC_ACQUIRE), kt_nap_us(100));
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	KT_CHECK(n.vp != vp0);
 	pair_start();
 	KT_WAIT(__atomic_load_n(&n.woke, __ATOMIC_ACQUIRE), kr_mp_yield());

@@ -176,7 +176,7 @@ static void *fork_and_check_the_child(void *parked)
 	KT_EQ(kr_mp_yield(), EPERM);
 	KT_EQ(kr_mp_park(), EPERM);
 	KT_EQ(kr_mp_create(&m, NULL, ret_arg, NULL), EPERM);
-	KT_EQ(kr_blocking_enter(), EPERM);
+	KT_EQ(kr_blocking_begin(), EPERM);
 	KT_EQ(kr_mp_unpark(parked), EPERM);
 	KT_EQ(kr_mp_cancel(parked), EPERM);
 	KT_EQ(kr_mp_setprio(parked, 3), EPERM);
@@ -213,9 +213,9 @@ static void child_of_fork_finds_karui_stopped_and_the_parent_goes_on(void)
 	pid_t pid = (pid_t)(intptr_t)r;
 	KT_CHECK(pid > 0);
 	int st = 0;
-	KT_EQ(kr_blocking_enter(), 0);
+	KT_EQ(kr_blocking_begin(), 0);
 	KT_EQ(waitpid(pid, &st, 0), pid);
-	KT_EQ(kr_blocking_leave(), 0);
+	KT_EQ(kr_blocking_end(), 0);
 	KT_CHECK(WIFEXITED(st));
 	KT_EQ(WEXITSTATUS(st), 9);
 	KT_EQ(kr_mp_unpark(parked), 0);

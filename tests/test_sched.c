@@ -358,7 +358,9 @@ static unsigned hold_empty_pops; /* pops that found only held ones */
 
 static kr_mp **hold_list(struct holdq *h, const kr_mp *mp)
 {
-	return kr_mp_prio(mp) >= KR_PRIO_DEFAULT ? &h->run : &h->held;
+	int p = KR_PRIO_MIN;
+	KT_EQ(kr_mp_getprio(mp, &p), 0); /* a module's handles are live ones */
+	return p >= KR_PRIO_DEFAULT ? &h->run : &h->held;
 }
 
 static void holdq_init(void *q) { *(struct holdq *)q = (struct holdq){0}; }
@@ -394,7 +396,7 @@ static int holdq_remove(void *q, kr_mp *mp)
 
 static void holdq_reprio(void *q, kr_mp *mp, int prio)
 {
-	(void)prio; /* kr_mp_prio(mp) says so already */
+	(void)prio; /* kr_mp_getprio says so already */
 	holdq_remove(q, mp);
 	holdq_push(q, mp);
 }

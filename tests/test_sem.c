@@ -84,7 +84,7 @@ static void sem_timedwait_times_out_and_leaves_no_trace(void)
 	init(1);
 	KT_EQ(kr_sem_init(&sem, 0), 0);
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_sem_timedwait(&sem, t0 + 3 * MS), ETIMEDOUT);
+	KT_EQ(kr_sem_wait_until(&sem, t0 + 3 * MS), ETIMEDOUT);
 	KT_CHECK(kr_now() >= t0 + 3 * MS);
 	KT_EQ(kr_sem_post(&sem), 0); /* nobody waits any more: it is counted */
 	long v;
@@ -100,7 +100,7 @@ static uint32_t got_units, timed_out;
 static void *consumer_timed(void *a)
 {
 	for (int i = 0; i < 20; i++) {
-		int e = kr_sem_timedwait(&items, kr_now() + ((uintptr_t)a % 7) * 100000);
+		int e = kr_sem_wait_until(&items, kr_now() + ((uintptr_t)a % 7) * 100000);
 		if (e == 0)
 			__atomic_fetch_add(&got_units, 1, __ATOMIC_RELAXED);
 		else if (e == ETIMEDOUT)

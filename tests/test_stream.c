@@ -86,13 +86,13 @@ static void stream_close_gives_eof_and_epipe(void)
 	size_t got = 9;
 	char b[16];
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_stream_timedread(&s, b, sizeof b, &got, t0 + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_stream_read_until(&s, b, sizeof b, &got, t0 + 2 * MS), ETIMEDOUT);
 	KT_EQ(got, 0);
 	char big[100] = {0};
 	size_t put = 0;
-	KT_EQ(kr_stream_timedwrite(&s, big, sizeof big, &put, kr_now() + 2 * MS), ETIMEDOUT);
+	KT_EQ(kr_stream_write_until(&s, big, sizeof big, &put, kr_now() + 2 * MS), ETIMEDOUT);
 	KT_EQ(put, 64); /* what fitted stays in */
-	KT_EQ(kr_stream_timedread(&s, big, sizeof big, &got, 0), 0);
+	KT_EQ(kr_stream_read_until(&s, big, sizeof big, &got, 0), 0);
 	KT_EQ(got, 64);
 	KT_EQ(kr_stream_write(&s, "hello", 5, NULL), 0);
 	KT_EQ(kr_stream_close_write(&s), 0);
@@ -128,7 +128,7 @@ static void *read_a_while(void *a)
 {
 	char b[16];
 	size_t got = 7;
-	int err = kr_stream_timedread(a, b, sizeof b, &got, kr_now() + KT_WAIT_S * 1000 * MS);
+	int err = kr_stream_read_until(a, b, sizeof b, &got, kr_now() + KT_WAIT_S * 1000 * MS);
 	return (void *)(intptr_t)(err == EPIPE && got == 0 ? 0 : err ? err : -1);
 }
 

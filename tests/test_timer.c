@@ -42,20 +42,20 @@ static void cancel_ends_a_cancellable_sleep(void)
 	init(1);
 	vp0 = kr_vp_self();
 	uint64_t t0 = kr_now();
-	KT_EQ(kr_mp_park_cancellable(t0 + 2000000), ETIMEDOUT);
+	KT_EQ(kr_mp_park_cancellable_until(t0 + 2000000), ETIMEDOUT);
 	KT_EQ(kr_mp_unpark(kr_mp_self()), 0);
-	KT_EQ(kr_mp_park_cancellable(KR_FOREVER), 0);
+	KT_EQ(kr_mp_park_cancellable_until(KR_FOREVER), 0);
 	KT_EQ(kr_mp_cancel(kr_mp_self()), 0);
-	KT_EQ(kr_mp_park_cancellable(KR_FOREVER), ECANCELED); /* pending: at once */
+	KT_EQ(kr_mp_park_cancellable_until(KR_FOREVER), ECANCELED); /* pending: at once */
 	KT_EQ(kr_mp_park(), 0); /* its wakeup was left as a permit: at once too */
 	pthread_t t;
 	KT_EQ(pthread_create(&t, NULL, cancel_parked, kr_mp_self()), 0);
-	KT_EQ(kr_mp_park_cancellable(KR_FOREVER), ECANCELED);
+	KT_EQ(kr_mp_park_cancellable_until(KR_FOREVER), ECANCELED);
 	void *r;
 	pthread_join(t, &r);
 	KT_EQ((intptr_t)r, 0);
 	KT_EQ(kr_fini(), 0);
-	KT_EQ(kr_mp_park_cancellable(0), EPERM);
+	KT_EQ(kr_mp_park_cancellable_until(0), EPERM);
 }
 
 static kr_vp *sleeper_vp; /* where the main microprocess parks */

@@ -934,7 +934,7 @@ static void a_host_pipe_keeps_its_blocking_mode_on_both_back_ends(void)
 
 /* A thread starts with its creator's %gs base, which on a VP that ran a
  * μprocess points at karui's record of that VP.  A spare VP started from
- * such a VP (here by kr_blocking_enter while this VP is held in a kernel
+ * such a VP (here by kr_blocking_begin while this VP is held in a kernel
  * read) runs μprocesses as well as any. */
 static void a_vp_started_by_an_armed_vp_runs_uprocs(void)
 {
@@ -947,14 +947,14 @@ static void a_vp_started_by_an_armed_vp_runs_uprocs(void)
 		kr_uproc *up = spawn_cat_on(1, p[1], argv);
 		close(p[1]);
 		/* this VP stays in the kernel until cat has ended: cat runs on
-		 * the spare VP that kr_blocking_enter started or resumed */
-		KT_EQ(kr_blocking_enter(), 0);
+		 * the spare VP that kr_blocking_begin started or resumed */
+		KT_EQ(kr_blocking_begin(), 0);
 		char b[4096];
 		ssize_t n;
 		size_t got = 0;
 		while ((n = read(p[0], b, sizeof b)) > 0)
 			got += (size_t)n;
-		KT_EQ(kr_blocking_leave(), 0);
+		KT_EQ(kr_blocking_end(), 0);
 		close(p[0]);
 		int st = -1;
 		KT_EQ(kr_uproc_wait(up, &st), 0);

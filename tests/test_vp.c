@@ -24,10 +24,10 @@ static void noop_vp(kr_vp *vp, void *arg) { (void)vp; (void)arg; }
 static void allocate_rejects_bad_counts(void)
 {
 	kr_vp *v[2];
-	KT_EQ(kr_vp_allocate(0, noop_vp, NULL, v), EINVAL);
-	KT_EQ(kr_vp_allocate(1, NULL, NULL, v), EINVAL);
-	KT_EQ(kr_vp_allocate(KR_VP_MAX + 1, noop_vp, NULL, NULL), EAGAIN);
-	KT_EQ(kr_vp_allocate((unsigned)-1, noop_vp, NULL, NULL), EAGAIN);
+	KT_EQ(kr_vp_allocate(v, 0, noop_vp, NULL), EINVAL);
+	KT_EQ(kr_vp_allocate(v, 1, NULL, NULL), EINVAL);
+	KT_EQ(kr_vp_allocate(NULL, KR_VP_MAX + 1, noop_vp, NULL), EAGAIN);
+	KT_EQ(kr_vp_allocate(NULL, (unsigned)-1, noop_vp, NULL), EAGAIN);
 	KT_EQ(kr_vp_wakeup(0), EINVAL);
 }
 
@@ -46,7 +46,7 @@ static void mark_vp(kr_vp *vp, void *arg)
 static void vps_run_their_function_and_are_joined(void)
 {
 	kr_vp *v[4];
-	KT_EQ(kr_vp_allocate(4, mark_vp, NULL, v), 0);
+	KT_EQ(kr_vp_allocate(v, 4, mark_vp, NULL), 0);
 	KT_EQ(kr_vp_count(), 4);
 	for (int i = 0; i < 4; i++)
 		KT_EQ(kr_vp_join(v[i]), 0);
@@ -62,7 +62,7 @@ static void adopt_and_release_the_calling_thread(void)
 {
 	kr_vp *me;
 	KT_CHECK(kr_vp_self() == NULL);
-	KT_EQ(kr_vp_sleep(0), EPERM);
+	KT_EQ(kr_vp_sleep_until(0), EPERM);
 	KT_EQ(kr_vp_switch(), EPERM);
 	KT_EQ(kr_vp_release(), EPERM);
 	KT_EQ(kr_vp_adopt(&me), 0);
@@ -101,7 +101,7 @@ static void every_vp_has_an_alternate_signal_stack(void)
 	KT_CHECK(before ? as_vp == before : as_vp >= 65536);
 	KT_EQ(kr_vp_release(), 0);
 	KT_EQ(altstack_now(), before);
-	KT_EQ(kr_vp_allocate(2, note_altstack, NULL, v), 0);
+	KT_EQ(kr_vp_allocate(v, 2, note_altstack, NULL), 0);
 	for (int i = 0; i < 2; i++)
 		KT_EQ(kr_vp_join(v[i]), 0);
 	for (int i = 0; i < 2; i++)
@@ -112,14 +112,14 @@ static void wakeup_before_sleep_is_kept(void)
 {
 	kr_vp *me;
 	KT_EQ(kr_vp_adopt(&me), 0);
-	KT_EQ(kr_vp_sleep(0), ETIMEDOUT); /* nothing pending */
+	KT_EQ(kr_vp_sleep_until(0), ETIMEDOUT); /* nothing pending */
 	KT_EQ(kr_vp_wakeup(1), 0);
 	/* returns at once: without the wakeup, ETIMEDOUT at the deadline */
-	KT_EQ(kr_vp_sleep(kr_now() + 5000000000ull), 0);
+	KT_EQ(kr_vp_sleep_until(kr_now() + 5000000000ull), 0);
 	/* pending wakeups are capped at one per live VP */
 	KT_EQ(kr_vp_wakeup(100), 0);
-	KT_EQ(kr_vp_sleep(0), 0);
-	KT_EQ(kr_vp_sleep(0), ETIMEDOUT);
+	KT_EQ(kr_vp_sleep_until(0), 0);
+	KT_EQ(kr_vp_sleep_until(0), ETIMEDOUT);
 	KT_EQ(kr_vp_release(), 0);
 }
 
@@ -128,7 +128,7 @@ static void sleep_times_out(void)
 	kr_vp *me;
 	KT_EQ(kr_vp_adopt(&me), 0);
 	double t0 = now_ms();
-	KT_EQ(kr_vp_sleep(kr_now() + 30000000), ETIMEDOUT);
+	KT_EQ(kr_vp_sleep_until(kr_now() + 30000000), ETIMEDOUT);
 	KT_CHECK(now_ms() - t0 >= 29);
 	KT_EQ(kr_vp_release(), 0);
 }
@@ -138,7 +138,7 @@ static pid_t sleeper_tid;
 static void sleep_long(kr_vp *vp, void *arg)
 {
 	__atomic_store_n(&sleeper_tid, kt_gettid(), __ATOMIC_RELEASE);
-	int r = kr_vp_sleep(KR_FOREVER);
+	int r = kr_vp_sleep_until(KR_FOREVER);
 	__atomic_store_n(&woke, r == 0 ? 1 : 2, __ATOMIC_RELEASE);
 }
 
@@ -147,7 +147,7 @@ static void sleep_long(kr_vp *vp, void *arg)
 static void sleeping_vp_uses_no_cpu_and_wakes(void)
 {
 	kr_vp *v;
-	KT_EQ(kr_vp_allocate(1, sleep_long, NULL, &v), 0);
+	KT_EQ(kr_vp_allocate(&v, 1, sleep_long, NULL), 0);
 	KT_WAIT(kr_vp_status(v) == KR_VP_SLEEPING, kt_nap_us(1000));
 	pid_t t = __atomic_load_n(&sleeper_tid, __ATOMIC_ACQUIRE);
 	KT_CHECK(kt_threads_idle(&t, 1, 300)); /* a busy-waiting VP reads 'R' */
@@ -185,7 +185,7 @@ static void a_queued_source_wait_does_not_swallow_a_wakeup(void)
 	KT_EQ(kr_vp_sleep_begin(&word, 0), EPERM);
 	KT_EQ(kr_vp_sleep_end(0), EPERM);
 	KT_EQ(kr_vp_adopt(&me), 0);
-	while (kr_vp_sleep(0) == 0) /* nothing pending */
+	while (kr_vp_sleep_until(0) == 0) /* nothing pending */
 		;
 	KT_EQ(kr_vp_sleep_begin(&word, 0), EAGAIN);
 	KT_EQ(kr_vp_status(me), KR_VP_SLEEPING);
@@ -198,7 +198,7 @@ static void a_queued_source_wait_does_not_swallow_a_wakeup(void)
 	KT_EQ(kr_vp_status(me), KR_VP_RUNNING);
 	woke = 0;
 	sleeper_tid = 0;
-	KT_EQ(kr_vp_allocate(1, sleep_long, NULL, &b), 0);
+	KT_EQ(kr_vp_allocate(&b, 1, sleep_long, NULL), 0);
 	/* b waits too, behind s: SLEEPING comes before its futex wait */
 	KT_WAIT(kr_vp_status(b) == KR_VP_SLEEPING && thread_sleeps(&sleeper_tid),
 		kt_nap_us(1000));
@@ -220,7 +220,7 @@ static int self_join;
 static void join_me(kr_vp *vp, void *arg) { self_join = kr_vp_join(vp); }
 static void join_of_self_returns_edeadlk(void)
 {
-	KT_EQ(kr_vp_allocate(1, join_me, NULL, &selfvp), 0);
+	KT_EQ(kr_vp_allocate(&selfvp, 1, join_me, NULL), 0);
 	KT_EQ(kr_vp_join(selfvp), 0);
 	KT_EQ(self_join, EDEADLK);
 }
@@ -244,7 +244,7 @@ static void allocate_is_all_or_none(void)
 			    .rlim_max = RLIM_INFINITY};
 	KT_EQ(setrlimit(RLIMIT_AS, &rl), 0);
 	kr_vp *v[8];
-	int err = kr_vp_allocate(8, count_vp, NULL, v);
+	int err = kr_vp_allocate(v, 8, count_vp, NULL);
 	if (err == 0)
 		KT_SKIP("the address-space cap did not stop thread creation here");
 	KT_EQ(err, EAGAIN);

@@ -157,8 +157,8 @@ static void cancel_ends_exactly_one_wait(void)
 	KT_EQ(kr_sem_post(&csem), 0);
 	KT_EQ(kr_sem_wait(&csem), 0); /* no wait needed: not cancelled */
 	KT_EQ(kr_mp_park_until(kr_now() + 1 * MS), 0); /* the cancel's wakeup; kept */
-	KT_EQ(kr_sem_timedwait(&csem, kr_now() + 1000 * MS), ECANCELED);
-	KT_EQ(kr_sem_timedwait(&csem, kr_now() + 1 * MS), ETIMEDOUT); /* used up */
+	KT_EQ(kr_sem_wait_until(&csem, kr_now() + 1000 * MS), ECANCELED);
+	KT_EQ(kr_sem_wait_until(&csem, kr_now() + 1 * MS), ETIMEDOUT); /* used up */
 	kr_mp *m;
 	KT_EQ(kr_mp_create(&m, NULL, take_twice, NULL), 0);
 	kr_mp_yield(); /* m blocks */
@@ -274,7 +274,7 @@ static void *token_taker(void *a)
 		KT_EQ(kr_mutex_lock(&cmu), 0);
 		int e = 0;
 		while (!tokens && !e)
-			e = kr_cond_timedwait(&ccv, &cmu, soon(a) + 1 * MS);
+			e = kr_cond_wait_until(&ccv, &cmu, soon(a) + 1 * MS);
 		KT_CHECK(e == 0 || e == ETIMEDOUT || e == ECANCELED);
 		if (tokens) { /* a token is a token, whatever ended the wait */
 			tokens--;
@@ -323,7 +323,7 @@ static void *timed_caller(void *a)
 {
 	for (long i = 0; i < 10; i++) {
 		long v = i;
-		int e = kr_entry_timedcall(&ecall, &v, soon(a));
+		int e = kr_entry_call_until(&ecall, &v, soon(a));
 		if (e == 0) {
 			KT_EQ(v, i + 100);
 			__atomic_fetch_add(&r_answered, 1, __ATOMIC_RELAXED);
@@ -341,7 +341,7 @@ static void *timed_acceptor(void *a)
 {
 	while (__atomic_load_n(&s_finished, __ATOMIC_ACQUIRE) < SN) {
 		kr_call *c;
-		int e = kr_entry_timedaccept(&ecall, &c, kr_now() + 1 * MS);
+		int e = kr_entry_accept_until(&ecall, &c, kr_now() + 1 * MS);
 		if (e)
 			continue;
 		*(long *)kr_call_msg(c) += 100;
@@ -374,7 +374,7 @@ static void *timed_writer(void *a)
 	memset(blk, (int)((uintptr_t)a % 251 + 1), sizeof blk);
 	for (int i = 0; i < 10; i++) {
 		size_t done = 0;
-		int e = kr_stream_timedwrite(&sfull, blk, sizeof blk, &done, soon(a));
+		int e = kr_stream_write_until(&sfull, blk, sizeof blk, &done, soon(a));
 		KT_CHECK(e == 0 || e == ETIMEDOUT || e == ECANCELED);
 		KT_CHECK(e ? done < sizeof blk : done == sizeof blk);
 		__atomic_fetch_add(&b_in, done, __ATOMIC_RELAXED);
@@ -389,7 +389,7 @@ static void *timed_reader(void *a)
 	while (__atomic_load_n(&s_finished, __ATOMIC_ACQUIRE) < SN) {
 		unsigned char b[40];
 		size_t got = 0;
-		int e = kr_stream_timedread(&sfull, b, sizeof b, &got, kr_now() + 1 * MS);
+		int e = kr_stream_read_until(&sfull, b, sizeof b, &got, kr_now() + 1 * MS);
 		KT_CHECK(e == 0 || e == ETIMEDOUT);
 		KT_CHECK(!e || !got);
 		__atomic_fetch_add(&b_out, got, __ATOMIC_RELAXED);

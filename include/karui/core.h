@@ -154,7 +154,7 @@ int kr_mp_park(void);
 /* Around a call that may block the kernel thread and has no karui
  * version (a read of a regular file, getaddrinfo, a foreign library):
  *
- *     kr_blocking_enter();  n = read(fd, buf, len);  kr_blocking_leave();
+ *     kr_blocking_begin();  n = read(fd, buf, len);  kr_blocking_end();
  *
  * enter publishes the VP as BLOCKED and makes sure the configured number
  * of VPs still run microprocesses: a parked spare VP is resumed, or a new
@@ -163,11 +163,11 @@ int kr_mp_park(void);
  * calls made inside it work, and one that waits (a contended lock, a
  * sleep, a yield) counts its VP as running again while it waits, and
  * begins the section again on the VP it resumes on, so that
- * kr_blocking_leave ends it wherever the microprocess is then; one that
+ * kr_blocking_end ends it wherever the microprocess is then; one that
  * ends inside it ends it too.  enter: EBUSY if already inside; leave:
  * EINVAL if not; both EPERM off a VP. */
-int kr_blocking_enter(void);
-int kr_blocking_leave(void);
+int kr_blocking_begin(void);
+int kr_blocking_end(void);
 
 /* Time: kr_now() (vp.h) is CLOCK_MONOTONIC in nanoseconds; deadlines
  * below are on that clock, KR_FOREVER meaning none.  Deadlines live in the timer heap
@@ -192,20 +192,20 @@ int kr_mp_unpark(kr_mp *mp);
 
 /* Cancellation.  kr_mp_cancel(mp) ends the wait mp is blocked in, or the
  * next one it starts, with ECANCELED: one cancel ends one wait.  A
- * cancellable wait is kr_mp_park_cancellable, kr_mp_sleep_until / _for, every
+ * cancellable wait is kr_mp_park_cancellable_until, kr_mp_sleep_until / _for, every
  * blocking call of sync.h but mutex locking and barriers, and every call
  * of io.h while it waits; one that ends with ECANCELED has left no trace
  * (no unit taken, nothing sent or received, no call accepted).  A wait
  * that is being served when the cancel comes completes, and the cancel
  * stays pending for the next one.  Not cancellable: kr_mp_park,
  * kr_mp_park_until, kr_mp_join, mutex locking, barriers, and what runs
- * between kr_blocking_enter and _leave.  From any thread, like
+ * between kr_blocking_begin and _end.  From any thread, like
  * kr_mp_unpark (it also wakes mp once); EINVAL: NULL; ESRCH: mp has ended. */
 int kr_mp_cancel(kr_mp *mp);
 
 /* kr_mp_park_until that a cancel ends too: ECANCELED, consuming it; a
  * cancel already pending ends it at once.  For primitives of one's own. */
-int kr_mp_park_cancellable(uint64_t deadline);
+int kr_mp_park_cancellable_until(uint64_t deadline);
 
 /* Hand the processor straight to mp, which must be parked or ready; the
  * caller stays runnable.  EINVAL: NULL or the caller itself; EBUSY: mp is

@@ -13,7 +13,7 @@
  *             one that the page cache answers returns without a wait.
  *             Deadlines are linked timeouts; cancellation is the
  *             kernel's.  Only the VP that made a request sees it complete
- *             (a VP about to block in kr_blocking_enter hands its socket and
+ *             (a VP about to block in kr_blocking_begin hands its socket and
  *             pipe requests over first).  Where no fd or memory is left for
  *             a ring, the call returns EMFILE, ENFILE or ENOMEM, and the
  *             next call tries again.
@@ -25,16 +25,17 @@
  *             on EAGAIN the microprocess waits for the fd's readiness
  *             (edge-triggered, registered once per fd) and tries again.
  *             Such fds are put in O_NONBLOCK mode; regular files, which
- *             epoll refuses, are read and written with kr_blocking_enter.
+ *             epoll refuses, are read and written with kr_blocking_begin.
  *
  * Results follow karui's rule (include/karui.h): 0 or a positive errno
  * code (errno is not touched), and what the system call would return in an
  * out-parameter: the byte count in *got (reads) or *done (writes), the new
  * fd in *newfd, the poll events in *revents; on an error they hold 0 (-1
  * for *newfd).  They are mandatory (NULL: EINVAL), but for kr_write_all's
- * *done.  Every call takes an absolute kr_now() deadline (KR_FOREVER:
- * none) and returns ETIMEDOUT when it passes first; nothing was
- * transferred then.  Calls off a VP return EPERM, but for kr_io_cancel
+ * *done.  Each call that waits has two forms: kr_read and the like wait as
+ * long as it takes; kr_read_until and the like take an absolute kr_now()
+ * deadline as their last argument (KR_FOREVER: none) and return ETIMEDOUT
+ * when it passes first; nothing was transferred then.  Calls off a VP return EPERM, but for kr_io_cancel
  * and kr_close, which any thread may make.
  *
  * Broken pipes: a write or send to a pipe or socket whose other end is
@@ -80,25 +81,35 @@ extern "C" {
 
 /* 0 with *got == 0: end of file (or len 0).  A write or send may move
  * fewer bytes than asked, as the system call does. */
-int kr_read(int fd, void *buf, size_t len, size_t *got, uint64_t deadline);
-int kr_write(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline);
-int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t deadline);
-int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_t deadline);
-int kr_recv(int fd, void *buf, size_t len, int flags, size_t *got, uint64_t deadline);
-int kr_send(int fd, const void *buf, size_t len, int flags, size_t *done, uint64_t deadline);
+int kr_read(int fd, void *buf, size_t len, size_t *got);
+int kr_read_until(int fd, void *buf, size_t len, size_t *got, uint64_t deadline);
+int kr_write(int fd, const void *buf, size_t len, size_t *done);
+int kr_write_until(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline);
+int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got);
+int kr_readv_until(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t deadline);
+int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done);
+int kr_writev_until(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_t deadline);
+int kr_recv(int fd, void *buf, size_t len, int flags, size_t *got);
+int kr_recv_until(int fd, void *buf, size_t len, int flags, size_t *got, uint64_t deadline);
+int kr_send(int fd, const void *buf, size_t len, int flags, size_t *done);
+int kr_send_until(int fd, const void *buf, size_t len, int flags, size_t *done, uint64_t deadline);
 /* flags as accept4's (SOCK_CLOEXEC, SOCK_NONBLOCK); the new fd in *newfd.
  * EINVAL: one of addr and addrlen NULL but not the other, other flags. */
-int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd,
-	      uint64_t deadline);
-int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline);
+int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd);
+int kr_accept_until(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd,
+		    uint64_t deadline);
+int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
+int kr_connect_until(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline);
 /* Wait until fd has one of `events` (POLLIN, POLLOUT, ...; EINVAL: 0):
  * *revents receives what it has, which may include POLLERR and POLLHUP. */
-int kr_poll(int fd, short events, short *revents, uint64_t deadline);
+int kr_poll(int fd, short events, short *revents);
+int kr_poll_until(int fd, short events, short *revents, uint64_t deadline);
 
 /* Write all of buf (kr_write until done).  *done (may be NULL, unlike
  * kr_write's) receives how many bytes went out, on an error too: those
  * before it did. */
-int kr_write_all(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline);
+int kr_write_all(int fd, const void *buf, size_t len, size_t *done);
+int kr_write_all_until(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline);
 
 /* EBADF: fd < 0; kr_close also returns close()'s own error. */
 int kr_io_cancel(int fd);

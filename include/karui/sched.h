@@ -19,13 +19,12 @@
  * order across VPs, one lock); otherwise each VP has its own and idle VPs
  * steal through `steal`.  A queued microprocess's links (kr_rq_link) belong
  * to the module while it is queued.  The kr_mp pointers that modules are
- * given name microprocesses while the module holds them; they are not the
- * handles of core.h (those carry a generation): a module compares them
- * with each other, hands them back, and gives them to kr_mp_rqlink and
- * kr_mp_prio, not to the calls of core.h.
- * What a module may order by: the
- * microprocess's priority (kr_mp_prio) and the word its creator gave it
- * (kr_attr.udata, read with kr_mp_udata in core.h), such as a deadline.
+ * given are the handles of core.h, live while the module holds them: a
+ * module compares them with each other (and with kr_mp_self), hands them
+ * back, and gives them to kr_mp_rqlink and to the accessors of core.h.
+ * What a module may order by: the microprocess's priority
+ * (kr_mp_getprio), its id (kr_mp_id) and the word its creator gave it
+ * (kr_attr.udata, read with kr_mp_udata), such as a deadline.
  *
  * Scheduler module (level 1).  Decides where a microprocess that becomes
  * runnable goes, which one a VP runs next, and what an idle VP does.  It is
@@ -33,7 +32,7 @@
  * too, so it does its own locking.  The core guarantees: a microprocess is handed to
  * `ready` at most once until `next`/`take` returns it; the core never runs
  * one microprocess on two VPs (it waits until the previous VP has left it).
- * The module's side: `idle` waits with kr_sched_park (not kr_vp_sleep),
+ * The module's side: `idle` waits with kr_sched_park_until (not kr_vp_sleep_until),
  * which returns the memory of freed stacks and waits on the event source,
  * so that I/O completions and timers wake the VP; `ready` wakes an idle VP
  * with kr_sched_unpark (not kr_vp_wakeup), which also reaches a VP that
@@ -57,9 +56,8 @@ typedef struct kr_rq_link {
 	int key;        /* the module's own word (e.g. the list it is in) */
 } kr_rq_link;
 
-/* The ready-queue links and the priority of a microprocess. */
+/* The ready-queue links of a microprocess. */
 kr_rq_link *kr_mp_rqlink(kr_mp *mp);
-int kr_mp_prio(const kr_mp *mp);
 
 enum kr_rq_flags {
 	KR_RQ_SHARED = 1u << 0, /* one instance for all VPs */
@@ -76,7 +74,7 @@ struct kr_rq_ops {
 	/* optional (NULL: not supported) */
 	kr_mp *(*steal)(void *q);        /* for an idle VP; per-VP queues only */
 	int (*remove)(void *q, kr_mp *mp);/* mp is queued here; returns 0 */
-	/* mp is queued here and its priority is now prio (kr_mp_prio says
+	/* mp is queued here and its priority is now prio (kr_mp_getprio says
 	 * so already).  A module may hold microprocesses back, pop returning
 	 * NULL while they are queued, and release one here: the default
 	 * scheduler then wakes an idle VP, as after a push. */
@@ -116,7 +114,7 @@ struct kr_sched_ops {
 	/* optional: take queued `mp` out for a direct switch and requeue
 	 * `prev` (not NULL): 0, or ESRCH if mp is not queued */
 	int (*take)(kr_sched *s, kr_vp *vp, kr_mp *mp, kr_mp *prev);
-	/* optional: a priority changed (mp may be queued); kr_mp_prio(mp)
+	/* optional: a priority changed (mp may be queued); kr_mp_getprio
 	 * already returns the new one */
 	void (*reprio)(kr_sched *s, kr_mp *mp, int prio);
 };
@@ -128,13 +126,13 @@ extern const kr_sched_ops kr_sched_default;
  * expires due timers each time round the idle loop. */
 uint64_t kr_sched_idle_deadline(void);
 
-/* How an idle callback waits: on L0 (kr_vp_sleep), or, when an event
+/* How an idle callback waits: on L0 (kr_vp_sleep_until), or, when an event
  * source is set (and no other VP is waiting on it, unless each VP waits
  * on its own), on the event source, so that I/O completions wake it too.
  * Returns when woken, when something completed, or at the deadline
  * (KR_FOREVER: none).  Idle VPs return here the memory of stacks left
  * unused for a while, and return by the time the next ones may be. */
-void kr_sched_park(uint64_t deadline);
+void kr_sched_park_until(uint64_t deadline);
 
 /* For a ready callback that saw an idle VP: kr_vp_wakeup(n), and a kick
  * for the VP waiting on the event source, if one is. */
@@ -142,7 +140,7 @@ void kr_sched_unpark(unsigned n);
 
 /* An event source (karui's I/O layer sets one): the core calls `poll` at
  * every 8th scheduling point of a busy VP and each time round the idle
- * loop, and `wait` in kr_sched_park.  poll and wait submit what was queued
+ * loop, and `wait` in kr_sched_park_until.  poll and wait submit what was queued
  * and wake the microprocesses whose requests completed (kr_mp_unpark).
  *
  * Without KR_POLLER_PER_VP one VP at a time waits on the source, the

@@ -4,7 +4,7 @@
  * variables), barriers, channels, byte streams and Ada-style rendezvous.
  *
  * Everything here is built on the level-2 calls of core.h (kr_mp_park,
- * kr_mp_unpark, kr_mp_park_and_switch, kr_mp_park_until, kr_mp_park_cancellable),
+ * kr_mp_unpark, kr_mp_park_and_switch, kr_mp_park_until, kr_mp_park_cancellable_until),
  * as the seed intends: the sources are a prototype for an application's
  * own primitives.
  *
@@ -28,8 +28,9 @@
  *    barging), a channel element, stream bytes (one copy, writer's buffer
  *    to reader's).  A signalled condition waiter moves straight onto the
  *    mutex's queue (wait morphing) and wakes up owning it.
- *  - Timed calls take an absolute kr_now() deadline (KR_FOREVER: none) and
- *    return ETIMEDOUT when it passes first, leaving no trace in the object.
+ *  - Each call that waits has a form ..._until that takes an absolute
+ *    kr_now() deadline last (KR_FOREVER: none) and returns ETIMEDOUT when
+ *    it passes first, leaving no trace in the object.
  *  - Cancellation (kr_mp_cancel, core.h): every blocking call here but
  *    mutex locking and barrier waits returns ECANCELED when the caller is
  *    cancelled while it waits (or was before it had to), with no more
@@ -74,7 +75,7 @@ typedef struct kr_sem {
 int kr_sem_init(kr_sem *s, long value);
 int kr_sem_destroy(kr_sem *s);
 int kr_sem_wait(kr_sem *s);
-int kr_sem_timedwait(kr_sem *s, uint64_t deadline);
+int kr_sem_wait_until(kr_sem *s, uint64_t deadline);
 int kr_sem_trywait(kr_sem *s);              /* EAGAIN: count is 0 */
 /* Add n units, 1 <= n <= KR_SEM_MAX (EINVAL otherwise); EOVERFLOW when
  * the count would pass KR_SEM_MAX (nothing changes). */
@@ -96,7 +97,7 @@ typedef struct kr_mutex {
 int kr_mutex_init(kr_mutex *m);
 int kr_mutex_destroy(kr_mutex *m);          /* EBUSY: locked */
 int kr_mutex_lock(kr_mutex *m);             /* EDEADLK: the caller holds it */
-int kr_mutex_timedlock(kr_mutex *m, uint64_t deadline);
+int kr_mutex_lock_until(kr_mutex *m, uint64_t deadline);
 int kr_mutex_trylock(kr_mutex *m);          /* EBUSY: held */
 int kr_mutex_unlock(kr_mutex *m);           /* EPERM: the caller does not hold it */
 
@@ -112,7 +113,7 @@ int kr_cond_destroy(kr_cond *c);
 /* m must be held by the caller (EPERM); it is held again on return, also
  * on ETIMEDOUT and ECANCELED. */
 int kr_cond_wait(kr_cond *c, kr_mutex *m);
-int kr_cond_timedwait(kr_cond *c, kr_mutex *m, uint64_t deadline);
+int kr_cond_wait_until(kr_cond *c, kr_mutex *m, uint64_t deadline);
 int kr_cond_signal(kr_cond *c);
 int kr_cond_broadcast(kr_cond *c);
 
@@ -150,10 +151,10 @@ int kr_chan_destroy(kr_chan *ch);
 /* Copy esize bytes in / out.  Unbuffered: send waits for a receiver.
  * EPIPE: closed (recv: closed and drained). */
 int kr_chan_send(kr_chan *ch, const void *elem);
-int kr_chan_timedsend(kr_chan *ch, const void *elem, uint64_t deadline);
+int kr_chan_send_until(kr_chan *ch, const void *elem, uint64_t deadline);
 int kr_chan_trysend(kr_chan *ch, const void *elem);  /* EAGAIN: would block */
 int kr_chan_recv(kr_chan *ch, void *elem);
-int kr_chan_timedrecv(kr_chan *ch, void *elem, uint64_t deadline);
+int kr_chan_recv_until(kr_chan *ch, void *elem, uint64_t deadline);
 int kr_chan_tryrecv(kr_chan *ch, void *elem);        /* EAGAIN */
 /* No more sends: blocked senders get EPIPE, receivers drain what is
  * buffered and then get EPIPE.  EPIPE if closed already. */
@@ -177,13 +178,13 @@ int kr_stream_destroy(kr_stream *s);
  * passed, or the caller was cancelled, while it waited for room.  On each
  * error *done tells how far it got, and those bytes stay in. */
 int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done);
-int kr_stream_timedwrite(kr_stream *s, const void *buf, size_t len, size_t *done,
-			 uint64_t deadline);
+int kr_stream_write_until(kr_stream *s, const void *buf, size_t len, size_t *done,
+			  uint64_t deadline);
 /* Read at least one byte and at most len: *got (not NULL) receives the
  * count; 0 with *got == 0 is end of stream (write side closed, drained). */
 int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got);
-int kr_stream_timedread(kr_stream *s, void *buf, size_t len, size_t *got,
-			uint64_t deadline);
+int kr_stream_read_until(kr_stream *s, void *buf, size_t len, size_t *got,
+			 uint64_t deadline);
 int kr_stream_close_write(kr_stream *s); /* readers see EOF once drained */
 /* No more reads: what is buffered is dropped, and writers, readers that
  * wait and later reads and writes get EPIPE (a reader's *got is 0). */
@@ -212,11 +213,11 @@ int kr_entry_destroy(kr_entry *e);
  * status.  A call gives up (ETIMEDOUT, ECANCELED) only before it is
  * accepted; once accepted it waits for the reply. */
 int kr_entry_call(kr_entry *e, void *msg);
-int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline);
+int kr_entry_call_until(kr_entry *e, void *msg, uint64_t deadline);
 /* Wait for a call; *call is then the caller's, to be answered once, by
  * the microprocess that accepted it. */
 int kr_entry_accept(kr_entry *e, kr_call **call);
-int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline);
+int kr_entry_accept_until(kr_entry *e, kr_call **call, uint64_t deadline);
 /* The call's message; NULL unless the caller accepted the call and has
  * not answered it. */
 void *kr_call_msg(kr_call *call);

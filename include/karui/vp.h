@@ -5,9 +5,10 @@
  * user-level code: normally karui's scheduler, or, at scheduling level 0, a
  * scheduler the application writes itself on these calls and L1.
  *
- *   kr_vp_allocate(n, fn, arg, out)  start n VPs, each running fn(vp, arg)
+ *   kr_vp_allocate(&vps, n, fn, arg)  start n VPs, each running fn(vp, arg)
  *   kr_vp_adopt(&vp)                  make the calling thread a VP (e.g. main)
- *   kr_vp_sleep(deadline)             park the calling VP until a wakeup or deadline
+ *   kr_vp_sleep_until(deadline)       park the calling VP until a wakeup or
+ *                                     the deadline
  *   kr_vp_wakeup(n)                   resume up to n parked VPs
  *   kr_vp_switch()                    give this VP's processor to another
  *                                     thread of the system (see below)
@@ -15,7 +16,7 @@
  *
  * Sleep and wakeup have counting-semaphore semantics over the process: a
  * wakeup posted while no VP sleeps is kept (up to one per live VP) and the
- * next kr_vp_sleep returns at once.  So a VP that announces itself idle,
+ * next kr_vp_sleep_until returns at once.  So a VP that announces itself idle,
  * looks for work once more and then sleeps can never miss the wakeup of a
  * producer that saw it idle — the protocol L2 builds on.  A sleeping VP
  * costs no CPU: it spins for at most KR_VP_SPIN_NS and then waits on a
@@ -64,7 +65,7 @@ extern "C" {
 typedef struct kr_vp kr_vp;
 typedef void (*kr_vp_main)(kr_vp *vp, void *arg);
 
-enum kr_vp_status {
+enum kr_vp_state {
 	KR_VP_RUNNING = 1,
 	KR_VP_SLEEPING,
 	KR_VP_BLOCKED,
@@ -86,7 +87,7 @@ uint64_t kr_now(void);
  * their handles.  All start or none does.  EINVAL: n == 0 or fn NULL;
  * EAGAIN: more than KR_VP_MAX live VPs, or the kernel refused a thread;
  * ENOMEM: no memory. */
-int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out);
+int kr_vp_allocate(kr_vp **out, unsigned n, kr_vp_main fn, void *arg);
 
 /* Make the calling thread a VP.  EEXIST if it is one already; EAGAIN:
  * KR_VP_MAX live VPs; ENOMEM: no memory. */
@@ -104,14 +105,14 @@ int kr_vp_join(kr_vp *vp);
 kr_vp *kr_vp_self(void);               /* NULL on a thread that is no VP */
 unsigned kr_vp_id(const kr_vp *vp);    /* 0 .. KR_VP_MAX-1, reused */
 unsigned kr_vp_count(void);            /* live VPs */
-int kr_vp_status(const kr_vp *vp);     /* enum kr_vp_status */
+int kr_vp_status(const kr_vp *vp);     /* enum kr_vp_state */
 void *kr_vp_area(kr_vp *vp);           /* KR_VP_AREA_SIZE bytes, zeroed */
 
 /* Park the calling VP until a wakeup or until the kr_now() deadline
  * (a deadline already past, such as 0: only consume a pending wakeup;
  * KR_FOREVER: no limit).  Returns 0 when woken, ETIMEDOUT, or EPERM on a
  * thread that is no VP. */
-int kr_vp_sleep(uint64_t deadline);
+int kr_vp_sleep_until(uint64_t deadline);
 
 /* Resume up to n sleeping VPs, keeping the rest as pending wakeups (at most
  * one per live VP).  EINVAL: n == 0. */

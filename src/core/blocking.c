@@ -1,7 +1,7 @@
 /*
- * karui L2 — blocking calls (kr_blocking_enter / _leave) and the spare VPs.
+ * karui L2 — blocking calls (kr_blocking_begin / _end) and the spare VPs.
  *
- * Blocking sections (kr_blocking_enter / _leave) belong to the
+ * Blocking sections (kr_blocking_begin / _end) belong to the
  * microprocess: one that switches away inside a section hands its VP back
  * to the others (the VP counts as running again) and takes the section to
  * the VP it resumes on (kr__sw_blocked).
@@ -54,7 +54,7 @@ static void spare_run(void)
 		G.spare_tokens++;
 		pthread_cond_signal(&G.spare_cv);
 	} else if (G.nspares < KR_VP_MAX &&
-		   kr_vp_allocate(1, kr__vp_main, &G.spares, &G.spares[G.nspares]) == 0) {
+		   kr_vp_allocate(&G.spares[G.nspares], 1, kr__vp_main, &G.spares) == 0) {
 		G.nspares++;
 	} else {
 		/* no thread: the running VPs take the blocked VP's work */
@@ -75,7 +75,7 @@ void kr__spare_retire(struct kr_worker *w)
 	poller_leave();
 	/* A shared event source needs a VP waiting in it whenever all are
 	 * idle.  This one may have been that VP while the others went to
-	 * sleep on L0 (kr_sched_park), and it is not coming back: wake one
+	 * sleep on L0 (kr_sched_park_until), and it is not coming back: wake one
 	 * of them to take its place. */
 	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) &&
 	    !(G.poller.flags & KR_POLLER_PER_VP))
@@ -109,8 +109,8 @@ void kr__spare_retire(struct kr_worker *w)
 }
 
 /* The VP of the running microprocess goes into a blocking section
- * (kr_blocking_enter, or a microprocess that switched away inside one
- * resuming here: kr__sw_blocked), and out of it (kr_blocking_leave, the
+ * (kr_blocking_begin, or a microprocess that switched away inside one
+ * resuming here: kr__sw_blocked), and out of it (kr_blocking_end, the
  * switch away, an exit inside one: mp_end). */
 static void blocking_begin(struct kr_worker *w)
 {
@@ -163,7 +163,7 @@ void kr__away_take(struct kr_worker *w)
 	}
 }
 
-int kr_blocking_enter(void)
+int kr_blocking_begin(void)
 {
 	struct kr_worker *w = W();
 	if (!w)
@@ -174,7 +174,7 @@ int kr_blocking_enter(void)
 	return 0;
 }
 
-int kr_blocking_leave(void)
+int kr_blocking_end(void)
 {
 	struct kr_worker *w = W();
 	if (!w)

@@ -156,7 +156,7 @@ struct kr_worker {
 	                           run or an idle VP was woken for it; 0: none
 	                           (sched_default.c, "Completions stay") */
 	int spare;              /* started for a blocking call (blocking.c) */
-	int blocked;            /* inside kr_blocking_enter/leave */
+	int blocked;            /* inside kr_blocking_begin/end */
 	uint32_t away_timers;   /* parked as a spare with timers armed, and
 	                           counted in naway (blocking.c; atomic) */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */

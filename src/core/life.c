@@ -463,5 +463,4 @@ int kr_mp_getprio(const kr_mp *h, int *prio)
 
 /* Modules are given records (generation 0); a handle will do too. */
 kr_rq_link *kr_mp_rqlink(kr_mp *mp) { return &kr__rec(mp)->link; }
-int kr_mp_prio(const kr_mp *mp) { return __atomic_load_n(&kr__rec(mp)->prio, __ATOMIC_RELAXED); }
 

@@ -73,7 +73,7 @@ static __attribute__((noinline)) int park_until_posted(uint64_t deadline)
 static __attribute__((noinline)) int park_cancellable_posted(uint64_t deadline)
 {
 	kr__permits_apply();
-	return kr_mp_park_cancellable(deadline);
+	return kr_mp_park_cancellable_until(deadline);
 }
 
 int kr_mp_park(void)
@@ -138,7 +138,7 @@ int kr_mp_park_until(uint64_t deadline)
 	return sleep_timed(w, w->cur, deadline, mode);
 }
 
-/* kr_mp_park_cancellable's end with wakeups posted meanwhile to the one
+/* kr_mp_park_cancellable_until's end with wakeups posted meanwhile to the one
  * VP, maybe a cancel: they are applied first. */
 static __attribute__((noinline)) int cancellable_end_posted(int err)
 {
@@ -150,7 +150,7 @@ static __attribute__((noinline)) int cancellable_end_posted(int err)
  * ends, or that a permit it left ends at once.  The record is read again
  * after the sleep rather than kept in a register across it (see block),
  * and so is kr__solo: the state may have ended meanwhile. */
-int kr_mp_park_cancellable(uint64_t deadline)
+int kr_mp_park_cancellable_until(uint64_t deadline)
 {
 	struct kr_worker *w = W();
 	if (!w)
@@ -172,7 +172,7 @@ int kr_mp_sleep_until(uint64_t deadline)
 	if (!W())
 		return EPERM;
 	int woken = 0, err;
-	while ((err = kr_mp_park_cancellable(deadline)) == 0)
+	while ((err = kr_mp_park_cancellable_until(deadline)) == 0)
 		woken = 1;
 	if (woken) /* the last wait's end applied what was posted */
 		permit_keep(W()->cur);

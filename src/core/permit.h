@@ -43,7 +43,7 @@
  * had too.  A post whose handle's life ends before the VP applies it is
  * dropped, as end_rest's store drops a late RMW: a wakeup owed to no one.
  * Every access stays atomic (relaxed), so that the change to RMWs is well
- * defined: kr_blocking_enter ends the state for good before it can start
+ * defined: kr_blocking_begin ends the state for good before it can start
  * a spare (kr__permits_several): it takes what was posted and clears kr__solo
  * (release) under the lock, so a poster that comes later sees 0 (under
  * the lock, or by its acquire load) after every plain store the VP made,

@@ -72,7 +72,7 @@ struct kr__rt {
 	uint32_t poller_on;     /* poller set: busy VPs poll it */
 	struct kr_worker *polling; /* the VP inside poller.wait, if any */
 	/* blocking calls: workers that are neither blocked nor parked
-	 * spares, and the spare VPs (see kr_blocking_enter) */
+	 * spares, and the spare VPs (see kr_blocking_begin) */
 	uint32_t active;
 	uint32_t naway;         /* workers away with work for the running VPs:
 	                           inside a blocking section, or parked as a

@@ -1,6 +1,6 @@
 /*
  * karui L2 — the runtime: kr_init and kr_fini, the workers and their VPs,
- * the idle loop, the event source's hooks (kr_poller_set, kr_sched_park,
+ * the idle loop, the event source's hooks (kr_poller_set, kr_sched_park_until,
  * kr_sched_unpark, kr__poll_now), kr_stats_get, and the accessors of
  * scheduler modules.
  *
@@ -80,7 +80,7 @@ int kr_poller_set(const kr_poller *p)
  * is one; kr_sched_unpark posts the L0 wakeup (seq_cst) and then looks for
  * a poller to kick.  One of the two sees the other, as in L0's own
  * protocol. */
-void kr_sched_park(uint64_t deadline)
+void kr_sched_park_until(uint64_t deadline)
 {
 	uint64_t trim = kr__stacks_trim(kr_now());
 	if (trim < deadline)
@@ -101,7 +101,7 @@ void kr_sched_park(uint64_t deadline)
 	if (on && __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
 					__ATOMIC_RELAXED)) {
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (kr_vp_sleep(0) != 0) {
+		if (kr_vp_sleep_until(0) != 0) {
 			kr_vp_publish(KR_VP_SLEEPING);
 			G.poller.wait(G.poller.arg, deadline);
 			kr_vp_publish(KR_VP_RUNNING);
@@ -109,7 +109,7 @@ void kr_sched_park(uint64_t deadline)
 		__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
 		return;
 	}
-	kr_vp_sleep(deadline);
+	kr_vp_sleep_until(deadline);
 }
 
 void kr__poll_now(void)
@@ -123,7 +123,7 @@ void kr_sched_unpark(unsigned n)
 {
 	kr_vp_wakeup(n);
 	/* G.polling is set only for a shared source (never KR_POLLER_PER_VP),
-	 * after kr_sched_park saw poller_on: reading G.poller before it
+	 * after kr_sched_park_until saw poller_on: reading G.poller before it
 	 * would race with kr_poller_set filling it in. */
 	struct kr_worker *p = __atomic_load_n(&G.polling, __ATOMIC_SEQ_CST);
 	/* the poller itself wakes microprocesses from inside its wait */
@@ -431,7 +431,7 @@ int kr_init(const kr_config *cfg)
 
 	if (nvp > 1) {
 		G.vps = calloc(nvp - 1, sizeof *G.vps);
-		err = G.vps ? kr_vp_allocate(nvp - 1, kr__vp_main, NULL, G.vps) : ENOMEM;
+		err = G.vps ? kr_vp_allocate(G.vps, nvp - 1, kr__vp_main, NULL) : ENOMEM;
 		G.nvps = err ? 0 : nvp - 1;
 		if (err) {
 			/* kr_vp_allocate starts all or none */

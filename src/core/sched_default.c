@@ -401,7 +401,7 @@ static kr_mp *d_idle(kr_sched *s, kr_vp *vp)
 			uint64_t end = kr_now() + SLOT_WATCH_NS;
 			deadline = end < deadline ? end : deadline;
 		}
-		kr_sched_park(deadline);
+		kr_sched_park_until(deadline);
 		if ((answered = __atomic_load_n(&d->waking, __ATOMIC_RELAXED)))
 			__atomic_store_n(&d->waking, 0, __ATOMIC_SEQ_CST);
 		mp = kr__d_next_in(s, vp, own(D(s), vp), NULL);

@@ -54,7 +54,7 @@
  * generation of microprocesses, and with it the cost of the TLB misses,
  * run after run; and their growth when freeing could fail).
  *
- * Returning memory.  Only idle VPs return memory (kr_sched_park calls
+ * Returning memory.  Only idle VPs return memory (kr_sched_park_until calls
  * kr__stacks_trim), at most once per TRIM_NS, and only as much as stayed
  * unused for a whole period: `low` is the fewest dirty regions a class had
  * since its last trim, and that many of its highest-numbered dirty

@@ -259,7 +259,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 			if (__atomic_load_n(&up->killed, __ATOMIC_SEQ_CST))
 				return -EINTR;
 			struct pollfd pf[2] = {{.fd = f->hostfd, .events = POLLIN}, {.fd = k, .events = POLLIN}};
-			kr_blocking_enter();
+			kr_blocking_begin();
 			while (k >= 0 && poll(pf, 2, -1) < 0 && errno == EINTR)
 				;
 			if (pf[1].revents) {
@@ -269,11 +269,11 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 					  : syscall(SYS_read, f->hostfd, buf, len);
 				r = r < 0 ? -errno : r;
 			}
-			kr_blocking_leave();
+			kr_blocking_end();
 		} else {
 			size_t n = 0;
-			int e = write ? kr_write(f->hostfd, buf, len, &n, KR_FOREVER)
-				      : kr_read(f->hostfd, buf, len, &n, KR_FOREVER);
+			int e = write ? kr_write(f->hostfd, buf, len, &n)
+				      : kr_read(f->hostfd, buf, len, &n);
 			r = e && n == 0 ? -e : (long)n;
 		}
 	} else {
@@ -804,7 +804,7 @@ static long sys_futex_wait(const long a[6])
 		deadline = now + ns;
 	}
 	int e;
-	while ((e = kr_mp_park_cancellable(deadline)) == 0)
+	while ((e = kr_mp_park_cancellable_until(deadline)) == 0)
 		;
 	return e == ECANCELED ? -EINTR : -e;
 }
@@ -1187,7 +1187,7 @@ static long call(struct kr_uproc *up, long nr, long a[6])
 	case SYS_pause:
 	case SYS_rt_sigsuspend:
 		/* only kr_uproc_kill's signals come, and end it */
-		while (kr_mp_park_cancellable(KR_FOREVER) != ECANCELED)
+		while (kr_mp_park_cancellable_until(KR_FOREVER) != ECANCELED)
 			;
 		return -EINTR;
 

@@ -56,7 +56,7 @@ struct kr__ufile {
 	int refs;           /* fds naming it, in every μprocess; __atomic */
 	int kind;
 	int hostfd;         /* UF_HOST: karui's own host fd (O_CLOEXEC) */
-	int waits;          /* UF_HOST: may block (not a regular file): kr_read;
+	int waits;          /* UF_HOST: may block (not a regular file): kr_read_until;
 			     * -1: not known yet (kr__ufile_waits); atomic */
 	int flags;          /* O_APPEND, O_NONBLOCK, the access mode */
 	kr_upipe *pipe;     /* UF_PIPE */

@@ -20,7 +20,7 @@
  * a write to an eventfd in the epoll set.
  *
  * Regular files (epoll refuses them) are always "ready": the call is made
- * as it is, inside kr_blocking_enter/leave.
+ * as it is, inside kr_blocking_begin/end.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -294,7 +294,7 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 			status = d0 ? w[0].status : w[1].status;
 			break;
 		}
-		int err = cancellable ? kr_mp_park_cancellable(deadline) : kr_mp_park_until(deadline);
+		int err = cancellable ? kr_mp_park_cancellable_until(deadline) : kr_mp_park_until(deadline);
 		if (err) {
 			kr__spin_lock(&r->lock);
 			int still = 1;
@@ -346,9 +346,9 @@ static long e_run(struct kr_ioreq *r)
 		return err;
 	/* atomic: another VP may be registering fd at the same time */
 	if (__atomic_load_n(&rec->reg, __ATOMIC_RELAXED) == REG_PLAIN) {
-		kr_blocking_enter();
+		kr_blocking_begin();
 		long n = attempt(r);
-		kr_blocking_leave();
+		kr_blocking_end();
 		return n;
 	}
 	unsigned want = dirs(r);

@@ -196,20 +196,20 @@ static inline int run(struct kr_ioreq *r, size_t *out)
 	return (int)-n;
 }
 
-int kr_read(int fd, void *buf, size_t len, size_t *got, uint64_t deadline)
+int kr_read_until(int fd, void *buf, size_t len, size_t *got, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_READ, .fd = fd, .buf = buf, .len = len, .deadline = deadline};
 	return got ? run(&r, got) : EINVAL;
 }
 
-int kr_write(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
+int kr_write_until(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_WRITE, .fd = fd, .buf = (void *)buf, .len = len,
 			     .deadline = deadline};
 	return done ? run(&r, done) : EINVAL;
 }
 
-int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t deadline)
+int kr_readv_until(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_READV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
 			     .deadline = deadline};
@@ -222,7 +222,7 @@ int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got, uint64_t 
 	return run(&r, got);
 }
 
-int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_t deadline)
+int kr_writev_until(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_WRITEV, .fd = fd, .iov = iov, .iovcnt = iovcnt,
 			     .deadline = deadline};
@@ -235,22 +235,22 @@ int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done, uint64_
 	return run(&r, done);
 }
 
-int kr_recv(int fd, void *buf, size_t len, int flags, size_t *got, uint64_t deadline)
+int kr_recv_until(int fd, void *buf, size_t len, int flags, size_t *got, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_RECV, .fd = fd, .buf = buf, .len = len, .flags = flags,
 			     .deadline = deadline};
 	return got ? run(&r, got) : EINVAL;
 }
 
-int kr_send(int fd, const void *buf, size_t len, int flags, size_t *done, uint64_t deadline)
+int kr_send_until(int fd, const void *buf, size_t len, int flags, size_t *done, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_SEND, .fd = fd, .buf = (void *)buf, .len = len,
 			     .flags = flags | MSG_NOSIGNAL, .deadline = deadline};
 	return done ? run(&r, done) : EINVAL;
 }
 
-int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd,
-	      uint64_t deadline)
+int kr_accept_until(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd,
+		    uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_ACCEPT, .fd = fd, .addr = addr, .addrlen = addrlen,
 			     .flags = flags, .deadline = deadline};
@@ -266,14 +266,14 @@ int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int 
 	return 0;
 }
 
-int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline)
+int kr_connect_until(int fd, const struct sockaddr *addr, socklen_t addrlen, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_CONNECT, .fd = fd, .addr = (struct sockaddr *)addr,
 			     .alen = addrlen, .deadline = deadline};
 	return addr ? (int)-call(&r) : EINVAL;
 }
 
-int kr_poll(int fd, short events, short *revents, uint64_t deadline)
+int kr_poll_until(int fd, short events, short *revents, uint64_t deadline)
 {
 	struct kr_ioreq r = {.op = IO_POLL, .fd = fd, .events = events, .deadline = deadline};
 	if (!revents)
@@ -288,15 +288,66 @@ int kr_poll(int fd, short events, short *revents, uint64_t deadline)
 	return 0;
 }
 
-int kr_write_all(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
+int kr_write_all_until(int fd, const void *buf, size_t len, size_t *done, uint64_t deadline)
 {
 	size_t off = 0, n;
 	int err = 0;
-	while (off < len && !(err = kr_write(fd, (const char *)buf + off, len - off, &n, deadline)))
+	while (off < len && !(err = kr_write_until(fd, (const char *)buf + off, len - off, &n, deadline)))
 		off += n;
 	if (done)
 		*done = off;
 	return err;
+}
+
+/* The forms that wait as long as it takes. */
+int kr_read(int fd, void *buf, size_t len, size_t *got)
+{
+	return kr_read_until(fd, buf, len, got, KR_FOREVER);
+}
+
+int kr_write(int fd, const void *buf, size_t len, size_t *done)
+{
+	return kr_write_until(fd, buf, len, done, KR_FOREVER);
+}
+
+int kr_readv(int fd, const struct iovec *iov, int iovcnt, size_t *got)
+{
+	return kr_readv_until(fd, iov, iovcnt, got, KR_FOREVER);
+}
+
+int kr_writev(int fd, const struct iovec *iov, int iovcnt, size_t *done)
+{
+	return kr_writev_until(fd, iov, iovcnt, done, KR_FOREVER);
+}
+
+int kr_recv(int fd, void *buf, size_t len, int flags, size_t *got)
+{
+	return kr_recv_until(fd, buf, len, flags, got, KR_FOREVER);
+}
+
+int kr_send(int fd, const void *buf, size_t len, int flags, size_t *done)
+{
+	return kr_send_until(fd, buf, len, flags, done, KR_FOREVER);
+}
+
+int kr_accept(int fd, struct sockaddr *addr, socklen_t *addrlen, int flags, int *newfd)
+{
+	return kr_accept_until(fd, addr, addrlen, flags, newfd, KR_FOREVER);
+}
+
+int kr_connect(int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+	return kr_connect_until(fd, addr, addrlen, KR_FOREVER);
+}
+
+int kr_poll(int fd, short events, short *revents)
+{
+	return kr_poll_until(fd, events, revents, KR_FOREVER);
+}
+
+int kr_write_all(int fd, const void *buf, size_t len, size_t *done)
+{
+	return kr_write_all_until(fd, buf, len, done, KR_FOREVER);
 }
 
 int kr_io_cancel(int fd)

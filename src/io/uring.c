@@ -361,11 +361,11 @@ static void u_wait(void *arg, uint64_t deadline)
 	struct ring *r = own(0);
 	uint32_t *word;
 	if (!r) {
-		kr_vp_sleep(deadline);
+		kr_vp_sleep_until(deadline);
 		return;
 	}
 	back(r);
-	/* No spin first, unlike kr_vp_sleep: with the load's client on the
+	/* No spin first, unlike kr_vp_sleep_until: with the load's client on the
 	 * other core, a spin here took its processor from it (figures:
 	 * docs/notes/2026-11-25-measurements.md). */
 	if (kr_vp_sleep_begin(&word, r->futex_armed) == 0) {
@@ -613,7 +613,7 @@ static long u_run(struct kr_ioreq *r)
 		while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE)) {
 			if (cancelled) {
 				kr_mp_park();
-			} else if (kr_mp_park_cancellable(KR_FOREVER) == ECANCELED) {
+			} else if (kr_mp_park_cancellable_until(KR_FOREVER) == ECANCELED) {
 				cancelled = 1;
 				cancel_req(&d);
 			}

@@ -186,7 +186,7 @@ int kr_chan_send(kr_chan *ch, const void *elem)
 	return 0;
 }
 
-int kr_chan_timedsend(kr_chan *ch, const void *elem, uint64_t deadline)
+int kr_chan_send_until(kr_chan *ch, const void *elem, uint64_t deadline)
 {
 	return send(ch, elem, deadline, 0);
 }
@@ -251,7 +251,7 @@ int kr_chan_recv(kr_chan *ch, void *elem)
 	return 0;
 }
 
-int kr_chan_timedrecv(kr_chan *ch, void *elem, uint64_t deadline)
+int kr_chan_recv_until(kr_chan *ch, void *elem, uint64_t deadline)
 {
 	return recv(ch, elem, deadline, 0);
 }

@@ -124,12 +124,12 @@ static __attribute__((noinline)) int entry_call(kr_entry *e, void *msg, uint64_t
 }
 
 /* A call always blocks: through KR_BLOCKING (arch/blocking.h). */
-int kr_entry_timedcall(kr_entry *e, void *msg, uint64_t deadline)
+int kr_entry_call_until(kr_entry *e, void *msg, uint64_t deadline)
 {
 	return KR_BLOCKING(entry_call, e, msg, deadline, 0, 0);
 }
 
-int kr_entry_call(kr_entry *e, void *msg) { return kr_entry_timedcall(e, msg, KR_FOREVER); }
+int kr_entry_call(kr_entry *e, void *msg) { return kr_entry_call_until(e, msg, KR_FOREVER); }
 
 static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, uint64_t deadline)
 {
@@ -159,14 +159,14 @@ static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, u
 }
 
 /* An accept blocks unless a call waits: through KR_BLOCKING. */
-int kr_entry_timedaccept(kr_entry *e, kr_call **call, uint64_t deadline)
+int kr_entry_accept_until(kr_entry *e, kr_call **call, uint64_t deadline)
 {
 	return KR_BLOCKING(entry_accept, e, call, deadline, 0, 0);
 }
 
 int kr_entry_accept(kr_entry *e, kr_call **call)
 {
-	return kr_entry_timedaccept(e, call, KR_FOREVER);
+	return kr_entry_accept_until(e, call, KR_FOREVER);
 }
 
 void *kr_call_msg(kr_call *call)

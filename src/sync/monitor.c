@@ -142,7 +142,7 @@ static inline int lock(kr_mutex *m, uint64_t deadline)
 }
 
 int kr_mutex_lock(kr_mutex *m) { return lock(m, KR_FOREVER); }
-int kr_mutex_timedlock(kr_mutex *m, uint64_t deadline) { return lock(m, deadline); }
+int kr_mutex_lock_until(kr_mutex *m, uint64_t deadline) { return lock(m, deadline); }
 
 int kr_mutex_trylock(kr_mutex *m)
 {
@@ -286,7 +286,7 @@ int kr_cond_wait(kr_cond *c, kr_mutex *m)
 	return KR_BLOCKING(cond_wait, c, m, KR_FOREVER, 0, 0);
 }
 
-int kr_cond_timedwait(kr_cond *c, kr_mutex *m, uint64_t deadline)
+int kr_cond_wait_until(kr_cond *c, kr_mutex *m, uint64_t deadline)
 {
 	return KR_BLOCKING(cond_wait, c, m, deadline, 0, 0);
 }

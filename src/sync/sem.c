@@ -73,7 +73,7 @@ int kr_sem_wait(kr_sem *s)
 	return 0;
 }
 
-int kr_sem_timedwait(kr_sem *s, uint64_t deadline) { return sem_wait(s, deadline, 0); }
+int kr_sem_wait_until(kr_sem *s, uint64_t deadline) { return sem_wait(s, deadline, 0); }
 int kr_sem_trywait(kr_sem *s) { return sem_wait(s, 0, 1); }
 
 __attribute__((noinline)) int kr_sem_post_n(kr_sem *s, long n)

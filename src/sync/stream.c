@@ -168,7 +168,7 @@ int kr_stream_write(kr_stream *s, const void *buf, size_t len, size_t *done)
 	return KR_BLOCKING(write_until, s, buf, len, done, KR_FOREVER);
 }
 
-int kr_stream_timedwrite(kr_stream *s, const void *buf, size_t len, size_t *done,
+int kr_stream_write_until(kr_stream *s, const void *buf, size_t len, size_t *done,
 			 uint64_t deadline)
 {
 	return KR_BLOCKING(write_until, s, buf, len, done, deadline);
@@ -229,7 +229,7 @@ int kr_stream_read(kr_stream *s, void *buf, size_t len, size_t *got)
 	return KR_BLOCKING(read_until, s, buf, len, got, KR_FOREVER);
 }
 
-int kr_stream_timedread(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
+int kr_stream_read_until(kr_stream *s, void *buf, size_t len, size_t *got, uint64_t deadline)
 {
 	return KR_BLOCKING(read_until, s, buf, len, got, deadline);
 }

@@ -158,7 +158,7 @@ static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline,
 			  int cancellable)
 {
 	while (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != W_DONE) {
-		int err = cancellable ? kr_mp_park_cancellable(deadline) : kr_mp_park_until(deadline);
+		int err = cancellable ? kr_mp_park_cancellable_until(deadline) : kr_mp_park_until(deadline);
 		if (err) {
 			kr__spin_lock(lock);
 			if (__atomic_load_n(&w->state, __ATOMIC_RELAXED) == W_WAITING)

@@ -9,7 +9,7 @@
  *   tokens   pending wakeups (never more than the live VPs: excess is
  *            dropped, since each VP needs at most one reason to look again)
  *   waiters  VPs inside the futex wait
- * kr_vp_sleep first spins for KR_VP_SPIN_NS trying to take a token (a
+ * kr_vp_sleep_until first spins for KR_VP_SPIN_NS trying to take a token (a
  * producer usually follows quickly), then registers as a waiter and waits on
  * the futex while tokens is 0.  kr_vp_wakeup adds tokens with a CAS loop and
  * issues FUTEX_WAKE only when more VPs wait than wakeups were pending
@@ -250,7 +250,7 @@ static void *vp_thread(void *p)
 	return NULL;
 }
 
-int kr_vp_allocate(unsigned n, kr_vp_main fn, void *arg, kr_vp **out)
+int kr_vp_allocate(kr_vp **out, unsigned n, kr_vp_main fn, void *arg)
 {
 	if (n == 0 || !fn)
 		return EINVAL;
@@ -422,7 +422,7 @@ uint64_t kr_now(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-int kr_vp_sleep(uint64_t deadline)
+int kr_vp_sleep_until(uint64_t deadline)
 {
 	kr_vp *vp = kr__vp_self;
 	if (!vp)

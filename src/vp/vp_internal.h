@@ -11,7 +11,7 @@
 
 struct kr_vp {
 	_Alignas(64) unsigned char area[KR_VP_AREA_SIZE];
-	uint32_t status;        /* enum kr_vp_status; __atomic access */
+	uint32_t status;        /* enum kr_vp_state; __atomic access */
 	unsigned id;
 	int adopted;
 	pthread_t thread;

@@ -71,7 +71,7 @@ void kb_seed003_pipeline(const kb_ctx *c);
 void kb_uproc_syscall(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
 
-/* exp_files.c: kr_read of files in the page cache, io_uring against epoll */
+/* exp_files.c: kr_read_until of files in the page cache, io_uring against epoll */
 void kb_io_files(const kb_ctx *c);
 
 /* exp_ssf.c */

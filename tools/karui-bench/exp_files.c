@@ -11,7 +11,7 @@
  * loop would take most of the time), so that what is timed is the calls.
  * Systems:
  *
- *   karui        kr_read and kr_close on io_uring (skipped where karui
+ *   karui        kr_read_until and kr_close on io_uring (skipped where karui
  *                cannot have it)
  *   karui-epoll  the same with KARUI_IO=epoll
  *   read         read(2) and close(2) on the calling thread, no karui
@@ -107,7 +107,7 @@ static int xf_pass(int dfd, long n, int karui, long *bytes)
 		for (;;) {
 			size_t got;
 			if (karui) {
-				err = kr_read(fd, xf_buf, XF_READ_LEN, &got, KR_FOREVER);
+				err = kr_read(fd, xf_buf, XF_READ_LEN, &got);
 			} else {
 				ssize_t r = read(fd, xf_buf, XF_READ_LEN);
 				err = r < 0 ? errno : 0;

@@ -50,7 +50,7 @@ void ksh_write_all(int fd, const char *buf, size_t len)
 {
 	if (fd < 0)
 		return;
-	bool section = kr_mp_self() && kr_blocking_enter() == 0;
+	bool section = kr_mp_self() && kr_blocking_begin() == 0;
 	while (len) {
 		ssize_t n = write(fd, buf, len);
 		if (n < 0 && errno == EINTR)
@@ -61,7 +61,7 @@ void ksh_write_all(int fd, const char *buf, size_t len)
 		len -= (size_t)n;
 	}
 	if (section)
-		kr_blocking_leave();
+		kr_blocking_end();
 }
 
 /* What starts the shell's messages: bash's forms, for -c, a script,
@@ -179,7 +179,7 @@ static void *interrupter(void *arg)
 	int fd = *(int *)arg;
 	struct signalfd_siginfo si;
 	size_t got;
-	while (kr_read(fd, &si, sizeof si, &got, KR_FOREVER) == 0 && got == sizeof si)
+	while (kr_read(fd, &si, sizeof si, &got) == 0 && got == sizeof si)
 		ksh_interrupt((int)si.ssi_signo);
 	return NULL;
 }

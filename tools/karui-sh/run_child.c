@@ -18,9 +18,9 @@
  * its default action: `cat words | head -1` must end cat by SIGPIPE.
  *
  * Waiting: a pidfd (pidfd_open) becomes readable when the child ends;
- * kr_poll parks the microprocess until then and waitid(P_PIDFD) collects
+ * kr_poll_until parks the microprocess until then and waitid(P_PIDFD) collects
  * it.  Where there is no pidfd (a kernel before 5.3, a filter), waitpid
- * runs in a blocking section (kr_blocking_enter), which hands the VP's
+ * runs in a blocking section (kr_blocking_begin), which hands the VP's
  * other microprocesses to another VP meanwhile.
  */
 #include <errno.h>
@@ -87,7 +87,7 @@ static int child_wait(struct ksh_proc *p, int *status)
 	siginfo_t si = {0};
 	if (p->pidfd >= 0) {
 		short rev;
-		int r = kr_poll(p->pidfd, POLLIN, &rev, KR_FOREVER), w = -1;
+		int r = kr_poll(p->pidfd, POLLIN, &rev), w = -1;
 		if (r == 0)
 			while ((w = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED)) < 0 &&
 			       errno == EINTR)
@@ -99,12 +99,12 @@ static int child_wait(struct ksh_proc *p, int *status)
 			return 0;
 		}
 	}
-	kr_blocking_enter();
+	kr_blocking_begin();
 	int w;
 	while ((w = waitid(P_PID, (id_t)p->pid, &si, WEXITED)) < 0 && errno == EINTR)
 		;
 	int err = w < 0 ? errno : 0;
-	kr_blocking_leave();
+	kr_blocking_end();
 	if (!err)
 		*status = shell_status(&si);
 	return err;

@@ -14,7 +14,7 @@
  * pipeline: a karui pipe whose writer is a μprocess and whose reader
  * turned out to be a child process.  It reads the karui pipe's read end
  * (which it owns from then on) into a 64 KiB buffer and writes it to a
- * kernel pipe with kr_write_all, which parks it, not its VP, while the
+ * kernel pipe with kr_write_all_until, which parks it, not its VP, while the
  * child is slow.  End of file on the karui pipe closes the kernel pipe
  * (the child sees end of file); EPIPE from the kernel pipe closes the
  * karui pipe's read end (the μprocess gets EPIPE and SIGPIPE, as a
@@ -115,7 +115,7 @@ static void *pump_main(void *arg)
 	char *buf = malloc(PUMP_BUF);
 	size_t got;
 	while (buf && kr_upipe_read(p->up, buf, PUMP_BUF, &got) == 0 && got > 0 &&
-	       kr_write_all(p->wfd, buf, got, NULL, KR_FOREVER) == 0)
+	       kr_write_all(p->wfd, buf, got, NULL) == 0)
 		;
 	kr_upipe_close(p->up, KR_UPIPE_READ);
 	kr_close(p->wfd);
