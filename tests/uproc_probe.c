@@ -187,6 +187,7 @@ static int state(const char *arg)
 	return 0;
 }
 
+#if defined(__x86_64__) /* μprocesses are x86-64 only; the legacy calls too */
 /* efault: each call, with each bad pointer, fails with EFAULT */
 static int calls, wrong;
 static void want_efault(const char *what, long r)
@@ -266,6 +267,7 @@ static int bad_pointers(void)
 	printf("%d calls\n", calls);
 	return wrong ? 1 : 0;
 }
+#endif
 
 static int timed(void)
 {
@@ -436,8 +438,10 @@ int main(int argc, char **argv)
 		printf("%p %.*s\n", (const void *)p, (int)st.st_size, p);
 		return 0;
 	}
+#if defined(__x86_64__)
 	if (!strcmp(m, "efault"))
 		return bad_pointers();
+#endif
 	if (!strcmp(m, "timed"))
 		return timed();
 	if (!strcmp(m, "wait")) {

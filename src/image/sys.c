@@ -243,6 +243,9 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 	if (f->kind == UF_PIPE) {
 		if (f->end != (write ? KR_UPIPE_WRITE : KR_UPIPE_READ))
 			return -EBADF;
+		/* its buffer, probed: a read moves at most a pipe's capacity */
+		if (kr__uprobe(buf, write || len < KR__PIPE_CAP ? len : KR__PIPE_CAP, !write))
+			return -EFAULT;
 		long r = kr__upipe_rw(f->pipe, write, buf, len);
 		if (r == -EPIPE)
 			kr__uproc_signal(up, SIGPIPE);
