@@ -6,7 +6,9 @@
 # file of another architecture, one cut short, a script with a NUL byte)
 # or given as a script; a NUL byte later in a script or on standard input
 # is dropped.  Each run ends within 20 seconds and leaves no process
-# behind (none with the test's directory in its command line).
+# behind (none with the test's directory in its command line).  Under an
+# emulator (qemu-user) the cases that run a file as a command are
+# skipped: the emulator's own execve answers for the kernel there.
 ksh=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 shift
 emu="$*"
@@ -16,10 +18,23 @@ cd "$dir" || exit 1
 
 failed=0
 n=0
+skipped=0
 # run ARG...: karui-sh's stdout and stderr, then "status N"
 run() {
 	timeout -k 5 20 $emu "$ksh" "$@" 2>&1
 	echo "status $?"
+}
+# as_command NAME EXPECTED ARG...: check NAME for `karui-sh ARG...`, which
+# runs a file as a command
+as_command() {
+	if [ -n "$emu" ]; then
+		skipped=$((skipped + 1))
+		echo "skipped $1 (run under an emulator, whose execve answers)"
+		return
+	fi
+	name=$1 want=$2
+	shift 2
+	check "$name" "$want" "$(run "$@")"
 }
 # check NAME EXPECTED ACTUAL
 check() {
@@ -43,9 +58,9 @@ head -c 100 /bin/true >cut
 { head -c 18 /bin/true; printf '\267\000'; tail -c +21 /bin/true; } >arm
 chmod +x nul1 nul2 cut arm
 
-check a_nul_in_a_commands_first_line_is_a_binary_file \
+as_command a_nul_in_a_commands_first_line_is_a_binary_file \
 	"karui-sh: ./nul1: cannot execute binary file: Exec format error
-status 126" "$(run -c ./nul1)"
+status 126" -c ./nul1
 check a_script_with_a_nul_in_its_first_line_is_refused \
 	"karui-sh: nul1: cannot execute binary file
 status 126" "$(run nul1)"
@@ -53,30 +68,30 @@ check a_nul_in_a_later_line_is_dropped "x
 ab
 c
 status 0" "$(run nul2)"
-check a_command_with_a_nul_in_a_later_line_runs_as_a_script "x
+as_command a_command_with_a_nul_in_a_later_line_runs_as_a_script "x
 ab
 c
-status 0" "$(run -c ./nul2)"
+status 0" -c ./nul2
 check a_nul_on_standard_input_is_dropped "ab
 c
 status 0" "$(printf 'echo a\000b\necho c\n' | run)"
-check a_binary_cut_short_is_a_binary_file \
+as_command a_binary_cut_short_is_a_binary_file \
 	"karui-sh: ./cut: cannot execute binary file: Exec format error
-status 126" "$(run -c ./cut)"
+status 126" -c ./cut
 check a_binary_cut_short_is_no_script \
 	"karui-sh: cut: cannot execute binary file
 status 126" "$(run cut)"
 if grep -qs '^enabled' /proc/sys/fs/binfmt_misc/*aarch64*; then
 	echo "skipped another_architecture_is_a_binary_file (binfmt_misc runs aarch64 here)"
 else
-	check another_architecture_is_a_binary_file \
+	as_command another_architecture_is_a_binary_file \
 		"karui-sh: ./arm: cannot execute binary file: Exec format error
-status 126" "$(run -c ./arm)"
+status 126" -c ./arm
 fi
-check a_binary_in_a_pipeline_fails_its_stage_alone \
+as_command a_binary_in_a_pipeline_fails_its_stage_alone \
 	"karui-sh: ./cut: cannot execute binary file: Exec format error
 0
-status 0" "$(run -c 'echo a | ./cut | wc -l')"
+status 0" -c 'echo a | ./cut | wc -l'
 
-echo "$((n - failed)) passed, $failed failed"
+echo "$((n - failed)) passed, $failed failed, $skipped skipped"
 [ $failed -eq 0 ]
