@@ -3,14 +3,7 @@
 #ifndef KARUI_KT_CORE_H
 #define KARUI_KT_CORE_H
 
-#include "karui.h"
-#include "kt.h"
-
-static inline void init(unsigned vps)
-{
-	kr_config c = {.vps = vps};
-	KT_EQ(kr_init(&c), 0);
-}
+#include "kt_karui.h"
 
 static inline void *ret_arg(void *a) { return a; }
 
@@ -19,8 +12,6 @@ static inline void *sleeper(void *a)
 	kr_mp_park();
 	return a;
 }
-
-static inline void *nop(void *a) { return a; }
 
 static char trace[64];
 static int tlen;

@@ -20,17 +20,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "karui.h"
-#include "kt.h"
+#include "kt_karui.h"
 #include "kt_seccomp.h"
-
-#define MS 1000000ull
-
-static inline void init(unsigned vps)
-{
-	kr_config c = {.vps = vps};
-	KT_EQ(kr_init(&c), 0);
-}
 
 static const kr_attr small = {.stack_size = 32768};
 

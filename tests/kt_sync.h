@@ -6,16 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "karui.h"
-#include "kt.h"
-
-#define MS 1000000ull
-
-static inline void init(unsigned vps)
-{
-	kr_config c = {.vps = vps};
-	KT_EQ(kr_init(&c), 0);
-}
+#include "kt_karui.h"
 
 static const kr_attr small = {.stack_size = 16384};
 

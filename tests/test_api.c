@@ -25,13 +25,7 @@
 #include <sys/socket.h>
 
 #include "karui.h"
-#include "kt.h"
-
-static void init(unsigned vps)
-{
-	kr_config c = {.vps = vps};
-	KT_EQ(kr_init(&c), 0);
-}
+#include "kt_karui.h"
 
 static void *thread_main(void *fn)
 {

@@ -149,11 +149,11 @@ static void detached_ends_reuse_their_stacks(void)
 	kr_attr at = {.flags = KR_MP_DETACHED};
 	kr_stats st0, st;
 	kr_mp *m;
-	KT_EQ(kr_mp_create(&m, &at, nop, NULL), 0);
+	KT_EQ(kr_mp_create(&m, &at, ret_arg, NULL), 0);
 	kr_mp_yield(); /* it runs and ends */
 	KT_EQ(kr_stats_get(&st0), 0);
 	for (int i = 0; i < 1000; i++) {
-		KT_EQ(kr_mp_create(&m, &at, nop, NULL), 0);
+		KT_EQ(kr_mp_create(&m, &at, ret_arg, NULL), 0);
 		kr_mp_yield();
 	}
 	KT_EQ(kr_stats_get(&st), 0);
@@ -172,14 +172,14 @@ static void create_rejects_bad_input(void)
 	kr_attr prio_hi = {.flags = KR_MP_PRIO, .prio = KR_PRIO_MAX + 1};
 	kr_attr flags = {.flags = 1u << 20};
 	KT_EQ(kr_mp_create(&m, NULL, NULL, NULL), EINVAL);
-	KT_EQ(kr_mp_create(NULL, NULL, nop, NULL), EINVAL);
-	KT_EQ(kr_mp_create(&m, &small, nop, NULL), EINVAL);
-	KT_EQ(kr_mp_create(&m, &huge, nop, NULL), EINVAL);
-	KT_EQ(kr_mp_create(&m, &prio_lo, nop, NULL), EINVAL);
-	KT_EQ(kr_mp_create(&m, &prio_hi, nop, NULL), EINVAL);
-	KT_EQ(kr_mp_create(&m, &flags, nop, NULL), EINVAL);
+	KT_EQ(kr_mp_create(NULL, NULL, ret_arg, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &small, ret_arg, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &huge, ret_arg, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &prio_lo, ret_arg, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &prio_hi, ret_arg, NULL), EINVAL);
+	KT_EQ(kr_mp_create(&m, &flags, ret_arg, NULL), EINVAL);
 	kr_attr min = {.stack_size = KR_STACK_MIN, .flags = KR_MP_NOGUARD};
-	KT_EQ(kr_mp_create(&m, &min, nop, NULL), 0);
+	KT_EQ(kr_mp_create(&m, &min, ret_arg, NULL), 0);
 	KT_EQ(kr_mp_join(m, NULL), 0);
 	KT_EQ(kr_mp_setprio(NULL, 1), EINVAL);
 	KT_EQ(kr_mp_setprio(kr_mp_self(), KR_PRIO_MAX + 1), EINVAL);
@@ -210,7 +210,7 @@ static void stale_handle_does_not_name_the_next_microprocess_in_its_record(void)
 	kr_mp *old, *m;
 	int p;
 	void *r;
-	KT_EQ(kr_mp_create(&old, NULL, nop, NULL), 0);
+	KT_EQ(kr_mp_create(&old, NULL, ret_arg, NULL), 0);
 	KT_EQ(kr_mp_join(old, NULL), 0);
 	KT_EQ(kr_mp_create(&m, NULL, use_old_handle, old), 0);
 	KT_EQ(kr_mp_join(m, &r), 0);
@@ -255,7 +255,7 @@ static void racing_joins_of_an_ended_microprocess_let_one_win(void)
 {
 	init(2);
 	for (int round = 0; round < 2000; round++) {
-		KT_EQ(kr_mp_create(&race_target, NULL, nop, NULL), 0);
+		KT_EQ(kr_mp_create(&race_target, NULL, ret_arg, NULL), 0);
 		kr_stats st;
 		do { /* until it has ended */
 			KT_EQ(kr_mp_yield(), 0);

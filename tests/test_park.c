@@ -19,7 +19,7 @@ static void wakeup_of_ended_returns_esrch(void)
 {
 	init(1);
 	kr_mp *m;
-	KT_EQ(kr_mp_create(&m, NULL, nop, NULL), 0);
+	KT_EQ(kr_mp_create(&m, NULL, ret_arg, NULL), 0);
 	kr_mp_yield();
 	KT_EQ(kr_mp_unpark(m), ESRCH);
 	KT_EQ(kr_mp_unpark(NULL), EINVAL);

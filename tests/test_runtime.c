@@ -36,7 +36,7 @@ static void *off_vp(void *a)
 {
 	kr_mp *m;
 	int *e = a;
-	e[0] = kr_mp_create(&m, NULL, nop, NULL);
+	e[0] = kr_mp_create(&m, NULL, ret_arg, NULL);
 	e[1] = kr_mp_yield();
 	e[2] = kr_mp_park();
 	e[3] = kr_mp_join(kr_mp_self(), NULL);

@@ -807,6 +807,18 @@ static void with_rewriting_off_every_call_traps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* The first line that `prog mode` prints when run natively, as a process
+ * (it must exit 0). */
+static void native_line(const char *prog, const char *mode, char *line, size_t cap)
+{
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "%s %s", prog, mode);
+	FILE *f = popen(cmd, "r");
+	KT_CHECK(f);
+	KT_CHECK(fgets(line, (int)cap, f));
+	KT_EQ(pclose(f), 0);
+}
+
 /* karui answers the cpuid instructions of a μprocess's ld.so (and of a
  * static program) from its table: the program learns what a process
  * learns. */
@@ -814,17 +826,13 @@ static void cpuid_answers_are_the_processors(void)
 {
 	start(2);
 	need_uprocs();
-	char cmd[4200], native[256] = "", stat_[4200];
+	char native[256] = "", stat_[4200];
 	snprintf(stat_, sizeof stat_, "%s-static", probe);
 	const char *progs[] = {probe, stat_};
 	for (int k = 0; k < 2; k++) {
 		if (access(progs[k], X_OK))
 			continue;
-		snprintf(cmd, sizeof cmd, "%s cpu", progs[k]);
-		FILE *f = popen(cmd, "r");
-		KT_CHECK(f);
-		KT_CHECK(fgets(native, sizeof native, f));
-		pclose(f);
+		native_line(progs[k], "cpu", native, sizeof native);
 		for (int i = 0; i < 3; i++) { /* the first fills the table, the others read it */
 			char *out, *argv[] = {"uproc_probe", "cpu", NULL};
 			KT_EQ(run(progs[k], argv, NULL, &out, NULL), 0);
@@ -1050,12 +1058,8 @@ static void a_bad_pointer_is_efault_for_that_call_alone(void)
 {
 	start(2);
 	need_uprocs();
-	char cmd[4200], native[256] = "", *out;
-	snprintf(cmd, sizeof cmd, "%s efault", probe);
-	FILE *f = popen(cmd, "r");
-	KT_CHECK(f);
-	KT_CHECK(fgets(native, sizeof native, f));
-	KT_EQ(pclose(f), 0);
+	char native[256] = "", *out;
+	native_line(probe, "efault", native, sizeof native);
 	KT_CHECK(strstr(native, " calls\n"));
 	for (int i = 0; i < 2; i++) { /* cold, then from a kept image */
 		KT_EQ(run_probe("efault", NULL, &out), 0);
