@@ -807,16 +807,26 @@ static void with_rewriting_off_every_call_traps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
-/* The first line that `prog mode` prints when run natively, as a process
- * (it must exit 0). */
-static void native_line(const char *prog, const char *mode, char *line, size_t cap)
+/* `prog mode` (a uproc_probe) prints the same line, and exits 0, run
+ * natively as a process and `runs` times as a μprocess (the first run
+ * cold, the later ones from what the first left: a kept image, tables).
+ * Returns the line, for the caller's own checks. */
+static const char *same_as_native(const char *prog, const char *mode, int runs)
 {
+	static char native[256];
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "%s %s", prog, mode);
 	FILE *f = popen(cmd, "r");
 	KT_CHECK(f);
-	KT_CHECK(fgets(line, (int)cap, f));
+	KT_CHECK(fgets(native, sizeof native, f));
 	KT_EQ(pclose(f), 0);
+	for (int i = 0; i < runs; i++) {
+		char *out, *argv[] = {"uproc_probe", (char *)mode, NULL};
+		KT_EQ(run(prog, argv, NULL, &out, NULL), 0);
+		KT_CHECK(strcmp(out, native) == 0);
+		free(out);
+	}
+	return native;
 }
 
 /* karui answers the cpuid instructions of a μprocess's ld.so (and of a
@@ -826,20 +836,12 @@ static void cpuid_answers_are_the_processors(void)
 {
 	start(2);
 	need_uprocs();
-	char native[256] = "", stat_[4200];
+	char stat_[4200];
 	snprintf(stat_, sizeof stat_, "%s-static", probe);
 	const char *progs[] = {probe, stat_};
-	for (int k = 0; k < 2; k++) {
-		if (access(progs[k], X_OK))
-			continue;
-		native_line(progs[k], "cpu", native, sizeof native);
-		for (int i = 0; i < 3; i++) { /* the first fills the table, the others read it */
-			char *out, *argv[] = {"uproc_probe", "cpu", NULL};
-			KT_EQ(run(progs[k], argv, NULL, &out, NULL), 0);
-			KT_CHECK(strcmp(out, native) == 0);
-			free(out);
-		}
-	}
+	for (int k = 0; k < 2; k++)
+		if (!access(progs[k], X_OK)) /* the first fills the table, the others read it */
+			same_as_native(progs[k], "cpu", 3);
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -1058,14 +1060,7 @@ static void a_bad_pointer_is_efault_for_that_call_alone(void)
 {
 	start(2);
 	need_uprocs();
-	char native[256] = "", *out;
-	native_line(probe, "efault", native, sizeof native);
-	KT_CHECK(strstr(native, " calls\n"));
-	for (int i = 0; i < 2; i++) { /* cold, then from a kept image */
-		KT_EQ(run_probe("efault", NULL, &out), 0);
-		KT_CHECK(strcmp(out, native) == 0);
-		free(out);
-	}
+	KT_CHECK(strstr(same_as_native(probe, "efault", 2), " calls\n"));
 	KT_EQ(kr_fini(), 0);
 }
 
