@@ -6,6 +6,8 @@
  *                     rendezvous;  karui/io.h  I/O that parks only the
  *                     calling microprocess
  *   image karui/image.h  μprocesses: programs loaded as private images
+ *   carea karui/carea.h  the C-area: processors shared with the user's
+ *                        other karui programs (opt-in, kr_config.alloc)
  *      karui/version.h  KARUI_VERSION_* and kr_version()
  *
  * Errors, the one rule of every header.  A call that can fail returns int:
@@ -84,4 +86,5 @@
 #include "karui/sync.h"
 #include "karui/io.h"
 #include "karui/image.h"
+#include "karui/carea.h"
 #endif

@@ -95,6 +95,11 @@ typedef struct kr_config {
 	const kr_rq_ops *rq;          /* ready-queue module; NULL: kr_rq_ws */
 	const kr_sched_ops *sched;    /* scheduler module; NULL: kr_sched_default */
 	size_t stack_cache;           /* stacks kept per VP; 0: 64 */
+	const struct kr_alloc *alloc; /* processor allocator, which decides how
+	                                 many of the VPs run (karui/carea.h:
+	                                 &kr_carea; vps 0 then means one per
+	                                 processor the process may use); NULL:
+	                                 none, all vps run */
 } kr_config;
 
 /* Start karui on the calling thread.  EINVAL: vps > KR_VP_MAX, or an ops
