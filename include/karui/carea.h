@@ -27,7 +27,7 @@
  *
  * Where the segment cannot be used (another version of it, a segment that
  * is not the user's own, no shared memory), kr_init still succeeds and
- * karui runs without it: kr_carea_stats says so (attached 0).
+ * karui runs without it: kr_carea_stats_get says so (attached 0).
  */
 #ifndef KARUI_CAREA_H
 #define KARUI_CAREA_H
@@ -73,7 +73,7 @@ typedef struct kr_carea_stats {
 
 /* This process's figures.  EINVAL: out NULL; EPERM: karui does not run
  * with kr_carea. */
-int kr_carea_stats(kr_carea_stats *out);
+int kr_carea_stats_get(kr_carea_stats *out);
 
 #ifdef __cplusplus
 }

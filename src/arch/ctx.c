@@ -13,6 +13,9 @@
  * an exponential pause back-off capped at KR_SPIN_PAUSE_MAX, and after
  * KR_SPIN_YIELD_AFTER rounds give their processor away (sched_yield), since
  * the holder may be a preempted kernel thread (seed 000's vp_switch case).
+ * The public calls count the locks the thread holds (kr__spins_held), so
+ * that a microprocess holding one is never stopped in the middle by a
+ * processor allocator (core/alloc.h) while others spin on it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -59,6 +62,26 @@ void kr__spin_lock_slow(kr_spin *l)
 	}
 }
 
-void kr_spin_lock(kr_spin *l) { kr__spin_lock(l); }
-int kr_spin_trylock(kr_spin *l) { return !l ? EINVAL : kr__spin_trylock(l) ? 0 : EBUSY; }
-void kr_spin_unlock(kr_spin *l) { kr__spin_unlock(l); }
+__thread unsigned kr__spins_held __attribute__((tls_model("initial-exec")));
+
+void kr_spin_lock(kr_spin *l)
+{
+	kr__spin_lock(l);
+	kr__spins_held++;
+}
+
+int kr_spin_trylock(kr_spin *l)
+{
+	if (!l)
+		return EINVAL;
+	if (!kr__spin_trylock(l))
+		return EBUSY;
+	kr__spins_held++;
+	return 0;
+}
+
+void kr_spin_unlock(kr_spin *l)
+{
+	kr__spins_held--;
+	kr__spin_unlock(l);
+}

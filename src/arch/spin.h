@@ -12,6 +12,8 @@
 #include "karui/ctx.h"
 
 void kr__spin_lock_slow(kr_spin *l);
+/* kr_spin locks the thread holds through the public calls (ctx.c) */
+extern __thread unsigned kr__spins_held __attribute__((tls_model("initial-exec")));
 
 static inline int kr__spin_trylock(kr_spin *l)
 {

@@ -7,12 +7,14 @@
  * the VP it resumes on (kr__sw_blocked).
  *
  * Blocking calls.  karui keeps `active` (workers neither inside a blocking
- * call nor parked as spares) at the configured VP count: a microprocess
+ * call nor parked) at the target, the configured VP count or what a
+ * processor allocator sets (alloc.h): a microprocess
  * that enters a blocking call takes its VP out of `active`, and if that
  * leaves too few, a parked spare VP is resumed or a new one started; it
  * runs the other microprocesses.  When the call returns, the VP counts
  * again, and a spare that goes idle while there are too many parks
- * (kr__spare_retire).  Spares stay until kr_fini.  Both tell the event
+ * (kr__vp_retire; under an allocator any VP does).  Spares stay until
+ * kr_fini.  Both tell the event
  * source first (its `leave`), which moves requests only this VP would
  * see complete.
  *
@@ -34,8 +36,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "alloc.h"
 #include "rt.h"
 
 /* This VP stops looking at the event source for a while. */
@@ -45,6 +53,16 @@ static void poller_leave(void)
 		G.poller.leave(G.poller.arg);
 }
 
+/* The parked VPs wait on G.park_seq, which every change of what they wait
+ * for moves on (their wait starts from the value read under spare_lock,
+ * so none is missed); a futex word rather than a condition variable, so
+ * that kr__vp_target can move the target from a signal handler. */
+static void park_wake(int n)
+{
+	__atomic_fetch_add(&G.park_seq, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &G.park_seq, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
 static void spare_run(void)
 {
 	pthread_mutex_lock(&G.spare_lock);
@@ -52,7 +70,7 @@ static void spare_run(void)
 	if (G.spare_parked) {
 		G.spare_parked--;
 		G.spare_tokens++;
-		pthread_cond_signal(&G.spare_cv);
+		park_wake(1);
 	} else if (G.nspares < KR_VP_MAX &&
 		   kr_vp_allocate(&G.spares[G.nspares], 1, kr__vp_main, &G.spares) == 0) {
 		G.nspares++;
@@ -63,15 +81,15 @@ static void spare_run(void)
 	pthread_mutex_unlock(&G.spare_lock);
 }
 
-void kr__spare_retire(struct kr_worker *w)
+int kr__vp_retire(struct kr_worker *w, uint64_t deadline)
 {
 	uint32_t a = __atomic_load_n(&G.active, __ATOMIC_RELAXED);
-	while (a > G.sched.nvp)
+	while (a > __atomic_load_n(&G.target, __ATOMIC_RELAXED))
 		if (__atomic_compare_exchange_n(&G.active, &a, a - 1, 1, __ATOMIC_RELAXED,
 						__ATOMIC_RELAXED))
 			break;
-	if (a <= G.sched.nvp)
-		return;
+	if (a <= __atomic_load_n(&G.target, __ATOMIC_RELAXED))
+		return 0;
 	poller_leave();
 	/* A shared event source needs a VP waiting in it whenever all are
 	 * idle.  This one may have been that VP while the others went to
@@ -95,17 +113,58 @@ void kr__spare_retire(struct kr_worker *w)
 	kr_vp_publish(KR_VP_SUSPENDED);
 	pthread_mutex_lock(&G.spare_lock);
 	G.spare_parked++;
-	while (!G.spare_tokens && !__atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE))
-		pthread_cond_wait(&G.spare_cv, &G.spare_lock);
-	if (G.spare_tokens)
-		G.spare_tokens--; /* spare_run counted us active again */
-	else
-		G.spare_parked--;
+	for (;;) {
+		if (G.spare_tokens) {
+			G.spare_tokens--; /* spare_run counted us active again */
+			break;
+		}
+		a = __atomic_load_n(&G.active, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&G.stopping, __ATOMIC_ACQUIRE) ||
+		    a < __atomic_load_n(&G.target, __ATOMIC_RELAXED)) {
+			/* the target rose (kr__vp_target), or karui stops */
+			__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+			G.spare_parked--;
+			break;
+		}
+		uint64_t now = deadline == KR_FOREVER ? 0 : kr_now();
+		if (deadline != KR_FOREVER && now >= deadline) {
+			/* the caller's deadline: it runs, above the target */
+			__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
+			G.spare_parked--;
+			break;
+		}
+		uint32_t seq = __atomic_load_n(&G.park_seq, __ATOMIC_ACQUIRE);
+		pthread_mutex_unlock(&G.spare_lock);
+		struct timespec ts, *t = NULL;
+		if (deadline != KR_FOREVER) {
+			ts.tv_sec = (time_t)((deadline - now) / 1000000000u);
+			ts.tv_nsec = (long)((deadline - now) % 1000000000u);
+			t = &ts;
+		}
+		syscall(SYS_futex, &G.park_seq, FUTEX_WAIT_PRIVATE, seq, t, NULL, 0);
+		pthread_mutex_lock(&G.spare_lock);
+	}
 	pthread_mutex_unlock(&G.spare_lock);
 	if (__atomic_exchange_n(&w->away_timers, 0, __ATOMIC_RELAXED))
 		__atomic_fetch_sub(&G.naway, 1, __ATOMIC_RELAXED);
 	seam_away(w, SEAM_AWAY_NOT);
 	kr_vp_publish(KR_VP_RUNNING);
+	return 1;
+}
+
+/* Atomics and a futex wake only: a signal handler may call it (alloc.h).
+ * The parked VPs count themselves active again as they see the room. */
+void kr__vp_target(unsigned n)
+{
+	unsigned old = __atomic_exchange_n(&G.target, n, __ATOMIC_RELAXED);
+	if (n > old)
+		park_wake((int)(n - old));
+}
+
+/* karui stops: the parked VPs see G.stopping. */
+void kr__spares_kick(void)
+{
+	park_wake(INT32_MAX);
 }
 
 /* The VP of the running microprocess goes into a blocking section
@@ -122,7 +181,8 @@ static void blocking_begin(struct kr_worker *w)
 	seam_away(w, SEAM_AWAY_BLOCKED);
 	kr_vp_publish(KR_VP_BLOCKED);
 	__atomic_fetch_add(&G.naway, 1, __ATOMIC_RELAXED);
-	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) < G.sched.nvp)
+	if (__atomic_sub_fetch(&G.active, 1, __ATOMIC_RELAXED) <
+	    __atomic_load_n(&G.target, __ATOMIC_RELAXED))
 		spare_run();
 }
 

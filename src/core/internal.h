@@ -156,6 +156,8 @@ struct kr_worker {
 	                           run or an idle VP was woken for it; 0: none
 	                           (sched_default.c, "Completions stay") */
 	int spare;              /* started for a blocking call (blocking.c) */
+	kr_mp *held;            /* taken from this VP by kr__preempt, for its
+	                           idle loop to give to the allocator (alloc.h) */
 	int blocked;            /* inside kr_blocking_begin/end */
 	uint32_t away_timers;   /* parked as a spare with timers armed, and
 	                           counted in naway (blocking.c; atomic) */

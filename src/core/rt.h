@@ -74,11 +74,14 @@ struct kr__rt {
 	/* blocking calls: workers that are neither blocked nor parked
 	 * spares, and the spare VPs (see kr_blocking_begin) */
 	uint32_t active;
+	uint32_t target;        /* how many may be active: kr_config.vps, or
+	                           what the allocator sets (alloc.h) */
+	const struct kr_alloc *alloc; /* kr_config.alloc, or NULL */
 	uint32_t naway;         /* workers away with work for the running VPs:
 	                           inside a blocking section, or parked as a
 	                           spare with timers armed (blocking.c) */
 	pthread_mutex_t spare_lock;
-	pthread_cond_t spare_cv;
+	uint32_t park_seq;      /* parked VPs wait on it (blocking.c) */
 	unsigned spare_parked, spare_tokens, nspares;
 	kr_vp *spares[KR_VP_MAX];
 };
@@ -247,7 +250,8 @@ static inline __attribute__((always_inline)) int sw_plain(struct kr_worker *w, k
 /* blocking.c */
 void kr__sw_blocked(struct kr_worker *w, kr_mp *self, kr_mp *next);
 void kr__blocking_end(struct kr_worker *w);
-void kr__spare_retire(struct kr_worker *w);
+void kr__spares_kick(void);
+int kr__vp_retire(struct kr_worker *w, uint64_t deadline);
 
 static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
 {

@@ -31,11 +31,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "rt.h"
 #include "../arch/procmap.h"
 
@@ -43,8 +45,7 @@ __thread struct kr_worker *kr__w __attribute__((tls_model("initial-exec")));
 int kr__forked;
 
 struct kr__rt kr__rt = {.lock = PTHREAD_MUTEX_INITIALIZER,
-			.spare_lock = PTHREAD_MUTEX_INITIALIZER,
-			.spare_cv = PTHREAD_COND_INITIALIZER};
+			.spare_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* each VP's counters (rt.h), by VP id */
 static struct counters cnt[KR_VP_MAX];
@@ -153,8 +154,12 @@ static void idle_loop(struct kr_worker *w)
 		kr_mp *mp = w->pending; /* handed over by route() */
 		w->pending = NULL;
 		release_dead(w);
-		if (w->spare && !mp)
-			kr__spare_retire(w);
+		if (!mp && G.alloc) {
+			mp = G.alloc->idle(w, w->held);
+			w->held = NULL;
+		} else if (w->spare && !mp) {
+			kr__vp_retire(w, KR_FOREVER);
+		}
 		permit_posts_run();
 		kr__timers_run_all();
 		kr__poll(w);
@@ -302,8 +307,22 @@ void kr__vp_main(kr_vp *vp, void *arg)
 	w->idle_stack_lo = (unsigned char *)lo;
 	w->tsan_idle = TSAN_THREAD();
 	kr__w = w;
+	if (G.alloc)
+		G.alloc->vp_start(w);
 	idle_loop(w);
+	if (G.alloc)
+		G.alloc->vp_stop(w);
 	kr__w = NULL; /* teardown() frees w */
+}
+
+/* The processors the process may use (its affinity), 1 at least. */
+static unsigned processors(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) != 0)
+		return 1;
+	unsigned n = (unsigned)CPU_COUNT(&set);
+	return n < 1 ? 1 : n > KR_VP_MAX ? KR_VP_MAX : n;
 }
 
 static int ops_valid(const kr_config *cfg)
@@ -344,7 +363,7 @@ int kr_init(const kr_config *cfg)
 	kr_config def = {0};
 	if (!cfg)
 		cfg = &def;
-	unsigned nvp = cfg->vps ? cfg->vps : 1;
+	unsigned nvp = cfg->vps ? cfg->vps : cfg->alloc ? processors() : 1;
 	if (nvp > KR_VP_MAX || !ops_valid(cfg))
 		return EINVAL;
 	/* The claim is made under the lock, and held until kr_fini is over:
@@ -371,7 +390,9 @@ int kr_init(const kr_config *cfg)
 	G.stopping = 0;
 	G.handoff = NULL;
 	G.active = nvp;
-	G.naway = 0;
+	G.target = nvp;
+	G.alloc = cfg->alloc;
+	G.naway = G.alloc ? 1 : 0; /* an allocator's turn (alloc.h) */
 	G.poller_on = 0;
 	G.polling = NULL;
 	kr__permits_start(nvp == 1 && G.seam->solo);
@@ -428,6 +449,10 @@ int kr_init(const kr_config *cfg)
 	G.w0 = w;
 	kr__w = w;
 	__atomic_store_n(&G.running, 1, __ATOMIC_RELEASE);
+	if (G.alloc) {
+		G.target = G.alloc->start(nvp);
+		G.alloc->vp_start(w);
+	}
 
 	if (nvp > 1) {
 		G.vps = calloc(nvp - 1, sizeof *G.vps);
@@ -466,19 +491,25 @@ static void teardown(void)
 	 * takes one meant for a VP ends without passing it on. */
 	if (G.nvps + G.nspares)
 		kr_sched_unpark(G.nvps + G.nspares);
+	kr__spares_kick();
+	if (G.alloc)
+		G.alloc->kick();
 	for (unsigned i = 0; i < G.nvps; i++)
 		kr_vp_join(G.vps[i]);
 	free(G.vps);
 	G.vps = NULL;
 	G.nvps = 0;
-	pthread_mutex_lock(&G.spare_lock);
-	pthread_cond_broadcast(&G.spare_cv);
-	pthread_mutex_unlock(&G.spare_lock);
+	kr__spares_kick();
 	if (G.nspares)
 		kr_sched_unpark(G.nspares);
 	for (unsigned i = 0; i < G.nspares; i++)
 		kr_vp_join(G.spares[i]);
 	G.nspares = G.spare_parked = G.spare_tokens = 0;
+	if (G.alloc) {
+		G.alloc->vp_stop(w);
+		G.alloc->stop();
+		G.alloc = NULL;
+	}
 	if (G.poller_on && G.poller.fini)
 		G.poller.fini(G.poller.arg);
 	__atomic_store_n(&G.poller_on, 0, __ATOMIC_RELEASE);
@@ -522,6 +553,9 @@ int kr_fini(void)
 		__atomic_store_n(&G.handoff, self, __ATOMIC_RELEASE);
 		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
 		kr_sched_unpark(G.nvps + G.nspares + 1);
+		kr__spares_kick(); /* VP 0 may be parked (alloc.h) */
+		if (G.alloc)
+			G.alloc->kick();
 		block(w, self);
 	}
 	teardown();

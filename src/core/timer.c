@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "alloc.h"
 #include "rt.h"
 
 void kr__timers_init(struct kr_timers *h)
@@ -197,8 +198,11 @@ __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)
 	kr__poll(w);
 	uint64_t now = 0;
 	run_of(w, &now);
-	if (__atomic_load_n(&G.naway, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&G.naway, __ATOMIC_RELAXED)) {
 		kr__away_take(w);
+		if (G.alloc) /* it counts in naway (alloc.h) */
+			G.alloc->turn(w);
+	}
 }
 
 void kr__timers_run_of(struct kr_worker *o)

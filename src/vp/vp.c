@@ -529,6 +529,8 @@ int kr_vp_wakeup(unsigned n)
 	return 0;
 }
 
+void (*kr__vp_status_hook)(kr_vp *vp, int status);
+
 int kr_vp_publish(int status)
 {
 	if (!kr__vp_self)

@@ -27,9 +27,16 @@ struct kr_vp {
 /* The calling thread's VP (initial-exec TLS). */
 extern __thread kr_vp *kr__vp_self __attribute__((tls_model("initial-exec")));
 
+/* Told of every status change, on the VP's own thread, when set: the
+ * C-area publishes the statuses to other processes (src/carea). */
+extern void (*kr__vp_status_hook)(kr_vp *vp, int status);
+
 static inline void kr__vp_set_status(kr_vp *vp, int s)
 {
 	__atomic_store_n(&vp->status, (uint32_t)s, __ATOMIC_RELEASE);
+	void (*h)(kr_vp *, int) = __atomic_load_n(&kr__vp_status_hook, __ATOMIC_ACQUIRE);
+	if (h)
+		h(vp, s);
 }
 
 #endif

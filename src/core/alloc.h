@@ -1,0 +1,69 @@
+/*
+ * karui L2 — the seam for a processor allocator (kr_config.alloc): the
+ * layer above that decides how many of the process's VPs run (the C-area,
+ * src/carea), and the few calls of L2 it needs for that.
+ *
+ * The target.  L2 keeps `active` VPs running, those neither blocked in a
+ * blocking section nor parked (blocking.c); without an allocator the
+ * target is kr_config.vps, for good.  An allocator moves it
+ * (kr__vp_target): parked VPs resume up to it at once, and a VP above it
+ * parks when it goes idle (its idle hook calls kr__vp_retire).  A busy VP
+ * above it the allocator stops itself: it interrupts the VP with a
+ * signal, whose handler calls kr__preempt.
+ *
+ * kr__preempt.  Called in a signal handler that interrupted a microprocess
+ * on this VP, it saves the whole interrupted context on the
+ * microprocess's own stack (every register, the FP and vector state, as
+ * the kernel gave it to the handler), so that any VP can resume it with a
+ * plain switch: the switch returns into kr__preempt_resume, which gives the
+ * copy back to the kernel's rt_sigreturn on the resuming thread.  Then it
+ * leaves the handler for this VP's idle context, with the microprocess in
+ * w->held: the idle hook decides what becomes of it (queued at once: a
+ * time slice ended; held for recovery: the VP stops).  It refuses, and
+ * returns, where the microprocess cannot be taken away at that
+ * instruction: no microprocess (the idle loop), inside a blocking section,
+ * holding a kr_spin lock, a system call about to restart, too little
+ * stack, and in the sanitizer builds and on aarch64 always (its callers
+ * then stop the VP at its next idle turn instead); its caller has already
+ * refused karui's and the C library's own code.
+ *
+ * The hooks run on the VP they name.  A program that has no allocator
+ * pays nothing on its fast paths: the busy VPs' turn reaches the
+ * allocator through the timers' turn, which an allocator keeps on by
+ * counting as a worker away (G.naway).
+ */
+#ifndef KARUI_CORE_ALLOC_H
+#define KARUI_CORE_ALLOC_H
+
+#include <signal.h>
+
+#include "internal.h"
+
+struct kr_alloc {
+	/* kr_init, on its thread, before any VP runs microprocesses: nvp is
+	 * the VP count chosen.  Returns the first target (1..nvp). */
+	unsigned (*start)(unsigned nvp);
+	void (*stop)(void);                         /* teardown, VPs ended */
+	void (*vp_start)(struct kr_worker *w);      /* a VP's thread starts */
+	void (*vp_stop)(struct kr_worker *w);       /* ... and ends */
+	void (*turn)(struct kr_worker *w);          /* a busy VP's turn */
+	/* The idle loop with nothing handed over, and w->held (NULL, or a
+	 * microprocess kr__preempt took from w).  Returns what w runs next
+	 * (NULL: none; the loop goes on looking for work). */
+	kr_mp *(*idle)(struct kr_worker *w, kr_mp *held);
+	void (*kick)(void);                         /* karui stops: wake all */
+};
+
+/* Run at most n (1..vps) VPs.  Any thread, a signal handler too. */
+void kr__vp_target(unsigned n);
+/* On VP w, idle: park while more VPs are active than the target, at most
+ * until deadline (then it runs, above the target); returns 1 if it parked
+ * (and runs again now), 0 if it did not need to. */
+int kr__vp_retire(struct kr_worker *w, uint64_t deadline);
+/* Make mp, which w->held gave, ready on the calling VP (the recovery of
+ * seed 004's protocol: it runs on where it was stopped). */
+void kr__mp_ready(kr_mp *mp);
+/* See the top.  Returns only when it refuses: EAGAIN. */
+int kr__preempt(ucontext_t *uc);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * karui L2 — a microprocess taken from its VP in the middle of its code
+ * (alloc.h: kr__preempt), and the calls a processor allocator makes.
+ *
+ * The interrupted context.  A signal handler is given the interrupted
+ * thread's whole state: the general registers in its ucontext, the FP and
+ * vector state (XSAVE layout) behind uc_mcontext.fpregs.  kr__preempt
+ * copies both onto the microprocess's own stack, below the 128-byte red
+ * zone its code may be using, and lays under them a saved-context frame of
+ * the core's switch (src/arch/frame.h) whose return address is
+ * kr__preempt_resume.  The microprocess is then an ordinary switched-out
+ * context: any VP resumes it with kr__ctx_switch, which returns into
+ * kr__preempt_resume with r12 pointing at the copy; it gives the copy the
+ * resuming thread's signal mask and alternate stack (rt_sigreturn would
+ * otherwise install the first thread's) and hands it to rt_sigreturn,
+ * which restores every register, the flags and the FP/vector state
+ * exactly, and the microprocess goes on at the instruction it was stopped
+ * at.  The FS base is the thread's own and is not touched (the caller
+ * refuses code that runs on another one: μprocesses).  So a stop costs one
+ * signal and the resumption one system call, and only stopped
+ * microprocesses pay: nothing is added to a switch.
+ *
+ * Leaving the handler.  The handler does not return: it restores the
+ * interrupted mask and jumps to the VP's idle context (kr__ctx_jump), which
+ * releases the microprocess's on_cpu once off the alternate signal stack;
+ * the kernel's signal frame there is simply abandoned, as siglongjmp does.
+ * The idle loop then gives w->held to the allocator's idle hook.
+ *
+ * Where it refuses (EAGAIN) is listed in alloc.h.  A system call about to
+ * restart (the interrupted instruction is `syscall`) is refused because
+ * the restart may depend on the thread it was made on (restart_syscall).
+ * The sanitizer builds always refuse: their fiber bookkeeping does not
+ * know of a switch made here.  aarch64 has no copy of the resume yet and
+ * refuses too (docs/carea.md).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "rt.h"
+
+void kr__mp_ready(kr_mp *mp)
+{
+	seam_ready(W(), mp);
+}
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+
+/* The resumption of a preempted context (see the top): entered by the
+ * switch's `ret` with r12 = the ucontext copy, rsp 16-byte aligned. */
+void kr__preempt_resume(void);
+void kr__preempt_fixup(ucontext_t *uc) __attribute__((visibility("hidden")));
+__asm__(".text\n"
+	".globl kr__preempt_resume\n"
+	".hidden kr__preempt_resume\n"
+	".type kr__preempt_resume, @function\n"
+	"kr__preempt_resume:\n"
+	"	movq %r12, %rdi\n"
+	"	call kr__preempt_fixup\n"
+	"	movq %r12, %rsp\n"
+	"	movl $15, %eax\n" /* rt_sigreturn */
+	"	syscall\n"
+	"	ud2\n"
+	".size kr__preempt_resume, .-kr__preempt_resume\n");
+
+_Static_assert(SYS_rt_sigreturn == 15, "kr__preempt_resume calls rt_sigreturn by number");
+
+void kr__preempt_fixup(ucontext_t *uc)
+{
+	/* rt_sigreturn installs what the frame holds: this thread's own */
+	sigaltstack(NULL, &uc->uc_stack);
+	uc->uc_stack.ss_flags &= ~SS_ONSTACK;
+	pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
+}
+
+enum {
+	RED_ZONE = 128,
+	FP_SW_OFF = 464,          /* struct _fpx_sw_bytes in the FXSAVE area */
+	FP_MAGIC1 = 0x46505853,
+	FP_LEGACY = 512,
+	FP_MAX = 64 * 1024,
+	ROOM = 4096,              /* what kr__preempt_fixup may use below */
+};
+
+int kr__preempt(ucontext_t *uc)
+{
+	struct kr_worker *w = W();
+	kr_mp *mp = w ? w->cur : NULL;
+	if (!mp || w->blocked || w->held || kr__spins_held)
+		return EAGAIN;
+	greg_t *g = uc->uc_mcontext.gregs;
+	const unsigned char *ip = (const unsigned char *)g[REG_RIP];
+	if (ip[0] == 0x0f && ip[1] == 0x05) /* a syscall to restart */
+		return EAGAIN;
+	const unsigned char *fp = (const unsigned char *)uc->uc_mcontext.fpregs;
+	if (!fp)
+		return EAGAIN;
+	size_t fsz = FP_LEGACY;
+	uint32_t magic, ext;
+	memcpy(&magic, fp + FP_SW_OFF, sizeof magic);
+	memcpy(&ext, fp + FP_SW_OFF + 4, sizeof ext);
+	if (magic == FP_MAGIC1) {
+		if (ext < FP_LEGACY || ext > FP_MAX)
+			return EAGAIN;
+		fsz = ext;
+	}
+	uintptr_t sp = (uintptr_t)g[REG_RSP] - RED_ZONE;
+	uintptr_t need = fsz + 64 + sizeof(ucontext_t) + 16 + KR_FRAME_SIZE + 16 + ROOM;
+	uintptr_t lo = (uintptr_t)mp->stack_lo;
+	if (sp < lo || sp - lo < need)
+		return EAGAIN;
+	unsigned char *fcopy = (unsigned char *)((sp - fsz) & ~(uintptr_t)63);
+	memcpy(fcopy, fp, fsz);
+	ucontext_t *ucopy = (ucontext_t *)(((uintptr_t)fcopy - sizeof *ucopy) & ~(uintptr_t)15);
+	memcpy(ucopy, uc, sizeof *ucopy);
+	ucopy->uc_mcontext.fpregs = (fpregset_t)fcopy;
+	/* the switch's saved frame: r12..rbp, then the return address; the
+	 * return leaves rsp 16-byte aligned for kr__preempt_resume's call */
+	uintptr_t *f = (uintptr_t *)((uintptr_t)ucopy - 16 - KR_FRAME_SIZE);
+	memset(f, 0, KR_FRAME_SIZE);
+	f[0] = (uintptr_t)ucopy; /* r12 */
+	f[KR_FRAME_RESUME / 8] = (uintptr_t)kr__preempt_resume;
+	uint64_t fpctl = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
+	memcpy((unsigned char *)f + KR_FRAME_FPCTL, &fpctl, sizeof fpctl);
+	mp->ctx.sp = f;
+	w->held = mp;
+	w->cur = NULL; /* a signal from here on finds no microprocess */
+	pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
+	kr__ctx_jump(&w->idle.ctx, &mp->on_cpu);
+}
+
+#else
+
+int kr__preempt(ucontext_t *uc)
+{
+	(void)uc;
+	return EAGAIN;
+}
+
+#endif
