@@ -56,6 +56,7 @@
  *            kr_stream_close_write / _close_read
  *   io.h     kr_io_cancel, kr_close
  *   image.h  kr_upipe_create, kr_upipe_close, the kr_uproc_attr_* calls
+ *   carea.h  kr_carea_configure, kr_carea_stats_get
  * tests/test_api.c holds every fallible call of every header to this
  * rule, and fails when a header gains one it does not check.
  *

@@ -879,6 +879,36 @@ static void image_off_vp(void)
 	KT_EQ(kr_uproc_spawn(&up, "/bin/true", argv, NULL), EPERM);
 }
 
+/* ---------------- carea.h ---------------- */
+
+static void carea_off_vp(void)
+{
+	kr_carea_stats st;
+	KT_EQ(kr_carea_stats_get(&st), EPERM); /* karui runs without kr_carea */
+	kr_carea_config c = {.segment = "/karui-carea-test-api", .slice = 0};
+	KT_EQ(kr_carea_configure(&c), 0);
+	KT_EQ(kr_carea_configure(&(kr_carea_config){0}), 0);
+}
+
+static void carea_calls_refuse_bad_input(void)
+{
+	KT_EQ(kr_carea_configure(NULL), EINVAL);
+	KT_EQ(kr_carea_configure(&(kr_carea_config){.segment = "no-slash"}), EINVAL);
+	KT_EQ(kr_carea_configure(&(kr_carea_config){.segment = "/a/b"}), EINVAL);
+	char longname[256];
+	memset(longname, 'x', sizeof longname - 1);
+	longname[0] = '/';
+	longname[sizeof longname - 1] = 0;
+	KT_EQ(kr_carea_configure(&(kr_carea_config){.segment = longname}), EINVAL);
+	KT_EQ(kr_carea_configure(&(kr_carea_config){.slice = 999999}), EINVAL);
+	KT_EQ(kr_carea_stats_get(NULL), EINVAL);
+	KT_EQ(kr_carea_stats_get(&(kr_carea_stats){0}), EPERM);
+	KT_EQ(kr_init(NULL), 0);
+	KT_EQ(kr_carea_stats_get(&(kr_carea_stats){0}), EPERM);
+	off_vp(carea_off_vp);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void image_calls_refuse_bad_input(void)
 {
 	init(1);
@@ -1063,6 +1093,8 @@ static struct api table[] = {
 	ACC(kr_uproc_pid),
 	API(kr_uproc_keep, image_calls_refuse_bad_input),
 	ACC(kr_uproc_reused),
+	API(kr_carea_configure, carea_calls_refuse_bad_input),
+	API(kr_carea_stats_get, carea_calls_refuse_bad_input),
 };
 #define NAPI (sizeof table / sizeof table[0])
 
