@@ -93,6 +93,7 @@
 #include "../core/alloc.h"
 #include "../arch/blocking.h"
 #include "layout.h"
+#include "switches.h"
 
 #define MS 1000000ull
 #define US 1000ull
@@ -100,7 +101,10 @@
 enum { WHY_NONE, WHY_STOP, WHY_SLICE };
 enum {
 	RETRY_NS = 200 * US,      /* a refused stop is tried again after this */
-	RECOVER_NS = 2 * MS,      /* a held microprocess nobody took runs again */
+	RECOVER_NS = 2 * MS,      /* a held microprocess nobody took: look again */
+	RECOVER_MAX_NS = 64 * MS, /* ... backing off to this */
+	REALLOC_NS = 100 * MS,    /* a VP parked above its grant allocates */
+	IDLE_NS = 2 * MS,         /* a VP asleep this long wants no processor */
 	TURN_NS = 500 * US,       /* a busy VP's publications, at most this often */
 	STALE_NS = 100 * MS,      /* a slot not refreshed for this long is checked */
 	MIN_SLICE = 1 * MS,
@@ -119,6 +123,9 @@ struct cvp {
 	uint64_t resumes;       /* kr__resumes at the last slice tick */
 	uint64_t turns, last_turn;
 	uint32_t idle;          /* asleep for lack of work (L0 SLEEPING) */
+	struct kr__swatch sw;   /* its kernel switches (switches.c) */
+	struct kr__swatch_state sws;
+	int has_sw;
 };
 
 static struct {
@@ -256,10 +263,11 @@ static void allocate_locked(void)
 {
 	struct kr_carea_seg *s = C.seg;
 	uint64_t now = kr_now();
-	unsigned want[KR_CAREA_PROCS], grant[KR_CAREA_PROCS], total = C.ncpu, nwant = 0;
+	unsigned want[KR_CAREA_PROCS], grant[KR_CAREA_PROCS], nvps[KR_CAREA_PROCS];
+	unsigned total = C.ncpu, nwant = 0;
 	for (unsigned i = 0; i < KR_CAREA_PROCS; i++) {
 		struct kr_carea_proc *p = &s->proc[i];
-		want[i] = grant[i] = 0;
+		want[i] = grant[i] = nvps[i] = 0;
 		if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != KR_CA_SLOT_LIVE)
 			continue;
 		int stopped;
@@ -270,23 +278,41 @@ static void allocate_locked(void)
 			continue;
 		}
 		unsigned nvp = clamp(__atomic_load_n(&p->nvp, __ATOMIC_RELAXED), KR_CAREA_VPS);
+		nvps[i] = nvp;
 		want[i] = stopped ? 0 : clamp(__atomic_load_n(&p->want, __ATOMIC_RELAXED), nvp);
+		/* VPs asleep for lack of work for a while want nothing: a
+		 * process that went idle need not say so (and a barrier's
+		 * short wait does not count) */
+		unsigned asleep = 0;
+		for (unsigned v = 0; v < nvp; v++) {
+			uint64_t since = __atomic_load_n(&p->vp[v].since, __ATOMIC_RELAXED);
+			if (__atomic_load_n(&p->vp[v].status, __ATOMIC_RELAXED) == KR_CA_IDLE &&
+			    since <= now && now - since > IDLE_NS)
+				asleep++;
+		}
+		if (want[i] > nvp - asleep)
+			want[i] = nvp - asleep;
 		if (want[i]) {
 			grant[i] = 1; /* one each first, even beyond ncpu */
 			nwant++;
 		}
 	}
+	/* then one at a time to the lowest grant among those that want more;
+	 * and what nobody wants goes to those that can run more VPs, so that
+	 * a process alone gets every processor */
 	unsigned used = nwant;
-	while (used < total) {
-		unsigned best = KR_CAREA_PROCS;
-		for (unsigned i = 0; i < KR_CAREA_PROCS; i++)
-			if (grant[i] < want[i] && (best == KR_CAREA_PROCS || grant[i] < grant[best]))
-				best = i;
-		if (best == KR_CAREA_PROCS)
-			break;
-		grant[best]++;
-		used++;
-	}
+	for (int pass = 0; pass < 2; pass++)
+		while (used < total) {
+			unsigned best = KR_CAREA_PROCS;
+			for (unsigned i = 0; i < KR_CAREA_PROCS; i++)
+				if (grant[i] < (pass ? nvps[i] : want[i]) && (pass == 0 || want[i]) &&
+				    (best == KR_CAREA_PROCS || grant[i] < grant[best]))
+					best = i;
+			if (best == KR_CAREA_PROCS)
+				break;
+			grant[best]++;
+			used++;
+		}
 	for (unsigned i = 0; i < KR_CAREA_PROCS; i++) {
 		struct kr_carea_proc *p = &s->proc[i];
 		if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != KR_CA_SLOT_LIVE)
@@ -391,8 +417,6 @@ static void status_hook(kr_vp *vp, int l0)
 		__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
 	}
 	set_status(vp->id, st);
-	if (st == KR_CA_IDLE)
-		publish(); /* the paper's idle processor allocates */
 }
 
 /* What this process asks for (see the top). */
@@ -417,6 +441,15 @@ static unsigned want_now(void)
 
 static void publish(void)
 {
+	/* a slot freed by a scribble (a pid or start time not ours): ours again */
+	if (__atomic_load_n(&C.me->pid, __ATOMIC_RELAXED) != getpid() ||
+	    __atomic_load_n(&C.me->start, __ATOMIC_RELAXED) != C.start ||
+	    __atomic_load_n(&C.me->state, __ATOMIC_RELAXED) != KR_CA_SLOT_LIVE) {
+		__atomic_store_n(&C.me->pid, getpid(), __ATOMIC_RELAXED);
+		__atomic_store_n(&C.me->start, C.start, __ATOMIC_RELAXED);
+		__atomic_store_n(&C.me->nvp, C.nvp, __ATOMIC_RELAXED);
+		__atomic_store_n(&C.me->state, KR_CA_SLOT_LIVE, __ATOMIC_RELEASE);
+	}
 	__atomic_store_n(&C.me->beat, kr_now(), __ATOMIC_RELAXED);
 	unsigned w = want_now();
 	__atomic_store_n(&C.me->parallelism, w, __ATOMIC_RELAXED);
@@ -436,6 +469,45 @@ static void apply_grant(void)
 
 /* ---------------- recovery ---------------- */
 
+/* VP i is off its processor in the kernel, blocked (not preempted), for
+ * more than 200 us: as its switch records say (switches.c). */
+static int blocked_in_kernel(unsigned i, uint64_t now)
+{
+	struct cvp *v = &C.vp[i];
+	if (!v->has_sw)
+		return 0;
+	kr__swatch_read(&v->sw, &v->sws);
+	return v->sws.on == KR__SW_OFF && !v->sws.preempted && now - v->sws.at > 200 * US;
+}
+
+/* Can no other VP of ours recover what VP `self` holds?  None runs, or
+ * every one that does is blocked in the kernel (a lock the held
+ * microprocess holds, say): those are published BLOCKED, and the caller
+ * takes their processor. */
+static int others_stuck(unsigned self)
+{
+	uint64_t now = kr_now();
+	unsigned running = 0, blocked = 0;
+	for (unsigned i = 0; i < C.nvp && i < KR_CAREA_VPS; i++) {
+		if (i == self || __atomic_load_n(&C.me->vp[i].status, __ATOMIC_RELAXED) != KR_CA_RUNNING)
+			continue;
+		running++;
+		if (blocked_in_kernel(i, now))
+			blocked++;
+	}
+	if (running && blocked < running)
+		return 0;
+	for (unsigned i = 0; i < C.nvp && i < KR_CAREA_VPS; i++) {
+		uint32_t exp = KR_CA_RUNNING;
+		if (i != self && __atomic_compare_exchange_n(&C.me->vp[i].status, &exp, KR_CA_BLOCKED,
+							     0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_fetch_sub(&C.running, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
+		}
+	}
+	return 1;
+}
+
 /* Take the microprocesses that VPs of this process hold and run them
  * here (seed 004 §3.2's protocol). */
 static void recover(struct kr_worker *w)
@@ -448,11 +520,11 @@ static void recover(struct kr_worker *w)
 						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
 		kr_mp *mp = __atomic_exchange_n(&C.vp[i].held, NULL, __ATOMIC_ACQUIRE);
-		if (mp) {
-			__atomic_fetch_sub(&C.nheld, 1, __ATOMIC_RELAXED);
-			kr__mp_ready(mp);
-		}
 		set_status(i, KR_CA_RECOVERED);
+		if (!mp)
+			continue; /* a scribbled status: nothing held */
+		__atomic_fetch_sub(&C.nheld, 1, __ATOMIC_RELAXED);
+		kr__mp_ready(mp);
 		__atomic_fetch_add(&C.recoveries, 1, __ATOMIC_RELAXED);
 		if (w->vp->id < KR_CAREA_VPS)
 			__atomic_fetch_add(&C.me->vp[w->vp->id].recoveries, 1, __ATOMIC_RELAXED);
@@ -585,34 +657,59 @@ static kr_mp *idle_hook(struct kr_worker *w, kr_mp *held)
 		}
 		set_status(id, KR_CA_SUSPENDED);
 		kr_sched_unpark(1); /* an idle VP of ours may recover it now */
-		kr__vp_retire(w, kr_now() + RECOVER_NS);
-		uint32_t exp = KR_CA_SUSPENDED;
-		if (__atomic_compare_exchange_n(&sv->status, &exp, KR_CA_RUNNING, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_ACQUIRE)) {
-			/* nobody took it: run it on */
+		uint64_t wait = RECOVER_NS;
+		for (;;) {
+			int r = kr__vp_retire(w, kr_now() + wait);
+			uint32_t exp = KR_CA_SUSPENDED;
+			if (!__atomic_load_n(&v->held, __ATOMIC_ACQUIRE))
+				break; /* recovered */
+			/* within the grant again, or the others cannot recover it:
+			 * run it on here; else wait on, parked, and see to the
+			 * allocation now and then */
+			if (r == 2 && !others_stuck(id)) {
+				if (wait < RECOVER_MAX_NS)
+					wait *= 2;
+				else
+					allocate();
+				continue;
+			}
+			if (!__atomic_compare_exchange_n(&sv->status, &exp, KR_CA_RUNNING, 0,
+							 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE) &&
+			    exp == KR_CA_RECOVERING)
+				continue; /* being taken: the taker has it */
+			/* the microprocess is whoever's takes it from v->held:
+			 * the segment's word may have been scribbled on */
 			kr_mp *mp = __atomic_exchange_n(&v->held, NULL, __ATOMIC_ACQUIRE);
+			if (!mp)
+				break;
 			__atomic_fetch_sub(&C.nheld, 1, __ATOMIC_RELAXED);
 			__atomic_fetch_add(&C.running, 1, __ATOMIC_RELAXED);
+			set_status(id, KR_CA_RUNNING);
 			__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
-			__atomic_store_n(&sv->since, kr_now(), __ATOMIC_RELAXED);
 			return mp;
 		}
+		uint32_t exp;
 		while ((exp = __atomic_load_n(&sv->status, __ATOMIC_ACQUIRE)) == KR_CA_RECOVERING)
 			kr_cpu_relax();
 		/* RECOVERED: another VP runs it; this one runs again (unless
 		 * L0's RUNNING, after the recovery, said so already) */
-		if (exp == KR_CA_RECOVERED &&
-		    __atomic_compare_exchange_n(&sv->status, &exp, KR_CA_RUNNING, 0, __ATOMIC_ACQ_REL,
-						__ATOMIC_RELAXED)) {
+		if (exp != KR_CA_RUNNING) {
 			__atomic_fetch_add(&C.running, 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
-			__atomic_store_n(&sv->since, kr_now(), __ATOMIC_RELAXED);
+			set_status(id, KR_CA_RUNNING);
 		}
 		return NULL;
 	}
 	if (__atomic_load_n(&C.nheld, __ATOMIC_RELAXED))
 		recover(w);
-	kr__vp_retire(w, KR_FOREVER);
+	/* Above the grant, and the process wants more: park, and look at the
+	 * allocation now and then (a participant may have died) */
+	for (;;) {
+		int more = __atomic_load_n(&C.me->want, __ATOMIC_RELAXED) > C.grant;
+		if (kr__vp_retire(w, more ? kr_now() + REALLOC_NS : KR_FOREVER) != 2)
+			break;
+		allocate();
+	}
 	return NULL;
 }
 
@@ -625,6 +722,14 @@ static void turn_hook(struct kr_worker *w)
 		recover(w);
 	if (++v->turns & 63)
 		return;
+	uint32_t exp = KR_CA_BLOCKED;
+	if (w->vp->id < KR_CAREA_VPS && !w->blocked &&
+	    __atomic_compare_exchange_n(&C.me->vp[w->vp->id].status, &exp, KR_CA_RUNNING, 0,
+					__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		/* back from a block another VP saw (others_stuck) */
+		__atomic_fetch_add(&C.running, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
+	}
 	uint64_t now = kr_now();
 	if (now - v->last_turn < TURN_NS)
 		return;
@@ -649,6 +754,8 @@ static void vp_start(struct kr_worker *w)
 	struct sigevent sev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = SIGURG};
 	sev._sigev_un._tid = v->tid;
 	v->has_timer = timer_create(CLOCK_MONOTONIC, &sev, &v->timer) == 0;
+	v->sws = (struct kr__swatch_state)KR__SWATCH_STATE_INIT;
+	v->has_sw = kr__swatch_open(&v->sw, 0) == 0;
 	sigset_t urg;
 	sigemptyset(&urg);
 	sigaddset(&urg, SIGURG);
@@ -664,6 +771,9 @@ static void vp_stop(struct kr_worker *w)
 	if (v->has_timer)
 		timer_delete(v->timer);
 	v->has_timer = 0;
+	if (v->has_sw)
+		kr__swatch_close(&v->sw);
+	v->has_sw = 0;
 	status_hook(w->vp, KR_VP_EXITED);
 	sigset_t urg;
 	sigemptyset(&urg);
@@ -709,14 +819,23 @@ static int text_of(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* karui's own code, the C library's and the dynamic linker's.  A
- * program linked with karui statically has karui in its own text, which
- * is then all refused: its stops wait for idle turns. */
+/* libkarui.a's code, in a program linked with it (cmake/karui-text.sh) */
+extern const char __start_karui_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_karui_text[] __attribute__((weak, visibility("hidden")));
+
+/* karui's own code (libkarui.so's, or its section in a program linked
+ * with libkarui.a), the C library's and the dynamic linker's. */
 static void find_texts(void)
 {
 	struct text_want t[3] = {{(uintptr_t)&kr_init, 0}, {(uintptr_t)&malloc, 0},
 				 {0, (uintptr_t)getauxval(AT_BASE)}};
 	C.ntext = 0;
+	if (__start_karui_text && __stop_karui_text) {
+		C.text[0].lo = (uintptr_t)__start_karui_text;
+		C.text[0].hi = (uintptr_t)__stop_karui_text;
+		C.ntext = 1;
+		t[0].at = 0;
+	}
 	for (int i = 0; i < 3; i++)
 		if (t[i].at || t[i].base)
 			dl_iterate_phdr(text_of, &t[i]);
@@ -769,7 +888,7 @@ static struct kr_carea_seg *seg_open(const char *name)
 		}
 		if ((size_t)st.st_size < offsetof(struct kr_carea_seg, lock)) {
 			close(fd);
-			complain(name, "too small to be a C-area");
+			complain(name, "too small to be a C-area (cut short)");
 			return NULL;
 		}
 	}
@@ -797,8 +916,10 @@ static struct kr_carea_seg *seg_open(const char *name)
 	const char *bad = NULL;
 	if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) != KR_CAREA_MAGIC)
 		bad = "not a C-area (no magic)";
-	else if (s->version != KR_CAREA_VERSION || s->size != size || map < size)
+	else if (s->version != KR_CAREA_VERSION)
 		bad = "another version of the layout";
+	else if (s->size != size || map < size)
+		bad = "too small for its version (cut short)";
 	if (bad) {
 		fprintf(stderr, "karui: C-area %s: %s (version %u, this karui %u); running without it\n",
 			name, bad, s->version, KR_CAREA_VERSION);
@@ -906,7 +1027,15 @@ static void stop(void)
 	C.me = NULL;
 	/* our processors go to the others */
 	__atomic_store_n(&s->dirty, 1, __ATOMIC_SEQ_CST);
-	int r = pthread_mutex_lock(&s->lock);
+	struct timespec t;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_nsec += 100000000;
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	/* bounded: a lock scribbled on must not hold the exit up */
+	int r = pthread_mutex_timedlock(&s->lock, &t);
 	if (r == EOWNERDEAD)
 		pthread_mutex_consistent(&s->lock);
 	if (r == 0 || r == EOWNERDEAD) {

@@ -57,8 +57,9 @@ struct kr_alloc {
 /* Run at most n (1..vps) VPs.  Any thread, a signal handler too. */
 void kr__vp_target(unsigned n);
 /* On VP w, idle: park while more VPs are active than the target, at most
- * until deadline (then it runs, above the target); returns 1 if it parked
- * (and runs again now), 0 if it did not need to. */
+ * until deadline.  0: it did not need to park; 1: it parked, and runs
+ * again within the target (or karui stops); 2: it parked until the
+ * deadline, and runs again above the target. */
 int kr__vp_retire(struct kr_worker *w, uint64_t deadline);
 /* Make mp, which w->held gave, ready on the calling VP (the recovery of
  * seed 004's protocol: it runs on where it was stopped). */

@@ -90,6 +90,7 @@ int kr__vp_retire(struct kr_worker *w, uint64_t deadline)
 			break;
 	if (a <= __atomic_load_n(&G.target, __ATOMIC_RELAXED))
 		return 0;
+	int r = 1;
 	poller_leave();
 	/* A shared event source needs a VP waiting in it whenever all are
 	 * idle.  This one may have been that VP while the others went to
@@ -131,6 +132,7 @@ int kr__vp_retire(struct kr_worker *w, uint64_t deadline)
 			/* the caller's deadline: it runs, above the target */
 			__atomic_fetch_add(&G.active, 1, __ATOMIC_RELAXED);
 			G.spare_parked--;
+			r = 2;
 			break;
 		}
 		uint32_t seq = __atomic_load_n(&G.park_seq, __ATOMIC_ACQUIRE);
@@ -149,7 +151,7 @@ int kr__vp_retire(struct kr_worker *w, uint64_t deadline)
 		__atomic_fetch_sub(&G.naway, 1, __ATOMIC_RELAXED);
 	seam_away(w, SEAM_AWAY_NOT);
 	kr_vp_publish(KR_VP_RUNNING);
-	return 1;
+	return r;
 }
 
 /* Atomics and a futex wake only: a signal handler may call it (alloc.h).
