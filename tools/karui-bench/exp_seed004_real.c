@@ -16,6 +16,13 @@
  *   karui-1vp    the same on one VP each
  *   pthread      a kernel thread per worker (the paper's kernel threads
  *                only)
+ *   karui-carea  karui with kr_config.alloc = &kr_carea and vps 0 (one VP
+ *                per processor), the C-area sharing the processors among
+ *                the K programs: the paper's proposed scheme.  Each run's
+ *                K programs share a segment of their own,
+ *                KARUI_CAREA_SEGMENT=/karui-carea-bench-<pid>-<n> in their
+ *                environment, removed (shm_unlink) after the run, so that
+ *                no run meets another's programs or the user's
  *
  * One run forks the K children at once and waits for all of them (wait4);
  * the makespan runs from before the first fork to the last child's end,
@@ -23,17 +30,26 @@
  * children (wait4's rusage counts all of a child's threads): the kernel's
  * voluntary context switches (ru_nvcsw: a thread that blocked) and
  * involuntary ones (ru_nivcsw: a thread preempted while it could run).
+ * And for karui-carea, summed over the K programs' kr_carea_stats_get:
+ * suspensions (microprocesses stopped in the middle when a program's grant
+ * fell) and recoveries (those another VP of the program took over).
  * Each row is the median of 3 runs (--quick: 1), with min and max; the
  * systems alternate run by run so that a slow phase of the machine falls
  * on all of them.  Rows: metric <set>.makespan (ms), <set>.voluntary and
- * <set>.involuntary (switches), x = K, each with its ratio to karui's.
+ * <set>.involuntary (switches), x = K, each with its ratio to karui's;
+ * <set>.suspensions and <set>.recoveries (karui-carea's); and the ratios
+ * of medians that the C-area is judged by, unit "x", system karui-carea:
+ * <set>.makespan carea/karui, <set>.makespan carea/pthread and
+ * <set>.involuntary pthread/carea.
  *
  * Every child prints its result's checksum; all runs of a workload, on
  * every system, must print the same one (the first run's), or the row
  * fails.  Before the timed runs, each system runs each workload once at a
  * tiny size, untimed: it warms the page cache and the loader, and a system
- * that cannot run is reported once, as failed, and left out.  A run that
- * takes longer than XR_TIMEOUT seconds is killed and fails its row.
+ * that cannot run is reported once, as failed, and left out; so is
+ * karui-carea when its programs run without the C-area (attached=0).  A
+ * run that takes longer than XR_TIMEOUT seconds is killed and fails its
+ * row.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +60,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -55,7 +72,7 @@
 #define XR_PROG "karui-bench-seed004"
 enum { XR_KMAX = 12, XR_REPS = 3, XR_TIMEOUT = 300 };
 
-enum { XR_KARUI, XR_1VP, XR_PTHREAD, XR_NSYS };
+enum { XR_KARUI, XR_1VP, XR_PTHREAD, XR_CAREA, XR_NSYS };
 static const struct xr_sys {
 	const char *name, *mode;
 	unsigned vps; /* --vps; 0: the processors (karui), none (others) */
@@ -63,6 +80,7 @@ static const struct xr_sys {
 	{"karui", "karui", 0},
 	{"karui-1vp", "karui", 1},
 	{"pthread", "pthread", 0},
+	{"karui-carea", "carea", 0},
 };
 
 enum { XR_MULT, XR_FORCE, XR_WAVE, XR_NPROG };
@@ -83,10 +101,11 @@ static const struct xr_set {
 };
 #define XR_NSETS (sizeof XR_SETS / sizeof XR_SETS[0])
 
-/* what one run of K programs measured */
-enum { XR_MAKESPAN, XR_VOL, XR_INVOL, XR_NMET };
-static const char *const XR_MET[XR_NMET] = {"makespan", "voluntary", "involuntary"};
-static const char *const XR_UNIT[XR_NMET] = {"ms", "switches", "switches"};
+/* what one run of K programs measured; the last two, karui-carea's alone */
+enum { XR_MAKESPAN, XR_VOL, XR_INVOL, XR_SUSP, XR_RECOV, XR_NMET };
+static const char *const XR_MET[XR_NMET] = {"makespan", "voluntary", "involuntary",
+					    "suspensions", "recoveries"};
+static const char *const XR_UNIT[XR_NMET] = {"ms", "switches", "switches", "count", "count"};
 
 struct xr_run {
 	double v[XR_NMET];
@@ -123,8 +142,9 @@ static void xr_on_alarm(int sig)
 	xr_alarmed = 1;
 }
 
-/* Start one program with its stdout on a pipe (*out: the read end). */
-static pid_t xr_spawn(const char *exe, char *const argv[], int *out)
+/* Start one program with its stdout on a pipe (*out: the read end), and
+ * KARUI_CAREA_SEGMENT=seg in its environment unless seg is NULL. */
+static pid_t xr_spawn(const char *exe, char *const argv[], const char *seg, int *out)
 {
 	int p[2];
 	if (pipe(p) != 0)
@@ -134,6 +154,8 @@ static pid_t xr_spawn(const char *exe, char *const argv[], int *out)
 		dup2(p[1], 1);
 		close(p[0]);
 		close(p[1]);
+		if (seg)
+			setenv("KARUI_CAREA_SEGMENT", seg, 1);
 		execv(exe, argv);
 		_exit(127);
 	}
@@ -198,16 +220,31 @@ static void xr_collect(int fd, int prog, const struct xr_sys *y, int tiny, int s
 	} else if (xr_ref[tiny][prog].sum != sum) {
 		snprintf(r->why, sizeof r->why, "%s's checksum %016llx differs from %s's %016llx",
 			 XR_PROGS[prog], sum, xr_ref[tiny][prog].sys, xr_ref[tiny][prog].sum);
+		return;
 	}
+	if (strcmp(y->mode, "carea"))
+		return;
+	unsigned long long attached, susp, recov;
+	if (!xr_field(line, "attached", 10, &attached) || !attached ||
+	    !xr_field(line, "suspensions", 10, &susp) || !xr_field(line, "recoveries", 10, &recov)) {
+		snprintf(r->why, sizeof r->why, "%s ran without the C-area (attached=0)",
+			 XR_PROGS[prog]);
+		return;
+	}
+	r->v[XR_SUSP] += (double)susp;
+	r->v[XR_RECOV] += (double)recov;
 }
 
 /* One run: the K programs of set s at once on system y. */
 static void xr_run(const kb_ctx *c, const struct xr_set *s, int k, const struct xr_sys *y,
 		   int tiny, struct xr_run *r)
 {
-	char exe[PATH_MAX], vps[16];
+	static unsigned segments;
+	char exe[PATH_MAX], vps[16], seg[64];
 	snprintf(exe, sizeof exe, "%s/%s", c->dir, XR_PROG);
 	snprintf(vps, sizeof vps, "%u", y->vps ? y->vps : xr_processors());
+	snprintf(seg, sizeof seg, "/karui-carea-bench-%d-%u", (int)getpid(), segments++);
+	int carea = !strcmp(y->mode, "carea");
 	memset(r, 0, sizeof *r);
 	pid_t pid[XR_KMAX];
 	int fd[XR_KMAX], prog[XR_KMAX], st[XR_KMAX], n = 0;
@@ -221,7 +258,7 @@ static void xr_run(const kb_ctx *c, const struct xr_set *s, int k, const struct 
 			argv[a++] = "--vps", argv[a++] = vps;
 		if (tiny)
 			argv[a++] = (char *)XR_TINY[prog[n]][0], argv[a++] = (char *)XR_TINY[prog[n]][1];
-		if ((pid[n] = xr_spawn(exe, argv, &fd[n])) < 0) {
+		if ((pid[n] = xr_spawn(exe, argv, carea ? seg : NULL, &fd[n])) < 0) {
 			snprintf(r->why, sizeof r->why, "fork: %s", strerror(errno));
 			break;
 		}
@@ -258,9 +295,52 @@ static void xr_run(const kb_ctx *c, const struct xr_set *s, int k, const struct 
 	}
 	alarm(0);
 	sigaction(SIGALRM, &old, NULL);
+	if (carea)
+		shm_unlink(seg);
 	r->v[XR_MAKESPAN] = t1 - t0;
 	for (int i = 0; i < n; i++)
 		xr_collect(fd[i], prog[i], y, tiny, st[i], r);
+}
+
+/* One ratio of medians a / b as a row of karui-carea's, unit "x". */
+static void xr_ratio(const kb_ctx *c, const char *set, int k, const char *what, double a,
+		     double b)
+{
+	if (a <= 0 || b <= 0)
+		return;
+	char metric[64];
+	double q = a / b;
+	snprintf(metric, sizeof metric, "%s.%s", set, what);
+	kb_row(c, XR, XR_SYS[XR_CAREA].name, metric, "x", &q, 1, 0, k);
+}
+
+/* The rows of one set and K: each system's medians (med stays 0 for a
+ * system that did not run), then the ratios the C-area is judged by. */
+static void xr_rows(const kb_ctx *c, const struct xr_set *s, int k, const int *want,
+		    double v[XR_NSYS][XR_NMET][XR_REPS], char why[XR_NSYS][200], int reps)
+{
+	double med[XR_NSYS][XR_NMET] = {{0}};
+	for (int y = 0; y < XR_NSYS; y++) {
+		if (!want[y])
+			continue;
+		if (why[y][0]) {
+			kb_row_none(XR, XR_SYS[y].name, "failed", why[y]);
+			continue;
+		}
+		for (int m = 0; m < (y == XR_CAREA ? XR_NMET : XR_SUSP); m++) {
+			char metric[48];
+			snprintf(metric, sizeof metric, "%s.%s", s->name, XR_MET[m]);
+			med[y][m] = kb_row(c, XR, XR_SYS[y].name, metric, XR_UNIT[m], v[y][m], reps,
+					   y == XR_KARUI ? 0 : med[XR_KARUI][m], k);
+		}
+	}
+	double *ca = med[XR_CAREA];
+	xr_ratio(c, s->name, k, "makespan carea/karui", ca[XR_MAKESPAN], med[XR_KARUI][XR_MAKESPAN]);
+	xr_ratio(c, s->name, k, "makespan carea/pthread", ca[XR_MAKESPAN],
+		 med[XR_PTHREAD][XR_MAKESPAN]);
+	if (ca[XR_MAKESPAN] > 0)
+		xr_ratio(c, s->name, k, "involuntary pthread/carea", med[XR_PTHREAD][XR_INVOL],
+			 ca[XR_INVOL]);
 }
 
 void kb_seed004_real(const kb_ctx *c)
@@ -297,23 +377,7 @@ void kb_seed004_real(const kb_ctx *c)
 					for (int m = 0; m < XR_NMET; m++)
 						v[y][m][rep] = r.v[m];
 				}
-			double karui[XR_NMET] = {0};
-			for (int y = 0; y < XR_NSYS; y++) {
-				if (!want[y])
-					continue;
-				if (why[y][0]) {
-					kb_row_none(XR, XR_SYS[y].name, "failed", why[y]);
-					continue;
-				}
-				for (int m = 0; m < XR_NMET; m++) {
-					char metric[48];
-					snprintf(metric, sizeof metric, "%s.%s", s->name, XR_MET[m]);
-					double med = kb_row(c, XR, XR_SYS[y].name, metric, XR_UNIT[m], v[y][m],
-							    reps, y == XR_KARUI ? 0 : karui[m], k);
-					if (y == XR_KARUI)
-						karui[m] = med;
-				}
-			}
+			xr_rows(c, s, k, want, v, why, reps);
 		}
 	}
 }

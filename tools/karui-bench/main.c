@@ -210,7 +210,7 @@ static const struct seed {
 	 "karui boost-fiber", kb_seed004_table1},
 	{"seed004.real",
 	 "K programs of MULT, FORCE or WAVE (bench/seed004) at once, x = K: makespan ms, "
-	 "kernel context switches", "karui karui-1vp pthread", kb_seed004_real},
+	 "kernel context switches", "karui karui-1vp pthread karui-carea", kb_seed004_real},
 	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
 	 "per repeat)", "karui karui-first karui-cold fork-exec posix-spawn pthread", kb_uproc_start},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
