@@ -4,7 +4,7 @@
  * kr_write_all_until writes until every byte received has gone back (a single
  * kr_send_until, like send(2), may take fewer bytes than asked).
  *
- *   echo_server [--port P] [--vps N]      (SIGINT/SIGTERM: stop)
+ *   echo_server [--port P] [--vps N | --carea]   (SIGINT/SIGTERM: stop)
  */
 #define _GNU_SOURCE
 #include "serve.h"

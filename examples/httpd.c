@@ -4,7 +4,10 @@
  * from disk for each request with kr_read_until and sent a buffer at a time,
  * whatever its size.  Keep-alive and pipelining as http_min.h describes.
  *
- *   httpd [--port P] [--vps N] [--file PATH]   (SIGINT/SIGTERM: stop)
+ *   httpd [--port P] [--vps N | --carea] [--file PATH]   (SIGINT/SIGTERM: stop)
+ *
+ * --vps N: karui on N VPs (default 2); --carea: karui with the C-area's
+ * allocator, one VP per processor, as many running as it is granted.
  */
 #define _GNU_SOURCE
 #include <errno.h>

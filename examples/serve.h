@@ -25,6 +25,7 @@
 
 struct serve_opts {
 	unsigned port, vps;
+	int carea;              /* --carea: kr_carea decides how many VPs run */
 	const char *file;
 };
 
@@ -33,7 +34,9 @@ static inline int serve_args(int argc, char **argv, struct serve_opts *o, int wi
 	*o = (struct serve_opts){.port = 0, .vps = 2};
 	for (int i = 1; i < argc; i++) {
 		char *end = NULL;
-		if (!strcmp(argv[i], "--port") && i + 1 < argc)
+		if (!strcmp(argv[i], "--carea"))
+			o->carea = 1;
+		else if (!strcmp(argv[i], "--port") && i + 1 < argc)
 			o->port = (unsigned)strtoul(argv[++i], &end, 10);
 		else if (!strcmp(argv[i], "--vps") && i + 1 < argc)
 			o->vps = (unsigned)strtoul(argv[++i], &end, 10);
@@ -47,7 +50,7 @@ static inline int serve_args(int argc, char **argv, struct serve_opts *o, int wi
 	if (o->port < 65536 && o->vps >= 1 && o->vps <= KR_VP_MAX)
 		return 0;
 bad:
-	fprintf(stderr, "usage: %s [--port P] [--vps N]%s\n", argv[0],
+	fprintf(stderr, "usage: %s [--port P] [--vps N | --carea]%s\n", argv[0],
 		with_file ? " [--file PATH]" : "");
 	return 2;
 }
@@ -112,12 +115,14 @@ static inline void serve_nodelay(int fd)
 
 /* Start karui, listen, and run fn(fd) in a detached microprocess with a
  * `stack`-byte stack for each accepted connection, until SIGINT/SIGTERM.
- * 0, or 1 when karui or the socket could not start. */
+ * With --carea, karui runs with the C-area's allocator and finds its VP
+ * count itself (one per processor it may use; karui/carea.h), --vps
+ * ignored.  0, or 1 when karui or the socket could not start. */
 static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn fn,
 			size_t stack, unsigned long *conns)
 {
 	serve_block_signals();
-	kr_config cfg = {.vps = o->vps};
+	kr_config cfg = {.vps = o->carea ? 0 : o->vps, .alloc = o->carea ? &kr_carea : NULL};
 	int err = kr_init(&cfg);
 	if (err) {
 		fprintf(stderr, "%s: kr_init: %s\n", name, strerror(err));

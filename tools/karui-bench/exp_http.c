@@ -4,6 +4,12 @@
  *
  *   karui         examples/httpd: a microprocess per connection, 2 VPs,
  *                 karui's I/O on io_uring (where the kernel allows)
+ *   karui-carea   the same with --carea: karui with the C-area's allocator
+ *                 (karui/carea.h), which finds its VP count itself (one per
+ *                 processor it may use: x) and runs as many as it is
+ *                 granted; alone in a segment of its own,
+ *                 KARUI_CAREA_SEGMENT=/karui-carea-bench-<pid>-http,
+ *                 removed when the server stops
  *   karui-epoll   the same binary with KARUI_IO=epoll
  *   go            bench/peers/go/httpd.go: a goroutine per connection,
  *                 GOMAXPROCS=2
@@ -37,7 +43,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,12 +155,25 @@ static double wrk(unsigned port, long conns, int secs, long *n)
 	return errors ? -1 : rps;
 }
 
+/* The processors this process may use, at most XMAX (karui-carea's x). */
+enum { XMAX = 64 };
+static int processors(void)
+{
+	cpu_set_t set;
+	int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+	return n < 1 ? 1 : n > XMAX ? XMAX : n;
+}
+
 void kb_run_http(const kb_http_opts *o)
 {
+	static char segment[80];
+	snprintf(segment, sizeof segment, "KARUI_CAREA_SEGMENT=/karui-carea-bench-%d-http",
+		 (int)getpid());
 	/* karui's rows first: each peer's ratio is to karui's row of its x */
 	struct server sv[] = {
 		{"karui", "httpd", "--vps", "2", NULL, NULL, 2},
 		{"karui", "httpd", "--vps", "1", NULL, NULL, 1},
+		{"karui-carea", "httpd", "--carea", NULL, NULL, segment, processors()},
 		{"karui-epoll", "httpd", "--vps", "2", NULL, "KARUI_IO=epoll", 2},
 		{"go", "karui-bench-go", "httpd", NULL, NULL, "GOMAXPROCS=2", 2},
 		{"go", "karui-bench-go", "httpd", NULL, NULL, "GOMAXPROCS=1", 1},
@@ -201,7 +222,7 @@ void kb_run_http(const kb_http_opts *o)
 			if (x > 0 && n > 0 && t0 >= 0 && t1 >= t0)
 				cpu[i][gotc[i]++] = (double)(t1 - t0) * tick_us / (double)n;
 		}
-	double karui[3] = {0}, karui_cpu[3] = {0}; /* by x */
+	double karui[XMAX + 1] = {0}, karui_cpu[XMAX + 1] = {0}; /* by x */
 	for (int i = 0; i < NS; i++) {
 		if (!up[i])
 			continue;
@@ -216,4 +237,5 @@ void kb_run_http(const kb_http_opts *o)
 			o->emit("http", sv[i].name, "CPU per request", "us/req", cpu[i], gotc[i],
 				sv[i].x, &karui_cpu[sv[i].x], conns);
 	}
+	shm_unlink(strchr(segment, '=') + 1); /* karui-carea's, stopped or not started */
 }

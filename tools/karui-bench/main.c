@@ -580,7 +580,7 @@ static void list(void)
 		printf("\n");
 	}
 	printf("%-13s HTTP \"hello\" on loopback driven by wrk, --n connections (100); "
-	       "systems: karui karui-epoll go pthread\n", "http");
+	       "systems: karui karui-carea karui-epoll go pthread epoll\n", "http");
 	printf("%-13s instructions and locked instructions per operation under callgrind; "
 	       "systems: karui bare-switch bare-fpctl boost-fcontext boost-fiber spin-lock\n",
 	       "instructions");
