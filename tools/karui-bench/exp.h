@@ -122,4 +122,8 @@ void kb_cg_where(FILE *out, const kb_cg *a, const kb_cg *b, long n);
 /* seed004.table1 (exp_table1.c): `karui-bench count SYS t1_OP n` (ENOENT:
  * not one of its runs) */
 int kb_t1_count(const char *sys, const char *exp, long n);
+/* karui's counts of create, stop, resume, switch and exit into v[]: those
+ * of this process's seed004.table1 run, else counted now (callgrind, a few
+ * seconds).  0, ENOENT (no valgrind) or EIO. */
+int kb_t1_karui(const kb_ctx *c, double v[5]);
 #endif
