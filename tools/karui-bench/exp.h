@@ -37,6 +37,7 @@ typedef struct kb_ctx {
 	int quick;              /* --quick: the short mode of `make demo` */
 	int reps;               /* timed repeats per row: 5 with --quick, else 11 */
 	long n;                 /* --n, or 0 */
+	int json;               /* --json: stdout is JSON lines only */
 } kb_ctx;
 /* Is `sys` to run (--only)?  karui and its variants ("karui-...") always
  * are; says so on stderr, the progress line. */
@@ -126,4 +127,6 @@ int kb_t1_count(const char *sys, const char *exp, long n);
  * of this process's seed004.table1 run, else counted now (callgrind, a few
  * seconds).  0, ENOENT (no valgrind) or EIO. */
 int kb_t1_karui(const kb_ctx *c, double v[5]);
+/* exp_sim.c: seed 004's emulator, Figures 6 and 7 */
+void kb_seed004_sim(const kb_ctx *c);
 #endif

@@ -211,6 +211,10 @@ static const struct seed {
 	{"seed004.real",
 	 "K programs of MULT, FORCE or WAVE (bench/seed004) at once, x = K: makespan ms, "
 	 "kernel context switches", "karui karui-1vp pthread karui-carea", kb_seed004_real},
+	{"seed004.sim",
+	 "seed 004's emulator: thread-management instructions per CPU-second, 8 CPUs, "
+	 "x = processes (Figure 6) or grain scale (Figure 7); --n: the most processes",
+	 "k-only two-level sched-act proposed", kb_seed004_sim},
 	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
 	 "per repeat)", "karui karui-first karui-cold fork-exec posix-spawn pthread", kb_uproc_start},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
@@ -674,7 +678,7 @@ int main(int argc, char **argv)
 			run_exp(&EXPS[i]);
 	}
 	kb_ctx ctx = {.dir = self_dir, .only = only, .quick = quick, .reps = quick ? 5 : 11,
-		      .n = n_override};
+		      .n = n_override, .json = json};
 	for (size_t i = 0; i < NSEEDS; i++)
 		if (all || !strcmp(name, SEEDS[i].name))
 			SEEDS[i].run(&ctx);
