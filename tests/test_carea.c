@@ -256,7 +256,8 @@ static void two_participants_share_the_processors(void)
 	KT_WAIT(__atomic_load_n(&a->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
 	KT_EQ(a->attached, 1);
 	struct kr_carea_seg *s = seg_map();
-	KT_WAIT(grant_of(s, pa) == 2, kt_nap_us(1000));
+	/* both its VPs run spinners: the stop below takes one in the middle */
+	KT_WAIT(grant_of(s, pa) == 2 && running_of(s, pa) == 2, kt_nap_us(1000));
 	pid_t pb = participant(b, 2, 2, spinner);
 	KT_WAIT(__atomic_load_n(&b->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
 	/* one processor each, and no more VPs running than that */
@@ -286,6 +287,9 @@ static void a_stopped_microprocess_is_recovered_and_ends_right(void)
 	struct shared *a = shared_new(), *b = shared_new();
 	pid_t pb = participant(b, 2, 2, spinner); /* wants both processors */
 	KT_WAIT(__atomic_load_n(&b->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
+	struct kr_carea_seg *s = seg_map();
+	/* both its VPs run spinners: the stop below takes one in the middle */
+	KT_WAIT(running_of(s, pb) == 2, kt_nap_us(1000));
 	pid_t pa = participant(a, 2, 8, yielder);
 	reap(pa, 0);
 	for (int i = 0; i < 8; i++)
