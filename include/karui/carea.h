@@ -69,6 +69,11 @@ typedef struct kr_carea_stats {
 	uint64_t preemptions;     /* time slices ended by the notifier */
 	uint64_t deferred;        /* stops that waited for a safe point */
 	uint64_t allocations;     /* allocations this process made */
+	/* how long stopped microprocesses waited to run again, from the
+	 * signal that stopped them to their resumption (on any VP): median
+	 * and 90th percentile of the last 1024 stops, and how many that is */
+	uint64_t stopped_ns_median, stopped_ns_p90;
+	unsigned stops_timed;
 } kr_carea_stats;
 
 /* This process's figures.  EINVAL: out NULL; EPERM: karui does not run

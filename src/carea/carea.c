@@ -99,6 +99,7 @@
 #define US 1000ull
 
 enum { WHY_NONE, WHY_STOP, WHY_SLICE };
+enum { LAT_KEPT = 1024 };
 enum {
 	RETRY_NS = 200 * US,      /* a refused stop is tried again after this */
 	RECOVER_NS = 2 * MS,      /* a held microprocess nobody took: look again */
@@ -148,6 +149,8 @@ static struct {
 	int fsgsbase;
 	struct sigaction old;
 	uint64_t suspensions, recoveries, preemptions, deferred, allocations;
+	uint64_t lat[LAT_KEPT]; /* the last stops' durations (resumed()) */
+	uint32_t nlat;
 } C;
 
 /* ---------------- small helpers ---------------- */
@@ -561,6 +564,15 @@ static void retry_later(struct cvp *v)
 	timer_settime(v->timer, 0, &it, NULL);
 }
 
+/* A stopped microprocess runs again (kr__preempt's hook, on the VP that
+ * resumes it): how long it was stopped, for kr_carea_stats_get. */
+static void resumed(uintptr_t at)
+{
+	uint64_t ns = kr_now() - at;
+	unsigned i = __atomic_fetch_add(&C.nlat, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&C.lat[i % LAT_KEPT], ns, __ATOMIC_RELAXED);
+}
+
 static void chain(int sig, siginfo_t *si, void *uc)
 {
 	if (C.old.sa_flags & SA_SIGINFO) {
@@ -613,7 +625,8 @@ static void on_urg(int sig, siginfo_t *si, void *ucv)
 					sv->regs[i] = (uint64_t)uc->uc_mcontext.gregs[i];
 			}
 #endif
-			kr__preempt(uc); /* returns only when it refused */
+			kr__preempt(uc, why == WHY_STOP ? resumed : NULL, kr_now());
+			/* returned: it refused */
 			v->why = WHY_NONE;
 		}
 		__atomic_fetch_add(&C.deferred, 1, __ATOMIC_RELAXED);
@@ -955,6 +968,7 @@ static unsigned start(unsigned nvp)
 	C.running = C.nheld = 0;
 	C.on = 1;
 	C.suspensions = C.recoveries = C.preemptions = C.deferred = C.allocations = 0;
+	C.nlat = 0;
 	C.seg = NULL;
 	C.me = NULL;
 	if (!C.slice) {
@@ -1104,6 +1118,12 @@ int kr_carea_configure(const kr_carea_config *cfg)
 	return 0;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
 int kr_carea_stats_get(kr_carea_stats *out)
 {
 	if (!out)
@@ -1121,5 +1141,14 @@ int kr_carea_stats_get(kr_carea_stats *out)
 	out->preemptions = __atomic_load_n(&C.preemptions, __ATOMIC_RELAXED);
 	out->deferred = __atomic_load_n(&C.deferred, __ATOMIC_RELAXED);
 	out->allocations = C.allocations;
+	unsigned n = __atomic_load_n(&C.nlat, __ATOMIC_RELAXED);
+	n = n < LAT_KEPT ? n : LAT_KEPT;
+	uint64_t v[LAT_KEPT];
+	for (unsigned i = 0; i < n; i++)
+		v[i] = __atomic_load_n(&C.lat[i], __ATOMIC_RELAXED);
+	qsort(v, n, sizeof v[0], cmp_u64);
+	out->stopped_ns_median = n ? v[n / 2] : 0;
+	out->stopped_ns_p90 = n ? v[n * 9 / 10] : 0;
+	out->stops_timed = n;
 	return 0;
 }

@@ -64,7 +64,9 @@ int kr__vp_retire(struct kr_worker *w, uint64_t deadline);
 /* Make mp, which w->held gave, ready on the calling VP (the recovery of
  * seed 004's protocol: it runs on where it was stopped). */
 void kr__mp_ready(kr_mp *mp);
-/* See the top.  Returns only when it refuses: EAGAIN. */
-int kr__preempt(ucontext_t *uc);
+/* See the top.  hook(arg), if not NULL, is called on the thread that
+ * resumes the microprocess, just before it goes on.  Returns only when it
+ * refuses: EAGAIN. */
+int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg);
 
 #endif

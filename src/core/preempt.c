@@ -10,7 +10,8 @@
  * the core's switch (src/arch/frame.h) whose return address is
  * kr__preempt_resume.  The microprocess is then an ordinary switched-out
  * context: any VP resumes it with kr__ctx_switch, which returns into
- * kr__preempt_resume with r12 pointing at the copy; it gives the copy the
+ * kr__preempt_resume with r12 pointing at the copy (r13 and r14: the
+ * caller's hook and its word, called first); it gives the copy the
  * resuming thread's signal mask and alternate stack (rt_sigreturn would
  * otherwise install the first thread's) and hands it to rt_sigreturn,
  * which restores every register, the flags and the FP/vector state
@@ -55,13 +56,16 @@ void kr__mp_ready(kr_mp *mp)
 /* The resumption of a preempted context (see the top): entered by the
  * switch's `ret` with r12 = the ucontext copy, rsp 16-byte aligned. */
 void kr__preempt_resume(void);
-void kr__preempt_fixup(ucontext_t *uc) __attribute__((visibility("hidden")));
+void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+	__attribute__((visibility("hidden")));
 __asm__(".text\n"
 	".globl kr__preempt_resume\n"
 	".hidden kr__preempt_resume\n"
 	".type kr__preempt_resume, @function\n"
 	"kr__preempt_resume:\n"
 	"	movq %r12, %rdi\n"
+	"	movq %r13, %rsi\n"
+	"	movq %r14, %rdx\n"
 	"	call kr__preempt_fixup\n"
 	"	movq %r12, %rsp\n"
 	"	movl $15, %eax\n" /* rt_sigreturn */
@@ -71,9 +75,13 @@ __asm__(".text\n"
 
 _Static_assert(SYS_rt_sigreturn == 15, "kr__preempt_resume calls rt_sigreturn by number");
 
-void kr__preempt_fixup(ucontext_t *uc)
+void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 {
-	/* rt_sigreturn installs what the frame holds: this thread's own */
+	if (hook)
+		hook(arg);
+	/* rt_sigreturn installs what the frame holds: this thread's own,
+	 * hence three system calls in all (a few microseconds), for the
+	 * stopped microprocesses only */
 	sigaltstack(NULL, &uc->uc_stack);
 	uc->uc_stack.ss_flags &= ~SS_ONSTACK;
 	pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
@@ -88,7 +96,7 @@ enum {
 	ROOM = 4096,              /* what kr__preempt_fixup may use below */
 };
 
-int kr__preempt(ucontext_t *uc)
+int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 {
 	struct kr_worker *w = W();
 	kr_mp *mp = w ? w->cur : NULL;
@@ -125,6 +133,8 @@ int kr__preempt(ucontext_t *uc)
 	uintptr_t *f = (uintptr_t *)((uintptr_t)ucopy - 16 - KR_FRAME_SIZE);
 	memset(f, 0, KR_FRAME_SIZE);
 	f[0] = (uintptr_t)ucopy; /* r12 */
+	f[1] = (uintptr_t)hook;  /* r13 */
+	f[2] = arg;              /* r14 */
 	f[KR_FRAME_RESUME / 8] = (uintptr_t)kr__preempt_resume;
 	uint64_t fpctl = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
 	memcpy((unsigned char *)f + KR_FRAME_FPCTL, &fpctl, sizeof fpctl);
@@ -137,9 +147,11 @@ int kr__preempt(ucontext_t *uc)
 
 #else
 
-int kr__preempt(ucontext_t *uc)
+int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 {
 	(void)uc;
+	(void)hook;
+	(void)arg;
 	return EAGAIN;
 }
 

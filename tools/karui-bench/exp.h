@@ -66,6 +66,8 @@ void kb_seed004_table1(const kb_ctx *c);
 void kb_seed000_table5(const kb_ctx *c);
 /* exp_seed004_real.c: seed 004's workloads as programs sharing the machine */
 void kb_seed004_real(const kb_ctx *c);
+/* exp_carea.c */
+void kb_carea_stop(const kb_ctx *c);
 
 /* exp_uproc.c: seed 003's μprocesses against processes */
 void kb_uproc_start(const kb_ctx *c);

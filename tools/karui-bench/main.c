@@ -215,6 +215,10 @@ static const struct seed {
 	 "seed 004's emulator: thread-management instructions per CPU-second, 8 CPUs, "
 	 "x = processes (Figure 6) or grain scale (Figure 7); --n: the most processes",
 	 "k-only two-level sched-act proposed", kb_seed004_sim},
+	{"carea.stop",
+	 "a microprocess stopped in the middle by the C-area, or a thread preempted by "
+	 "another program: us until it runs again (--n: the other program's visits)",
+	 "karui-carea pthread", kb_carea_stop},
 	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
 	 "per repeat)", "karui karui-first karui-cold fork-exec posix-spawn pthread", kb_uproc_start},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
