@@ -21,7 +21,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <linux/perf_event.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <ucontext.h>
@@ -363,6 +365,85 @@ static void a_scribbled_segment_stalls_nobody(void)
 	shm_unlink(seg_name);
 }
 
+/* A VP blocked in the kernel without telling karui (a plain read()): a VP
+ * of its process parked above the grant sees it in the VP's switch
+ * records and takes its processor, so the process's other microprocess
+ * goes on. */
+static int block_pipe[2];
+static uint32_t *block_go, *block_done;
+static uint64_t *block_count;
+
+static void *blocking_reader(void *a)
+{
+	(void)a;
+	while (!__atomic_load_n(block_go, __ATOMIC_ACQUIRE))
+		kr_mp_yield();
+	char c;
+	if (read(block_pipe[0], &c, 1) != 1) /* not kr_read: karui is not told */
+		_exit(6);
+	__atomic_store_n(block_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void *counter(void *a)
+{
+	(void)a;
+	while (!__atomic_load_n(block_done, __ATOMIC_ACQUIRE)) {
+		__atomic_fetch_add(block_count, 1, __ATOMIC_RELAXED);
+		kr_mp_yield();
+	}
+	return NULL;
+}
+
+static void *block_or_count(void *a) { return (uintptr_t)a ? counter(a) : blocking_reader(a); }
+
+static int perf_switches_allowed(void)
+{
+	struct perf_event_attr pa = {.type = PERF_TYPE_SOFTWARE, .size = sizeof pa,
+				     .config = PERF_COUNT_SW_DUMMY, .context_switch = 1,
+				     .exclude_kernel = 1, .exclude_hv = 1};
+	int fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
+static void an_unannounced_block_hands_its_processor_to_a_parked_vp(void)
+{
+	if (!PREEMPT)
+		KT_SKIP("stops in the middle of a microprocess need x86-64 without sanitizers");
+	if (ncpu() < 2)
+		KT_SKIP("one processor: nothing to share");
+	if (!perf_switches_allowed())
+		KT_SKIP("no perf switch records here (perf_event_paranoid, seccomp)");
+	seg_pick();
+	KT_EQ(pipe(block_pipe), 0);
+	struct shared *a = shared_new(), *b = shared_new();
+	block_go = &a->stop; /* the parent's word to the reader */
+	block_done = (uint32_t *)&a->sums[14];
+	block_count = &a->sums[15];
+	pid_t pb = participant(b, 2, 2, spinner);
+	KT_WAIT(__atomic_load_n(&b->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
+	struct kr_carea_seg *s = seg_map();
+	KT_WAIT(running_of(s, pb) == 2, kt_nap_us(1000));
+	pid_t pa = participant(a, 2, 2, block_or_count);
+	KT_WAIT(__atomic_load_n(&a->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
+	KT_WAIT(grant_of(s, pa) == 1 && running_of(s, pa) == 1, kt_nap_us(1000));
+	__atomic_store_n(block_go, 1, __ATOMIC_RELEASE);
+	/* the reader is in read(); the counter still counts */
+	KT_WAIT(__atomic_load_n(block_count, __ATOMIC_RELAXED) > 0, kt_nap_us(1000));
+	kt_nap_us(20000);
+	uint64_t c0 = __atomic_load_n(block_count, __ATOMIC_RELAXED);
+	KT_WAIT(__atomic_load_n(block_count, __ATOMIC_RELAXED) > c0 + 1000, kt_nap_us(1000));
+	KT_EQ(__atomic_load_n(block_done, __ATOMIC_ACQUIRE), 0);
+	KT_EQ(write(block_pipe[1], "x", 1), 1);
+	reap(pa, 0);
+	__atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
+	reap(pb, 0);
+	shm_unlink(seg_name);
+}
+
 /* ---------------- the notifier's time slice ---------------- */
 
 static uint32_t forever_stop, others_ran;
@@ -548,6 +629,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_stopped_microprocess_is_recovered_and_ends_right);
 	KT_RUN(dead_and_stopped_participants_give_their_processors_back);
 	KT_RUN(a_scribbled_segment_stalls_nobody);
+	KT_RUN(an_unannounced_block_hands_its_processor_to_a_parked_vp);
 	KT_RUN(a_time_slice_ends_a_microprocess_that_never_yields);
 	KT_RUN(priorities_hold_against_long_running_microprocesses);
 	KT_RUN(an_idle_participant_uses_no_processor);

@@ -17,10 +17,11 @@
  * the busy VPs while some VP of its own found nothing to do, else the live
  * microprocesses capped at its VPs.  A busy VP refreshes it every 512
  * scheduling points at most once per 500 us (the allocator's turn,
- * core/alloc.h), an idle VP as it goes to sleep.
+ * core/alloc.h).
  *
- * Allocation.  Whichever VP finds `want` changed (or goes idle, or a
- * process joins or leaves) runs the allocator, under the segment's lock:
+ * Allocation.  Whichever VP finds `want` changed (or a process joins or
+ * leaves, or a VP parked above its grant wakes, every 100 ms) runs the
+ * allocator, under the segment's lock:
  * a robust process-shared mutex, so that the death of its holder frees it
  * (EOWNERDEAD).  One that finds it taken marks the segment dirty and goes
  * on: the holder allocates again before it lets go.  The allocator reads
@@ -35,7 +36,10 @@
  * the paper, whose kernel space-shares).  A process whose grant changed is
  * told with SIGURG sent to one of its VPs (tgkill checks that the thread
  * belongs to the pid; SIGURG is ignored by a process that does not catch
- * it, should the pid have been reused since the check).
+ * it, should the pid have been reused since the check).  VPs asleep for
+ * more than 2 ms want nothing, whatever their process said, and what
+ * nobody wants goes to those that can run more VPs: a process alone gets
+ * every processor.
  *
  * Unstable VPs.  The handler of SIGURG on a VP reads its process's grant
  * and moves L2's target to it (kr__vp_target, safe in a handler): parked
@@ -60,7 +64,11 @@
  * above the grant: a process never stalls on its stop.  A VP that blocks
  * lets a parked VP of its process run (blocking.c, the target), and when
  * it comes back, one of them parks: the next to go idle, or the busy VP
- * itself at its turn.
+ * itself at its turn.  A block karui is not told of (a page fault, a C
+ * library's lock) shows in the VP's kernel switch records (switches.c): a
+ * VP parked above the grant looks every 10 ms while its process wants
+ * more, publishes a running VP blocked for 200 us BLOCKED and runs in its
+ * place.
  *
  * The notifier.  With a time slice, each running VP has a POSIX timer
  * that sends it SIGURG each slice; if the VP has passed no switch since
@@ -106,6 +114,7 @@ enum {
 	RECOVER_MAX_NS = 64 * MS, /* ... backing off to this */
 	REALLOC_NS = 100 * MS,    /* a VP parked above its grant allocates */
 	IDLE_NS = 2 * MS,         /* a VP asleep this long wants no processor */
+	BLOCK_LOOK_NS = 10 * MS,  /* a parked VP looks for blocked ones this often */
 	TURN_NS = 500 * US,       /* a busy VP's publications, at most this often */
 	STALE_NS = 100 * MS,      /* a slot not refreshed for this long is checked */
 	MIN_SLICE = 1 * MS,
@@ -483,6 +492,27 @@ static int blocked_in_kernel(unsigned i, uint64_t now)
 	return v->sws.on == KR__SW_OFF && !v->sws.preempted && now - v->sws.at > 200 * US;
 }
 
+/* A running VP of ours other than `self` blocked in the kernel (a block
+ * karui was not told of: a page fault, a lock of the C library) is
+ * published BLOCKED; 1 if there was one. */
+static int take_blocked(unsigned self)
+{
+	uint64_t now = kr_now();
+	for (unsigned i = 0; i < C.nvp && i < KR_CAREA_VPS; i++) {
+		uint32_t exp = KR_CA_RUNNING;
+		if (i == self || __atomic_load_n(&C.me->vp[i].status, __ATOMIC_RELAXED) != exp ||
+		    !blocked_in_kernel(i, now))
+			continue;
+		if (__atomic_compare_exchange_n(&C.me->vp[i].status, &exp, KR_CA_BLOCKED, 0,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			__atomic_fetch_sub(&C.running, 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Can no other VP of ours recover what VP `self` holds?  None runs, or
  * every one that does is blocked in the kernel (a lock the held
  * microprocess holds, say): those are published BLOCKED, and the caller
@@ -715,13 +745,18 @@ static kr_mp *idle_hook(struct kr_worker *w, kr_mp *held)
 	}
 	if (__atomic_load_n(&C.nheld, __ATOMIC_RELAXED))
 		recover(w);
-	/* Above the grant, and the process wants more: park, and look at the
-	 * allocation now and then (a participant may have died) */
-	for (;;) {
+	/* Above the grant, and the process wants more: park, looking every
+	 * 10 ms for a running VP of ours blocked in the kernel, whose processor
+	 * this one then takes, and at the allocation every 100 ms (a
+	 * participant may have died) */
+	for (unsigned naps = 1;; naps++) {
 		int more = __atomic_load_n(&C.me->want, __ATOMIC_RELAXED) > C.grant;
-		if (kr__vp_retire(w, more ? kr_now() + REALLOC_NS : KR_FOREVER) != 2)
+		if (kr__vp_retire(w, more ? kr_now() + BLOCK_LOOK_NS : KR_FOREVER) != 2)
 			break;
-		allocate();
+		if (take_blocked(id))
+			break; /* runs, above the target, until that VP is back */
+		if (naps % (REALLOC_NS / BLOCK_LOOK_NS) == 0)
+			allocate();
 	}
 	return NULL;
 }
