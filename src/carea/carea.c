@@ -14,10 +14,11 @@
  * work), BLOCKED (in a blocking section), and the allocator's stops.  The
  * process's demand, `want`, is the paper's c_max_parallelism as karui can
  * know it without counting on its fast paths: 0 while every VP is idle,
- * the busy VPs while some VP of its own found nothing to do, else the live
- * microprocesses capped at its VPs.  A busy VP refreshes it every 512
- * scheduling points at most once per 500 us (the allocator's turn,
- * core/alloc.h).
+ * else the live microprocesses capped at its VPs; less one VP for each
+ * time its VPs lost a third of a processor to preemption by others (which
+ * the allocator cannot see: programs that are no participants), tried
+ * again after 2 s (twice as long after each try that failed, up to 32 s).  A busy VP refreshes it every 512 scheduling points at
+ * most once per 500 us (the allocator's turn, core/alloc.h).
  *
  * Allocation.  Whichever VP finds `want` changed (or a process joins or
  * leaves, or a VP parked above its grant wakes, every 100 ms) runs the
@@ -30,16 +31,15 @@
  * freed, one whose process is stopped (SIGSTOP) wants nothing until it
  * runs again.  It shares `ncpu` (the processors this process may use)
  * among the wants: one each to every process that wants any, then the
- * rest one at a time to those that want more, lowest grant first.  With
- * more participants than processors each still gets one: the kernel then
+ * rest one at a time to those that want more, lowest grant first (what
+ * nobody wants stays free).  With more participants than processors each
+ * still gets one: the kernel then
  * time-slices processes, each running a single VP (an approximation of
  * the paper, whose kernel space-shares).  A process whose grant changed is
  * told with SIGURG sent to one of its VPs (tgkill checks that the thread
  * belongs to the pid; SIGURG is ignored by a process that does not catch
  * it, should the pid have been reused since the check).  VPs asleep for
- * more than 2 ms want nothing, whatever their process said, and what
- * nobody wants goes to those that can run more VPs: a process alone gets
- * every processor.
+ * more than 2 ms want nothing, whatever their process said.
  *
  * Unstable VPs.  The handler of SIGURG on a VP reads its process's grant
  * and moves L2's target to it (kr__vp_target, safe in a handler): parked
@@ -105,6 +105,8 @@
 
 #define MS 1000000ull
 #define US 1000ull
+#define CAP_PROBE_NS (2000 * MS)          /* a capped process tries one VP more after, */
+#define CAP_PROBE_MAX_NS (16 * CAP_PROBE_NS) /* ... or up to this, when tries fail */
 
 enum { WHY_NONE, WHY_STOP, WHY_SLICE };
 enum { LAT_KEPT = 1024 };
@@ -115,6 +117,7 @@ enum {
 	REALLOC_NS = 100 * MS,    /* a VP parked above its grant allocates */
 	IDLE_NS = 2 * MS,         /* a VP asleep this long wants no processor */
 	BLOCK_LOOK_NS = 10 * MS,  /* a parked VP looks for blocked ones this often */
+	CAP_WINDOW_NS = 50 * MS,  /* preempted time is summed over this */
 	TURN_NS = 500 * US,       /* a busy VP's publications, at most this often */
 	STALE_NS = 100 * MS,      /* a slot not refreshed for this long is checked */
 	MIN_SLICE = 1 * MS,
@@ -150,6 +153,8 @@ static struct {
 	uint32_t running;       /* our VPs RUNNING */
 	uint32_t grant;         /* as last applied */
 	uint32_t nheld;         /* microprocesses held (SUSPENDED) */
+	unsigned cap;           /* the most it asks for (cap_update) */
+	uint64_t cap_at, win_at, win_pre, probe;
 	uint64_t start;         /* our start time (/proc/self/stat) */
 	struct cvp vp[KR_VP_MAX];
 	/* code where a microprocess may not be taken: [lo, hi) */
@@ -275,11 +280,11 @@ static void allocate_locked(void)
 {
 	struct kr_carea_seg *s = C.seg;
 	uint64_t now = kr_now();
-	unsigned want[KR_CAREA_PROCS], grant[KR_CAREA_PROCS], nvps[KR_CAREA_PROCS];
+	unsigned want[KR_CAREA_PROCS], grant[KR_CAREA_PROCS];
 	unsigned total = C.ncpu, nwant = 0;
 	for (unsigned i = 0; i < KR_CAREA_PROCS; i++) {
 		struct kr_carea_proc *p = &s->proc[i];
-		want[i] = grant[i] = nvps[i] = 0;
+		want[i] = grant[i] = 0;
 		if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != KR_CA_SLOT_LIVE)
 			continue;
 		int stopped;
@@ -290,7 +295,6 @@ static void allocate_locked(void)
 			continue;
 		}
 		unsigned nvp = clamp(__atomic_load_n(&p->nvp, __ATOMIC_RELAXED), KR_CAREA_VPS);
-		nvps[i] = nvp;
 		want[i] = stopped ? 0 : clamp(__atomic_load_n(&p->want, __ATOMIC_RELAXED), nvp);
 		/* VPs asleep for lack of work for a while want nothing: a
 		 * process that went idle need not say so (and a barrier's
@@ -310,21 +314,19 @@ static void allocate_locked(void)
 		}
 	}
 	/* then one at a time to the lowest grant among those that want more;
-	 * and what nobody wants goes to those that can run more VPs, so that
-	 * a process alone gets every processor */
+	 * what nobody wants stays free (for the programs that are no
+	 * participants) */
 	unsigned used = nwant;
-	for (int pass = 0; pass < 2; pass++)
-		while (used < total) {
-			unsigned best = KR_CAREA_PROCS;
-			for (unsigned i = 0; i < KR_CAREA_PROCS; i++)
-				if (grant[i] < (pass ? nvps[i] : want[i]) && (pass == 0 || want[i]) &&
-				    (best == KR_CAREA_PROCS || grant[i] < grant[best]))
-					best = i;
-			if (best == KR_CAREA_PROCS)
-				break;
-			grant[best]++;
-			used++;
-		}
+	while (used < total) {
+		unsigned best = KR_CAREA_PROCS;
+		for (unsigned i = 0; i < KR_CAREA_PROCS; i++)
+			if (grant[i] < want[i] && (best == KR_CAREA_PROCS || grant[i] < grant[best]))
+				best = i;
+		if (best == KR_CAREA_PROCS)
+			break;
+		grant[best]++;
+		used++;
+	}
 	for (unsigned i = 0; i < KR_CAREA_PROCS; i++) {
 		struct kr_carea_proc *p = &s->proc[i];
 		if (__atomic_load_n(&p->state, __ATOMIC_ACQUIRE) != KR_CA_SLOT_LIVE)
@@ -434,21 +436,50 @@ static void status_hook(kr_vp *vp, int l0)
 /* What this process asks for (see the top). */
 static unsigned want_now(void)
 {
-	unsigned busy = 0, idle = 0;
+	unsigned busy = 0;
 	for (unsigned i = 0; i < C.nvp && i < KR_CAREA_VPS; i++) {
 		uint32_t st = __atomic_load_n(&C.me->vp[i].status, __ATOMIC_RELAXED);
-		if (st == KR_CA_IDLE)
-			idle++;
-		else if (st == KR_CA_RUNNING || st == KR_CA_BLOCKED)
-			busy++;
+		busy += st != KR_CA_IDLE && st != KR_CA_FREE;
 	}
 	if (!busy)
 		return 0;
-	if (idle)
-		return busy;
 	kr_stats st;
 	unsigned long live = kr_stats_get(&st) == 0 ? st.mps_live + 1 : C.nvp;
 	return live < C.nvp ? (unsigned)live : C.nvp;
+}
+
+/* Other programs' load, which the allocator does not see (programs that
+ * are no participants): the time our VPs spent preempted, runnable but
+ * off their processors, per 50 ms, from their kernel switch records.  A
+ * process that lost more than a third of a processor so runs one VP less
+ * (`cap`); after 2 s with little such loss it tries one more. */
+static void cap_update(uint64_t now)
+{
+	if (now - C.win_at < CAP_WINDOW_NS)
+		return;
+	uint64_t pre = 0;
+	for (unsigned i = 0; i < C.nvp && i < KR_VP_MAX; i++) {
+		struct cvp *v = &C.vp[i];
+		if (!v->has_sw)
+			return; /* no records: no cap */
+		kr__swatch_read(&v->sw, &v->sws);
+		pre += v->sws.preempted_ns;
+	}
+	uint64_t lost = pre - C.win_pre, span = now - C.win_at;
+	C.win_pre = pre;
+	C.win_at = now;
+	unsigned run = __atomic_load_n(&C.running, __ATOMIC_RELAXED);
+	if (lost * 3 > span && C.cap > 1 && run > 1) {
+		/* a try that failed at once waits twice as long for the next */
+		C.probe = now - C.cap_at < 2 * CAP_WINDOW_NS && C.probe < CAP_PROBE_MAX_NS
+				  ? 2 * C.probe
+				  : C.probe;
+		C.cap = (run < C.cap ? run : C.cap) - 1;
+		C.cap_at = now;
+	} else if (lost * 20 < span && C.cap < C.nvp && now - C.cap_at > C.probe) {
+		C.cap++;
+		C.cap_at = now;
+	}
 }
 
 static void publish(void)
@@ -462,9 +493,13 @@ static void publish(void)
 		__atomic_store_n(&C.me->nvp, C.nvp, __ATOMIC_RELAXED);
 		__atomic_store_n(&C.me->state, KR_CA_SLOT_LIVE, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&C.me->beat, kr_now(), __ATOMIC_RELAXED);
+	uint64_t now = kr_now();
+	__atomic_store_n(&C.me->beat, now, __ATOMIC_RELAXED);
 	unsigned w = want_now();
 	__atomic_store_n(&C.me->parallelism, w, __ATOMIC_RELAXED);
+	cap_update(now);
+	if (w > C.cap)
+		w = C.cap;
 	if (__atomic_exchange_n(&C.me->want, w, __ATOMIC_RELAXED) != w)
 		allocate();
 }
@@ -1001,6 +1036,9 @@ static unsigned start(unsigned nvp)
 	memset(C.vp, 0, sizeof C.vp);
 	C.nvp = nvp;
 	C.running = C.nheld = 0;
+	C.cap = nvp;
+	C.cap_at = C.win_at = C.win_pre = 0;
+	C.probe = CAP_PROBE_NS;
 	C.on = 1;
 	C.suspensions = C.recoveries = C.preemptions = C.deferred = C.allocations = 0;
 	C.nlat = 0;
