@@ -172,6 +172,17 @@ static void reap(pid_t pid, int want_status)
 
 /* ---------------- the tests ---------------- */
 
+/* A test of processors shared between participants, with stops in the
+ * middle of microprocesses: skipped where those cannot be. */
+static void sharing_test(void)
+{
+	if (!PREEMPT)
+		KT_SKIP("stops in the middle of a microprocess need x86-64 without sanitizers");
+	if (ncpu() < 2)
+		KT_SKIP("one processor: nothing to share");
+	seg_pick();
+}
+
 static void a_process_alone_gets_every_processor(void)
 {
 	seg_pick();
@@ -248,11 +259,7 @@ static void a_segment_it_cannot_trust_is_not_used(void)
  * ends, the other gets them back. */
 static void two_participants_share_the_processors(void)
 {
-	if (!PREEMPT)
-		KT_SKIP("stops in the middle of a microprocess need x86-64 without sanitizers");
-	if (ncpu() < 2)
-		KT_SKIP("one processor: nothing to share");
-	seg_pick();
+	sharing_test();
 	struct shared *a = shared_new(), *b = shared_new();
 	pid_t pa = participant(a, 2, 2, spinner);
 	KT_WAIT(__atomic_load_n(&a->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
@@ -281,11 +288,7 @@ static void two_participants_share_the_processors(void)
  * process: every microprocess ends with its exact result. */
 static void a_stopped_microprocess_is_recovered_and_ends_right(void)
 {
-	if (!PREEMPT)
-		KT_SKIP("stops in the middle of a microprocess need x86-64 without sanitizers");
-	if (ncpu() < 2)
-		KT_SKIP("one processor: nothing to share");
-	seg_pick();
+	sharing_test();
 	struct shared *a = shared_new(), *b = shared_new();
 	pid_t pb = participant(b, 2, 2, spinner); /* wants both processors */
 	KT_WAIT(__atomic_load_n(&b->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
@@ -308,11 +311,7 @@ static void a_stopped_microprocess_is_recovered_and_ends_right(void)
  * takes its share again. */
 static void dead_and_stopped_participants_give_their_processors_back(void)
 {
-	if (!PREEMPT)
-		KT_SKIP("stops in the middle of a microprocess need x86-64 without sanitizers");
-	if (ncpu() < 2)
-		KT_SKIP("one processor: nothing to share");
-	seg_pick();
+	sharing_test();
 	struct shared *a = shared_new(), *b = shared_new(), *c = shared_new();
 	pid_t pa = participant(a, 2, 2, spinner);
 	KT_WAIT(__atomic_load_n(&a->ready, __ATOMIC_ACQUIRE), kt_nap_us(1000));
@@ -411,13 +410,9 @@ static int perf_switches_allowed(void)
 
 static void an_unannounced_block_hands_its_processor_to_a_parked_vp(void)
 {
-	if (!PREEMPT)
-		KT_SKIP("stops in the middle of a microprocess need x86-64 without sanitizers");
-	if (ncpu() < 2)
-		KT_SKIP("one processor: nothing to share");
 	if (!perf_switches_allowed())
 		KT_SKIP("no perf switch records here (perf_event_paranoid, seccomp)");
-	seg_pick();
+	sharing_test();
 	KT_EQ(pipe(block_pipe), 0);
 	struct shared *a = shared_new(), *b = shared_new();
 	block_go = &a->stop; /* the parent's word to the reader */

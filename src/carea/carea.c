@@ -82,7 +82,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -195,11 +194,6 @@ static uintptr_t thread_pointer(void)
 #endif
 }
 
-static void futex_wake(uint32_t *w, int n)
-{
-	syscall(SYS_futex, w, FUTEX_WAKE, n, NULL, NULL, 0);
-}
-
 /* A process's start time (field 22 of /proc/PID/stat) and state letter;
  * 0 when it is gone. */
 static uint64_t proc_start(pid_t pid, char *state)
@@ -273,7 +267,6 @@ static void notify(struct kr_carea_proc *p)
 	}
 	if (pid > 0 && pick > 0)
 		syscall(SYS_tgkill, pid, pick, SIGURG);
-	futex_wake(&p->futex, INT32_MAX);
 }
 
 static void allocate_locked(void)
@@ -866,12 +859,6 @@ static void vp_stop(struct kr_worker *w)
 	v->w = NULL;
 }
 
-static void kick(void)
-{
-	if (C.me)
-		futex_wake(&C.me->futex, INT32_MAX);
-}
-
 /* ---------------- the segment ---------------- */
 
 struct text_want {
@@ -1071,7 +1058,7 @@ static unsigned start(unsigned nvp)
 	C.start = proc_start(getpid(), NULL);
 	me->start = C.start;
 	me->nvp = nvp;
-	me->want = me->parallelism = me->running = me->futex = 0;
+	me->want = me->parallelism = me->running = 0;
 	me->grant = nvp < C.ncpu ? nvp : C.ncpu;
 	me->beat = kr_now();
 	memset(me->comm, 0, sizeof me->comm);
@@ -1167,7 +1154,6 @@ const struct kr_alloc kr_carea = {
 	.vp_stop = vp_stop_any,
 	.turn = turn_any,
 	.idle = idle_any,
-	.kick = kick,
 };
 
 /* ---------------- the public calls ---------------- */

@@ -72,8 +72,6 @@ struct kr_carea_proc {
 	                           its VPs are preempted by others */
 	uint32_t grant;         /* processors allocated to it (allocator) */
 	uint32_t running;       /* its VPs RUNNING now */
-	uint32_t futex;         /* its stopped VPs wait on this word; the
-	                           allocator bumps it and wakes them */
 	uint64_t beat;          /* CLOCK_MONOTONIC ns of its last publication */
 	char comm[16];          /* its name, for karui-top */
 	struct kr_carea_vp vp[KR_CAREA_VPS];

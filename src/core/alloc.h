@@ -51,7 +51,6 @@ struct kr_alloc {
 	 * microprocess kr__preempt took from w).  Returns what w runs next
 	 * (NULL: none; the loop goes on looking for work). */
 	kr_mp *(*idle)(struct kr_worker *w, kr_mp *held);
-	void (*kick)(void);                         /* karui stops: wake all */
 };
 
 /* Run at most n (1..vps) VPs.  Any thread, a signal handler too. */

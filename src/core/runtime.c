@@ -492,8 +492,6 @@ static void teardown(void)
 	if (G.nvps + G.nspares)
 		kr_sched_unpark(G.nvps + G.nspares);
 	kr__spares_kick();
-	if (G.alloc)
-		G.alloc->kick();
 	for (unsigned i = 0; i < G.nvps; i++)
 		kr_vp_join(G.vps[i]);
 	free(G.vps);
@@ -554,8 +552,6 @@ int kr_fini(void)
 		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
 		kr_sched_unpark(G.nvps + G.nspares + 1);
 		kr__spares_kick(); /* VP 0 may be parked (alloc.h) */
-		if (G.alloc)
-			G.alloc->kick();
 		block(w, self);
 	}
 	teardown();
