@@ -107,7 +107,7 @@
 #define CAP_PROBE_NS (2000 * MS)          /* a capped process tries one VP more after, */
 #define CAP_PROBE_MAX_NS (16 * CAP_PROBE_NS) /* ... or up to this, when tries fail */
 
-enum { WHY_NONE, WHY_STOP, WHY_SLICE };
+enum { WHY_NONE, WHY_STOP, WHY_SLICE, WHY_TICK };
 enum { LAT_KEPT = 1024 };
 enum {
 	RETRY_NS = 200 * US,      /* a refused stop is tried again after this */
@@ -117,6 +117,7 @@ enum {
 	IDLE_NS = 2 * MS,         /* a VP asleep this long wants no processor */
 	BLOCK_LOOK_NS = 10 * MS,  /* a parked VP looks for blocked ones this often */
 	CAP_WINDOW_NS = 50 * MS,  /* preempted time is summed over this */
+	TICK_NS = 100 * MS,       /* the allocator's tick (on_urg) */
 	TURN_NS = 500 * US,       /* a busy VP's publications, at most this often */
 	STALE_NS = 100 * MS,      /* a slot not refreshed for this long is checked */
 	MIN_SLICE = 1 * MS,
@@ -152,6 +153,8 @@ static struct {
 	uint32_t running;       /* our VPs RUNNING */
 	uint32_t grant;         /* as last applied */
 	uint32_t nheld;         /* microprocesses held (SUSPENDED) */
+	uint32_t stopping;      /* stops under way (on_urg) */
+	uint64_t ticked;        /* kr_now() of the last allocator's tick */
 	unsigned cap;           /* the most it asks for (cap_update) */
 	uint64_t cap_at, win_at, win_pre, probe;
 	uint64_t start;         /* our start time (/proc/self/stat) */
@@ -195,12 +198,17 @@ static uintptr_t thread_pointer(void)
 }
 
 /* A process's start time (field 22 of /proc/PID/stat) and state letter;
- * 0 when it is gone. */
+ * 0 when it is gone.  Read relative to a descriptor of /proc, so that an
+ * emulator that makes up a process's view of its own entries (qemu-user)
+ * still gives the kernel's figures, the ones other processes read. */
 static uint64_t proc_start(pid_t pid, char *state)
 {
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char path[32], buf[512];
+	snprintf(path, sizeof path, "%d/stat", (int)pid);
+	int dir = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = dir < 0 ? -1 : openat(dir, path, O_RDONLY | O_CLOEXEC);
+	if (dir >= 0)
+		close(dir);
 	if (fd < 0)
 		return 0;
 	ssize_t n = read(fd, buf, sizeof buf - 1);
@@ -384,15 +392,19 @@ static void set_status(unsigned id, uint32_t st)
 	}
 }
 
-/* The slice timer runs only while the VP does. */
+/* A VP's timer: each slice with a time slice, else each TICK_NS (the
+ * allocator's tick, see on_urg); it runs only while the VP does. */
+static uint64_t tick_period(void) { return C.slice ? C.slice : TICK_NS; }
+
 static void slice_arm(struct cvp *v, int on)
 {
 	if (!v->has_timer)
 		return;
 	struct itimerspec it = {0};
 	if (on) {
-		it.it_value.tv_sec = (time_t)(C.slice / 1000000000u);
-		it.it_value.tv_nsec = (long)(C.slice % 1000000000u);
+		uint64_t p = tick_period();
+		it.it_value.tv_sec = (time_t)(p / 1000000000u);
+		it.it_value.tv_nsec = (long)(p % 1000000000u);
 		it.it_interval = it.it_value;
 	}
 	timer_settime(v->timer, 0, &it, NULL);
@@ -407,7 +419,7 @@ static void status_hook(kr_vp *vp, int l0)
 	uint32_t st = to_status(l0, v);
 	uint32_t was_idle = v->idle;
 	v->idle = l0 == KR_VP_SLEEPING;
-	if (C.slice && was_idle != v->idle)
+	if (was_idle != v->idle)
 		slice_arm(v, !v->idle);
 	if (vp->id >= KR_CAREA_VPS)
 		return;
@@ -610,15 +622,15 @@ static struct cvp *vp_of_tid(pid_t tid)
 	return NULL;
 }
 
-static void retry_later(struct cvp *v)
+/* The VP's timer fires in `ns` (then each slice again, if there is one). */
+static void retry_in(struct cvp *v, uint64_t ns)
 {
 	if (!v->has_timer)
 		return;
-	struct itimerspec it = {.it_value = {0, (long)RETRY_NS}};
-	if (C.slice) {
-		it.it_interval.tv_sec = (time_t)(C.slice / 1000000000u);
-		it.it_interval.tv_nsec = (long)(C.slice % 1000000000u);
-	}
+	struct itimerspec it = {.it_value = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)}};
+	uint64_t p = tick_period();
+	it.it_interval.tv_sec = (time_t)(p / 1000000000u);
+	it.it_interval.tv_nsec = (long)(p % 1000000000u);
 	timer_settime(v->timer, 0, &it, NULL);
 }
 
@@ -629,6 +641,21 @@ static void resumed(uintptr_t at)
 	uint64_t ns = kr_now() - at;
 	unsigned i = __atomic_fetch_add(&C.nlat, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&C.lat[i % LAT_KEPT], ns, __ATOMIC_RELAXED);
+}
+
+/* c_registers: x86-64's gregs in their order; aarch64's x0..x20, sp, pc */
+static void publish_regs(struct kr_carea_vp *sv, const ucontext_t *uc)
+{
+	for (unsigned i = 0; i < KR_CAREA_NREGS; i++) {
+#if defined(__x86_64__)
+		uint64_t r = (uint64_t)uc->uc_mcontext.gregs[i];
+#else
+		uint64_t r = i < KR_CAREA_NREGS - 2 ? uc->uc_mcontext.regs[i]
+			   : i == KR_CAREA_NREGS - 2 ? uc->uc_mcontext.sp
+						     : uc->uc_mcontext.pc;
+#endif
+		__atomic_store_n(&sv->regs[i], r, __ATOMIC_RELAXED);
+	}
 }
 
 static void chain(int sig, siginfo_t *si, void *uc)
@@ -652,7 +679,7 @@ static void on_urg(int sig, siginfo_t *si, void *ucv)
 	if (thread_pointer() != v->tp) {
 		/* a μprocess's code, on its own thread pointer: nothing of
 		 * ours may run (errno is thread-local); try again later */
-		retry_later(v);
+		retry_in(v, RETRY_NS);
 		return;
 	}
 	int saved = errno;
@@ -660,13 +687,33 @@ static void on_urg(int sig, siginfo_t *si, void *ucv)
 		chain(sig, si, ucv);
 	apply_grant();
 	uint32_t why = WHY_NONE;
-	if (__atomic_load_n(&C.running, __ATOMIC_RELAXED) > C.grant && !v->idle)
-		why = WHY_STOP;
-	else if (si->si_code == SI_TIMER && C.slice) {
+	/* one stop per VP too many: a claim on C.stopping, which the stop
+	 * gives back once the VP no longer counts as running */
+	uint32_t run = __atomic_load_n(&C.running, __ATOMIC_RELAXED);
+	uint32_t stopping = __atomic_load_n(&C.stopping, __ATOMIC_RELAXED);
+	while (!v->idle && run > C.grant + stopping)
+		if (__atomic_compare_exchange_n(&C.stopping, &stopping, stopping + 1, 1,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+			why = WHY_STOP;
+			break;
+		}
+	if (why == WHY_NONE && si->si_code == SI_TIMER && C.slice) {
 		uint64_t r = kr__resumes;
 		if (r == v->resumes && v->w->cur)
 			why = WHY_SLICE;
 		v->resumes = r;
+	}
+	/* The allocator's tick: a process that wants more than its grant,
+	 * or runs more, looks at the allocation every TICK_NS even if none of
+	 * its VPs reaches a scheduling point (microprocesses that compute
+	 * for long): one running VP's microprocess is taken for the moment
+	 * the idle hook allocates, and runs on at once. */
+	uint64_t now = kr_now();
+	if (why == WHY_NONE && si->si_code == SI_TIMER && v->w->cur &&
+	    now - __atomic_load_n(&C.ticked, __ATOMIC_RELAXED) >= TICK_NS &&
+	    (__atomic_load_n(&C.me->want, __ATOMIC_RELAXED) != C.grant || run > C.grant)) {
+		__atomic_store_n(&C.ticked, now, __ATOMIC_RELAXED);
+		why = WHY_TICK;
 	}
 	if (why != WHY_NONE) {
 #if defined(__x86_64__)
@@ -676,20 +723,17 @@ static void on_urg(int sig, siginfo_t *si, void *ucv)
 #endif
 		if (!in_text(ip)) {
 			v->why = why;
-#if defined(__x86_64__)
-			if (why == WHY_STOP && v->w->vp->id < KR_CAREA_VPS) {
-				struct kr_carea_vp *sv = &C.me->vp[v->w->vp->id];
-				for (unsigned i = 0; i < KR_CAREA_NREGS; i++)
-					sv->regs[i] = (uint64_t)uc->uc_mcontext.gregs[i];
-			}
-#endif
-			kr__preempt(uc, why == WHY_STOP ? resumed : NULL, kr_now());
+			if (why == WHY_STOP && v->w->vp->id < KR_CAREA_VPS)
+				publish_regs(&C.me->vp[v->w->vp->id], uc);
+			kr__preempt(uc, why == WHY_STOP ? resumed : NULL, now);
 			/* returned: it refused */
 			v->why = WHY_NONE;
 		}
-		__atomic_fetch_add(&C.deferred, 1, __ATOMIC_RELAXED);
-		if (why == WHY_STOP)
-			retry_later(v);
+		if (why == WHY_STOP) {
+			__atomic_fetch_add(&C.deferred, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_sub(&C.stopping, 1, __ATOMIC_RELAXED);
+			retry_in(v, RETRY_NS);
+		}
 	}
 	errno = saved;
 }
@@ -700,6 +744,11 @@ static kr_mp *idle_hook(struct kr_worker *w, kr_mp *held)
 {
 	struct cvp *v = &C.vp[w->vp->id];
 	unsigned id = w->vp->id;
+	if (held && v->why == WHY_TICK) {
+		v->why = WHY_NONE;
+		allocate();
+		return held; /* on at once */
+	}
 	if (held && v->why == WHY_SLICE) {
 		v->why = WHY_NONE;
 		kr__mp_ready(held); /* behind the others */
@@ -712,6 +761,7 @@ static kr_mp *idle_hook(struct kr_worker *w, kr_mp *held)
 		v->why = WHY_NONE;
 		__atomic_fetch_add(&C.suspensions, 1, __ATOMIC_RELAXED);
 		if (id >= KR_CAREA_VPS) { /* not in the segment: queue it */
+			__atomic_fetch_sub(&C.stopping, 1, __ATOMIC_RELAXED);
 			kr__mp_ready(held);
 			kr__vp_retire(w, KR_FOREVER);
 			return NULL;
@@ -727,6 +777,7 @@ static kr_mp *idle_hook(struct kr_worker *w, kr_mp *held)
 			__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
 		}
 		set_status(id, KR_CA_SUSPENDED);
+		__atomic_fetch_sub(&C.stopping, 1, __ATOMIC_RELAXED);
 		kr_sched_unpark(1); /* an idle VP of ours may recover it now */
 		uint64_t wait = RECOVER_NS;
 		for (;;) {
@@ -757,6 +808,8 @@ static kr_mp *idle_hook(struct kr_worker *w, kr_mp *held)
 			__atomic_fetch_add(&C.running, 1, __ATOMIC_RELAXED);
 			set_status(id, KR_CA_RUNNING);
 			__atomic_store_n(&C.me->running, C.running, __ATOMIC_RELAXED);
+			if (r == 2) /* above the grant: stop again later */
+				retry_in(v, BLOCK_LOOK_NS);
 			return mp;
 		}
 		uint32_t exp;
@@ -837,8 +890,7 @@ static void vp_start(struct kr_worker *w)
 	sigaddset(&urg, SIGURG);
 	pthread_sigmask(SIG_UNBLOCK, &urg, NULL);
 	status_hook(w->vp, KR_VP_RUNNING);
-	if (C.slice)
-		slice_arm(v, 1);
+	slice_arm(v, 1);
 }
 
 static void vp_stop(struct kr_worker *w)
@@ -1022,7 +1074,8 @@ static unsigned start(unsigned nvp)
 {
 	memset(C.vp, 0, sizeof C.vp);
 	C.nvp = nvp;
-	C.running = C.nheld = 0;
+	C.running = C.nheld = C.stopping = 0;
+	C.ticked = 0;
 	C.cap = nvp;
 	C.cap_at = C.win_at = C.win_pre = 0;
 	C.probe = CAP_PROBE_NS;

@@ -49,7 +49,8 @@ struct kr_carea_vp {
 	uint64_t held;          /* SUSPENDED: the microprocess's id (kr_mp_id) */
 	uint64_t since;         /* CLOCK_MONOTONIC ns of the last status change */
 	uint64_t regs[KR_CAREA_NREGS]; /* c_registers: the suspended context's
-	                           general registers (ucontext's gregs order) */
+	                           general registers (x86-64: ucontext's gregs
+	                           order; aarch64: x0..x20, sp, pc) */
 	uint64_t suspensions;   /* times stopped holding a microprocess */
 	uint64_t recoveries;    /* microprocesses of others this VP recovered */
 	uint64_t preemptions;   /* time slices it ended (notifier's timer) */

@@ -23,8 +23,8 @@
  * returns, where the microprocess cannot be taken away at that
  * instruction: no microprocess (the idle loop), inside a blocking section,
  * holding a kr_spin lock, a system call about to restart, too little
- * stack, and in the sanitizer builds and on aarch64 always (its callers
- * then stop the VP at its next idle turn instead); its caller has already
+ * stack, and in the sanitizer builds always (its callers then stop the VP
+ * at its next idle turn instead); its caller has already
  * refused karui's and the C library's own code.
  *
  * The hooks run on the VP they name.  A program that has no allocator

@@ -31,8 +31,10 @@
  * restart (the interrupted instruction is `syscall`) is refused because
  * the restart may depend on the thread it was made on (restart_syscall).
  * The sanitizer builds always refuse: their fiber bookkeeping does not
- * know of a switch made here.  aarch64 has no copy of the resume yet and
- * refuses too (docs/carea.md).
+ * know of a switch made here.  On aarch64 the FP and SIMD state is inside
+ * the ucontext, and rt_sigreturn wants 128 bytes of siginfo below it; a
+ * context with state beyond the ucontext (SVE's extra_context) is
+ * refused.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -138,6 +140,99 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 	f[KR_FRAME_RESUME / 8] = (uintptr_t)kr__preempt_resume;
 	uint64_t fpctl = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
 	memcpy((unsigned char *)f + KR_FRAME_FPCTL, &fpctl, sizeof fpctl);
+	mp->ctx.sp = f;
+	w->held = mp;
+	w->cur = NULL; /* a signal from here on finds no microprocess */
+	pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
+	kr__ctx_jump(&w->idle.ctx, &mp->on_cpu);
+}
+
+#elif defined(__aarch64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+
+/* aarch64: the FP and SIMD state is inside the ucontext (the records of
+ * uc_mcontext.__reserved), and rt_sigreturn reads a struct rt_sigframe,
+ * 128 bytes of siginfo and then the ucontext, at sp.  Entered by the
+ * switch's `ret` with x19 = the ucontext copy (x20, x21: the hook and its
+ * word), sp 16-byte aligned. */
+void kr__preempt_resume(void);
+void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+	__attribute__((visibility("hidden")));
+__asm__(".text\n"
+	".globl kr__preempt_resume\n"
+	".hidden kr__preempt_resume\n"
+	".type kr__preempt_resume, %function\n"
+	"kr__preempt_resume:\n"
+	"	mov x0, x19\n"
+	"	mov x1, x20\n"
+	"	mov x2, x21\n"
+	"	bl kr__preempt_fixup\n"
+	"	sub sp, x19, #128\n"
+	"	mov x8, #139\n" /* rt_sigreturn */
+	"	svc #0\n"
+	"	brk #0\n"
+	".size kr__preempt_resume, .-kr__preempt_resume\n");
+
+_Static_assert(SYS_rt_sigreturn == 139, "kr__preempt_resume calls rt_sigreturn by number");
+
+void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+{
+	if (hook)
+		hook(arg);
+	sigaltstack(NULL, &uc->uc_stack);
+	uc->uc_stack.ss_flags &= ~SS_ONSTACK;
+	pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
+}
+
+enum { SIGINFO_SIZE = 128, ROOM = 4096 };
+#ifndef EXTRA_MAGIC
+#define EXTRA_MAGIC 0x45585401 /* state beyond the ucontext: not copied */
+#endif
+
+/* Is the whole FP/SIMD state inside uc's records (no extra_context)? */
+static int state_inline(const ucontext_t *uc)
+{
+	const unsigned char *r = (const unsigned char *)uc->uc_mcontext.__reserved;
+	size_t off = 0, end = sizeof uc->uc_mcontext.__reserved;
+	while (off + 8 <= end) {
+		uint32_t magic, size;
+		memcpy(&magic, r + off, 4);
+		memcpy(&size, r + off + 4, 4);
+		if (magic == 0)
+			return 1;
+		if (magic == EXTRA_MAGIC || size < 8 || size > end - off)
+			return 0;
+		off += size;
+	}
+	return 0;
+}
+
+int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+{
+	struct kr_worker *w = W();
+	kr_mp *mp = w ? w->cur : NULL;
+	if (!mp || w->blocked || w->held || kr__spins_held)
+		return EAGAIN;
+	const uint32_t *ip = (const uint32_t *)uc->uc_mcontext.pc;
+	if (*ip == 0xd4000001u) /* svc #0: a system call to restart */
+		return EAGAIN;
+	if (!state_inline(uc))
+		return EAGAIN;
+	uintptr_t sp = (uintptr_t)uc->uc_mcontext.sp - 128;
+	uintptr_t need = sizeof(ucontext_t) + 16 + SIGINFO_SIZE + KR_FRAME_SIZE + 16 + ROOM;
+	uintptr_t lo = (uintptr_t)mp->stack_lo;
+	if (sp < lo || sp - lo < need)
+		return EAGAIN;
+	ucontext_t *ucopy = (ucontext_t *)((sp - sizeof *ucopy) & ~(uintptr_t)15);
+	memcpy(ucopy, uc, sizeof *ucopy);
+	/* the switch's saved frame (frame.h) below the siginfo's room */
+	unsigned char *f = (unsigned char *)ucopy - SIGINFO_SIZE - KR_FRAME_SIZE;
+	memset(f, 0, KR_FRAME_SIZE);
+	uintptr_t x19 = (uintptr_t)ucopy, x20 = (uintptr_t)hook, x21 = arg;
+	uintptr_t x30 = (uintptr_t)kr__preempt_resume;
+	memcpy(f + 64, &x19, 8);
+	memcpy(f + 72, &x20, 8);
+	memcpy(f + 80, &x21, 8);
+	memcpy(f + KR_FRAME_RESUME, &x30, 8);
 	mp->ctx.sp = f;
 	w->held = mp;
 	w->cur = NULL; /* a signal from here on finds no microprocess */

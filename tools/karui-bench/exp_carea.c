@@ -218,7 +218,7 @@ void kb_carea_stop(const kb_ctx *c)
 		}
 		if (s == 0 && n == 0) {
 			kb_row_none(XS, sys[s], "skipped",
-				    "no stop in the middle of a microprocess here (x86-64 only)");
+				    "no stop in the middle of a microprocess here (a sanitizer build)");
 			continue;
 		}
 		double r = kb_row(c, XS, sys[s], "stopped.median", "us", &med, 1,
