@@ -8,9 +8,9 @@
  * Participants are children that run karui with kr_carea: "spinners",
  * microprocesses that compute without a scheduling point until the parent
  * says stop (a word in shared memory), and "yielders", which count to a
- * fixed number with a yield between steps.  The parent watches the
- * segment.  Nothing here bounds a time: each wait is for something to be
- * seen (kt.h, KT_WAIT).  What needs kr__preempt (a microprocess taken in
+ * fixed number with a yield between steps, then yield until it says stop.
+ * The parent watches the segment.  Nothing here bounds a time: each wait
+ * is for something to be seen (kt.h, KT_WAIT).  What needs kr__preempt (a microprocess taken in
  * the middle of its code) is outside the sanitizer builds only; the tests
  * of it say "skipped" there.
  */
@@ -82,6 +82,15 @@ static unsigned running_of(struct kr_carea_seg *s, pid_t pid)
 	return p ? __atomic_load_n(&p->running, __ATOMIC_RELAXED) : 99;
 }
 
+static uint64_t suspensions_of(struct kr_carea_seg *s, pid_t pid)
+{
+	struct kr_carea_proc *p = slot_of(s, pid);
+	uint64_t n = 0;
+	for (unsigned i = 0; p && i < KR_CAREA_VPS; i++)
+		n += __atomic_load_n(&p->vp[i].suspensions, __ATOMIC_RELAXED);
+	return n;
+}
+
 static unsigned ncpu(void)
 {
 	cpu_set_t set;
@@ -132,6 +141,9 @@ static void *yielder(void *a)
 			kr_mp_yield();
 	}
 	me_sh->sums[(uintptr_t)a] = sum;
+	/* then on, yielding, until the parent has seen what it waits for */
+	while (!__atomic_load_n(&me_sh->stop, __ATOMIC_ACQUIRE))
+		kr_mp_yield();
 	return NULL;
 }
 
@@ -297,12 +309,14 @@ static void a_stopped_microprocess_is_recovered_and_ends_right(void)
 	/* both its VPs run spinners: the stop below takes one in the middle */
 	KT_WAIT(running_of(s, pb) == 2, kt_nap_us(1000));
 	pid_t pa = participant(a, 2, 8, yielder);
+	/* the spinners' process is stopped in the middle when the yielders' comes */
+	KT_WAIT(suspensions_of(s, pb) >= 1, kt_nap_us(1000));
+	__atomic_store_n(&a->stop, 1, __ATOMIC_RELEASE);
 	reap(pa, 0);
 	for (int i = 0; i < 8; i++)
 		KT_EQ(a->sums[i], (uint64_t)YIELD_STEPS * (YIELD_STEPS + 1) / 2);
 	__atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
 	reap(pb, 0);
-	/* the spinners' process was stopped when the yielders' came */
 	KT_CHECK(b->st.suspensions >= 1);
 	KT_EQ(b->sums[0] + b->sums[1], 2);
 	shm_unlink(seg_name);
@@ -362,6 +376,8 @@ static void a_scribbled_segment_stalls_nobody(void)
 		}
 		kt_nap_us(2000);
 	}
+	__atomic_store_n(&a->stop, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE);
 	reap(pa, 0);
 	reap(pb, 0);
 	for (int i = 0; i < 8; i++) {
