@@ -483,9 +483,9 @@ static void *ends_the_spin(void *a)
 	return NULL;
 }
 
-/* On one VP, a microprocess that never yields no longer keeps the others
- * from running: the slice ends it, it is queued behind them. */
-static void a_time_slice_ends_a_microprocess_that_never_yields(void)
+/* karui on one VP with the C-area and a 2 ms time slice: skipped where
+ * microprocesses cannot be stopped in the middle. */
+static void one_vp_with_slices(void)
 {
 	if (!PREEMPT)
 		KT_SKIP("time slices need a build without sanitizers");
@@ -493,6 +493,13 @@ static void a_time_slice_ends_a_microprocess_that_never_yields(void)
 	KT_EQ(kr_carea_configure(&(kr_carea_config){.segment = seg_name, .slice = 2 * MS}), 0);
 	kr_config c = {.vps = 1, .alloc = &kr_carea};
 	KT_EQ(kr_init(&c), 0);
+}
+
+/* On one VP, a microprocess that never yields no longer keeps the others
+ * from running: the slice ends it, it is queued behind them. */
+static void a_time_slice_ends_a_microprocess_that_never_yields(void)
+{
+	one_vp_with_slices();
 	kr_mp *spin, *other;
 	KT_EQ(kr_mp_create(&spin, NULL, never_yields, NULL), 0);
 	KT_EQ(kr_mp_yield(), 0); /* the spinner runs, and never gives the VP back */
@@ -530,12 +537,7 @@ static void *high_sleeper(void *a)
  * without end runs within a slice or so, and ends them. */
 static void priorities_hold_against_long_running_microprocesses(void)
 {
-	if (!PREEMPT)
-		KT_SKIP("time slices need a build without sanitizers");
-	seg_pick();
-	KT_EQ(kr_carea_configure(&(kr_carea_config){.segment = seg_name, .slice = 2 * MS}), 0);
-	kr_config c = {.vps = 1, .alloc = &kr_carea};
-	KT_EQ(kr_init(&c), 0);
+	one_vp_with_slices();
 	kr_mp *low[3], *high;
 	kr_attr hi = {.flags = KR_MP_PRIO, .prio = KR_PRIO_MAX};
 	kr_attr lo = {.flags = KR_MP_PRIO, .prio = KR_PRIO_MIN};

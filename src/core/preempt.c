@@ -53,13 +53,51 @@ void kr__mp_ready(kr_mp *mp)
 	seam_ready(W(), mp);
 }
 
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(__SANITIZE_ADDRESS__) && \
+	!defined(__SANITIZE_THREAD__)
+
+void kr__preempt_resume(void);
+void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+	__attribute__((visibility("hidden")));
+
+/* Called by kr__preempt_resume on the resuming thread, before the copy
+ * goes to rt_sigreturn, which installs what the frame holds: so this
+ * thread's own alternate stack and mask go into it (three system calls in
+ * all, a few microseconds, for the stopped microprocesses only). */
+void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+{
+	if (hook)
+		hook(arg);
+	sigaltstack(NULL, &uc->uc_stack);
+	uc->uc_stack.ss_flags &= ~SS_ONSTACK;
+	pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
+}
+
+/* The microprocess kr__preempt may take from w, or NULL (see alloc.h). */
+static kr_mp *takeable(struct kr_worker *w)
+{
+	kr_mp *mp = w ? w->cur : NULL;
+	return !mp || w->blocked || w->held || kr__spins_held ? NULL : mp;
+}
+
+/* mp's context is the frame at f now: leave the handler for w's idle
+ * context, which releases mp once off the signal stack. */
+__attribute__((noreturn)) static void taken(struct kr_worker *w, kr_mp *mp, void *f,
+					    const ucontext_t *uc)
+{
+	mp->ctx.sp = f;
+	w->held = mp;
+	w->cur = NULL; /* a signal from here on finds no microprocess */
+	pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
+	kr__ctx_jump(&w->idle.ctx, &mp->on_cpu);
+}
+
+#endif
+
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 
 /* The resumption of a preempted context (see the top): entered by the
  * switch's `ret` with r12 = the ucontext copy, rsp 16-byte aligned. */
-void kr__preempt_resume(void);
-void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
-	__attribute__((visibility("hidden")));
 __asm__(".text\n"
 	".globl kr__preempt_resume\n"
 	".hidden kr__preempt_resume\n"
@@ -77,17 +115,6 @@ __asm__(".text\n"
 
 _Static_assert(SYS_rt_sigreturn == 15, "kr__preempt_resume calls rt_sigreturn by number");
 
-void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
-{
-	if (hook)
-		hook(arg);
-	/* rt_sigreturn installs what the frame holds: this thread's own,
-	 * hence three system calls in all (a few microseconds), for the
-	 * stopped microprocesses only */
-	sigaltstack(NULL, &uc->uc_stack);
-	uc->uc_stack.ss_flags &= ~SS_ONSTACK;
-	pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
-}
 
 enum {
 	RED_ZONE = 128,
@@ -101,8 +128,8 @@ enum {
 int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 {
 	struct kr_worker *w = W();
-	kr_mp *mp = w ? w->cur : NULL;
-	if (!mp || w->blocked || w->held || kr__spins_held)
+	kr_mp *mp = takeable(w);
+	if (!mp)
 		return EAGAIN;
 	greg_t *g = uc->uc_mcontext.gregs;
 	const unsigned char *ip = (const unsigned char *)g[REG_RIP];
@@ -140,11 +167,7 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 	f[KR_FRAME_RESUME / 8] = (uintptr_t)kr__preempt_resume;
 	uint64_t fpctl = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
 	memcpy((unsigned char *)f + KR_FRAME_FPCTL, &fpctl, sizeof fpctl);
-	mp->ctx.sp = f;
-	w->held = mp;
-	w->cur = NULL; /* a signal from here on finds no microprocess */
-	pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
-	kr__ctx_jump(&w->idle.ctx, &mp->on_cpu);
+	taken(w, mp, f, uc);
 }
 
 #elif defined(__aarch64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -154,9 +177,6 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
  * 128 bytes of siginfo and then the ucontext, at sp.  Entered by the
  * switch's `ret` with x19 = the ucontext copy (x20, x21: the hook and its
  * word), sp 16-byte aligned. */
-void kr__preempt_resume(void);
-void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
-	__attribute__((visibility("hidden")));
 __asm__(".text\n"
 	".globl kr__preempt_resume\n"
 	".hidden kr__preempt_resume\n"
@@ -174,14 +194,6 @@ __asm__(".text\n"
 
 _Static_assert(SYS_rt_sigreturn == 139, "kr__preempt_resume calls rt_sigreturn by number");
 
-void kr__preempt_fixup(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
-{
-	if (hook)
-		hook(arg);
-	sigaltstack(NULL, &uc->uc_stack);
-	uc->uc_stack.ss_flags &= ~SS_ONSTACK;
-	pthread_sigmask(SIG_SETMASK, NULL, &uc->uc_sigmask);
-}
 
 enum { SIGINFO_SIZE = 128, ROOM = 4096 };
 #ifndef EXTRA_MAGIC
@@ -209,8 +221,8 @@ static int state_inline(const ucontext_t *uc)
 int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 {
 	struct kr_worker *w = W();
-	kr_mp *mp = w ? w->cur : NULL;
-	if (!mp || w->blocked || w->held || kr__spins_held)
+	kr_mp *mp = takeable(w);
+	if (!mp)
 		return EAGAIN;
 	const uint32_t *ip = (const uint32_t *)uc->uc_mcontext.pc;
 	if (*ip == 0xd4000001u) /* svc #0: a system call to restart */
@@ -233,11 +245,7 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 	memcpy(f + 72, &x20, 8);
 	memcpy(f + 80, &x21, 8);
 	memcpy(f + KR_FRAME_RESUME, &x30, 8);
-	mp->ctx.sp = f;
-	w->held = mp;
-	w->cur = NULL; /* a signal from here on finds no microprocess */
-	pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
-	kr__ctx_jump(&w->idle.ctx, &mp->on_cpu);
+	taken(w, mp, f, uc);
 }
 
 #else
