@@ -23,8 +23,9 @@
  * Allocation.  Whichever VP finds `want` changed (or a process joins or
  * leaves, or a VP parked above its grant wakes, every 100 ms) runs the
  * allocator, under the segment's lock:
- * a robust process-shared mutex, so that the death of its holder frees it
- * (EOWNERDEAD).  One that finds it taken marks the segment dirty and goes
+ * a word naming its holder's thread and when it took it, taken back from a
+ * holder that is gone or held it past a lease (seg_trylock).  One that
+ * finds it taken marks the segment dirty and goes
  * on: the holder allocates again before it lets go.  The allocator reads
  * every slot and believes nothing: counts are clamped, a slot whose
  * process is dead (its pid gone, or reused: the start time differs) is
@@ -121,6 +122,7 @@ enum {
 	TURN_NS = 500 * US,       /* a busy VP's publications, at most this often */
 	STALE_NS = 100 * MS,      /* a slot not refreshed for this long is checked */
 	MIN_SLICE = 1 * MS,
+	LEASE_MS = 50,            /* the allocator's lock is taken from a holder after */
 };
 
 /* This process's side of each VP, by VP id (private memory: what the
@@ -344,24 +346,55 @@ static void allocate_locked(void)
 
 static void apply_grant(void);
 
-/* Allocate now, or leave it to whoever holds the lock. */
-static void allocate(void)
+/* The allocator's lock is a word of the segment naming its holder's
+ * thread and when it took it, not a pthread mutex: a scribbled mutex sends
+ * glibc down pointers found in the segment.  A holder that is gone, or
+ * that held it past LEASE_MS, loses it to the next one that tries; two
+ * allocators at once do no harm (each writes grants computed from the
+ * same wants, and the dirty flag brings a last pass). */
+static int seg_trylock(struct kr_carea_seg *s, uint64_t *mine)
+{
+	uint64_t cur = __atomic_load_n(&s->lock, __ATOMIC_RELAXED);
+	uint32_t ms = (uint32_t)(kr_now() / MS);
+	*mine = (uint64_t)(uint32_t)raw_gettid() << 32 | ms;
+	if (cur) {
+		int32_t tid = (int32_t)(cur >> 32);
+		int saved = errno;
+		int gone = tid <= 0 || ms - (uint32_t)cur >= LEASE_MS ||
+			   (kill(tid, 0) != 0 && errno == ESRCH);
+		errno = saved;
+		if (!gone)
+			return 0;
+	}
+	return __atomic_compare_exchange_n(&s->lock, &cur, *mine, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+static void seg_unlock(struct kr_carea_seg *s, uint64_t mine)
+{
+	/* a lock taken from us stays its new holder's */
+	__atomic_compare_exchange_n(&s->lock, &mine, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+}
+
+/* Allocate now, or leave it to whoever holds the lock (it sees dirty). */
+static void allocate_or_leave(void)
 {
 	struct kr_carea_seg *s = C.seg;
 	__atomic_store_n(&s->dirty, 1, __ATOMIC_SEQ_CST);
-	for (;;) {
-		int r = pthread_mutex_trylock(&s->lock);
-		if (r == EOWNERDEAD)
-			pthread_mutex_consistent(&s->lock);
-		else if (r)
-			return; /* the holder sees dirty */
+	uint64_t mine;
+	while (seg_trylock(s, &mine)) {
 		while (__atomic_exchange_n(&s->dirty, 0, __ATOMIC_SEQ_CST))
 			allocate_locked();
-		pthread_mutex_unlock(&s->lock);
+		seg_unlock(s, mine);
 		/* a change marked after the last look, while we held the lock */
 		if (!__atomic_load_n(&s->dirty, __ATOMIC_SEQ_CST))
 			break;
 	}
+}
+
+static void allocate(void)
+{
+	allocate_or_leave();
 	apply_grant();
 }
 
@@ -608,6 +641,8 @@ static void recover(struct kr_worker *w)
 
 static int in_text(uintptr_t ip)
 {
+	if (kr__in_karui(ip))
+		return 1;
 	for (unsigned i = 0; i < C.ntext; i++)
 		if (ip >= C.text[i].lo && ip < C.text[i].hi)
 			return 1;
@@ -941,24 +976,13 @@ static int text_of(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* libkarui.a's code, in a program linked with it (cmake/karui-text.sh) */
-extern const char __start_karui_text[] __attribute__((weak, visibility("hidden")));
-extern const char __stop_karui_text[] __attribute__((weak, visibility("hidden")));
-
-/* karui's own code (libkarui.so's, or its section in a program linked
- * with libkarui.a), the C library's and the dynamic linker's. */
+/* The C library's code and the dynamic linker's (karui's own is L2's:
+ * kr__in_karui). */
 static void find_texts(void)
 {
-	struct text_want t[3] = {{(uintptr_t)&kr_init, 0}, {(uintptr_t)&malloc, 0},
-				 {0, (uintptr_t)getauxval(AT_BASE)}};
+	struct text_want t[2] = {{(uintptr_t)&malloc, 0}, {0, (uintptr_t)getauxval(AT_BASE)}};
 	C.ntext = 0;
-	if (__start_karui_text && __stop_karui_text) {
-		C.text[0].lo = (uintptr_t)__start_karui_text;
-		C.text[0].hi = (uintptr_t)__stop_karui_text;
-		C.ntext = 1;
-		t[0].at = 0;
-	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 2; i++)
 		if (t[i].at || t[i].base)
 			dl_iterate_phdr(text_of, &t[i]);
 }
@@ -1022,12 +1046,6 @@ static struct kr_carea_seg *seg_open(const char *name)
 		return NULL;
 	}
 	if (creator) {
-		pthread_mutexattr_t a;
-		pthread_mutexattr_init(&a);
-		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-		pthread_mutex_init(&s->lock, &a);
-		pthread_mutexattr_destroy(&a);
 		s->version = KR_CAREA_VERSION;
 		s->size = (uint32_t)size;
 		__atomic_store_n(&s->magic, KR_CAREA_MAGIC, __ATOMIC_RELEASE);
@@ -1153,23 +1171,7 @@ static void stop(void)
 	__atomic_store_n(&C.me->state, KR_CA_SLOT_FREE, __ATOMIC_RELEASE);
 	C.me = NULL;
 	/* our processors go to the others */
-	__atomic_store_n(&s->dirty, 1, __ATOMIC_SEQ_CST);
-	struct timespec t;
-	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_nsec += 100000000;
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
-	/* bounded: a lock scribbled on must not hold the exit up */
-	int r = pthread_mutex_timedlock(&s->lock, &t);
-	if (r == EOWNERDEAD)
-		pthread_mutex_consistent(&s->lock);
-	if (r == 0 || r == EOWNERDEAD) {
-		while (__atomic_exchange_n(&s->dirty, 0, __ATOMIC_SEQ_CST))
-			allocate_locked();
-		pthread_mutex_unlock(&s->lock);
-	}
+	allocate_or_leave();
 	munmap(s, sizeof *s);
 	C.seg = NULL;
 }

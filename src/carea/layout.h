@@ -20,11 +20,10 @@
 #ifndef KARUI_CAREA_LAYOUT_H
 #define KARUI_CAREA_LAYOUT_H
 
-#include <pthread.h>
 #include <stdint.h>
 
 #define KR_CAREA_MAGIC 0x6165726143697572ull /* "ruiCArea" */
-#define KR_CAREA_VERSION 1u
+#define KR_CAREA_VERSION 2u
 #define KR_CAREA_PROCS 64 /* participating processes at once */
 #define KR_CAREA_VPS 32   /* VPs of a process the C-area shows and allocates */
 #define KR_CAREA_NREGS 23 /* general registers of a suspended context */
@@ -82,7 +81,8 @@ struct kr_carea_seg {
 	uint64_t magic;         /* KR_CAREA_MAGIC, written last by the creator */
 	uint32_t version;       /* KR_CAREA_VERSION */
 	uint32_t size;          /* sizeof (struct kr_carea_seg) */
-	pthread_mutex_t lock;   /* robust, process-shared: the allocator's */
+	uint64_t lock;          /* the allocator's: 0, or its holder's tid << 32
+	                           | the CLOCK_MONOTONIC ms it took it at */
 	uint32_t ncpu;          /* processors the allocation shares */
 	uint32_t dirty;         /* a demand changed since the last allocation */
 	uint64_t epoch;         /* allocations made */

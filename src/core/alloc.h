@@ -23,8 +23,9 @@
  * returns, where the microprocess cannot be taken away at that
  * instruction: no microprocess (the idle loop), inside a blocking section,
  * holding a kr_spin lock, a system call about to restart, too little
- * stack, and in the sanitizer builds always (its callers then stop the VP
- * at its next idle turn instead); its caller has already
+ * stack, karui's code on the microprocess's stack (karui running for it,
+ * see preempt.c), and in the sanitizer builds always (its callers then
+ * stop the VP at its next idle turn instead); its caller has already
  * refused karui's and the C library's own code.
  *
  * The hooks run on the VP they name.  A program that has no allocator
@@ -67,5 +68,10 @@ void kr__mp_ready(kr_mp *mp);
  * resumes the microprocess, just before it goes on.  Returns only when it
  * refuses: EAGAIN. */
 int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg);
+/* kr_init's, with an allocator, once the VPs run: finds karui's code and
+ * runs the probe kr__preempt needs (preempt.c); until then it refuses. */
+void kr__preempt_init(void);
+/* Is ip in karui's own code?  (Any thread, a signal handler too.) */
+int kr__in_karui(uintptr_t ip);
 
 #endif

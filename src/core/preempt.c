@@ -27,6 +27,18 @@
  * the kernel's signal frame there is simply abandoned, as siglongjmp does.
  * The idle loop then gives w->held to the allocator's idle hook.
  *
+ * Karui running for the microprocess.  Between the moment karui makes a
+ * microprocess findable (queued by its own yield, woken before it has
+ * left, ending) and its switch, karui calls other code for it: the C
+ * library, the vDSO's clock, liburing.  Taken there, it would be held and
+ * queued at once.  So kr__preempt refuses while any of karui's code is on
+ * the microprocess's stack (or, on aarch64, in its link register): it reads
+ * the stack from the interrupted sp to where its function was entered,
+ * found once by a probe microprocess at kr_init (kr__preempt_init: the
+ * return address into the core's entry, and the distance from a record to
+ * its function's frame).  A stop costs that scan, a few hundred words for
+ * most microprocesses; nothing on a switch.
+ *
  * Where it refuses (EAGAIN) is listed in alloc.h.  A system call about to
  * restart (the interrupted instruction is `syscall`) is refused because
  * the restart may depend on the thread it was made on (restart_syscall).
@@ -38,6 +50,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -51,6 +64,55 @@
 void kr__mp_ready(kr_mp *mp)
 {
 	seam_ready(W(), mp);
+}
+
+static struct {
+	uintptr_t lo, hi;    /* karui's code */
+	uintptr_t entry_ret; /* where a microprocess's function returns to */
+	uintptr_t entry_off; /* a record's address less its function's CFA */
+} PR;
+
+/* libkarui.a's code, in a program linked with it (cmake/karui-text.sh) */
+extern const char __start_karui_text[] __attribute__((weak, visibility("hidden")));
+extern const char __stop_karui_text[] __attribute__((weak, visibility("hidden")));
+
+/* libkarui.so's: its executable segments, lowest to highest */
+static int text_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0, at = (uintptr_t)&kr__mp_ready;
+	int mine = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = info->dlpi_addr + ph->p_vaddr, b = a + ph->p_memsz;
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		mine |= at >= a && at < b;
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	if (mine) {
+		PR.lo = lo;
+		PR.hi = hi;
+	}
+	return mine;
+}
+
+int kr__in_karui(uintptr_t ip) { return ip - PR.lo < PR.hi - PR.lo; }
+
+static void probe_run(void);
+
+void kr__preempt_init(void)
+{
+	PR.entry_ret = 0;
+	if (__start_karui_text && __stop_karui_text) {
+		PR.lo = (uintptr_t)__start_karui_text;
+		PR.hi = (uintptr_t)__stop_karui_text;
+	} else {
+		dl_iterate_phdr(text_of, NULL);
+	}
+	probe_run();
 }
 
 #if (defined(__x86_64__) || defined(__aarch64__)) && !defined(__SANITIZE_ADDRESS__) && \
@@ -78,6 +140,37 @@ static kr_mp *takeable(struct kr_worker *w)
 {
 	kr_mp *mp = w ? w->cur : NULL;
 	return !mp || w->blocked || w->held || kr__spins_held ? NULL : mp;
+}
+
+__attribute__((noinline)) static void *probe(void *arg)
+{
+	PR.entry_ret = (uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0));
+	PR.entry_off = (uintptr_t)W()->cur - (uintptr_t)__builtin_dwarf_cfa();
+	return arg;
+}
+
+static void probe_run(void)
+{
+	kr_mp *m;
+	if (kr_mp_create(&m, NULL, probe, NULL) == 0)
+		kr_mp_join(m, NULL);
+}
+
+/* Is karui's code running for mp, under the interrupted sp (lr: the link
+ * register, 0 where return addresses are on the stack)?  Without the
+ * probe's figures, or with a stack that does not match them, it says so. */
+static int karui_below(const kr_mp *mp, uintptr_t sp, uintptr_t lr)
+{
+	uintptr_t lo = (uintptr_t)mp->stack_lo;
+	uintptr_t top = mp->is_main ? lo + mp->stack_size : (uintptr_t)mp - PR.entry_off;
+	if (!PR.entry_ret || sp < lo || top <= sp || top > lo + mp->stack_size + 4096)
+		return 1;
+	if (kr__in_karui(lr) && lr != PR.entry_ret)
+		return 1;
+	for (const uintptr_t *p = (const uintptr_t *)(sp & ~(uintptr_t)7); (uintptr_t)p < top; p++)
+		if (kr__in_karui(*p) && *p != PR.entry_ret)
+			return 1;
+	return 0;
 }
 
 /* mp's context is the frame at f now: leave the handler for w's idle
@@ -134,6 +227,8 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 	greg_t *g = uc->uc_mcontext.gregs;
 	const unsigned char *ip = (const unsigned char *)g[REG_RIP];
 	if (ip[0] == 0x0f && ip[1] == 0x05) /* a syscall to restart */
+		return EAGAIN;
+	if (karui_below(mp, (uintptr_t)g[REG_RSP], 0))
 		return EAGAIN;
 	const unsigned char *fp = (const unsigned char *)uc->uc_mcontext.fpregs;
 	if (!fp)
@@ -226,6 +321,8 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 		return EAGAIN;
 	const uint32_t *ip = (const uint32_t *)uc->uc_mcontext.pc;
 	if (*ip == 0xd4000001u) /* svc #0: a system call to restart */
+		return EAGAIN;
+	if (karui_below(mp, uc->uc_mcontext.sp, uc->uc_mcontext.regs[30]))
 		return EAGAIN;
 	if (!state_inline(uc))
 		return EAGAIN;

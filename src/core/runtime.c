@@ -465,6 +465,8 @@ int kr_init(const kr_config *cfg)
 			return err;
 		}
 	}
+	if (G.alloc)
+		kr__preempt_init();
 	return 0;
 }
 
