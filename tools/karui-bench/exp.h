@@ -15,6 +15,7 @@ int kb_karui_monitor(const kb_args *a, kb_res *r);
 int kb_karui_condvar_pingpong(const kb_args *a, kb_res *r);
 int kb_karui_sem_pingpong(const kb_args *a, kb_res *r);
 int kb_karui_chan_pingpong(const kb_args *a, kb_res *r);
+int kb_karui_chan_pingpong_2vp(const kb_args *a, kb_res *r);
 int kb_karui_chan_relay(const kb_args *a, kb_res *r);
 int kb_karui_rendezvous(const kb_args *a, kb_res *r);
 int kb_karui_stream(const kb_args *a, kb_res *r);

@@ -11,11 +11,13 @@
 #include "karui.h"
 #include "exp.h"
 
-static int start(void)
+static int start_on(unsigned vps)
 {
-	kr_config c = {.vps = 1};
+	kr_config c = {.vps = vps};
 	return kr_init(&c);
 }
+
+static int start(void) { return start_on(1); }
 
 /* Run fa(xa) and fb(xb) as two microprocesses; time until both end. */
 static int pair(void *(*fa)(void *), void *xa, void *(*fb)(void *), void *xb, double *ns)
@@ -164,11 +166,11 @@ static void *chan_b(void *x)
 }
 
 /* a->iters rounds of fa(0) and fb(1) on two unbuffered channels of
- * `esize`-byte elements; the time until both end */
-static int chan_pair(const kb_args *a, void *(*fa)(void *), void *(*fb)(void *), size_t esize,
-		     double *ns)
+ * `esize`-byte elements, on `vps` VPs; the time until both end */
+static int chan_pair_on(unsigned vps, const kb_args *a, void *(*fa)(void *),
+			void *(*fb)(void *), size_t esize, double *ns)
 {
-	int err = start();
+	int err = start_on(vps);
 	if (err)
 		return err;
 	kr_chan_init(&chans[0], esize, 0);
@@ -180,10 +182,28 @@ static int chan_pair(const kb_args *a, void *(*fa)(void *), void *(*fb)(void *),
 	return err;
 }
 
+static int chan_pair(const kb_args *a, void *(*fa)(void *), void *(*fb)(void *), size_t esize,
+		     double *ns)
+{
+	return chan_pair_on(1, a, fa, fb, esize, ns);
+}
+
 int kb_karui_chan_pingpong(const kb_args *a, kb_res *r)
 {
 	double ns = 0;
 	int err = chan_pair(a, chan_a, chan_b, sizeof(int), &ns);
+	return finish(err, ns, a->iters, r);
+}
+
+/* The same on 2 VPs, the flows where the scheduler puts them: a woken flow
+ * goes into its waker's VP's slot, and the other VP, idle, takes from it
+ * (sched_default.c), so the round trips mix hand-overs within a VP and
+ * between the two, and every one takes the locked instructions of
+ * several VPs (no one-VP state). */
+int kb_karui_chan_pingpong_2vp(const kb_args *a, kb_res *r)
+{
+	double ns = 0;
+	int err = chan_pair_on(2, a, chan_a, chan_b, sizeof(int), &ns);
 	return finish(err, ns, a->iters, r);
 }
 
