@@ -33,8 +33,12 @@ _Static_assert(sizeof(void *) == 8, "handles keep their generation in a pointer'
 /* mp->wstate: the wakeup protocol (see park.c) in bits 0-1, a pending
  * cancel in bit 2, the generation in bits 16-31: the record's present
  * life's while it lives, the next one's once it has ended.  The states
- * are numbered so that a wakeup takes one off any but NOTIFIED. */
-enum { WS_NOTIFIED = 0, WS_RUN = 1, WS_SLEEP = 2, WS_STATE = 3, WS_CANCEL = 4 };
+ * are numbered so that a wakeup takes one off any but NOTIFIED.  Bits 3
+ * and 4 belong to served waits (served.c): WS_THIRD while a timer or a
+ * cancel decides whether it ends the served wait, WS_INTR once one has
+ * ended it; the permit's operations keep them. */
+enum { WS_NOTIFIED = 0, WS_RUN = 1, WS_SLEEP = 2, WS_STATE = 3, WS_CANCEL = 4,
+       WS_THIRD = 8, WS_INTR = 16 };
 #define WS_GEN 0xffff0000u
 /* mp->join: the join protocol in the low bits (or the joiner's record),
  * the generation in the top 16 bits.  REAPED: ended, and joined (its
@@ -50,10 +54,13 @@ enum { JS_NONE = 0, JS_DETACHED = 1, JS_REAPED = 2, JS_DONE = 3 };
 
 /* The record sits at the top of the microprocess's stack, 64-byte aligned,
  * with the first frame in the line just below it.  Line 0 holds everything
- * that create, the queues, the switch, the permit, join and exit touch;
- * line 1 what create, start, exit and the stack cache need; line 2 is
- * cold (the bounds of the stack are for the sanitizers, the debuggers and
- * the stack pool, which find the region from the record and its class).
+ * that create, the queues, the switch, the permit, join and exit touch,
+ * and the served waits' `served`, which a server writes next to the queue
+ * fields it fills; line 1 what create, start, exit and the stack cache
+ * need; line 2 is cold (the bounds of the stack are for the sanitizers,
+ * the debuggers and the stack pool, which find the region from the record
+ * and its class) but for `wgen`, which a served wait's sleeper writes in
+ * its own record.
  * A cached record keeps keys == NULL and is_main == 0, so create does not
  * write them: a create touches two lines of the record. */
 struct kr_mp {
@@ -67,6 +74,8 @@ struct kr_mp {
 	                           comes out of the cache with NULL here */
 	uintptr_t join;         /* generation | JS_* or the joiner's record: atomic */
 	int prio;
+	uint32_t served;        /* served.c: the generation of the served wait a
+	                           server took last (or 0), atomic */
 	/* line 1 */
 	union {
 		kr_mp_fn fn;    /* until it starts */
@@ -91,9 +100,13 @@ struct kr_mp {
 	unsigned char *stack_lo;
 	size_t stack_size;
 	void *tsan_fiber;       /* ThreadSanitizer builds only */
+	uint32_t wgen;          /* served.c: its latest served wait's generation
+	                           (odd), even once a wait ended unserved;
+	                           atomic, written by its own microprocess only */
 };
-_Static_assert(offsetof(struct kr_mp, prio) < 64 && offsetof(struct kr_mp, upper) + 8 <= 128,
+_Static_assert(offsetof(struct kr_mp, served) + 4 <= 64 && offsetof(struct kr_mp, upper) + 8 <= 128,
 	       "the hot fields of a record fit its first two cache lines");
+_Static_assert(sizeof(struct kr_mp) <= 192, "a record takes three cache lines");
 
 
 /* timer.c: a VP's timer heap and its nodes (see timer.c) */
@@ -106,6 +119,7 @@ struct kr_timer {
 	uint32_t state;         /* KR_TIMER_*: written under the heap's lock,
 	                           FIRED by the fire callback (release) */
 	int won;                /* the timer, not a wakeup, ended the sleep */
+	uint32_t served;        /* a served wait's generation (served.c), else 0 */
 };
 struct kr_timers {
 	kr_spin lock;
@@ -259,6 +273,15 @@ static inline kr_mp *kr__self(void)
  * first; that wakeup is then owed to no one, and its generation keeps it
  * from a new microprocess in the same record. */
 int kr__wake_waiter(kr_mp *mp);
+
+/* Served waits (served.c, served.h): the ends of a wait that touch no
+ * permit.  kr__served_start: kr_init settles how their stores are ordered
+ * (membarrier or fences); kr__served_third: a cancel just made (the
+ * permit's RMW with its bit) ends the served wait of h that no server has
+ * taken yet; kr__served_fire: a served wait's timer fired (timer.c). */
+void kr__served_start(void);
+void kr__served_third(struct kr_worker *w, kr_mp *h);
+void kr__served_fire(struct kr_timer *t);
 
 /* The event source's poll, now, on the calling VP (none off a VP), as at
  * a busy VP's timers' turn: what it completes for others is kept as

@@ -197,6 +197,8 @@ static inline __attribute__((always_inline)) int wake_as(struct kr_worker *w, kr
 	case PERMIT_ASLEEP:
 		return ready_tail(w, kr__rec(h));
 	default:
+		if (cancel) /* not parked: it may be in a served wait (served.c) */
+			kr__served_third(w, h);
 		return 0;
 	}
 }

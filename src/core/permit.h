@@ -3,7 +3,8 @@
  * and the one-VP state: the one API through which the files of L2 read
  * and change them.  park.c parks, wakes and switches with it, timer.c and
  * the idle loop claim sleepers, life.c starts and ends lives
- * (generations) with it; permit.c holds what threads that are no VP post
+ * (generations) with it, served.c ends served waits with its bits
+ * WS_THIRD and WS_INTR; permit.c holds what threads that are no VP post
  * to the one VP.
  *
  *   wstate   the wakeup permit: RUN, SLEEP or NOTIFIED.  kr_mp_park moves
@@ -15,6 +16,14 @@
  *            RMW, so whoever consumes the permit sees what every waker
  *            wrote before waking it.  A cancel sets its bit in the RMW of
  *            its wakeup.
+ *            Bits WS_THIRD and WS_INTR are the served waits' (served.c),
+ *            which leave the permit itself alone: a cancel, or a served
+ *            wait's timer, holds WS_THIRD while it decides whether it ends
+ *            the wait and sets WS_INTR when it does; the sleeper drops
+ *            WS_INTR once that wait is over.  Every operation here keeps
+ *            the two bits, and a third party changes them only with a CAS
+ *            that checks the generation (or, on the one VP, a store), so
+ *            that a stale handle changes nothing.
  *
  * One VP.  While karui runs on a single VP with the default scheduler and
  * has never started a spare (kr__solo, internal.h), that VP's slot and the
@@ -143,12 +152,15 @@ static inline void permit_consume(kr_mp *self, uint32_t s, uint32_t mode)
 
 /* RUN -> SLEEP, before the switch away; 0 if a pending permit ended that
  * sleep at once (consumed).  Others change the word of a running
- * microprocess only to NOTIFIED (a cancel with it), so a failed CAS means
- * a permit. */
+ * microprocess only to NOTIFIED (a cancel with it) or in its served-wait
+ * bits, so a failed CAS means a permit, or a third party that holds
+ * WS_THIRD, which also ends the sleep at once (kr_mp_park may return
+ * early): SLEEP and WS_THIRD are never set together, so that a claim's
+ * one CAS (permit_claim) cannot fail on a third party's look. */
 static inline int permit_sleep(kr_mp *self, uint32_t mode)
 {
 	uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED);
-	if ((s & WS_STATE) == WS_RUN) {
+	if ((s & (WS_STATE | WS_THIRD)) == WS_RUN) {
 		if (mode) {
 			__atomic_store_n(&self->wstate, s + 1, __ATOMIC_RELAXED);
 			return 1;
@@ -201,9 +213,10 @@ static inline void permit_keep(kr_mp *self)
 /* Claim mp, whose wstate read s, if it sleeps: SLEEP -> RUN.  1: the
  * caller now owns making it run.  Testing s first keeps a failing CAS (an
  * atomic) off the common path of switching to a runnable microprocess;
- * the CAS expects s, generation included.  `mode` (permit_mode, posts
- * applied): s is still the word, which only the caller's VP changes, and
- * a store will do. */
+ * the CAS expects s, generation included (the served-wait bits do not
+ * change while it sleeps: permit_sleep).  `mode` (permit_mode, posts
+ * applied): s is still the word, which only the caller's VP changes, and a
+ * store will do. */
 static inline int permit_claim(kr_mp *mp, uint32_t s, uint32_t mode)
 {
 	if ((s & WS_STATE) != WS_SLEEP)
@@ -251,6 +264,74 @@ static inline __attribute__((always_inline)) int permit_wake(kr_mp *h, int cance
 						      __ATOMIC_RELAXED));
 	}
 	return (s & WS_STATE) == WS_SLEEP ? PERMIT_ASLEEP : PERMIT_SET;
+}
+
+/* ---------------- served waits (served.c) ---------------- */
+
+/* The word as the served waits' sleepers and servers read it (acquire:
+ * WS_INTR is set with a release). */
+static inline uint32_t permit_served_look(kr_mp *mp)
+{
+	return __atomic_load_n(&mp->wstate, __ATOMIC_ACQUIRE);
+}
+
+/* A third party takes WS_THIRD in h's life: 1; 0: another holds it (wait
+ * and try again); -1: nothing taken, for that life is over or h sleeps on
+ * its permit, in no served wait (its CAS that announced the sleep read
+ * the cancel that calls here, if any).  `mode`: the one VP, which alone
+ * gets here then, and finds the bit clear. */
+static inline int permit_third_try(kr_mp *h, uint32_t mode)
+{
+	kr_mp *mp = kr__rec(h);
+	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED);
+	if (permit_stale(h, s) || (s & WS_STATE) == WS_SLEEP)
+		return -1;
+	if (s & WS_THIRD)
+		return 0;
+	if (mode) {
+		__atomic_store_n(&mp->wstate, s | WS_THIRD, __ATOMIC_RELAXED);
+		return 1;
+	}
+	return __atomic_compare_exchange_n(&mp->wstate, &s, s | WS_THIRD, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+/* It drops WS_THIRD, and sets WS_INTR if `intr` (release); nothing if
+ * h's life has ended meanwhile (its end dropped both). */
+static inline void permit_third_give(kr_mp *h, int intr, uint32_t mode)
+{
+	kr_mp *mp = kr__rec(h);
+	uint32_t s = __atomic_load_n(&mp->wstate, __ATOMIC_RELAXED), to;
+	do {
+		if (permit_stale(h, s))
+			return;
+		to = (s & ~(uint32_t)WS_THIRD) | (intr ? WS_INTR : 0);
+		if (mode) {
+			__atomic_store_n(&mp->wstate, to, __ATOMIC_RELEASE);
+			return;
+		}
+	} while (!__atomic_compare_exchange_n(&mp->wstate, &s, to, 0, __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
+}
+
+/* The sleeper, at the end of a served wait that it left or a third party
+ * ended: drops WS_INTR and takes a pending cancel, once no third party
+ * holds WS_THIRD.  Returns what WS_INTR and WS_CANCEL were, or -1 while
+ * WS_THIRD is held (wait and try again). */
+static inline int permit_served_end(kr_mp *self, uint32_t mode)
+{
+	uint32_t s = __atomic_load_n(&self->wstate, __ATOMIC_RELAXED), to;
+	do {
+		if (s & WS_THIRD)
+			return -1;
+		to = s & ~(uint32_t)(WS_INTR | WS_CANCEL);
+		if (mode) {
+			__atomic_store_n(&self->wstate, to, __ATOMIC_RELAXED);
+			break;
+		}
+	} while (!__atomic_compare_exchange_n(&self->wstate, &s, to, 0, __ATOMIC_ACQ_REL,
+					      __ATOMIC_RELAXED));
+	return (int)(s & (WS_INTR | WS_CANCEL));
 }
 
 /* A thread that is no VP posts the wakeup of h to the one VP (permit.c):

@@ -396,6 +396,7 @@ int kr_init(const kr_config *cfg)
 	G.poller_on = 0;
 	G.polling = NULL;
 	kr__permits_start(nvp == 1 && G.seam->solo);
+	kr__served_start();
 	if (!err)
 		err = G.sched.ops->init(SCHED, G.sched.rq, nvp);
 	pthread_mutex_unlock(&G.lock);

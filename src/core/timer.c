@@ -3,9 +3,9 @@
  * and timeouts in the scheduler's timer heap; CLOCK_MONOTONIC).
  *
  * A timer is a node on the stack of the microprocess that sleeps with a
- * deadline (kr_mp_park_until in park.c), armed in the heap of the VP it went to
- * sleep on: a binary min-heap of node pointers, each node knowing its index
- * so that cancelling is O(log n).  A spin lock guards each heap, because
+ * deadline (kr_mp_park_until in park.c, or a served wait: served.c), armed
+ * in the heap of the VP it went to sleep on: a binary min-heap of node
+ * pointers, each node knowing its index so that cancelling is O(log n).  A spin lock guards each heap, because
  * the sleeper may be resumed, and cancel its timer, on another VP, and idle
  * VPs expire the timers of busy ones.  h->next mirrors the earliest
  * deadline (KR_FOREVER: empty) for lock-free polling on the switch paths.
@@ -18,7 +18,8 @@
  * node is dead and no late timer can wake the microprocess's next sleep.
  *
  * Firing (the end of this file).  A fired timer ends its sleep unless a
- * wakeup ended it first (timer_fire).  A busy VP looks at its own heap at
+ * wakeup ended it first (timer_fire); a served wait's, unless its server
+ * took it first (served.c).  A busy VP looks at its own heap at
  * every 8th scheduling point (timers_due in rt.h), an idle VP at every
  * VP's, and sleeps no longer than the earliest deadline of all
  * (kr_sched_idle_deadline).
@@ -156,9 +157,14 @@ void kr__timers_expire(struct kr_timers *h, uint64_t now, void (*fire)(struct kr
 
 /* ---------------- firing ---------------- */
 
-/* A deadline passed: end the sleep unless a wakeup ended it first. */
+/* A deadline passed: end the sleep unless a wakeup ended it first (a
+ * served wait's: unless its server took it first, served.c). */
 static void timer_fire(struct kr_timer *t)
 {
+	if (t->served) {
+		kr__served_fire(t);
+		return;
+	}
 	kr_mp *mp = t->mp;
 	int won = permit_claim_sleeper(mp);
 	t->won = won;
