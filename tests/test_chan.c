@@ -1,5 +1,7 @@
 /* L3: channels (src/sync/chan.c): order, element sizes, timed operations,
- * close, and a server's wakeup of a waiter that has moved on. */
+ * close, a server's wakeup of a waiter that has moved on (a semaphore's)
+ * or cannot (a channel's served wait), and served waits between VPs under
+ * timeouts, cancels and unparks. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -168,24 +170,27 @@ static void chan_timed_ops_add_up_on_two_vps(void)
 	KT_EQ(kr_fini(), 0);
 }
 
-/* A served waiter that ends before its server's wakeup.  The waiter sees
- * DONE as soon as its server stores it; another wakeup (or a deadline) can
- * let it return, end and be joined before the server's own wakeup comes,
- * and that server's post or send must still report 0.  The window is a few
- * instructions, so the test stops the server there: a hardware breakpoint
- * on the wakeup's entry (perf_event_open with sigtrap) holds the server, a
- * foreign thread, in its SIGTRAP handler until the waiter has been joined.
- * Found by chan_timed_ops_add_up_on_two_vps under qemu, where a send
- * reported ESRCH once. */
+/* A served waiter that ends before its server's wakeup.  A semaphore's
+ * waiter sees DONE as soon as its server stores it; another wakeup (or a
+ * deadline) can let it return, end and be joined before the server's own
+ * wakeup comes, and that server's post must still report 0.  The window is
+ * a few instructions, so the test stops the server there: a hardware
+ * breakpoint on the wakeup's entry (perf_event_open with sigtrap) holds
+ * the server, a foreign thread, in its SIGTRAP handler until the waiter
+ * has been joined.  Found by chan_timed_ops_add_up_on_two_vps under qemu,
+ * where a send reported ESRCH once, when channels waited that way too.
+ * A channel's waiter waits a served wait (src/core/served.c): nothing but
+ * its server's ready resumes it, so the same held server keeps it blocked
+ * through an unpark, and its element arrives once the server goes on. */
 #if defined(__x86_64__)
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 
 int kr__wake_waiter(kr_mp *mp); /* the servers' wakeup (core/internal.h) */
+int kr__serve(kr_mp *mp);       /* a served waiter's ready (core/served.h) */
 
-static kr_sem sem;
-static uint32_t held, released;
+static uint32_t held, released, recvd;
 
 static void hold_server(int sig, siginfo_t *si, void *uc)
 {
@@ -195,14 +200,18 @@ static void hold_server(int sig, siginfo_t *si, void *uc)
 		nanosleep(&(struct timespec){.tv_nsec = 100000}, NULL);
 }
 
-/* A breakpoint on kr__wake_waiter's entry for the calling thread, or -1. */
-static int break_at_wakeup(void)
+/* A breakpoint on the entry of the wakeup of the object `what` (the
+ * semaphore's kr__wake_waiter, the channel's kr__serve) for the calling
+ * thread, or -1. */
+static kr_sem sem;
+
+static int break_at_wakeup(void *what)
 {
 	struct perf_event_attr a = {
 		.type = PERF_TYPE_BREAKPOINT,
 		.size = sizeof a,
 		.bp_type = HW_BREAKPOINT_X,
-		.bp_addr = (uintptr_t)kr__wake_waiter,
+		.bp_addr = what == &sem ? (uintptr_t)kr__wake_waiter : (uintptr_t)kr__serve,
 		.bp_len = sizeof(long),
 		.sample_period = 1,
 		.sigtrap = 1,
@@ -215,7 +224,7 @@ static int break_at_wakeup(void)
 
 static void *serve_held(void *what)
 {
-	int fd = break_at_wakeup();
+	int fd = break_at_wakeup(what);
 	if (fd < 0)
 		return (void *)(intptr_t)-errno;
 	uint64_t v = 7;
@@ -230,11 +239,17 @@ static void *wait_sem(void *a)
 	return a;
 }
 
+/* The channel's waiter: its served wait completes although a cancel came
+ * once the server had taken it, and the cancel then ends the next wait. */
 static void *wait_chan(void *a)
 {
 	uint64_t v = 0;
 	KT_EQ(kr_chan_recv(&ch, &v), 0);
 	KT_EQ(v, 7);
+	__atomic_store_n(&recvd, 1, __ATOMIC_RELEASE);
+	v = 0;
+	KT_EQ(kr_chan_recv(&ch, &v), ECANCELED);
+	KT_EQ(v, 0);
 	return a;
 }
 
@@ -244,7 +259,7 @@ static void held_server_setup(void)
 {
 	struct sigaction sa = {.sa_sigaction = hold_server, .sa_flags = SA_SIGINFO};
 	KT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
-	int fd = break_at_wakeup();
+	int fd = break_at_wakeup(&sem);
 	if (fd < 0)
 		KT_SKIP("no hardware breakpoints for this thread (perf_event_open)");
 	close(fd);
@@ -259,7 +274,7 @@ static void served_waiter_ending_first_costs_its_server_nothing(void)
 	void *(*waiter[2])(void *) = {wait_sem, wait_chan};
 	void *what[2] = {&sem, &ch};
 	for (int k = 0; k < 2; k++) {
-		held = released = 0;
+		held = released = recvd = 0;
 		kr_mp *w;
 		KT_EQ(kr_mp_create(&w, &small, waiter[k], NULL), 0);
 		KT_EQ(kr_mp_yield(), 0); /* w runs and blocks (one VP, FIFO) */
@@ -267,15 +282,96 @@ static void served_waiter_ending_first_costs_its_server_nothing(void)
 		KT_EQ(pthread_create(&t, NULL, serve_held, what[k]), 0);
 		/* until the server is held at its wakeup */
 		KT_WAIT(__atomic_load_n(&held, __ATOMIC_ACQUIRE), kr_mp_sleep_for(100000));
-		KT_EQ(kr_mp_unpark(w), 0); /* w finds its wait served */
-		KT_EQ(kr_mp_join(w, NULL), 0);
-		KT_EQ(kr_mp_unpark(w), ESRCH); /* w is gone */
-		__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+		KT_EQ(kr_mp_unpark(w), 0);
+		if (what[k] == &ch) {
+			/* w's served wait goes on: the unpark only set its permit,
+			 * and the cancel stays pending (its server has taken it) */
+			KT_EQ(kr_mp_cancel(w), 0);
+			for (int i = 0; i < 20; i++)
+				KT_EQ(kr_mp_sleep_for(100000), 0);
+			KT_EQ(__atomic_load_n(&recvd, __ATOMIC_ACQUIRE), 0);
+			__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+			KT_EQ(kr_mp_join(w, NULL), 0);
+			KT_EQ(recvd, 1);
+		} else {
+			/* w finds its wait served, and ends first */
+			KT_EQ(kr_mp_join(w, NULL), 0);
+			KT_EQ(kr_mp_unpark(w), ESRCH); /* w is gone */
+			__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+		}
 		void *r;
 		pthread_join(t, &r);
 		KT_EQ((intptr_t)r, 0);
 	}
 	KT_EQ(kr_sem_destroy(&sem), 0);
+	KT_EQ(kr_chan_destroy(&ch), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A cancel that is deciding whether it ends a served wait (it holds
+ * WS_THIRD, served.c) when a sender takes that waiter: the sender waits
+ * for the decision, the cancel sees the wait taken and backs off, the
+ * receive completes and the cancel ends the next wait.  The canceller, a
+ * foreign thread on 2 VPs (it runs the third party's path itself), is held
+ * at its membarrier() system call by a breakpoint on syscall(). */
+static kr_mp *cancel_target;
+
+static void *cancel_held(void *a)
+{
+	struct perf_event_attr at = {
+		.type = PERF_TYPE_BREAKPOINT,
+		.size = sizeof at,
+		.bp_type = HW_BREAKPOINT_X,
+		.bp_addr = (uintptr_t)syscall,
+		.bp_len = sizeof(long),
+		.sample_period = 1,
+		.sigtrap = 1,
+		.remove_on_exec = 1,
+		.exclude_kernel = 1,
+		.exclude_hv = 1,
+	};
+	int fd = (int)syscall(SYS_perf_event_open, &at, 0, -1, -1, 0);
+	if (fd < 0)
+		return (void *)(intptr_t)-errno;
+	int r = kr_mp_cancel(cancel_target);
+	close(fd);
+	return (void *)(intptr_t)r;
+}
+
+static void *release_later(void *a)
+{
+	nanosleep(&(struct timespec){.tv_nsec = 50 * 1000000}, NULL);
+	__atomic_store_n(&released, 1, __ATOMIC_RELEASE);
+	return a;
+}
+
+static void sender_waits_for_a_deciding_cancel_then_serves(void)
+{
+	struct sigaction sa = {.sa_sigaction = hold_server, .sa_flags = SA_SIGINFO};
+	KT_EQ(sigaction(SIGTRAP, &sa, NULL), 0);
+	int fd = break_at_wakeup(&sem);
+	if (fd < 0)
+		KT_SKIP("no hardware breakpoints for this thread (perf_event_open)");
+	close(fd);
+	init(2);
+	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), 0), 0);
+	held = released = recvd = 0;
+	KT_EQ(kr_mp_create(&cancel_target, &small, wait_chan, NULL), 0);
+	KT_WAIT(__atomic_load_n(&ch.receivers.head, __ATOMIC_ACQUIRE) != NULL,
+		kr_mp_sleep_for(100000));
+	pthread_t t, rel;
+	KT_EQ(pthread_create(&t, NULL, cancel_held, NULL), 0);
+	KT_WAIT(__atomic_load_n(&held, __ATOMIC_ACQUIRE), kr_mp_sleep_for(100000));
+	KT_EQ(pthread_create(&rel, NULL, release_later, NULL), 0);
+	uint64_t v = 7;
+	KT_EQ(kr_chan_send(&ch, &v), 0); /* waits while the cancel decides */
+	KT_EQ(__atomic_load_n(&released, __ATOMIC_ACQUIRE), 1);
+	KT_EQ(kr_mp_join(cancel_target, NULL), 0); /* 7, then ECANCELED */
+	KT_EQ(recvd, 1);
+	void *r;
+	pthread_join(t, &r);
+	KT_EQ((intptr_t)r, 0);
+	pthread_join(rel, NULL);
 	KT_EQ(kr_chan_destroy(&ch), 0);
 	KT_EQ(kr_fini(), 0);
 }
@@ -330,7 +426,218 @@ static void late_wakeup_spares_the_next_microprocess_in_its_record(void)
 {
 	KT_SKIP("needs x86-64's hardware breakpoints (qemu-user has none)");
 }
+
+static void sender_waits_for_a_deciding_cancel_then_serves(void)
+{
+	KT_SKIP("needs x86-64's hardware breakpoints (qemu-user has none)");
+}
 #endif
+
+/* ---------------- served waits between VPs ---------------- */
+
+/* Many producers and consumers on 2 VPs, a channel unbuffered or small,
+ * with timed sends and receives that expire and a microprocess that keeps
+ * cancelling the others: every value is received exactly once (a served
+ * wait that a timer or a cancel ended and that a server also served would
+ * lose it or double it), and a call that fails leaves no trace (a failed
+ * receive has not written its variable; a failed send is tried again with
+ * the same value, so any trace would be a double). */
+enum { SV_PROD = 12, SV_CONS = 12, SV_EACH = KT_TSAN ? 200 : 3000 };
+#define SV_TOTAL ((uint64_t)SV_PROD * SV_EACH)
+static uint8_t sv_seen[SV_TOTAL];
+static uint64_t sv_sum, sv_count, sv_fail_ops;
+static uint32_t sv_stop;
+static kr_mp *sv_mps[SV_PROD + SV_CONS];
+
+static unsigned sv_next(unsigned *r)
+{
+	*r = *r * 1103515245u + 12345u;
+	return *r >> 8;
+}
+
+/* One send or receive: blocking three times in four, else with a deadline
+ * 0-19 us away. */
+static int sv_op(int send, uint64_t *v, unsigned *r)
+{
+	unsigned x = sv_next(r);
+	if (x % 4)
+		return send ? kr_chan_send(&ch, v) : kr_chan_recv(&ch, v);
+	uint64_t d = kr_now() + (x >> 2) % 20 * 1000;
+	return send ? kr_chan_send_until(&ch, v, d) : kr_chan_recv_until(&ch, v, d);
+}
+
+static void *sv_producer(void *a)
+{
+	unsigned id = (unsigned)(uintptr_t)a, r = id * 7919u + 1;
+	for (unsigned i = 0; i < SV_EACH; i++) {
+		uint64_t v = (uint64_t)id * SV_EACH + i;
+		int e;
+		while ((e = sv_op(1, &v, &r)) != 0) {
+			KT_CHECK(e == ETIMEDOUT || e == ECANCELED);
+			__atomic_fetch_add(&sv_fail_ops, 1, __ATOMIC_RELAXED);
+		}
+	}
+	return a;
+}
+
+static void *sv_consumer(void *a)
+{
+	unsigned r = (unsigned)(uintptr_t)a * 104729u + 3;
+	uint64_t sum = 0, n = 0;
+	for (;;) {
+		uint64_t v = ~(uint64_t)0;
+		int e = sv_op(0, &v, &r);
+		if (e == EPIPE)
+			break;
+		if (e) {
+			KT_CHECK(e == ETIMEDOUT || e == ECANCELED);
+			KT_EQ(v, ~(uint64_t)0);
+			__atomic_fetch_add(&sv_fail_ops, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		KT_CHECK(v < SV_TOTAL);
+		KT_EQ(__atomic_fetch_add(&sv_seen[v], 1, __ATOMIC_RELAXED), 0);
+		sum += v;
+		n++;
+	}
+	__atomic_fetch_add(&sv_sum, sum, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&sv_count, n, __ATOMIC_RELAXED);
+	return a;
+}
+
+static void *sv_canceller(void *a)
+{
+	unsigned r = 17;
+	while (!__atomic_load_n(&sv_stop, __ATOMIC_ACQUIRE)) {
+		int e = kr_mp_cancel(sv_mps[sv_next(&r) % (SV_PROD + SV_CONS)]);
+		KT_CHECK(e == 0 || e == ESRCH);
+		if (sv_next(&r) % 4 == 0)
+			kr_mp_sleep_for(sv_next(&r) % 30 * 1000);
+		else
+			kr_mp_yield();
+	}
+	return a;
+}
+
+static void sv_run(size_t cap)
+{
+	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), cap), 0);
+	memset(sv_seen, 0, sizeof sv_seen);
+	sv_sum = sv_count = sv_fail_ops = 0;
+	sv_stop = 0;
+	for (unsigned i = 0; i < SV_PROD; i++)
+		KT_EQ(kr_mp_create(&sv_mps[i], &small, sv_producer, (void *)(uintptr_t)i), 0);
+	for (unsigned i = 0; i < SV_CONS; i++)
+		KT_EQ(kr_mp_create(&sv_mps[SV_PROD + i], &small, sv_consumer, (void *)(uintptr_t)i),
+		      0);
+	kr_mp *c;
+	KT_EQ(kr_mp_create(&c, &small, sv_canceller, NULL), 0);
+	for (unsigned i = 0; i < SV_PROD; i++)
+		KT_EQ(kr_mp_join(sv_mps[i], NULL), 0);
+	KT_EQ(kr_chan_close(&ch), 0); /* consumers drain the ring, then EPIPE */
+	for (unsigned i = 0; i < SV_CONS; i++)
+		KT_EQ(kr_mp_join(sv_mps[SV_PROD + i], NULL), 0);
+	__atomic_store_n(&sv_stop, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_mp_join(c, NULL), 0);
+	KT_EQ(sv_count, SV_TOTAL);
+	KT_EQ(sv_sum, SV_TOTAL * (SV_TOTAL - 1) / 2);
+	for (uint64_t v = 0; v < SV_TOTAL; v++)
+		KT_EQ(sv_seen[v], 1);
+	KT_CHECK(sv_fail_ops > 0); /* timeouts and cancels did end waits */
+	KT_EQ(kr_chan_destroy(&ch), 0);
+}
+
+static void chan_values_neither_lost_nor_doubled_under_cancels_on_two_vps(void)
+{
+	init(2);
+	sv_run(0);
+	sv_run(3);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* The same with membarrier refused (as by a kernel before 4.14): karui
+ * orders the served waits' stores with fences instead. */
+#include "kt_seccomp.h"
+extern uint32_t kr__served_fenced; /* core/served.h */
+
+static void chan_values_neither_lost_nor_doubled_with_fences(void)
+{
+	int err = kt_seccomp_deny(SYS_membarrier, -1, 0, EPERM);
+	if (err)
+		KT_SKIP("no seccomp filter to refuse membarrier");
+	init(2);
+	KT_EQ(__atomic_load_n(&kr__served_fenced, __ATOMIC_RELAXED), 1);
+	sv_run(0);
+	sv_run(3);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *recv_untouched(void *a)
+{
+	uint64_t v = 1;
+	int e = kr_chan_recv(&ch, &v);
+	KT_EQ(v, e ? 1 : 9);
+	return (void *)(intptr_t)e;
+}
+
+/* A cancel ends the served wait of a receiver that no sender has taken
+ * yet, and the next send skips it (LEFT) for the receiver behind it, on
+ * one VP where the cancelled one cannot run in between. */
+static void cancelled_receiver_is_skipped_by_the_next_send(void)
+{
+	init(1);
+	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), 0), 0);
+	kr_mp *r1, *r2;
+	KT_EQ(kr_mp_create(&r1, &small, recv_untouched, NULL), 0);
+	KT_EQ(kr_mp_create(&r2, &small, recv_untouched, NULL), 0);
+	KT_EQ(kr_mp_yield(), 0); /* both wait, r1 first */
+	KT_CHECK(__atomic_load_n(&ch.receivers.head, __ATOMIC_ACQUIRE) != NULL);
+	KT_EQ(kr_mp_cancel(r1), 0);
+	uint64_t v = 9;
+	KT_EQ(kr_chan_trysend(&ch, &v), 0); /* to r2 */
+	KT_EQ(kr_chan_trysend(&ch, &v), EAGAIN);
+	void *res;
+	KT_EQ(kr_mp_join(r1, &res), 0);
+	KT_EQ((intptr_t)res, ECANCELED);
+	KT_EQ(kr_mp_join(r2, &res), 0);
+	KT_EQ((intptr_t)res, 0);
+	KT_EQ(kr_chan_destroy(&ch), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void *recv_then_park(void *a)
+{
+	uint64_t v = 0;
+	KT_EQ(kr_chan_recv(&ch, &v), 0);
+	KT_EQ(v, 5);
+	uint64_t t0 = kr_now();
+	/* the unpark that came during the receive ends this park at once */
+	KT_EQ(kr_mp_park_until(t0 + 60 * 1000 * MS), 0);
+	KT_CHECK(kr_now() - t0 < 30 * 1000 * MS);
+	return a;
+}
+
+/* kr_mp_unpark during a channel's served wait neither ends it nor is
+ * lost: the permit stays set for the next kr_mp_park (2 VPs). */
+static void unpark_during_a_channel_wait_stays_for_the_next_park(void)
+{
+	init(2);
+	KT_EQ(kr_chan_init(&ch, sizeof(uint64_t), 0), 0);
+	kr_mp *r;
+	KT_EQ(kr_mp_create(&r, &small, recv_then_park, NULL), 0);
+	KT_WAIT(__atomic_load_n(&ch.receivers.head, __ATOMIC_ACQUIRE) != NULL,
+		kr_mp_sleep_for(100000));
+	KT_EQ(kr_mp_unpark(r), 0);
+	for (int i = 0; i < 20; i++) {
+		KT_EQ(kr_mp_sleep_for(100000), 0);
+		KT_CHECK(__atomic_load_n(&ch.receivers.head, __ATOMIC_ACQUIRE) != NULL);
+	}
+	uint64_t v = 5;
+	KT_EQ(kr_chan_send(&ch, &v), 0);
+	KT_EQ(kr_mp_join(r, NULL), 0);
+	KT_EQ(kr_chan_destroy(&ch), 0);
+	KT_EQ(kr_fini(), 0);
+}
 
 static void *recv_one(void *a)
 {
@@ -392,5 +699,10 @@ int main(int argc, char **argv)
 	KT_RUN(served_waiter_ending_first_costs_its_server_nothing);
 	KT_RUN(chan_elements_of_every_size_arrive_whole);
 	KT_RUN(late_wakeup_spares_the_next_microprocess_in_its_record);
+	KT_RUN(cancelled_receiver_is_skipped_by_the_next_send);
+	KT_RUN(sender_waits_for_a_deciding_cancel_then_serves);
+	KT_RUN(unpark_during_a_channel_wait_stays_for_the_next_park);
+	KT_RUN_T(chan_values_neither_lost_nor_doubled_under_cancels_on_two_vps, 300);
+	KT_RUN_T(chan_values_neither_lost_nor_doubled_with_fences, 300);
 	return kt_finish();
 }

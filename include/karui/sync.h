@@ -6,7 +6,9 @@
  * Everything here is built on the level-2 calls of core.h (kr_mp_park,
  * kr_mp_unpark, kr_mp_park_and_switch, kr_mp_park_until, kr_mp_park_cancellable_until),
  * as the seed intends: the sources are a prototype for an application's
- * own primitives.
+ * own primitives.  Channels are the exception: their waits are served
+ * waits, a protocol inside karui's L2 (src/core/served.c) that spares a
+ * hand-over between VPs the permit's two read-modify-writes.
  *
  * Common rules.
  *  - Objects may sit anywhere in memory.  A zero-filled sem (count 0),
@@ -39,7 +41,9 @@
  *    a caller assumes it holds, a round's count).
  *  - kr_mp_park may return early in a microprocess that also uses these
  *    objects (a late wakeup can leave its permit set): level-2 code loops
- *    on its own condition, as every primitive here does.
+ *    on its own condition, as every primitive here does.  A kr_mp_unpark
+ *    that comes while the microprocess waits in a channel call does not
+ *    end that wait: it stays pending for the next kr_mp_park.
  */
 #ifndef KARUI_SYNC_H
 #define KARUI_SYNC_H

@@ -9,8 +9,15 @@
  * receiver waits only when the ring is empty and no sender waits, and a
  * sender only when the ring is full and no receiver waits.
  *
+ * Waits are served waits (wait.h, src/core/served.c): the partner that
+ * takes a waiter out of its queue claims it and makes it ready, and
+ * neither touches the waiter's permit, so a hand-over between VPs costs
+ * the channel's lock and the ready queue's locked instructions only.  A
+ * waiter whose wait a timer or a cancel ended first is skipped (LEFT) and
+ * the next one served.
+ *
  * kr_chan_send and kr_chan_recv hand a scalar-sized element to a waiting
- * partner with no call but the partner's wakeup, a tail call (the L2 fast
+ * partner with no call but the partner's ready, a tail call (the L2 fast
  * paths' rule), and put it into or take it from the ring with no call when
  * nobody waits on the other side: the lock is taken with a trylock, and
  * anything else goes on in send_locked / recv_locked, or from the start if
@@ -117,23 +124,46 @@ static inline int fast_enter(kr_chan *ch, const void *elem, kr_mp *self)
 	return 0;
 }
 
-/* The fast paths' end: serve the first waiter of q (ch locked), copying a
- * scalar-sized element from src to dst. */
-static inline int hand_off(kr_chan *ch, kr_waitq *q, void *dst, const void *src)
+/* The fast paths: take w, the first waiter of q (ch locked), if no timer
+ * or cancel ended its wait first; 0: it is out of q, LEFT, and the
+ * general path goes on. */
+static inline int claim_first(kr_waitq *q, struct kr_waiter *w)
 {
-	struct kr_waiter *w = wq_pop(q);
+	wq_pop(q);
+	if (__builtin_expect(served_claim(w->mp, w->gen, 0), 1))
+		return 1;
+	__atomic_store_n(&w->state, W_LEFT, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* The fast paths' end: serve w, claimed, copying a scalar-sized element
+ * from src to dst. */
+static inline int hand_off(kr_chan *ch, struct kr_waiter *w, void *dst, const void *src)
+{
 	put_scalar(dst, src, ch->esize);
 	kr__spin_unlock(&ch->lock);
-	return wq_wake(w, 0);
+	return wq_serve(w, 0);
 }
 
 /* A send that waits for a receiver or for room, ch locked and live. */
-static __attribute__((noinline)) int send_wait(kr_chan *ch, const void *elem, kr_mp *self,
-					       uint64_t deadline)
+static __attribute__((noinline)) int send_wait_until(kr_chan *ch, const void *elem,
+						     kr_mp *self, uint64_t deadline)
 {
 	struct kr_waiter w;
 	wq_init(&w, self, (void *)elem);
-	return wq_block(&ch->senders, &ch->lock, &w, deadline);
+	return wq_block_served(&ch->senders, &ch->lock, &w, deadline);
+}
+
+/* Without a deadline the wait keeps nothing in registers across the
+ * clock's call (the timed one apart). */
+static __attribute__((noinline)) int send_wait(kr_chan *ch, const void *elem, kr_mp *self,
+					       uint64_t deadline)
+{
+	if (deadline != KR_FOREVER)
+		return send_wait_until(ch, elem, self, deadline);
+	struct kr_waiter w;
+	wq_init(&w, self, (void *)elem);
+	return wq_block_served(&ch->senders, &ch->lock, &w, KR_FOREVER);
 }
 
 /* The rest of a send, ch locked and live. */
@@ -144,11 +174,11 @@ static __attribute__((noinline)) int send_locked(kr_chan *ch, const void *elem, 
 		kr__spin_unlock(&ch->lock);
 		return EPIPE;
 	}
-	struct kr_waiter *r = wq_pop(&ch->receivers);
+	struct kr_waiter *r = wq_pop_served(&ch->receivers, !self);
 	if (r) {
 		put(r->buf, elem, ch->esize);
 		kr__spin_unlock(&ch->lock);
-		return wq_wake(r, 0);
+		return wq_serve(r, 0);
 	}
 	if (ch->count < ch->cap) {
 		put(slot(ch, ch->count++), elem, ch->esize);
@@ -177,8 +207,11 @@ int kr_chan_send(kr_chan *ch, const void *elem)
 	struct kr_waiter *r = ch->receivers.head;
 	if (ch->closed || !scalar(ch->esize))
 		return KR_BLOCKING(send_locked, ch, elem, self, KR_FOREVER, 0);
-	if (r)
-		return hand_off(ch, &ch->receivers, r->buf, elem);
+	if (r) {
+		if (claim_first(&ch->receivers, r))
+			return hand_off(ch, r, r->buf, elem);
+		return KR_BLOCKING(send_locked, ch, elem, self, KR_FOREVER, 0);
+	}
 	if (ch->count == ch->cap) /* unbuffered, or full: wait */
 		return KR_BLOCKING(send_wait, ch, elem, self, KR_FOREVER, 0);
 	put_scalar(slot(ch, ch->count++), elem, ch->esize);
@@ -194,12 +227,22 @@ int kr_chan_trysend(kr_chan *ch, const void *elem) { return send(ch, elem, 0, 1)
 
 /* A receive that waits for a sender, ch locked and live: the ring is
  * empty and no sender waits. */
-static __attribute__((noinline)) int recv_wait(kr_chan *ch, void *elem, kr_mp *self,
-					       uint64_t deadline)
+static __attribute__((noinline)) int recv_wait_until(kr_chan *ch, void *elem, kr_mp *self,
+						     uint64_t deadline)
 {
 	struct kr_waiter w;
 	wq_init(&w, self, elem);
-	return wq_block(&ch->receivers, &ch->lock, &w, deadline);
+	return wq_block_served(&ch->receivers, &ch->lock, &w, deadline);
+}
+
+static __attribute__((noinline)) int recv_wait(kr_chan *ch, void *elem, kr_mp *self,
+					       uint64_t deadline)
+{
+	if (deadline != KR_FOREVER)
+		return recv_wait_until(ch, elem, self, deadline);
+	struct kr_waiter w;
+	wq_init(&w, self, elem);
+	return wq_block_served(&ch->receivers, &ch->lock, &w, KR_FOREVER);
 }
 
 /* The rest of a receive, ch locked and live. */
@@ -211,9 +254,9 @@ static __attribute__((noinline)) int recv_locked(kr_chan *ch, void *elem, kr_mp 
 		put(elem, slot(ch, 0), ch->esize);
 		ch->head = (ch->head + 1) % ch->cap;
 		ch->count--;
-		if ((s = wq_pop(&ch->senders)))
+		if ((s = wq_pop_served(&ch->senders, !self)))
 			put(slot(ch, ch->count++), s->buf, ch->esize);
-	} else if ((s = wq_pop(&ch->senders))) {
+	} else if ((s = wq_pop_served(&ch->senders, !self))) {
 		put(elem, s->buf, ch->esize);
 	} else if (ch->closed || try) {
 		kr__spin_unlock(&ch->lock);
@@ -222,7 +265,7 @@ static __attribute__((noinline)) int recv_locked(kr_chan *ch, void *elem, kr_mp 
 		return recv_wait(ch, elem, self, deadline);
 	}
 	kr__spin_unlock(&ch->lock);
-	return s ? wq_wake(s, 0) : 0;
+	return s ? wq_serve(s, 0) : 0;
 }
 
 static __attribute__((noinline)) int recv(kr_chan *ch, void *elem, uint64_t deadline, int try)
@@ -242,8 +285,11 @@ int kr_chan_recv(kr_chan *ch, void *elem)
 		return KR_BLOCKING(recv_wait, ch, elem, self, KR_FOREVER, 0);
 	if (!scalar(ch->esize) || (ch->count && s) || !(ch->count || s))
 		return KR_BLOCKING(recv_locked, ch, elem, self, KR_FOREVER, 0);
-	if (s) /* unbuffered, a sender waits */
-		return hand_off(ch, &ch->senders, elem, s->buf);
+	if (s) { /* unbuffered, a sender waits */
+		if (claim_first(&ch->senders, s))
+			return hand_off(ch, s, elem, s->buf);
+		return KR_BLOCKING(recv_locked, ch, elem, self, KR_FOREVER, 0);
+	}
 	put_scalar(elem, slot(ch, 0), ch->esize); /* from the ring, no sender to refill it */
 	ch->head = (ch->head + 1) % ch->cap;
 	ch->count--;
@@ -269,9 +315,11 @@ int kr_chan_close(kr_chan *ch)
 	ch->closed = 1;
 	/* receivers wait only on an empty ring, senders only on a full one:
 	 * both get EPIPE now */
-	kr_waitq r = wq_take_all(&ch->receivers), s = wq_take_all(&ch->senders);
+	int foreign = !kr__cur();
+	kr_waitq r = wq_take_all_served(&ch->receivers, foreign),
+		 s = wq_take_all_served(&ch->senders, foreign);
 	kr__spin_unlock(&ch->lock);
-	wq_wake_all(&r, EPIPE);
-	wq_wake_all(&s, EPIPE);
+	wq_serve_all(&r, EPIPE);
+	wq_serve_all(&s, EPIPE);
 	return 0;
 }

@@ -24,6 +24,19 @@
  * block itself (a condition wait releasing a contended mutex) gives the VP
  * straight to the waiter with kr_mp_park_and_switch: no trip through the
  * ready queue (seed 000's sleep_and_wakeup).
+ *
+ * Served waits (channels).  The waits above park on the permit, and their
+ * servers wake it: two RMWs per hand-over besides the object's lock.  A
+ * channel's waiter waits instead with the protocol of src/core/served.c,
+ * which leaves the permit alone: it carries its wait's generation (gen),
+ * the server that pops it claims it (wq_pop_served: the claim fails only
+ * if a timer or a cancel ended that wait first, and the waiter is then
+ * LEFT for its microprocess to find), and serves it with wq_serve, which
+ * makes it ready and nothing else can.  On its deadline or a cancel the
+ * waiter takes the lock, leaves the queue if still WAITING (LEFT: nothing
+ * to undo), and returns ETIMEDOUT or ECANCELED; a waiter a server has
+ * claimed is always served.  A kr_mp_unpark meanwhile stays pending for
+ * the next kr_mp_park.
  */
 #ifndef KARUI_SYNC_WAIT_H
 #define KARUI_SYNC_WAIT_H
@@ -33,9 +46,9 @@
 
 #include "karui/sync.h"
 #include "../arch/blocking.h" /* KR_BLOCKING */
-#include "../core/internal.h" /* kr__self */
+#include "../core/served.h" /* kr__self, served waits */
 
-enum { W_WAITING = 0, W_MOVED, W_DONE };
+enum { W_WAITING = 0, W_MOVED, W_DONE, W_LEFT };
 
 struct kr_waiter {
 	struct kr_waiter *next, *prev;
@@ -44,7 +57,10 @@ struct kr_waiter {
 	int status;             /* what the blocked call returns */
 	void *buf;              /* payload: element, bytes, message */
 	size_t len, done;       /* stream: bytes asked for / moved */
-	void *aux;              /* cond: the mutex; accept: the call */
+	union {
+		void *aux;      /* cond: the mutex; accept: the call */
+		uint32_t gen;   /* a served wait's generation (served.h) */
+	};
 };
 
 /* A waiter with only what every wait reads: the fields a primitive does
@@ -186,6 +202,88 @@ static inline int wq_block(kr_waitq *q, kr_spin *lock, struct kr_waiter *w, uint
 		kr__spin_unlock(lock);
 	}
 	return err;
+}
+
+/* ---------------- served waits (channels) ---------------- */
+
+/* A server takes the first waiter of q whose wait no timer or cancel has
+ * ended (q's lock held): it is MOVED, and the server's to serve with
+ * wq_serve.  Those it skips are LEFT.  `foreign`: the server runs on a
+ * thread that is no VP (served_claim). */
+static inline struct kr_waiter *wq_pop_served(kr_waitq *q, int foreign)
+{
+	struct kr_waiter *w;
+	while ((w = wq_pop(q)) && __builtin_expect(!served_claim(w->mp, w->gen, foreign), 0))
+		__atomic_store_n(&w->state, W_LEFT, __ATOMIC_RELAXED);
+	return w;
+}
+
+/* wq_take_all for served waiters: those whose wait has not ended. */
+static inline kr_waitq wq_take_all_served(kr_waitq *q, int foreign)
+{
+	kr_waitq t = {0};
+	for (struct kr_waiter *w; (w = wq_pop_served(q, foreign));)
+		wq_push(&t, w);
+	return t;
+}
+
+/* wq_wake for a served waiter: it is made ready, by this server alone.
+ * The server reads mp first and touches the node no more after DONE. */
+static inline int wq_serve(struct kr_waiter *w, int status)
+{
+	kr_mp *mp = w->mp;
+	w->status = status;
+	__atomic_store_n(&w->state, W_DONE, __ATOMIC_RELEASE);
+	return kr__serve(mp);
+}
+
+static inline void wq_serve_all(kr_waitq *q, int status)
+{
+	for (struct kr_waiter *w; (w = wq_pop(q));)
+		wq_serve(w, status);
+}
+
+/* A timer or a cancel ended w's served wait g: leave q unless a server
+ * found the wait ended first and left w out (LEFT). */
+static __attribute__((noinline)) int wq_leave_served(kr_waitq *q, kr_spin *lock,
+						      struct kr_waiter *w, uint32_t g, int why)
+{
+	kr__spin_lock(lock);
+	if (__atomic_load_n(&w->state, __ATOMIC_RELAXED) == W_WAITING)
+		wq_remove(q, w);
+	kr__spin_unlock(lock);
+	return kr__served_end(g, why);
+}
+
+/* wq_block as a served wait: queue w in q (the object's lock held),
+ * unlock, and wait until a server serves it, the deadline passes or a
+ * cancel comes (ETIMEDOUT, ECANCELED, ENOMEM: no room for the timer; w
+ * out of q, the lock released).  Inline, so that it costs no frame (GCC
+ * made a clone of its own of it, and a call, without always_inline). */
+static inline __attribute__((always_inline)) int wq_block_served(kr_waitq *q, kr_spin *lock,
+								 struct kr_waiter *w,
+								 uint64_t deadline)
+{
+	if (deadline != KR_FOREVER && kr_now() >= deadline) {
+		kr__spin_unlock(lock);
+		return ETIMEDOUT;
+	}
+	kr_mp *self = kr__rec(w->mp);
+	uint32_t g = served_begin(self);
+	if (__builtin_expect(!g, 0)) {
+		kr__spin_unlock(lock);
+		return kr__served_abort();
+	}
+	w->gen = g;
+	wq_push(q, w);
+	kr__spin_unlock(lock);
+	int why = deadline == KR_FOREVER ? kr__served_block() : kr__served_block_until(g, deadline);
+	/* served: the wait's generation stays (served.c), and nothing is
+	 * left to do; else w is read again, rather than g kept in a register
+	 * that the caller would save */
+	if (__builtin_expect(!why && __atomic_load_n(&w->state, __ATOMIC_ACQUIRE) == W_DONE, 1))
+		return w->status;
+	return wq_leave_served(q, lock, w, w->gen, why ? why : ETIMEDOUT);
 }
 
 #endif
