@@ -178,8 +178,8 @@ static void once_shows_a_live_process_with_its_values_and_vp_statuses(void)
 	once(&o, name, "0");
 	KT_EQ(o.status, 0);
 	KT_EQ(o.err[0], 0);
-	KT_LINE(o.out, "segment %s version 1 ncpu 4 epoch 7 epoch/s - grants 2 procs 1 interval -",
-		name);
+	KT_LINE(o.out, "segment %s version %u ncpu 4 epoch 7 epoch/s - grants 2 procs 1 interval -",
+		name, KR_CAREA_VERSION);
 	KT_LINE(o.out, "proc pid %d comm kt-live state live nvp 3 parallelism 5 want 3 grant 2 "
 		       "running 1 " NO_RATES, (int)getpid());
 	KT_LINE(o.out, "  vp index 0 tid 1001 status running " NO_RATES);
@@ -199,8 +199,8 @@ static void once_marks_ended_and_reused_pids_dead(void)
 	struct out o;
 	once(&o, name, "0.05");
 	KT_EQ(o.status, 0);
-	KT_LINE(o.out, "segment %s version 1 ncpu 4 epoch 7 epoch/s 0.0 grants 2 procs 2 "
-		       "interval 0.050", name);
+	KT_LINE(o.out, "segment %s version %u ncpu 4 epoch 7 epoch/s 0.0 grants 2 procs 2 "
+		       "interval 0.050", name, KR_CAREA_VERSION);
 	KT_LINE(o.out, "proc pid %d comm kt-gone state dead nvp 2 parallelism 0 want 0 grant 1 "
 		       "running 0 " NO_RATES, (int)gone);
 	KT_LINE(o.out, "proc pid %d comm kt-reused state dead nvp 2 parallelism 0 want 0 "
@@ -338,7 +338,10 @@ static void once_refuses_another_version_or_size_with_exit_1(void)
 	KT_EQ(o.status, 1);
 	KT_EQ(o.out[0], 0);
 	fprintf(stderr, "  %s", o.err);
-	KT_CHECK(strstr(o.err, "C-area version 2; this karui-top reads version 1"));
+	char want[80];
+	snprintf(want, sizeof want, "C-area version %u; this karui-top reads version %u",
+		 KR_CAREA_VERSION + 1, KR_CAREA_VERSION);
+	KT_CHECK(strstr(o.err, want));
 	g->version = KR_CAREA_VERSION;
 	g->size = sizeof *g + 8;
 	once(&o, name, "0");
