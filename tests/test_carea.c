@@ -514,6 +514,49 @@ static void a_time_slice_ends_a_microprocess_that_never_yields(void)
 	shm_unlink(seg_name);
 }
 
+/* karui running for a microprocess (here its end, calling a key's
+ * destructor) is never stopped, even where karui calls other code: the
+ * destructor spins for 30 ms under 2 ms slices, and the microprocess
+ * that yielded to it runs only after. */
+static uint32_t in_destructor;
+
+static void spinning_destructor(void *v)
+{
+	(void)v;
+	__atomic_store_n(&in_destructor, 1, __ATOMIC_RELEASE);
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	while ((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec) < 30000000);
+	__atomic_store_n(&in_destructor, 0, __ATOMIC_RELEASE);
+}
+
+static kr_key spin_key;
+
+static void *sets_the_key(void *a)
+{
+	KT_EQ(kr_key_set(spin_key, a), 0);
+	return NULL;
+}
+
+static void a_microprocess_is_not_stopped_while_karui_runs_for_it(void)
+{
+	one_vp_with_slices();
+	KT_EQ(kr_key_create(&spin_key, spinning_destructor), 0);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, sets_the_key, (void *)1), 0);
+	KT_EQ(kr_mp_yield(), 0); /* m runs, ends, and its destructor spins */
+	KT_EQ(__atomic_load_n(&in_destructor, __ATOMIC_ACQUIRE), 0);
+	KT_EQ(kr_mp_join(m, NULL), 0);
+	kr_carea_stats st;
+	KT_EQ(kr_carea_stats_get(&st), 0);
+	KT_EQ(st.preemptions, 0);
+	KT_EQ(kr_key_delete(spin_key), 0);
+	KT_EQ(kr_fini(), 0);
+	shm_unlink(seg_name);
+}
+
 static uint32_t high_done;
 
 static void *low_spinner(void *a)
@@ -651,6 +694,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_scribbled_segment_stalls_nobody);
 	KT_RUN(an_unannounced_block_hands_its_processor_to_a_parked_vp);
 	KT_RUN(a_time_slice_ends_a_microprocess_that_never_yields);
+	KT_RUN(a_microprocess_is_not_stopped_while_karui_runs_for_it);
 	KT_RUN(priorities_hold_against_long_running_microprocesses);
 	KT_RUN(an_idle_participant_uses_no_processor);
 	KT_RUN(without_it_nothing_changes);

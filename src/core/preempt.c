@@ -163,7 +163,7 @@ static int karui_below(const kr_mp *mp, uintptr_t sp, uintptr_t lr)
 {
 	uintptr_t lo = (uintptr_t)mp->stack_lo;
 	uintptr_t top = mp->is_main ? lo + mp->stack_size : (uintptr_t)mp - PR.entry_off;
-	if (!PR.entry_ret || sp < lo || top <= sp || top > lo + mp->stack_size + 4096)
+	if (!PR.entry_ret || sp < lo || top < sp || top > lo + mp->stack_size + 4096)
 		return 1;
 	if (kr__in_karui(lr) && lr != PR.entry_ret)
 		return 1;
