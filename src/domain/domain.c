@@ -1,0 +1,688 @@
+/*
+ * karui domains — protected procedure calls in one address space (seed
+ * 001): domains, sections and their access lists, EPC and its protection
+ * modes, faults that end a call.  ITC ports are in port.c.
+ *
+ * Domains.  A domain holds up to 64 exported procedures and a region of
+ * callee stacks: KR__EPC_SLOTS slots of STACK_SIZE, each with a guard page
+ * below it (MADV_GUARD_INSTALL: the guard survives the region's mprotect;
+ * where the kernel lacks it the slots have none).  A call takes a free slot
+ * (a bitmap under the domain's spin lock) and gives it back on return, so
+ * calls from several VPs into one domain run at once, KR__EPC_SLOTS at
+ * most (ENOMEM past that).
+ *
+ * The call.  kr_epc_call pushes a frame, in the calling microprocess's own
+ * memory (its C stack), onto that microprocess's chain of calls (a karui
+ * key: the chain follows the microprocess from VP to VP), and enters the
+ * gate (x86_64/epc_gate.S, aarch64/epc_gate.S), which saves the caller's
+ * registers on its stack, switches to the slot's stack and calls the
+ * procedure.  On the way back the gate trusts no register the procedure
+ * could have changed: the caller's stack pointer comes from the frame,
+ * found again through the chain (kr__epc_resume_sp).
+ *
+ * Faults.  A SIGSEGV, SIGBUS, SIGILL or SIGFPE on a VP whose microprocess
+ * is inside a procedure (its innermost frame is `in`, not out in
+ * kr_epc_host) ends that call: the handler marks the frame faulted and the
+ * domain failed, and resumes the thread at kr__epc_unwind on the caller's
+ * saved stack pointer, as if the gate had returned.  Other faults go to
+ * the handler that was there before (karui's stack-overflow report, or the
+ * default action).  A failed domain refuses calls (ENOTRECOVERABLE) until
+ * kr_domain_restart, which zeroes its sections and its stacks.
+ *
+ * Protection.  KR_EPC_N changes nothing.  KR_EPC_S keeps the page
+ * protection of every section to what the domains running now may do:
+ * each domain counts the microprocesses that run in it (`active`: inside
+ * one of its procedures, not out in kr_epc_host nor in a nested call); a
+ * section is open for writing if the host or an active domain may write
+ * it, for reading if one may read it, else closed; a domain's stack region
+ * is open while a call is in it (`live`, which a procedure out in
+ * kr_epc_host, running on that stack, keeps).  The counts change, and the sections whose protection they
+ * move are mprotected, under one spin lock.  So with one VP a procedure
+ * touches only what its domain may; with several, what any domain running
+ * at that moment may (docs/domains.md).  A call also closes the caller's
+ * stack frames (the whole pages above the call's own frame) for its
+ * length (caller_close).  KR_EPC_H is
+ * not built yet: kr_epc_mode_set refuses it (ENOTSUP), as it must where
+ * the CPU has no protection keys.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "karui/domain.h"
+#include "karui/sync.h"
+#include "../core/internal.h"
+#include "epc.h"
+
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+enum {
+	STACK_SIZE = 64 * 1024,
+	MAX_DEPTH = 32,
+	MAX_SECTION = 1 << 30,
+};
+
+int kr__epc_gate(void *arg, void *result, kr_epc_proc fn, void *stack_top, void **saved_sp);
+void kr__epc_unwind(void);
+
+struct kr_domain {
+	char name[32];
+	uint32_t failed;              /* atomic */
+	uint32_t inside;              /* calls in it now: atomic */
+	unsigned nproc;
+	kr_epc_proc proc[KR__EPC_PROCS];
+	kr_spin lock;                 /* slots */
+	uint64_t free;                /* bitmap of free slots */
+	unsigned char *stacks;        /* KR__EPC_SLOTS x (guard + STACK_SIZE) */
+	unsigned active;              /* KR_EPC_S: microprocesses running in it */
+	unsigned live;                /* KR_EPC_S: ... or with a call in it (its
+	                                 stacks hold their frames) (D.view) */
+	kr_domain *next;              /* D.domains */
+};
+
+struct acl {
+	kr_domain *d;
+	unsigned rights;
+};
+
+struct kr_section {
+	unsigned char *base;
+	size_t size;
+	kr_domain *owner;             /* NULL: the host */
+	unsigned host;                /* the host's rights */
+	struct acl acl[KR__EPC_ACL];
+	int prot;                     /* its pages' protection now (KR_EPC_S) */
+	kr_section *next;             /* D.sections */
+};
+
+/* A call in progress: on the caller's stack, chained per microprocess. */
+struct frame {
+	void *sp;                     /* the gate's saved stack pointer */
+	struct frame *prev;
+	kr_domain *callee, *caller;   /* caller NULL: the host */
+	unsigned slot;
+	uint32_t in;                  /* running the procedure (not out) */
+	uint32_t faulted;
+	unsigned char *closed;        /* the caller's frames closed (host caller) */
+	size_t nclosed;
+};
+
+struct chain {
+	struct frame *top;
+	unsigned depth;
+};
+
+static struct {
+	pthread_mutex_t lock;         /* domains, sections, the mode */
+	int mode;                     /* 0 until settled */
+	kr_key key;                   /* struct chain per microprocess */
+	int have_key, handlers, guards;
+	kr_spin view;                 /* KR_EPC_S: counts and protections */
+	kr_domain *domains;
+	kr_section *sections;
+	unsigned ndomains;
+	struct sigaction old[4];
+	size_t page;
+} D = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static const int fault_sigs[4] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+
+/* ---------------- mode ---------------- */
+
+static int env_mode(void)
+{
+	const char *e = getenv("KARUI_EPC");
+	if (!e)
+		return KR_EPC_AUTO;
+	if (!strcmp(e, "n"))
+		return KR_EPC_N;
+	if (!strcmp(e, "s"))
+		return KR_EPC_S;
+	if (!strcmp(e, "h"))
+		return KR_EPC_H;
+	return KR_EPC_AUTO;
+}
+
+/* Under D.lock. */
+static int settle(int want)
+{
+	if (want == KR_EPC_AUTO)
+		want = env_mode();
+	if (want == KR_EPC_AUTO || want == KR_EPC_H)
+		want = want == KR_EPC_H ? 0 : KR_EPC_S; /* no protection keys here yet */
+	return want;
+}
+
+int kr_epc_mode_set(int mode)
+{
+	if (mode < KR_EPC_AUTO || mode > KR_EPC_H)
+		return EINVAL;
+	pthread_mutex_lock(&D.lock);
+	int err = 0;
+	if (D.ndomains)
+		err = EBUSY;
+	else if (!(D.mode = settle(mode)))
+		err = ENOTSUP;
+	pthread_mutex_unlock(&D.lock);
+	return err;
+}
+
+int kr_epc_mode(void)
+{
+	pthread_mutex_lock(&D.lock);
+	if (!D.mode)
+		D.mode = settle(KR_EPC_AUTO);
+	int m = D.mode;
+	pthread_mutex_unlock(&D.lock);
+	return m;
+}
+
+/* ---------------- the chain ---------------- */
+
+static void chain_free(void *c) { free(c); }
+
+static struct chain *chain_get(int make)
+{
+	struct chain *c = kr_key_get(D.key);
+	if (c || !make)
+		return c;
+	c = calloc(1, sizeof *c);
+	if (c && kr_key_set(D.key, c) != 0) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+/* The gate's way back (epc_gate.S): the caller's saved stack pointer. */
+void *kr__epc_resume_sp(void) __attribute__((visibility("hidden")));
+void *kr__epc_resume_sp(void)
+{
+	struct chain *c = kr_key_get(D.key);
+	return c->top->sp;
+}
+
+kr_domain *kr_domain_current(void)
+{
+	struct chain *c = D.have_key ? kr_key_get(D.key) : NULL;
+	return c && c->top && c->top->in ? c->top->callee : NULL;
+}
+
+/* ---------------- protection (KR_EPC_S) ---------------- */
+
+static int prot_of(unsigned rights)
+{
+	return rights & KR_SECTION_WRITE ? PROT_READ | PROT_WRITE
+	       : rights & KR_SECTION_READ ? PROT_READ
+					  : PROT_NONE;
+}
+
+static unsigned rights_of(const kr_section *s, const kr_domain *d)
+{
+	if (!d)
+		return s->host;
+	for (unsigned i = 0; i < KR__EPC_ACL; i++)
+		if (s->acl[i].d == d)
+			return s->acl[i].rights;
+	return 0;
+}
+
+/* s's pages to what the host and the active domains may do.  Under
+ * D.view. */
+static void section_apply(kr_section *s)
+{
+	unsigned r = s->host;
+	for (unsigned i = 0; i < KR__EPC_ACL; i++)
+		if (s->acl[i].d && s->acl[i].d->active)
+			r |= s->acl[i].rights;
+	int prot = D.mode == KR_EPC_S ? prot_of(r) : PROT_READ | PROT_WRITE;
+	if (prot != s->prot && mprotect(s->base, s->size, prot) == 0)
+		s->prot = prot;
+}
+
+static size_t region_size(void) { return (size_t)KR__EPC_SLOTS * (D.page + STACK_SIZE); }
+
+/* d's counts move: `run` for its sections (microprocesses running in it),
+ * `live` for its stacks (those with a call in it, running or not); what
+ * that opens or closes is applied.  Not under D.lock: the section list
+ * only grows at its head, and a section is destroyed only while no domain
+ * that may use it is active. */
+static void view_move(kr_domain *d, int run, int live)
+{
+	if (D.mode != KR_EPC_S || !d)
+		return;
+	kr_spin_lock(&D.view);
+	unsigned was = d->active, was_live = d->live;
+	d->active += run;
+	d->live += live;
+	if (!was_live != !d->live)
+		mprotect(d->stacks, region_size(), d->live ? PROT_READ | PROT_WRITE : PROT_NONE);
+	if (!was != !d->active)
+		for (kr_section *s = __atomic_load_n(&D.sections, __ATOMIC_ACQUIRE); s; s = s->next)
+			if (rights_of(s, d))
+				section_apply(s);
+	kr_spin_unlock(&D.view);
+}
+
+/* ---------------- faults ---------------- */
+
+static void chain_old(int sig, siginfo_t *si, void *uc)
+{
+	unsigned i = 0;
+	while (i < 4 && fault_sigs[i] != sig)
+		i++;
+	struct sigaction *o = &D.old[i];
+	if (o->sa_flags & SA_RESETHAND) /* what the kernel would have done */
+		signal(sig, SIG_DFL);
+	if (o->sa_flags & SA_SIGINFO) {
+		o->sa_sigaction(sig, si, uc);
+	} else if (o->sa_handler == SIG_IGN) {
+		return;
+	} else if (o->sa_handler != SIG_DFL) {
+		o->sa_handler(sig);
+	} else {
+		/* the default action: it comes when the fault repeats */
+		signal(sig, SIG_DFL);
+	}
+}
+
+static void on_fault(int sig, siginfo_t *si, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	int saved = errno;
+	struct chain *c = kr__cur() ? kr_key_get(D.key) : NULL;
+	struct frame *f = c ? c->top : NULL;
+	if (!f || !__atomic_load_n(&f->in, __ATOMIC_RELAXED) ||
+	    (sig != SIGSEGV && sig != SIGBUS && si->si_code <= 0)) {
+		errno = saved;
+		chain_old(sig, si, ucv); /* not the procedure's (or sent by kill) */
+		return;
+	}
+	__atomic_store_n(&f->faulted, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->callee->failed, 1, __ATOMIC_RELEASE);
+#if defined(__x86_64__)
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)f->sp;
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)kr__epc_unwind;
+	uc->uc_mcontext.gregs[REG_RAX] = EFAULT;
+#elif defined(__aarch64__)
+	uc->uc_mcontext.sp = (uintptr_t)f->sp;
+	uc->uc_mcontext.pc = (uintptr_t)kr__epc_unwind;
+	uc->uc_mcontext.regs[0] = EFAULT;
+#endif
+	errno = saved;
+}
+
+/* ---------------- setup ---------------- */
+
+/* The first domain's: the key, the handlers.  Under D.lock. */
+static int setup(void)
+{
+	if (!D.mode)
+		D.mode = settle(KR_EPC_AUTO);
+	if (!D.have_key) {
+		int err = kr_key_create(&D.key, chain_free);
+		if (err)
+			return err;
+		D.have_key = 1;
+		D.page = (size_t)sysconf(_SC_PAGESIZE);
+	}
+	if (!D.handlers) {
+		struct sigaction sa = {.sa_sigaction = on_fault,
+				       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER};
+		sigemptyset(&sa.sa_mask);
+		for (int i = 0; i < 4; i++)
+			sigaction(fault_sigs[i], &sa, &D.old[i]);
+		D.handlers = 1;
+	}
+	return 0;
+}
+
+static int stacks_make(kr_domain *d)
+{
+	size_t one = D.page + STACK_SIZE;
+	int prot = D.mode == KR_EPC_S ? PROT_NONE : PROT_READ | PROT_WRITE;
+	d->stacks = mmap(NULL, region_size(), prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
+	if (d->stacks == MAP_FAILED) {
+		d->stacks = NULL;
+		return ENOMEM;
+	}
+	for (unsigned i = 0; i < KR__EPC_SLOTS; i++)
+		madvise(d->stacks + i * one, D.page, MADV_GUARD_INSTALL);
+	d->free = KR__EPC_SLOTS == 64 ? ~0ull : (1ull << KR__EPC_SLOTS) - 1;
+	return 0;
+}
+
+int kr_domain_create(kr_domain **out, const char *name)
+{
+	if (!out || !name)
+		return EINVAL;
+	kr_domain *d = calloc(1, sizeof *d);
+	if (!d)
+		return ENOMEM;
+	strncpy(d->name, name, sizeof d->name - 1);
+	pthread_mutex_lock(&D.lock);
+	int err = setup();
+	if (!err)
+		err = stacks_make(d);
+	if (err) {
+		pthread_mutex_unlock(&D.lock);
+		free(d);
+		return err;
+	}
+	d->next = D.domains;
+	D.domains = d;
+	D.ndomains++;
+	pthread_mutex_unlock(&D.lock);
+	*out = d;
+	return 0;
+}
+
+int kr_domain_destroy(kr_domain *d)
+{
+	if (!d)
+		return EINVAL;
+	pthread_mutex_lock(&D.lock);
+	int busy = __atomic_load_n(&d->inside, __ATOMIC_ACQUIRE) != 0;
+	for (kr_section *s = D.sections; s && !busy; s = s->next)
+		busy = s->owner == d;
+	if (busy) {
+		pthread_mutex_unlock(&D.lock);
+		return EBUSY;
+	}
+	/* the ACLs that name it forget it */
+	kr_spin_lock(&D.view);
+	for (kr_section *s = D.sections; s; s = s->next)
+		for (unsigned i = 0; i < KR__EPC_ACL; i++)
+			if (s->acl[i].d == d)
+				s->acl[i] = (struct acl){0};
+	kr_spin_unlock(&D.view);
+	kr_domain **p = &D.domains;
+	while (*p != d)
+		p = &(*p)->next;
+	*p = d->next;
+	D.ndomains--;
+	pthread_mutex_unlock(&D.lock);
+	munmap(d->stacks, region_size());
+	free(d);
+	return 0;
+}
+
+int kr_domain_export(kr_domain *d, kr_epc_proc fn, unsigned *number)
+{
+	if (!d || !fn || !number)
+		return EINVAL;
+	pthread_mutex_lock(&D.lock);
+	int err = 0;
+	if (d->nproc == KR__EPC_PROCS) {
+		err = ENOSPC;
+	} else {
+		d->proc[d->nproc] = fn;
+		*number = d->nproc;
+		__atomic_store_n(&d->nproc, d->nproc + 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&D.lock);
+	return err;
+}
+
+int kr_domain_failed(const kr_domain *d)
+{
+	return d && __atomic_load_n(&d->failed, __ATOMIC_ACQUIRE);
+}
+
+int kr_domain_restart(kr_domain *d)
+{
+	if (!d || !kr_domain_failed(d))
+		return EINVAL;
+	pthread_mutex_lock(&D.lock);
+	if (__atomic_load_n(&d->inside, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&D.lock);
+		return EBUSY;
+	}
+	/* fresh pages: anonymous private memory reads zero after this */
+	for (kr_section *s = D.sections; s; s = s->next)
+		if (s->owner == d)
+			madvise(s->base, s->size, MADV_DONTNEED);
+	madvise(d->stacks, region_size(), MADV_DONTNEED);
+	__atomic_store_n(&d->failed, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&D.lock);
+	return 0;
+}
+
+/* ---------------- sections ---------------- */
+
+int kr_section_create(kr_section **out, kr_domain *owner, size_t size)
+{
+	if (!out || !size || size > MAX_SECTION)
+		return EINVAL;
+	kr_section *s = calloc(1, sizeof *s);
+	if (!s)
+		return ENOMEM;
+	pthread_mutex_lock(&D.lock);
+	int err = setup();
+	if (err) {
+		pthread_mutex_unlock(&D.lock);
+		free(s);
+		return err;
+	}
+	s->size = (size + D.page - 1) & ~(D.page - 1);
+	s->owner = owner;
+	if (owner)
+		s->acl[0] = (struct acl){owner, KR_SECTION_READ | KR_SECTION_WRITE};
+	else
+		s->host = KR_SECTION_READ | KR_SECTION_WRITE;
+	s->prot = D.mode == KR_EPC_S && owner && !owner->active ? PROT_NONE
+								: PROT_READ | PROT_WRITE;
+	s->base = mmap(NULL, s->size, s->prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (s->base == MAP_FAILED) {
+		pthread_mutex_unlock(&D.lock);
+		free(s);
+		return ENOMEM;
+	}
+	kr_spin_lock(&D.view);
+	section_apply(s); /* the owner may have become active meanwhile */
+	s->next = D.sections;
+	__atomic_store_n(&D.sections, s, __ATOMIC_RELEASE);
+	kr_spin_unlock(&D.view);
+	pthread_mutex_unlock(&D.lock);
+	*out = s;
+	return 0;
+}
+
+void *kr_section_addr(const kr_section *s) { return s ? s->base : NULL; }
+size_t kr_section_size(const kr_section *s) { return s ? s->size : 0; }
+
+int kr_section_allow(kr_section *s, kr_domain *d, unsigned rights)
+{
+	if (!s || rights & ~(unsigned)(KR_SECTION_READ | KR_SECTION_WRITE))
+		return EINVAL;
+	if (rights & KR_SECTION_WRITE)
+		rights |= KR_SECTION_READ;
+	int err = 0;
+	pthread_mutex_lock(&D.lock);
+	kr_spin_lock(&D.view);
+	if (!d) {
+		s->host = rights;
+	} else {
+		struct acl *a = NULL, *hole = NULL;
+		for (unsigned i = 0; i < KR__EPC_ACL; i++) {
+			if (s->acl[i].d == d)
+				a = &s->acl[i];
+			else if (!s->acl[i].d && !hole)
+				hole = &s->acl[i];
+		}
+		if (!a && rights) {
+			a = hole;
+			if (a)
+				a->d = d;
+			else
+				err = ENOSPC;
+		}
+		if (a) {
+			a->rights = rights;
+			if (!rights)
+				a->d = NULL;
+		}
+	}
+	if (!err)
+		section_apply(s);
+	kr_spin_unlock(&D.view);
+	pthread_mutex_unlock(&D.lock);
+	return err;
+}
+
+int kr_section_destroy(kr_section *s)
+{
+	if (!s)
+		return EINVAL;
+	pthread_mutex_lock(&D.lock);
+	int busy = 0;
+	for (unsigned i = 0; i < KR__EPC_ACL; i++)
+		if (s->acl[i].d && __atomic_load_n(&s->acl[i].d->inside, __ATOMIC_ACQUIRE))
+			busy = 1;
+	if (busy) {
+		pthread_mutex_unlock(&D.lock);
+		return EBUSY;
+	}
+	kr_spin_lock(&D.view);
+	kr_section **p = &D.sections;
+	while (*p != s)
+		p = &(*p)->next;
+	*p = s->next;
+	kr_spin_unlock(&D.view);
+	pthread_mutex_unlock(&D.lock);
+	munmap(s->base, s->size);
+	free(s);
+	return 0;
+}
+
+/* ---------------- EPC ---------------- */
+
+static int slot_take(kr_domain *d, unsigned *slot)
+{
+	kr_spin_lock(&d->lock);
+	uint64_t f = d->free;
+	if (f)
+		d->free = f & (f - 1);
+	kr_spin_unlock(&d->lock);
+	if (!f)
+		return ENOMEM;
+	*slot = (unsigned)__builtin_ctzll(f);
+	return 0;
+}
+
+static void slot_give(kr_domain *d, unsigned slot)
+{
+	kr_spin_lock(&d->lock);
+	d->free |= 1ull << slot;
+	kr_spin_unlock(&d->lock);
+}
+
+static unsigned char *slot_top(const kr_domain *d, unsigned slot)
+{
+	return d->stacks + (size_t)(slot + 1) * (D.page + STACK_SIZE);
+}
+
+/* KR_EPC_S: the caller's frames closed for the call: the whole pages
+ * between the call's own frame (below cfa) and the top of the caller's
+ * stack: its slot's, or the microprocess's own up to its record (a
+ * thread's own stack, the main microprocess's, holds what others use: it
+ * stays open). */
+static void caller_close(struct frame *f, uintptr_t cfa)
+{
+	if (D.mode != KR_EPC_S)
+		return;
+	uintptr_t hi;
+	if (f->prev) {
+		hi = (uintptr_t)slot_top(f->prev->callee, f->prev->slot);
+	} else {
+		kr_mp *mp = kr__cur();
+		if (mp->is_main)
+			return;
+		hi = (uintptr_t)mp & ~(uintptr_t)(D.page - 1);
+	}
+	uintptr_t lo = (cfa + D.page - 1) & ~(uintptr_t)(D.page - 1);
+	if (lo >= hi)
+		return;
+	if (mprotect((void *)lo, hi - lo, PROT_NONE) == 0) {
+		f->closed = (unsigned char *)lo;
+		f->nclosed = hi - lo;
+	}
+}
+
+static void caller_open(struct frame *f)
+{
+	if (f->nclosed)
+		mprotect(f->closed, f->nclosed, PROT_READ | PROT_WRITE);
+}
+
+int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *status)
+{
+	if (!d || !status || number >= __atomic_load_n(&d->nproc, __ATOMIC_ACQUIRE))
+		return EINVAL;
+	if (!kr__cur())
+		return EPERM;
+	if (__atomic_load_n(&d->failed, __ATOMIC_ACQUIRE))
+		return ENOTRECOVERABLE;
+	struct chain *c = chain_get(1);
+	if (!c)
+		return ENOMEM;
+	if (c->depth == MAX_DEPTH)
+		return ELOOP;
+	struct frame f = {.prev = c->top, .callee = d};
+	f.caller = f.prev && f.prev->in ? f.prev->callee : NULL;
+	int err = slot_take(d, &f.slot);
+	if (err)
+		return err;
+	__atomic_fetch_add(&d->inside, 1, __ATOMIC_ACQ_REL);
+	view_move(f.caller, -1, 0);
+	view_move(d, 1, 1);
+	/* everything of this call's frame is below its CFA */
+	caller_close(&f, (uintptr_t)__builtin_dwarf_cfa());
+	if (f.prev)
+		__atomic_store_n(&f.prev->in, 0, __ATOMIC_RELAXED);
+	c->top = &f;
+	c->depth++;
+	__atomic_store_n(&f.in, 1, __ATOMIC_RELEASE);
+	int st = kr__epc_gate(arg, result, d->proc[number], slot_top(d, f.slot), &f.sp);
+	__atomic_store_n(&f.in, 0, __ATOMIC_RELEASE);
+	c = chain_get(0); /* the same, whatever VP this is now */
+	c->top = f.prev;
+	c->depth--;
+	if (f.prev)
+		__atomic_store_n(&f.prev->in, 1, __ATOMIC_RELAXED);
+	caller_open(&f);
+	view_move(d, -1, -1);
+	view_move(f.caller, 1, 0);
+	slot_give(d, f.slot);
+	__atomic_fetch_sub(&d->inside, 1, __ATOMIC_ACQ_REL);
+	if (__atomic_load_n(&f.faulted, __ATOMIC_ACQUIRE))
+		return EFAULT;
+	*status = st;
+	return 0;
+}
+
+int kr_epc_host(int (*fn)(void *arg), void *arg)
+{
+	struct chain *c = D.have_key && kr__cur() ? kr_key_get(D.key) : NULL;
+	struct frame *f = c ? c->top : NULL;
+	if (!f || !f->in)
+		return fn(arg);
+	/* out of the domain: its count, and a fault now is the host's */
+	__atomic_store_n(&f->in, 0, __ATOMIC_RELEASE);
+	view_move(f->callee, -1, 0); /* its stack, which fn runs on, stays */
+	int r = fn(arg);
+	view_move(f->callee, 1, 0);
+	f = chain_get(0)->top;
+	__atomic_store_n(&f->in, 1, __ATOMIC_RELEASE);
+	return r;
+}
