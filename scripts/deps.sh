@@ -4,9 +4,11 @@
 set -euo pipefail
 
 need=()
+lean=() # installed without their recommends
 have_cmd() { command -v "$1" >/dev/null 2>&1; }
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 want() { have_pkg "$1" || need+=("$1"); }
+want_lean() { have_pkg "$1" || lean+=("$1"); }
 
 have_cmd cmake || want cmake
 have_cmd ninja || want ninja-build
@@ -30,6 +32,11 @@ have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
 # scripts/report's plots (its test too): the distribution's matplotlib, for
 # the distribution's python3
 /usr/bin/python3 -c 'import matplotlib' 2>/dev/null || want python3-matplotlib
+# scripts/pku-vm, which runs the protection-key tests in a VM: the system
+# emulator (its recommends are a desktop's worth, not needed) and a static
+# busybox for the VM's initramfs
+have_cmd qemu-system-x86_64 || want_lean qemu-system-x86
+have_pkg busybox-static || want_lean busybox-static
 if [ "${1:-}" = "--demo" ]; then
 	have_cmd wrk || want wrk
 	# seed003.pipeline: `cat words | grep zonation` under bash and dash
@@ -37,10 +44,12 @@ if [ "${1:-}" = "--demo" ]; then
 	have_cmd dash || want dash
 fi
 
-[ ${#need[@]} -eq 0 ] && exit 0
-echo "karui: installing ${need[*]}"
+[ ${#need[@]} -eq 0 ] && [ ${#lean[@]} -eq 0 ] && exit 0
+echo "karui: installing" "${need[@]}" "${lean[@]}"
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
-$sudo apt-get install -y -qq "${need[@]}" >/dev/null
+[ ${#need[@]} -eq 0 ] || $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+[ ${#lean[@]} -eq 0 ] ||
+	$sudo apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
