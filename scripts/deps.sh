@@ -24,6 +24,9 @@ have_cmd aarch64-linux-gnu-gcc || want gcc-aarch64-linux-gnu
 [ -e /usr/include/liburing.h ] || want liburing-dev
 [ -e /usr/include/boost/context/detail/fcontext.hpp ] || want libboost-context-dev
 [ -e /usr/include/boost/fiber/all.hpp ] || want libboost-fiber-dev
+# seed001.ipc's Sun RPC peer: libtirpc and rpcgen, which makes its stubs
+[ -e /usr/include/tirpc/rpc/rpc.h ] || want libtirpc-dev
+have_cmd rpcgen || want rpcsvc-proto
 # karui-sh: line editing, and the word list its tests pipe through programs
 [ -e /usr/include/editline/readline.h ] || want libedit-dev
 [ -e /usr/share/dict/words ] || want wamerican

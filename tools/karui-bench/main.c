@@ -200,6 +200,10 @@ static const struct seed {
 	{"seed000.table5",
 	 "a parallel database query of 8 microprocesses with speculative work, x = VPs",
 	 "karui-fifo karui-prio karui-needed", kb_seed000_table5},
+	{"seed001.ipc",
+	 "synchronous calls between two processes: NullProc, ArgNoRtn, ArgRtn_NoCopy, "
+	 "ArgRtn_Copy, x = the argument in KiB (2, 4, 8), us per call (--n: calls per repeat)",
+	 "pipe-rpc unix-rpc udp-rpc sysv-msgq sun-rpc-udp", kb_seed001_ipc},
 	{"seed002.fig3", "2,000,000 switches between two flows at call depth L = C = 1..10",
 	 "karui boost-fcontext ucontext call-only", kb_seed002_fig3},
 	{"seed002.fig4", "2,000,000 switches between two flows, L = 1, C = 1..10",
