@@ -7,6 +7,8 @@
 # ratio column's header says so, and for http rows written here (requests
 # per second, where the better side is below 1×) the plot of ratios draws
 # the very ratios of the table.
+# seed001.ipc's section, from rows written here: the seed's figures beside
+# today's, ratios to karui's EPC-S row, a failed system's reason.
 # Skipped when matplotlib is not installed (the Markdown is checked first).
 kb=$1
 report=$2
@@ -65,6 +67,28 @@ if not (table == want and plot == want and [b[0] for b in higher] ==
         ["http: requests, 2 threads (req/s)"]):
     sys.exit(f"http ratios: table {table}, plot {plot}, higher is better: {higher}")
 EOF
+# seed001.ipc's section from rows written here: today's 8 KiB figures beside
+# the seed's in ms, NullProc without a size, ratios to karui's EPC-S row.
+mkdir "$dir/seed001"
+for r in 'karui-epc-s","metric":"ArgRtn_Copy","value":2,"unit":"us","x":8' \
+	'udp-rpc","metric":"NullProc","value":5,"unit":"us"' \
+	'udp-rpc","metric":"ArgRtn_Copy","value":10,"unit":"us","x":8' \
+	'udp-rpc","metric":"ArgRtn_Copy","value":7,"unit":"us","x":2' \
+	'sysv-msgq","failed":"starting its server: No space left on device"'; do
+	echo "{\"experiment\":\"seed001.ipc\",\"system\":\"$r}"
+done >"$dir/seed001/results.jsonl"
+"$report" --out "$dir/seed001" "$dir/seed001/results.jsonl" || exit 1
+s1=$dir/seed001/REPORT.md
+for line in '| udp-rpc | UDP socket | 5 µs | – | – | 10 µs (5×) |' \
+	'| sysv-msgq | – | failed: starting its server: No space left on device |  |  |  |' \
+	'| *seed 001, 486DX2-66* | UDP socket | 0.953 ms (5.85×) | 3.18 ms (19.5×) | 5.3 ms (32.5×) | 5.53 ms (5.17×) |' \
+	'| *seed 001, 486DX2-66* | EPC-H | 0.001 ms (0.00613×) † | 0.001 ms (0.00613×) † | 0.001 ms (0.00613×) † | 0.62 ms (0.579×) |' \
+	'| udp-rpc | ArgRtn_Copy | 7 µs | – | 10 µs (5×) |'; do
+	grep -Fqx "$line" "$s1" || { echo "seed001: no line $line"; fail=1; }
+done
+grep -q '^### IPC: synchronous calls between a client and a server$' "$md" &&
+	grep -A8 '^### IPC: synchronous' "$md" | grep -q '^\*not run' ||
+	{ echo "REPORT.md: seed001.ipc's section does not say it was not run"; fail=1; }
 [ $fail -eq 0 ] || exit 1
 if grep -q "matplotlib is not installed" "$md"; then
 	echo "skipped: matplotlib is not installed"
@@ -72,5 +96,7 @@ if grep -q "matplotlib is not installed" "$md"; then
 fi
 grep -Fq '![karui against its peers, same run: peer / karui](core-ratios.png)' "$md" ||
 	{ echo "REPORT.md: no link to core-ratios.png"; exit 1; }
-[ "$(head -c 8 "$dir/core-ratios.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
-	{ echo "core-ratios.png is not a PNG"; exit 1; }
+for png in core-ratios.png seed001/seed001-ipc.png; do
+	[ "$(head -c 8 "$dir/$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+		{ echo "$png is not a PNG"; exit 1; }
+done
