@@ -29,21 +29,22 @@
  * default action).  A failed domain refuses calls (ENOTRECOVERABLE) until
  * kr_domain_restart, which zeroes its sections and its stacks.
  *
- * Protection.  KR_EPC_N changes nothing.  KR_EPC_S keeps the page
- * protection of every section to what the domains running now may do:
- * each domain counts the microprocesses that run in it (`active`: inside
- * one of its procedures, not out in kr_epc_host nor in a nested call); a
- * section is open for writing if the host or an active domain may write
- * it, for reading if one may read it, else closed; a domain's stack region
- * is open while a call is in it (`live`, which a procedure out in
- * kr_epc_host, running on that stack, keeps).  The counts change, and the sections whose protection they
- * move are mprotected, under one spin lock.  So with one VP a procedure
- * touches only what its domain may; with several, what any domain running
- * at that moment may (docs/domains.md).  A call also closes the caller's
- * stack frames (the whole pages above the call's own frame) for its
- * length (caller_close).  KR_EPC_H is
- * not built yet: kr_epc_mode_set refuses it (ENOTSUP), as it must where
- * the CPU has no protection keys.
+ * Protection.  KR_EPC_N changes nothing.  KR_EPC_S sets the page
+ * protection of every section, when a domain starts to run, to what the
+ * host and the domains running now may do: each domain counts the
+ * microprocesses that run in it (`active`: inside one of its procedures,
+ * not out in kr_epc_host nor in a nested call); a section is open for
+ * writing if the host or an active domain may write it, for reading if one
+ * may read it, else closed; a domain's stack region is open while a call
+ * is in it (`live`, which a procedure out in kr_epc_host, running on that
+ * stack, keeps).  The host is trusted (it sets the access lists) and not
+ * confined: nothing closes when a call returns to it, so repeated calls
+ * into one domain change no protection after the first (view_move).  So
+ * with one VP a procedure touches only what its domain may of the
+ * sections; with several, what any domain running at that moment may; the
+ * rest of the address space (the host's heap, its stacks) is open to it
+ * (docs/domains.md).  KR_EPC_H is not built yet: kr_epc_mode_set refuses
+ * it (ENOTSUP), as it must where the CPU has no protection keys.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -86,6 +87,7 @@ struct kr_domain {
 	unsigned active;              /* KR_EPC_S: microprocesses running in it */
 	unsigned live;                /* KR_EPC_S: ... or with a call in it (its
 	                                 stacks hold their frames) (D.view) */
+	int region_prot;              /* its stacks' protection now (D.view) */
 	kr_domain *next;              /* D.domains */
 };
 
@@ -112,8 +114,6 @@ struct frame {
 	unsigned slot;
 	uint32_t in;                  /* running the procedure (not out) */
 	uint32_t faulted;
-	unsigned char *closed;        /* the caller's frames closed (host caller) */
-	size_t nclosed;
 };
 
 struct chain {
@@ -127,6 +127,8 @@ static struct {
 	kr_key key;                   /* struct chain per microprocess */
 	int have_key, handlers, guards;
 	kr_spin view;                 /* KR_EPC_S: counts and protections */
+	kr_domain *last;              /* KR_EPC_S: the domain the protections were
+	                                 last set for; NULL: set them again */
 	kr_domain *domains;
 	kr_section *sections;
 	unsigned ndomains;
@@ -226,17 +228,8 @@ static int prot_of(unsigned rights)
 					  : PROT_NONE;
 }
 
-static unsigned rights_of(const kr_section *s, const kr_domain *d)
-{
-	if (!d)
-		return s->host;
-	for (unsigned i = 0; i < KR__EPC_ACL; i++)
-		if (s->acl[i].d == d)
-			return s->acl[i].rights;
-	return 0;
-}
-
-/* s's pages to what the host and the active domains may do.  Under
+/* s's pages to what the host and the domains running now may do: so a
+ * domain's private section closes only when another domain runs.  Under
  * D.view. */
 static void section_apply(kr_section *s)
 {
@@ -251,25 +244,37 @@ static void section_apply(kr_section *s)
 
 static size_t region_size(void) { return (size_t)KR__EPC_SLOTS * (D.page + STACK_SIZE); }
 
-/* d's counts move: `run` for its sections (microprocesses running in it),
- * `live` for its stacks (those with a call in it, running or not); what
- * that opens or closes is applied.  Not under D.lock: the section list
- * only grows at its head, and a section is destroyed only while no domain
- * that may use it is active. */
+/* d's stacks: open while a call is in it. */
+static void region_apply(kr_domain *d)
+{
+	int prot = d->live ? PROT_READ | PROT_WRITE : PROT_NONE;
+	if (prot != d->region_prot && mprotect(d->stacks, region_size(), prot) == 0)
+		d->region_prot = prot;
+}
+
+/* d's counts move: `run` (microprocesses running in it: its sections),
+ * `live` (those with a call in it, running or not: its stacks).  The
+ * protections are lazy: a domain that starts to run (run > 0) gets them
+ * set for what runs now, unless they were set for it last and no access
+ * list changed since (D.last): the host, trusted, is not confined, so
+ * calls back and forth between the host and one domain change nothing
+ * after the first; a domain's private sections and stacks close when
+ * another domain runs.  Not under D.lock: the lists only grow at their
+ * heads, and a section goes only while no domain that may use it runs. */
 static void view_move(kr_domain *d, int run, int live)
 {
 	if (D.mode != KR_EPC_S || !d)
 		return;
 	kr_spin_lock(&D.view);
-	unsigned was = d->active, was_live = d->live;
 	d->active += run;
 	d->live += live;
-	if (!was_live != !d->live)
-		mprotect(d->stacks, region_size(), d->live ? PROT_READ | PROT_WRITE : PROT_NONE);
-	if (!was != !d->active)
+	if (run > 0 && D.last != d) {
 		for (kr_section *s = __atomic_load_n(&D.sections, __ATOMIC_ACQUIRE); s; s = s->next)
-			if (rights_of(s, d))
-				section_apply(s);
+			section_apply(s);
+		for (kr_domain *x = __atomic_load_n(&D.domains, __ATOMIC_ACQUIRE); x; x = x->next)
+			region_apply(x);
+		D.last = d;
+	}
 	kr_spin_unlock(&D.view);
 }
 
@@ -352,6 +357,7 @@ static int stacks_make(kr_domain *d)
 	int prot = D.mode == KR_EPC_S ? PROT_NONE : PROT_READ | PROT_WRITE;
 	d->stacks = mmap(NULL, region_size(), prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 			 -1, 0);
+	d->region_prot = prot;
 	if (d->stacks == MAP_FAILED) {
 		d->stacks = NULL;
 		return ENOMEM;
@@ -379,8 +385,11 @@ int kr_domain_create(kr_domain **out, const char *name)
 		free(d);
 		return err;
 	}
+	kr_spin_lock(&D.view);
 	d->next = D.domains;
-	D.domains = d;
+	__atomic_store_n(&D.domains, d, __ATOMIC_RELEASE);
+	D.last = NULL;
+	kr_spin_unlock(&D.view);
 	D.ndomains++;
 	pthread_mutex_unlock(&D.lock);
 	*out = d;
@@ -406,10 +415,14 @@ int kr_domain_destroy(kr_domain *d)
 			if (s->acl[i].d == d)
 				s->acl[i] = (struct acl){0};
 	kr_spin_unlock(&D.view);
+	kr_spin_lock(&D.view);
 	kr_domain **p = &D.domains;
 	while (*p != d)
 		p = &(*p)->next;
 	*p = d->next;
+	if (D.last == d)
+		D.last = NULL;
+	kr_spin_unlock(&D.view);
 	D.ndomains--;
 	pthread_mutex_unlock(&D.lock);
 	munmap(d->stacks, region_size());
@@ -492,6 +505,7 @@ int kr_section_create(kr_section **out, kr_domain *owner, size_t size)
 	section_apply(s); /* the owner may have become active meanwhile */
 	s->next = D.sections;
 	__atomic_store_n(&D.sections, s, __ATOMIC_RELEASE);
+	D.last = NULL;
 	kr_spin_unlock(&D.view);
 	pthread_mutex_unlock(&D.lock);
 	*out = s;
@@ -533,8 +547,10 @@ int kr_section_allow(kr_section *s, kr_domain *d, unsigned rights)
 				a->d = NULL;
 		}
 	}
-	if (!err)
+	if (!err) {
 		section_apply(s);
+		D.last = NULL; /* the next domain to run has them set again */
+	}
 	kr_spin_unlock(&D.view);
 	pthread_mutex_unlock(&D.lock);
 	return err;
@@ -592,39 +608,6 @@ static unsigned char *slot_top(const kr_domain *d, unsigned slot)
 	return d->stacks + (size_t)(slot + 1) * (D.page + STACK_SIZE);
 }
 
-/* KR_EPC_S: the caller's frames closed for the call: the whole pages
- * between the call's own frame (below cfa) and the top of the caller's
- * stack: its slot's, or the microprocess's own up to its record (a
- * thread's own stack, the main microprocess's, holds what others use: it
- * stays open). */
-static void caller_close(struct frame *f, uintptr_t cfa)
-{
-	if (D.mode != KR_EPC_S)
-		return;
-	uintptr_t hi;
-	if (f->prev) {
-		hi = (uintptr_t)slot_top(f->prev->callee, f->prev->slot);
-	} else {
-		kr_mp *mp = kr__cur();
-		if (mp->is_main)
-			return;
-		hi = (uintptr_t)mp & ~(uintptr_t)(D.page - 1);
-	}
-	uintptr_t lo = (cfa + D.page - 1) & ~(uintptr_t)(D.page - 1);
-	if (lo >= hi)
-		return;
-	if (mprotect((void *)lo, hi - lo, PROT_NONE) == 0) {
-		f->closed = (unsigned char *)lo;
-		f->nclosed = hi - lo;
-	}
-}
-
-static void caller_open(struct frame *f)
-{
-	if (f->nclosed)
-		mprotect(f->closed, f->nclosed, PROT_READ | PROT_WRITE);
-}
-
 int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *status)
 {
 	if (!d || !status || number >= __atomic_load_n(&d->nproc, __ATOMIC_ACQUIRE))
@@ -646,8 +629,6 @@ int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *sta
 	__atomic_fetch_add(&d->inside, 1, __ATOMIC_ACQ_REL);
 	view_move(f.caller, -1, 0);
 	view_move(d, 1, 1);
-	/* everything of this call's frame is below its CFA */
-	caller_close(&f, (uintptr_t)__builtin_dwarf_cfa());
 	if (f.prev)
 		__atomic_store_n(&f.prev->in, 0, __ATOMIC_RELAXED);
 	c->top = &f;
@@ -660,7 +641,6 @@ int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *sta
 	c->depth--;
 	if (f.prev)
 		__atomic_store_n(&f.prev->in, 1, __ATOMIC_RELAXED);
-	caller_open(&f);
 	view_move(d, -1, -1);
 	view_move(f.caller, 1, 0);
 	slot_give(d, f.slot);

@@ -92,6 +92,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "karui.h"
+#include "karui/domain.h"
 #include "exp.h"
 #include "seed001_ipc.h" /* rpcgen's, in the build directory */
 
@@ -201,6 +203,9 @@ typedef struct ipc_sys {
 	int (*call)(void *st, const ipc_call *c);
 	void (*close)(void *st);
 	const char *(*note)(void *st, int pat, size_t size, char *buf, size_t n);
+	/* the argument's and the result's memory, where the system has its
+	 * own (karui's: sections both sides may use), else NULL */
+	void (*bufs)(void *st, uint8_t **arg, uint8_t **res);
 } ipc_sys;
 
 static void reap(pid_t pid)
@@ -773,11 +778,153 @@ static int srpc_call(void *st, const ipc_call *c)
 	return status ? EBADMSG : 0;
 }
 
+/* ---------------- karui's systems: EPC and ITC ---------------- */
+
+/* The procedures of the server's domain, one per pattern.  The argument
+ * section holds the argument's bytes and, at MAXARG, its size; the result
+ * section the result (ArgRtn_NoCopy's, prepared when the server starts). */
+static int kp_null(void *arg, void *res)
+{
+	(void)arg;
+	(void)res;
+	return 0;
+}
+
+static int kp_nortn(void *arg, void *res)
+{
+	(void)res;
+	const uint8_t *a = arg;
+	size_t n;
+	memcpy(&n, a + MAXARG, sizeof n);
+	return n < sizeof(uint64_t); /* the argument is there, with its number */
+}
+
+static int kp_nocopy(void *arg, void *res)
+{
+	(void)arg;
+	(void)res; /* prepared: it is in the result section already */
+	return 0;
+}
+
+static int kp_copy(void *arg, void *res)
+{
+	const uint8_t *a = arg;
+	size_t n;
+	memcpy(&n, a + MAXARG, sizeof n);
+	lookup(res, a, n);
+	return 0;
+}
+
+static kr_epc_proc const KPROC[NPAT] = {kp_null, kp_nortn, kp_nocopy, kp_copy};
+
+typedef struct kipc {
+	kr_domain *d;
+	unsigned proc[NPAT];
+	kr_section *arg, *res;
+	kr_port *port;   /* ITC */
+	kr_mp *server;
+} kipc;
+
+static void *kipc_serve(void *p) { return (void *)(intptr_t)kr_port_serve(p); }
+
+static void kipc_close(void *st)
+{
+	kipc *k = st;
+	if (k->port) {
+		kr_port_shut(k->port);
+		kr_mp_join(k->server, NULL);
+		kr_port_destroy(k->port);
+	}
+	if (k->arg)
+		kr_section_destroy(k->arg);
+	if (k->res)
+		kr_section_destroy(k->res);
+	if (k->d)
+		kr_domain_destroy(k->d);
+	kr_fini();
+	free(k);
+}
+
+/* karui on `vps` VPs, a domain in protection mode `mode` with the four
+ * procedures, the two sections, and for ITC a port and its server. */
+static int kipc_open(void **st, int mode, unsigned vps, int itc)
+{
+	kr_config cfg = {.vps = vps};
+	int err = kr_epc_mode_set(mode);
+	if (err)
+		return err;
+	if ((err = kr_init(&cfg)))
+		return err;
+	kipc *k = calloc(1, sizeof *k);
+	if (!k) {
+		kr_fini();
+		return ENOMEM;
+	}
+	err = kr_domain_create(&k->d, "seed001");
+	for (int p = 0; p < NPAT && !err; p++)
+		err = kr_domain_export(k->d, KPROC[p], &k->proc[p]);
+	if (!err)
+		err = kr_section_create(&k->arg, NULL, MAXARG + sizeof(size_t));
+	if (!err)
+		err = kr_section_create(&k->res, NULL, MAXARG);
+	if (!err)
+		err = kr_section_allow(k->arg, k->d, KR_SECTION_READ);
+	if (!err)
+		err = kr_section_allow(k->res, k->d, KR_SECTION_WRITE);
+	if (!err)
+		lookup(kr_section_addr(k->res), BASE, MAXARG); /* ArgRtn_NoCopy's */
+	if (!err && itc) {
+		err = kr_port_create(&k->port, k->d);
+		if (!err && (err = kr_mp_create(&k->server, NULL, kipc_serve, k->port))) {
+			kr_port_destroy(k->port);
+			k->port = NULL;
+		}
+	}
+	if (err) {
+		kipc_close(k);
+		return err;
+	}
+	*st = k;
+	return 0;
+}
+
+static int epc_n_open(void **st) { return kipc_open(st, KR_EPC_N, 1, 0); }
+static int epc_s_open(void **st) { return kipc_open(st, KR_EPC_S, 1, 0); }
+static int epc_h_open(void **st) { return kipc_open(st, KR_EPC_H, 1, 0); }
+static int itc_1vp_open(void **st) { return kipc_open(st, KR_EPC_S, 1, 1); }
+static int itc_2vp_open(void **st) { return kipc_open(st, KR_EPC_S, 2, 1); }
+
+static void kipc_bufs(void *st, uint8_t **arg, uint8_t **res)
+{
+	kipc *k = st;
+	*arg = kr_section_addr(k->arg);
+	*res = kr_section_addr(k->res);
+}
+
+static int kipc_call(void *st, const ipc_call *c)
+{
+	kipc *k = st;
+	memcpy((uint8_t *)kr_section_addr(k->arg) + MAXARG, &c->size, sizeof c->size);
+	int status = 0, err;
+	if (k->port)
+		err = kr_port_call(k->port, k->proc[c->pat], kr_section_addr(k->arg),
+				   kr_section_addr(k->res), &status);
+	else
+		err = kr_epc_call(k->d, k->proc[c->pat], kr_section_addr(k->arg),
+				  kr_section_addr(k->res), &status);
+	return err ? err : status ? EBADMSG : 0;
+}
+
 /* ---------------- the experiment ---------------- */
 
+#define BASE_SYS "karui-epc-s" /* the ratios' base: the seed's EPC-S */
+
 static const ipc_sys SYS[] = {
-	/* karui's systems, karui-epc-s and the others, come first here when
-	 * karui's domain layer has them (see the top) */
+	{BASE_SYS, epc_s_open, kipc_call, kipc_close, NULL, kipc_bufs},
+	{"karui-epc-n", epc_n_open, kipc_call, kipc_close, NULL, kipc_bufs},
+	{"karui-epc-h", epc_h_open, kipc_call, kipc_close, NULL, kipc_bufs},
+	{"karui-itc-1vp", itc_1vp_open, kipc_call, kipc_close, NULL, kipc_bufs},
+	{"karui-itc-2vp", itc_2vp_open, kipc_call, kipc_close, NULL, kipc_bufs},
 	{"pipe-rpc", pipe_open, chan_call, chan_close},
 	{"unix-rpc", unix_open, chan_call, chan_close},
 	{"udp-rpc", udp_open, chan_call, chan_close},
@@ -813,7 +960,10 @@ static int one_call(const ipc_sys *s, void *st, ipc_call *c, uint8_t *arg, size_
 static int ipc_runs(const kb_ctx *c, const ipc_sys *s, void *st, int pat, size_t size,
 		    long calls, double *v)
 {
-	static uint8_t arg[MAXARG], res[MAXARG];
+	static uint8_t args[MAXARG], ress[MAXARG];
+	uint8_t *arg = args, *res = ress;
+	if (s->bufs)
+		s->bufs(st, &arg, &res);
 	memcpy(arg, BASE, size);
 	ipc_call k = {.pat = pat, .arg = arg, .size = pat == P_NULL ? 0 : size, .res = res};
 	for (int r = -1; r < c->reps; r++) {
@@ -835,6 +985,9 @@ static int ipc_runs(const kb_ctx *c, const ipc_sys *s, void *st, int pat, size_t
 	return 0;
 }
 
+/* EPC-S's medians, each peer's ratio base, by pattern and size */
+static double base_us[NPAT][NSIZES];
+
 /* one system's rows; 0, or why it failed in why[] */
 static int ipc_system(const kb_ctx *c, const ipc_sys *s, long calls, char *why, size_t nwhy)
 {
@@ -854,10 +1007,12 @@ static int ipc_system(const kb_ctx *c, const ipc_sys *s, long calls, char *why, 
 				break;
 			}
 			const char *note = s->note ? s->note(st, pat, SIZES[i], nb, sizeof nb) : NULL;
-			/* no ratio yet: the base will be karui's EPC-S row of the
-			 * same pattern and size, once it exists */
-			kb_row_note(c, EXP, s->name, PAT[pat], "us", v, c->reps, 0,
-				    pat == P_NULL ? -1 : (double)(SIZES[i] / 1024), note);
+			int base = !strcmp(s->name, BASE_SYS);
+			double m = kb_row_note(c, EXP, s->name, PAT[pat], "us", v, c->reps,
+					       base ? 0 : base_us[pat][i],
+					       pat == P_NULL ? -1 : (double)(SIZES[i] / 1024), note);
+			if (base)
+				base_us[pat][i] = m;
 		}
 	s->close(st);
 	return err;
@@ -872,7 +1027,11 @@ void kb_seed001_ipc(const kb_ctx *c)
 	data_init();
 	for (size_t i = 0; i < NSYS; i++) {
 		char why[200];
-		if (kb_want(c, EXP, SYS[i].name) && ipc_system(c, &SYS[i], calls, why, sizeof why))
+		int err = kb_want(c, EXP, SYS[i].name) ? ipc_system(c, &SYS[i], calls, why, sizeof why)
+						       : 0;
+		if (err == ENOTSUP) /* EPC-H without protection keys */
+			kb_row_none(EXP, SYS[i].name, "skipped", "no protection keys on this CPU");
+		else if (err)
 			kb_row_none(EXP, SYS[i].name, "failed", why);
 	}
 	sigaction(SIGPIPE, &old, NULL);
