@@ -50,7 +50,10 @@
  * answer, an error or a server that is gone fails the system ("failed"
  * with the row and the reason), never gives a figure.
  *
- * Nothing is pinned: the two processes run where the scheduler puts them.
+ * Every system runs on one processor (the experiment's affinity, which
+ * the servers inherit), as on the seed's machine, but karui-itc-2vp, whose
+ * point is two: across two processors a call's time hangs on an idle
+ * processor's wake-up and on where the kernel put the two processes.
  * The server dies with karui-bench (PR_SET_PDEATHSIG) and is killed when
  * its system ends.  A server that dies first never leaves the client
  * waiting: pipes and sockets report it (SIGPIPE is ignored during the
@@ -76,6 +79,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -818,7 +822,9 @@ static int kp_copy(void *arg, void *res)
 static kr_epc_proc const KPROC[NPAT] = {kp_null, kp_nortn, kp_nocopy, kp_copy};
 
 typedef struct kipc {
-	kr_domain *d;
+	kr_domain *d, *d2; /* d2: karui-epc-s-switch's second domain */
+	kr_section *own, *own2; /* their private sections */
+	unsigned calls;
 	unsigned proc[NPAT];
 	kr_section *arg, *res;
 	kr_port *port;   /* ITC */
@@ -839,15 +845,21 @@ static void kipc_close(void *st)
 		kr_section_destroy(k->arg);
 	if (k->res)
 		kr_section_destroy(k->res);
+	if (k->own)
+		kr_section_destroy(k->own);
+	if (k->own2)
+		kr_section_destroy(k->own2);
 	if (k->d)
 		kr_domain_destroy(k->d);
+	if (k->d2)
+		kr_domain_destroy(k->d2);
 	kr_fini();
 	free(k);
 }
 
 /* karui on `vps` VPs, a domain in protection mode `mode` with the four
  * procedures, the two sections, and for ITC a port and its server. */
-static int kipc_open(void **st, int mode, unsigned vps, int itc)
+static int kipc_open(void **st, int mode, unsigned vps, int itc, int two)
 {
 	kr_config cfg = {.vps = vps};
 	int err = kr_epc_mode_set(mode);
@@ -863,6 +875,15 @@ static int kipc_open(void **st, int mode, unsigned vps, int itc)
 	err = kr_domain_create(&k->d, "seed001");
 	for (int p = 0; p < NPAT && !err; p++)
 		err = kr_domain_export(k->d, KPROC[p], &k->proc[p]);
+	if (!err && two) {
+		err = kr_domain_create(&k->d2, "seed001-2");
+		for (int p = 0; p < NPAT && !err; p++)
+			err = kr_domain_export(k->d2, KPROC[p], &k->proc[p]);
+		if (!err)
+			err = kr_section_create(&k->own, k->d, 4096);
+		if (!err)
+			err = kr_section_create(&k->own2, k->d2, 4096);
+	}
 	if (!err)
 		err = kr_section_create(&k->arg, NULL, MAXARG + sizeof(size_t));
 	if (!err)
@@ -871,6 +892,10 @@ static int kipc_open(void **st, int mode, unsigned vps, int itc)
 		err = kr_section_allow(k->arg, k->d, KR_SECTION_READ);
 	if (!err)
 		err = kr_section_allow(k->res, k->d, KR_SECTION_WRITE);
+	if (!err && two)
+		err = kr_section_allow(k->arg, k->d2, KR_SECTION_READ);
+	if (!err && two)
+		err = kr_section_allow(k->res, k->d2, KR_SECTION_WRITE);
 	if (!err)
 		lookup(kr_section_addr(k->res), BASE, MAXARG); /* ArgRtn_NoCopy's */
 	if (!err && itc) {
@@ -888,11 +913,12 @@ static int kipc_open(void **st, int mode, unsigned vps, int itc)
 	return 0;
 }
 
-static int epc_n_open(void **st) { return kipc_open(st, KR_EPC_N, 1, 0); }
-static int epc_s_open(void **st) { return kipc_open(st, KR_EPC_S, 1, 0); }
-static int epc_h_open(void **st) { return kipc_open(st, KR_EPC_H, 1, 0); }
-static int itc_1vp_open(void **st) { return kipc_open(st, KR_EPC_S, 1, 1); }
-static int itc_2vp_open(void **st) { return kipc_open(st, KR_EPC_S, 2, 1); }
+static int epc_n_open(void **st) { return kipc_open(st, KR_EPC_N, 1, 0, 0); }
+static int epc_s_open(void **st) { return kipc_open(st, KR_EPC_S, 1, 0, 0); }
+static int epc_s_switch_open(void **st) { return kipc_open(st, KR_EPC_S, 1, 0, 1); }
+static int epc_h_open(void **st) { return kipc_open(st, KR_EPC_H, 1, 0, 0); }
+static int itc_1vp_open(void **st) { return kipc_open(st, KR_EPC_S, 1, 1, 0); }
+static int itc_2vp_open(void **st) { return kipc_open(st, KR_EPC_S, 2, 1, 0); }
 
 static void kipc_bufs(void *st, uint8_t **arg, uint8_t **res)
 {
@@ -909,9 +935,9 @@ static int kipc_call(void *st, const ipc_call *c)
 	if (k->port)
 		err = kr_port_call(k->port, k->proc[c->pat], kr_section_addr(k->arg),
 				   kr_section_addr(k->res), &status);
-	else
-		err = kr_epc_call(k->d, k->proc[c->pat], kr_section_addr(k->arg),
-				  kr_section_addr(k->res), &status);
+	else /* karui-epc-s-switch: the two domains in turn */
+		err = kr_epc_call(k->d2 && (++k->calls & 1) ? k->d2 : k->d, k->proc[c->pat],
+				  kr_section_addr(k->arg), kr_section_addr(k->res), &status);
 	return err ? err : status ? EBADMSG : 0;
 }
 
@@ -922,6 +948,7 @@ static int kipc_call(void *st, const ipc_call *c)
 static const ipc_sys SYS[] = {
 	{BASE_SYS, epc_s_open, kipc_call, kipc_close, NULL, kipc_bufs},
 	{"karui-epc-n", epc_n_open, kipc_call, kipc_close, NULL, kipc_bufs},
+	{"karui-epc-s-switch", epc_s_switch_open, kipc_call, kipc_close, NULL, kipc_bufs},
 	{"karui-epc-h", epc_h_open, kipc_call, kipc_close, NULL, kipc_bufs},
 	{"karui-itc-1vp", itc_1vp_open, kipc_call, kipc_close, NULL, kipc_bufs},
 	{"karui-itc-2vp", itc_2vp_open, kipc_call, kipc_close, NULL, kipc_bufs},
@@ -1025,7 +1052,22 @@ void kb_seed001_ipc(const kb_ctx *c)
 	sigemptyset(&ign.sa_mask);
 	sigaction(SIGPIPE, &ign, &old);
 	data_init();
+	/* one processor for every system, as on the seed's machine: a peer's
+	 * client and server (which inherits the mask) then hand the CPU over
+	 * at each call, as karui's systems on one VP do; on two, a call's
+	 * time would hang on an idle processor's wake-up (12 to 50 us on a
+	 * VM) and on where the kernel put the two */
+	cpu_set_t all, one;
+	int pinned = sched_getaffinity(0, sizeof all, &all) == 0;
+	if (pinned) {
+		int cpu = sched_getcpu();
+		CPU_ZERO(&one);
+		CPU_SET(cpu >= 0 && CPU_ISSET(cpu, &all) ? cpu : 0, &one);
+		pinned = sched_setaffinity(0, sizeof one, &one) == 0;
+	}
 	for (size_t i = 0; i < NSYS; i++) {
+		if (pinned && !strcmp(SYS[i].name, "karui-itc-2vp"))
+			sched_setaffinity(0, sizeof all, &all); /* its two VPs */
 		char why[200];
 		int err = kb_want(c, EXP, SYS[i].name) ? ipc_system(c, &SYS[i], calls, why, sizeof why)
 						       : 0;
@@ -1033,6 +1075,10 @@ void kb_seed001_ipc(const kb_ctx *c)
 			kb_row_none(EXP, SYS[i].name, "skipped", "no protection keys on this CPU");
 		else if (err)
 			kb_row_none(EXP, SYS[i].name, "failed", why);
+		if (pinned && !strcmp(SYS[i].name, "karui-itc-2vp"))
+			sched_setaffinity(0, sizeof one, &one);
 	}
+	if (pinned)
+		sched_setaffinity(0, sizeof all, &all);
 	sigaction(SIGPIPE, &old, NULL);
 }
