@@ -88,4 +88,5 @@
 #include "karui/io.h"
 #include "karui/image.h"
 #include "karui/carea.h"
+#include "karui/domain.h"
 #endif

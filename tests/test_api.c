@@ -909,6 +909,78 @@ static void carea_calls_refuse_bad_input(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- domain.h ---------------- */
+
+static int proc0(void *arg, void *result)
+{
+	(void)arg;
+	(void)result;
+	return 0;
+}
+
+static kr_domain *api_domain;
+
+static void domain_off_vp(void)
+{
+	int st;
+	kr_port *p;
+	KT_EQ(kr_epc_call(api_domain, 0, NULL, NULL, &st), EPERM);
+	KT_EQ(kr_port_create(&p, api_domain), 0);
+	KT_EQ(kr_port_call(p, 0, NULL, NULL, &st), EPERM);
+	KT_EQ(kr_port_serve(p), EPERM);
+	KT_EQ(kr_port_destroy(p), 0);
+}
+
+static void domain_calls_refuse_bad_input(void)
+{
+	KT_EQ(kr_epc_mode_set(-1), EINVAL);
+	KT_EQ(kr_epc_mode_set(KR_EPC_H + 1), EINVAL);
+	KT_EQ(kr_init(NULL), 0);
+	kr_domain *d;
+	kr_section *s;
+	kr_port *p;
+	unsigned n;
+	int st;
+	KT_EQ(kr_domain_create(NULL, "d"), EINVAL);
+	KT_EQ(kr_domain_create(&d, NULL), EINVAL);
+	KT_EQ(kr_domain_create(&d, "d"), 0);
+	KT_EQ(kr_epc_mode_set(KR_EPC_N), EBUSY);
+	KT_EQ(kr_domain_export(NULL, proc0, &n), EINVAL);
+	KT_EQ(kr_domain_export(d, NULL, &n), EINVAL);
+	KT_EQ(kr_domain_export(d, proc0, NULL), EINVAL);
+	KT_EQ(kr_domain_export(d, proc0, &n), 0);
+	KT_EQ(kr_domain_restart(NULL), EINVAL);
+	KT_EQ(kr_domain_restart(d), EINVAL); /* not failed */
+	KT_EQ(kr_section_create(NULL, d, 1), EINVAL);
+	KT_EQ(kr_section_create(&s, d, 0), EINVAL);
+	KT_EQ(kr_section_create(&s, d, 1), 0);
+	KT_EQ(kr_section_allow(NULL, d, KR_SECTION_READ), EINVAL);
+	KT_EQ(kr_section_allow(s, d, 8), EINVAL);
+	KT_EQ(kr_domain_destroy(NULL), EINVAL);
+	KT_EQ(kr_domain_destroy(d), EBUSY); /* it owns s */
+	KT_EQ(kr_section_destroy(NULL), EINVAL);
+	KT_EQ(kr_section_destroy(s), 0);
+	KT_EQ(kr_epc_call(NULL, 0, NULL, NULL, &st), EINVAL);
+	KT_EQ(kr_epc_call(d, 1, NULL, NULL, &st), EINVAL);
+	KT_EQ(kr_epc_call(d, 0, NULL, NULL, NULL), EINVAL);
+	KT_EQ(kr_port_create(NULL, d), EINVAL);
+	KT_EQ(kr_port_create(&p, NULL), EINVAL);
+	KT_EQ(kr_port_create(&p, d), 0);
+	KT_EQ(kr_port_call(NULL, 0, NULL, NULL, &st), EINVAL);
+	KT_EQ(kr_port_call(p, 0, NULL, NULL, NULL), EINVAL);
+	KT_EQ(kr_port_serve(NULL), EINVAL);
+	KT_EQ(kr_port_shut(NULL), EINVAL);
+	KT_EQ(kr_port_shut(p), 0); /* no server: later calls refused */
+	KT_EQ(kr_port_call(p, 0, NULL, NULL, &st), EPIPE);
+	KT_EQ(kr_port_serve(p), 0); /* shut already */
+	KT_EQ(kr_port_destroy(NULL), EINVAL);
+	KT_EQ(kr_port_destroy(p), 0);
+	api_domain = d;
+	off_vp(domain_off_vp);
+	KT_EQ(kr_domain_destroy(d), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void image_calls_refuse_bad_input(void)
 {
 	init(1);
@@ -1095,6 +1167,27 @@ static struct api table[] = {
 	ACC(kr_uproc_reused),
 	API(kr_carea_configure, carea_calls_refuse_bad_input),
 	API(kr_carea_stats_get, carea_calls_refuse_bad_input),
+	/* domain.h */
+	API(kr_epc_mode_set, domain_calls_refuse_bad_input),
+	ACC(kr_epc_mode),
+	API(kr_domain_create, domain_calls_refuse_bad_input),
+	API(kr_domain_destroy, domain_calls_refuse_bad_input),
+	API(kr_domain_export, domain_calls_refuse_bad_input),
+	ACC(kr_domain_failed),
+	API(kr_domain_restart, domain_calls_refuse_bad_input),
+	API(kr_section_create, domain_calls_refuse_bad_input),
+	ACC(kr_section_addr),
+	ACC(kr_section_size),
+	API(kr_section_allow, domain_calls_refuse_bad_input),
+	API(kr_section_destroy, domain_calls_refuse_bad_input),
+	API(kr_epc_call, domain_calls_refuse_bad_input),
+	ACC(kr_epc_host),
+	ACC(kr_domain_current),
+	API(kr_port_create, domain_calls_refuse_bad_input),
+	API(kr_port_destroy, domain_calls_refuse_bad_input),
+	API(kr_port_call, domain_calls_refuse_bad_input),
+	API(kr_port_serve, domain_calls_refuse_bad_input),
+	API(kr_port_shut, domain_calls_refuse_bad_input),
 };
 #define NAPI (sizeof table / sizeof table[0])
 
