@@ -655,6 +655,48 @@ static void an_idle_participant_uses_no_processor(void)
 }
 
 /* A program without kr_carea installs nothing. */
+/* KARUI_CAREA_SLICE_US: a value that is no number of microseconds from
+ * 1000 gives no slice and one line on stderr; a huge one is 10 s. */
+static int slice_env_complains(const char *value)
+{
+	int p[2];
+	KT_EQ(pipe(p), 0);
+	fflush(stderr);
+	pid_t pid = fork();
+	KT_CHECK(pid >= 0);
+	if (pid == 0) {
+		dup2(p[1], 2);
+		setenv("KARUI_CAREA_SLICE_US", value, 1);
+		kr_config c = {.vps = 1, .alloc = &kr_carea};
+		_exit(kr_init(&c) == 0 && kr_fini() == 0 ? 0 : 1);
+	}
+	close(p[1]);
+	char buf[512] = {0};
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof buf - 1 && (r = read(p[0], buf + n, sizeof buf - 1 - n)) > 0)
+		n += (size_t)r;
+	close(p[0]);
+	int st;
+	KT_EQ(waitpid(pid, &st, 0), pid);
+	KT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	return strstr(buf, "KARUI_CAREA_SLICE_US") != NULL;
+}
+
+static void a_time_slice_from_the_environment_is_checked(void)
+{
+	seg_pick();
+	setenv("KARUI_CAREA_SEGMENT", seg_name, 1);
+	KT_EQ(slice_env_complains("-5"), 1);
+	KT_EQ(slice_env_complains("abc"), 1);
+	KT_EQ(slice_env_complains("999"), 1);
+	KT_EQ(slice_env_complains("2000x"), 1);
+	KT_EQ(slice_env_complains("2000"), 0);
+	KT_EQ(slice_env_complains("18446744073709551615"), 0);
+	KT_EQ(slice_env_complains("99999999999999999999999"), 0);
+	shm_unlink(seg_name);
+}
+
 static void without_it_nothing_changes(void)
 {
 	init(2);
@@ -697,6 +739,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_microprocess_is_not_stopped_while_karui_runs_for_it);
 	KT_RUN(priorities_hold_against_long_running_microprocesses);
 	KT_RUN(an_idle_participant_uses_no_processor);
+	KT_RUN(a_time_slice_from_the_environment_is_checked);
 	KT_RUN(without_it_nothing_changes);
 	seg_sweep();
 	return kt_finish();

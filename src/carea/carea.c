@@ -122,6 +122,7 @@ enum {
 	TURN_NS = 500 * US,       /* a busy VP's publications, at most this often */
 	STALE_NS = 100 * MS,      /* a slot not refreshed for this long is checked */
 	MIN_SLICE = 1 * MS,
+	MAX_SLICE_US = 10000000, /* KARUI_CAREA_SLICE_US above this is this */
 	LEASE_MS = 50,            /* the allocator's lock is taken from a holder after */
 };
 
@@ -1088,6 +1089,24 @@ static int slot_claim(struct kr_carea_seg *s)
 	return -1;
 }
 
+/* KARUI_CAREA_SLICE_US: microseconds, 1000 to 10,000,000 (larger ones
+ * are that); anything else gives no slice, and says so. */
+static uint64_t slice_from_env(void)
+{
+	const char *e = getenv("KARUI_CAREA_SLICE_US");
+	if (!e || !*e)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long us = strtoull(e, &end, 10);
+	if (*e < '0' || *e > '9' || *end || (errno && errno != ERANGE) || us < MIN_SLICE / US) {
+		fprintf(stderr, "karui: KARUI_CAREA_SLICE_US=%.40s: not a number of microseconds "
+				"from 1000; no time slice\n", e);
+		return 0;
+	}
+	return us > MAX_SLICE_US ? MAX_SLICE_US * US : us * US;
+}
+
 static unsigned start(unsigned nvp)
 {
 	memset(C.vp, 0, sizeof C.vp);
@@ -1102,11 +1121,8 @@ static unsigned start(unsigned nvp)
 	C.nlat = 0;
 	C.seg = NULL;
 	C.me = NULL;
-	if (!C.slice) {
-		const char *e = getenv("KARUI_CAREA_SLICE_US");
-		unsigned long us = e ? strtoul(e, NULL, 10) : 0;
-		C.slice = us * US >= MIN_SLICE ? us * US : 0;
-	}
+	if (!C.slice)
+		C.slice = slice_from_env();
 	char buf[64];
 	const char *name = seg_name(buf, sizeof buf);
 	struct kr_carea_seg *s = seg_open(name);
