@@ -7,18 +7,24 @@
  * callee stacks: KR__EPC_SLOTS slots of STACK_SIZE, each with a guard page
  * below it (MADV_GUARD_INSTALL: the guard survives the region's mprotect;
  * where the kernel lacks it the slots have none).  A call takes a free slot
- * (a bitmap under the domain's spin lock) and gives it back on return, so
- * calls from several VPs into one domain run at once, KR__EPC_SLOTS at
- * most (ENOMEM past that).
+ * and gives it back on return: each VP keeps one for each domain (no lock),
+ * the others are a bitmap under the domain's spin lock; so calls from
+ * several VPs into one domain run at once, KR__EPC_SLOTS at most (ENOMEM
+ * past that).
  *
  * The call.  kr_epc_call pushes a frame, in the calling microprocess's own
- * memory (its C stack), onto that microprocess's chain of calls (a karui
- * key: the chain follows the microprocess from VP to VP), and enters the
- * gate (x86_64/epc_gate.S, aarch64/epc_gate.S), which saves the caller's
- * registers on its stack, switches to the slot's stack and calls the
- * procedure.  On the way back the gate trusts no register the procedure
- * could have changed: the caller's stack pointer comes from the frame,
- * found again through the chain (kr__epc_resume_sp).
+ * memory (its C stack), onto its VP's chain of calls (VPS[id].top: the
+ * innermost call of the microprocess that runs there, NULL when it is in
+ * none), and enters the gate (x86_64/epc_gate.S, aarch64/epc_gate.S),
+ * which saves the caller's registers on its stack, switches to the slot's
+ * stack and calls the procedure.  On the way back the gate trusts no
+ * register the procedure could have changed: the caller's stack pointer
+ * comes from the frame, found again through the chain
+ * (kr__epc_resume_sp).  A microprocess leaves its VP in a call only out in
+ * kr_epc_host, which takes its chain along (the C-area does not stop a
+ * microprocess whose stack pointer is off its own stack, as a procedure's
+ * is); so a VP's chain, its slot caches and its counts are touched by that
+ * VP only, with plain loads and stores.
  *
  * Faults.  A SIGSEGV, SIGBUS, SIGILL or SIGFPE on a VP whose microprocess
  * is inside a procedure (its innermost frame is `in`, not out in
@@ -78,7 +84,6 @@ void kr__epc_unwind(void);
 struct kr_domain {
 	char name[32];
 	uint32_t failed;              /* atomic */
-	uint32_t inside;              /* calls in it now: atomic */
 	unsigned nproc;
 	kr_epc_proc proc[KR__EPC_PROCS];
 	kr_spin lock;                 /* slots */
@@ -89,6 +94,13 @@ struct kr_domain {
 	                                 stacks hold their frames) (D.view) */
 	int region_prot;              /* its stacks' protection now (D.view) */
 	kr_domain *next;              /* D.domains */
+	/* per VP, written by that VP only: the slot it keeps (-1: none) and
+	 * the calls begun less the calls ended there (the sum is the calls in
+	 * the domain) */
+	struct {
+		int slot;
+		int inside;
+	} vp[KR_VP_MAX];
 };
 
 struct acl {
@@ -116,16 +128,16 @@ struct frame {
 	uint32_t faulted;
 };
 
-struct chain {
+/* A VP's chain: the innermost call of the microprocess running there. */
+static struct vpchain {
 	struct frame *top;
 	unsigned depth;
-};
+} __attribute__((aligned(64))) VPS[KR_VP_MAX];
 
 static struct {
 	pthread_mutex_t lock;         /* domains, sections, the mode */
 	int mode;                     /* 0 until settled */
-	kr_key key;                   /* struct chain per microprocess */
-	int have_key, handlers, guards;
+	int ready, handlers;
 	kr_spin view;                 /* KR_EPC_S: counts and protections */
 	kr_domain *last;              /* KR_EPC_S: the domain the protections were
 	                                 last set for; NULL: set them again */
@@ -190,33 +202,29 @@ int kr_epc_mode(void)
 
 /* ---------------- the chain ---------------- */
 
-static void chain_free(void *c) { free(c); }
-
-static struct chain *chain_get(int make)
+/* The calling VP's chain, NULL off a VP. */
+static inline struct vpchain *chain(void)
 {
-	struct chain *c = kr_key_get(D.key);
-	if (c || !make)
-		return c;
-	c = calloc(1, sizeof *c);
-	if (c && kr_key_set(D.key, c) != 0) {
-		free(c);
-		c = NULL;
-	}
-	return c;
+	struct kr_worker *w = KR_TLS_GET(kr__w);
+	return w ? &VPS[w->vp->id] : NULL;
 }
 
 /* The gate's way back (epc_gate.S): the caller's saved stack pointer. */
 void *kr__epc_resume_sp(void) __attribute__((visibility("hidden")));
-void *kr__epc_resume_sp(void)
-{
-	struct chain *c = kr_key_get(D.key);
-	return c->top->sp;
-}
+void *kr__epc_resume_sp(void) { return chain()->top->sp; }
 
 kr_domain *kr_domain_current(void)
 {
-	struct chain *c = D.have_key ? kr_key_get(D.key) : NULL;
+	struct vpchain *c = chain();
 	return c && c->top && c->top->in ? c->top->callee : NULL;
+}
+
+static int inside(const kr_domain *d)
+{
+	int n = 0;
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		n += __atomic_load_n(&d->vp[i].inside, __ATOMIC_RELAXED);
+	return n != 0;
 }
 
 /* ---------------- protection (KR_EPC_S) ---------------- */
@@ -304,7 +312,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	int saved = errno;
-	struct chain *c = kr__cur() ? kr_key_get(D.key) : NULL;
+	struct vpchain *c = chain();
 	struct frame *f = c ? c->top : NULL;
 	if (!f || !__atomic_load_n(&f->in, __ATOMIC_RELAXED) ||
 	    (sig != SIGSEGV && sig != SIGBUS && si->si_code <= 0)) {
@@ -333,12 +341,9 @@ static int setup(void)
 {
 	if (!D.mode)
 		D.mode = settle(KR_EPC_AUTO);
-	if (!D.have_key) {
-		int err = kr_key_create(&D.key, chain_free);
-		if (err)
-			return err;
-		D.have_key = 1;
+	if (!D.ready) {
 		D.page = (size_t)sysconf(_SC_PAGESIZE);
+		D.ready = 1;
 	}
 	if (!D.handlers) {
 		struct sigaction sa = {.sa_sigaction = on_fault,
@@ -365,6 +370,8 @@ static int stacks_make(kr_domain *d)
 	for (unsigned i = 0; i < KR__EPC_SLOTS; i++)
 		madvise(d->stacks + i * one, D.page, MADV_GUARD_INSTALL);
 	d->free = KR__EPC_SLOTS == 64 ? ~0ull : (1ull << KR__EPC_SLOTS) - 1;
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		d->vp[i].slot = -1;
 	return 0;
 }
 
@@ -401,7 +408,7 @@ int kr_domain_destroy(kr_domain *d)
 	if (!d)
 		return EINVAL;
 	pthread_mutex_lock(&D.lock);
-	int busy = __atomic_load_n(&d->inside, __ATOMIC_ACQUIRE) != 0;
+	int busy = inside(d);
 	for (kr_section *s = D.sections; s && !busy; s = s->next)
 		busy = s->owner == d;
 	if (busy) {
@@ -457,7 +464,7 @@ int kr_domain_restart(kr_domain *d)
 	if (!d || !kr_domain_failed(d))
 		return EINVAL;
 	pthread_mutex_lock(&D.lock);
-	if (__atomic_load_n(&d->inside, __ATOMIC_ACQUIRE)) {
+	if (inside(d)) {
 		pthread_mutex_unlock(&D.lock);
 		return EBUSY;
 	}
@@ -563,7 +570,7 @@ int kr_section_destroy(kr_section *s)
 	pthread_mutex_lock(&D.lock);
 	int busy = 0;
 	for (unsigned i = 0; i < KR__EPC_ACL; i++)
-		if (s->acl[i].d && __atomic_load_n(&s->acl[i].d->inside, __ATOMIC_ACQUIRE))
+		if (s->acl[i].d && inside(s->acl[i].d))
 			busy = 1;
 	if (busy) {
 		pthread_mutex_unlock(&D.lock);
@@ -583,8 +590,15 @@ int kr_section_destroy(kr_section *s)
 
 /* ---------------- EPC ---------------- */
 
-static int slot_take(kr_domain *d, unsigned *slot)
+/* A slot for a call on VP v: the one v keeps, else one from the bitmap. */
+static inline int slot_take(kr_domain *d, unsigned v, unsigned *slot)
 {
+	int k = d->vp[v].slot;
+	if (__builtin_expect(k >= 0, 1)) {
+		d->vp[v].slot = -1;
+		*slot = (unsigned)k;
+		return 0;
+	}
 	kr_spin_lock(&d->lock);
 	uint64_t f = d->free;
 	if (f)
@@ -596,8 +610,13 @@ static int slot_take(kr_domain *d, unsigned *slot)
 	return 0;
 }
 
-static void slot_give(kr_domain *d, unsigned slot)
+/* ... and back, on VP v (where the call ended). */
+static inline void slot_give(kr_domain *d, unsigned v, unsigned slot)
 {
+	if (__builtin_expect(d->vp[v].slot < 0, 1)) {
+		d->vp[v].slot = (int)slot;
+		return;
+	}
 	kr_spin_lock(&d->lock);
 	d->free |= 1ull << slot;
 	kr_spin_unlock(&d->lock);
@@ -612,39 +631,43 @@ int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *sta
 {
 	if (!d || !status || number >= __atomic_load_n(&d->nproc, __ATOMIC_ACQUIRE))
 		return EINVAL;
-	if (!kr__cur())
+	struct kr_worker *w = KR_TLS_GET(kr__w);
+	if (!w || !w->cur)
 		return EPERM;
 	if (__atomic_load_n(&d->failed, __ATOMIC_ACQUIRE))
 		return ENOTRECOVERABLE;
-	struct chain *c = chain_get(1);
-	if (!c)
-		return ENOMEM;
+	unsigned v = w->vp->id;
+	struct vpchain *c = &VPS[v];
 	if (c->depth == MAX_DEPTH)
 		return ELOOP;
 	struct frame f = {.prev = c->top, .callee = d};
 	f.caller = f.prev && f.prev->in ? f.prev->callee : NULL;
-	int err = slot_take(d, &f.slot);
+	int err = slot_take(d, v, &f.slot);
 	if (err)
 		return err;
-	__atomic_fetch_add(&d->inside, 1, __ATOMIC_ACQ_REL);
+	d->vp[v].inside++;
 	view_move(f.caller, -1, 0);
 	view_move(d, 1, 1);
 	if (f.prev)
-		__atomic_store_n(&f.prev->in, 0, __ATOMIC_RELAXED);
+		f.prev->in = 0;
 	c->top = &f;
 	c->depth++;
-	__atomic_store_n(&f.in, 1, __ATOMIC_RELEASE);
+	f.in = 1;
 	int st = kr__epc_gate(arg, result, d->proc[number], slot_top(d, f.slot), &f.sp);
-	__atomic_store_n(&f.in, 0, __ATOMIC_RELEASE);
-	c = chain_get(0); /* the same, whatever VP this is now */
+	/* this VP, or another one if the procedure left its domain for
+	 * karui: the chain came along (kr_epc_host) */
+	w = KR_TLS_GET(kr__w);
+	v = w->vp->id;
+	c = &VPS[v];
+	f.in = 0;
 	c->top = f.prev;
 	c->depth--;
 	if (f.prev)
-		__atomic_store_n(&f.prev->in, 1, __ATOMIC_RELAXED);
+		f.prev->in = 1;
 	view_move(d, -1, -1);
 	view_move(f.caller, 1, 0);
-	slot_give(d, f.slot);
-	__atomic_fetch_sub(&d->inside, 1, __ATOMIC_ACQ_REL);
+	slot_give(d, v, f.slot);
+	d->vp[v].inside--;
 	if (__atomic_load_n(&f.faulted, __ATOMIC_ACQUIRE))
 		return EFAULT;
 	*status = st;
@@ -653,16 +676,22 @@ int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *sta
 
 int kr_epc_host(int (*fn)(void *arg), void *arg)
 {
-	struct chain *c = D.have_key && kr__cur() ? kr_key_get(D.key) : NULL;
+	struct vpchain *c = chain();
 	struct frame *f = c ? c->top : NULL;
 	if (!f || !f->in)
 		return fn(arg);
-	/* out of the domain: its count, and a fault now is the host's */
-	__atomic_store_n(&f->in, 0, __ATOMIC_RELEASE);
+	/* out of the domain, and off this VP's chain: a fault now is the
+	 * host's, and other microprocesses may run here */
+	unsigned depth = c->depth;
+	f->in = 0;
+	c->top = NULL;
+	c->depth = 0;
 	view_move(f->callee, -1, 0); /* its stack, which fn runs on, stays */
 	int r = fn(arg);
 	view_move(f->callee, 1, 0);
-	f = chain_get(0)->top;
-	__atomic_store_n(&f->in, 1, __ATOMIC_RELEASE);
+	c = chain(); /* perhaps another VP's now */
+	c->top = f;
+	c->depth = depth;
+	f->in = 1;
 	return r;
 }
