@@ -170,8 +170,8 @@ static __attribute__((noinline)) int spawn_slow(struct kr_worker *w, kr_mp *mp)
 	return 0;
 }
 
-/* seam_spawn(w, mp) for kr_mp_create's fast path, like ready_tail
- * (park.c): no call but tail calls.  Returns 0. */
+/* seam_spawn(w, mp) for kr_mp_create's fast path, like kr__ready_tail
+ * (rt.h): no call but tail calls.  Returns 0. */
 static inline __attribute__((always_inline)) int spawn_tail(struct kr_worker *w, kr_mp *mp)
 {
 	switch (seam_spawn_try(w, mp)) {

@@ -27,26 +27,6 @@ __attribute__((noinline)) void kr__block_slow(struct kr_worker *w, kr_mp *self, 
 	sw(w, self, next);
 }
 
-static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
-{
-	seam_ready(w, mp);
-	return 0;
-}
-
-/* seam_ready(w, mp) for the fast paths: no call but tail calls.  Returns
- * 0. */
-static inline __attribute__((always_inline)) int ready_tail(struct kr_worker *w, kr_mp *mp)
-{
-	switch (seam_ready_try(w, mp)) {
-	case SEAM_READY:
-		return 0;
-	case SEAM_READY_IDLE:
-		return kr__unpark_one();
-	default:
-		return ready_slow(w, mp);
-	}
-}
-
 /* ---------------- sleep / wakeup ---------------- */
 
 /* Returns 0: `return sleep_self(...)` makes the switch a tail call. */
@@ -195,7 +175,7 @@ static inline __attribute__((always_inline)) int wake_as(struct kr_worker *w, kr
 	case PERMIT_STALE:
 		return ended;
 	case PERMIT_ASLEEP:
-		return ready_tail(w, kr__rec(h));
+		return kr__ready_tail(w, kr__rec(h));
 	default:
 		if (cancel) /* not parked: it may be in a served wait (served.c) */
 			kr__served_third(w, h);

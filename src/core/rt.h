@@ -336,9 +336,29 @@ static inline __attribute__((always_inline)) int block(struct kr_worker *w, kr_m
 }
 
 /* The end of a fast path that made mp ready under a free lock but saw an
- * idle VP (kr__unpark_one); or could not take the lock at once (ready_slow
- * in park.c, spawn_slow in life.c). */
+ * idle VP (kr__unpark_one); or could not take the lock at once
+ * (kr__ready_slow below, spawn_slow in life.c). */
 int kr__unpark_one(void); /* runtime.c */
+
+static __attribute__((noinline, unused)) int kr__ready_slow(struct kr_worker *w, kr_mp *mp)
+{
+	seam_ready(w, mp);
+	return 0;
+}
+
+/* seam_ready(w, mp) for the fast paths, w NULL off a VP: no call but tail
+ * calls.  Returns 0. */
+static inline __attribute__((always_inline)) int kr__ready_tail(struct kr_worker *w, kr_mp *mp)
+{
+	switch (seam_ready_try(w, mp)) {
+	case SEAM_READY:
+		return 0;
+	case SEAM_READY_IDLE:
+		return kr__unpark_one();
+	default:
+		return kr__ready_slow(w, mp);
+	}
+}
 
 /* A VP's main function (runtime.c): kr_init's VPs, and the spares
  * (blocking.c), whose arg is not NULL. */

@@ -132,7 +132,7 @@ void kr_sched_unpark(unsigned n)
 		G.poller.kick(G.poller.arg);
 }
 
-/* ready_tail's and spawn_tail's idle VP (rt.h). */
+/* kr__ready_tail's and spawn_tail's idle VP (rt.h). */
 __attribute__((noinline)) int kr__unpark_one(void)
 {
 	kr_sched_unpark(1);

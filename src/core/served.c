@@ -165,26 +165,6 @@ static void relax(unsigned *n)
 
 static inline uint32_t mode_now(void) { return kr__solo_on() ? SOLO_ON : 0; }
 
-static __attribute__((noinline)) int ready_slow(struct kr_worker *w, kr_mp *mp)
-{
-	seam_ready(w, mp);
-	return 0;
-}
-
-/* seam_ready(w, mp), w NULL off a VP: no call but tail calls (park.c's
- * ready_tail). */
-static inline __attribute__((always_inline)) int ready_as(struct kr_worker *w, kr_mp *mp)
-{
-	switch (seam_ready_try(w, mp)) {
-	case SEAM_READY:
-		return 0;
-	case SEAM_READY_IDLE:
-		return kr__unpark_one();
-	default:
-		return ready_slow(w, mp);
-	}
-}
-
 /* ---------------- T ---------------- */
 
 /* T decides on the served wait of h: wait `want` (a timer's, or S's own
@@ -214,7 +194,7 @@ static int third(kr_mp *h, uint32_t want)
 void kr__served_third(struct kr_worker *w, kr_mp *h)
 {
 	if (third(h, 0))
-		ready_slow(w, kr__rec(h));
+		kr__ready_slow(w, kr__rec(h));
 }
 
 /* The timer of a served wait fired (timer.c).  The node lives until
@@ -315,5 +295,5 @@ int kr__serve(kr_mp *h)
 	struct kr_worker *w = W();
 	if (__builtin_expect(!w, 0))
 		return serve_foreign(kr__rec(h));
-	return ready_as(w, kr__rec(h));
+	return kr__ready_tail(w, kr__rec(h));
 }
