@@ -200,6 +200,24 @@ static void *crasher(void *arg)
 	return (void *)(intptr_t)run_probe(arg, NULL, NULL);
 }
 
+/* The domain layer's fault handler, installed over the μprocesses' own
+ * (a domain made after the first μprocess), leaves a μprocess's fault to
+ * them: it runs on the μprocess's thread pointer and must not read the
+ * host's thread-local data there. */
+static void a_crash_ends_its_uproc_alone_with_domains_too(void)
+{
+	start(1);
+	need_uprocs();
+	KT_EQ(run_probe("return", "0", NULL), 0); /* the μprocesses' handlers */
+	kr_domain *d;
+	KT_EQ(kr_domain_create(&d, "over"), 0); /* the domains' over them */
+	KT_EQ(run_probe("fpe", NULL, NULL), 128 + SIGFPE);
+	KT_EQ(run_probe("segv", NULL, NULL), 128 + SIGSEGV);
+	KT_EQ(run_probe("ill", NULL, NULL), 128 + SIGILL);
+	KT_EQ(kr_domain_destroy(d), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* A μprocess that crashes while another waits on its stdin: the other
  * one and the host go on. */
 static void a_crash_ends_its_uproc_alone(void)
@@ -1502,6 +1520,7 @@ int main(int argc, char **argv)
 	KT_RUN(cat_copies_its_stdin_pipe_to_its_stdout_pipe);
 	KT_RUN(exit_status_is_what_a_shell_shows);
 	KT_RUN(a_crash_ends_its_uproc_alone);
+	KT_RUN(a_crash_ends_its_uproc_alone_with_domains_too);
 	KT_RUN(each_uproc_sees_a_pid_of_its_own);
 	KT_RUN(cwd_umask_and_environment_are_the_uprocs_own);
 	KT_RUN(identity_changes_fail_with_eperm);

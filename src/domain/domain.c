@@ -59,6 +59,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -132,12 +133,14 @@ struct frame {
 static struct vpchain {
 	struct frame *top;
 	unsigned depth;
+	uintptr_t tp;    /* the VP's thread pointer, at its last call */
 } __attribute__((aligned(64))) VPS[KR_VP_MAX];
 
 static struct {
 	pthread_mutex_t lock;         /* domains, sections, the mode */
 	int mode;                     /* 0 until settled */
 	int ready, handlers;
+	int fsgsbase;                 /* rdfsbase is allowed (HWCAP2_FSGSBASE) */
 	kr_spin view;                 /* KR_EPC_S: counts and protections */
 	kr_domain *last;              /* KR_EPC_S: the domain the protections were
 	                                 last set for; NULL: set them again */
@@ -288,38 +291,81 @@ static void view_move(kr_domain *d, int run, int live)
 
 /* ---------------- faults ---------------- */
 
-static void chain_old(int sig, siginfo_t *si, void *uc)
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000 /* the kernel's; glibc sets it and hides the name */
+#endif
+
+/* The thread pointer, read without memory where the CPU can (a fault may
+ * come from code that runs on a thread pointer of its own: a μprocess's). */
+static inline __attribute__((always_inline)) uintptr_t thread_ptr(void)
+{
+	uintptr_t v;
+#if defined(__x86_64__)
+	/* both in asm: the compiler would load %fs:0 before the test */
+	if (D.fsgsbase)
+		__asm__ volatile("rdfsbase %0" : "=r"(v));
+	else
+		__asm__ volatile("mov %%fs:0, %0" : "=r"(v));
+#else
+	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(v));
+#endif
+	return v;
+}
+
+/* The chain of the VP this thread is, found by its thread pointer: NULL
+ * for a thread that is no VP in a call, or one that runs on another
+ * thread pointer (a μprocess), whose TLS must not be read. */
+static inline __attribute__((always_inline)) struct vpchain *fault_chain(void)
+{
+	uintptr_t tp = thread_ptr();
+	for (unsigned i = 0; i < KR_VP_MAX; i++)
+		if (__atomic_load_n(&VPS[i].tp, __ATOMIC_RELAXED) == tp && VPS[i].top)
+			return &VPS[i]; /* (a VP's old thread pointer has no call) */
+	return NULL;
+}
+
+/* What a fault that is not a procedure's goes to: the handler that was
+ * there before, and its restorer (0: ours will do); {0, 0} when nothing
+ * is to be called (the default action or SIG_IGN: the default comes when
+ * the fault repeats). */
+struct fwd {
+	void *handler, *restorer;
+};
+
+/* No stack protector in these: its canary is read through the thread
+ * pointer, which in a μprocess's code is the μprocess's. */
+__attribute__((no_stack_protector)) static struct fwd forward(int sig)
 {
 	unsigned i = 0;
 	while (i < 4 && fault_sigs[i] != sig)
 		i++;
 	struct sigaction *o = &D.old[i];
-	if (o->sa_flags & SA_RESETHAND) /* what the kernel would have done */
-		signal(sig, SIG_DFL);
-	if (o->sa_flags & SA_SIGINFO) {
-		o->sa_sigaction(sig, si, uc);
-	} else if (o->sa_handler == SIG_IGN) {
-		return;
-	} else if (o->sa_handler != SIG_DFL) {
-		o->sa_handler(sig);
-	} else {
-		/* the default action: it comes when the fault repeats */
-		signal(sig, SIG_DFL);
-	}
+	void *h = o->sa_flags & SA_SIGINFO ? (void *)o->sa_sigaction : (void *)o->sa_handler;
+	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN || (o->sa_flags & SA_RESETHAND))
+		signal(sig, SIG_DFL); /* (no μprocess's handler is among these) */
+	if (h == (void *)SIG_DFL || h == (void *)SIG_IGN)
+		return (struct fwd){NULL, NULL};
+#if defined(__x86_64__)
+	return (struct fwd){h, o->sa_flags & SA_RESTORER ? (void *)o->sa_restorer : NULL};
+#else
+	return (struct fwd){h, NULL};
+#endif
 }
 
-static void on_fault(int sig, siginfo_t *si, void *ucv)
+/* Nothing here reads thread-local data (errno included) or makes a
+ * system call before it knows the thread is a VP in a call: in a
+ * μprocess's code the thread pointer is the μprocess's, and its system
+ * calls are caught (its own handler, forwarded to, sees to it). */
+__attribute__((no_stack_protector)) struct fwd kr__epc_fault(int sig, siginfo_t *si, void *ucv)
+	__attribute__((visibility("hidden")));
+__attribute__((no_stack_protector)) struct fwd kr__epc_fault(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
-	int saved = errno;
-	struct vpchain *c = chain();
+	struct vpchain *c = fault_chain();
 	struct frame *f = c ? c->top : NULL;
 	if (!f || !__atomic_load_n(&f->in, __ATOMIC_RELAXED) ||
-	    (sig != SIGSEGV && sig != SIGBUS && si->si_code <= 0)) {
-		errno = saved;
-		chain_old(sig, si, ucv); /* not the procedure's (or sent by kill) */
-		return;
-	}
+	    (sig != SIGSEGV && sig != SIGBUS && si->si_code <= 0))
+		return forward(sig); /* not the procedure's (or sent by kill) */
 	__atomic_store_n(&f->faulted, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->callee->failed, 1, __ATOMIC_RELEASE);
 #if defined(__x86_64__)
@@ -331,8 +377,22 @@ static void on_fault(int sig, siginfo_t *si, void *ucv)
 	uc->uc_mcontext.pc = (uintptr_t)kr__epc_unwind;
 	uc->uc_mcontext.regs[0] = EFAULT;
 #endif
-	errno = saved;
+	return (struct fwd){NULL, NULL};
 }
+
+#if defined(__x86_64__)
+void kr__epc_fault_entry(int sig, siginfo_t *si, void *uc); /* epc_gate.S */
+#define FAULT_HANDLER kr__epc_fault_entry
+#else
+/* aarch64 has no μprocesses: the handler before is called from here */
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	struct fwd w = kr__epc_fault(sig, si, uc);
+	if (w.handler)
+		((void (*)(int, siginfo_t *, void *))w.handler)(sig, si, uc);
+}
+#define FAULT_HANDLER on_fault
+#endif
 
 /* ---------------- setup ---------------- */
 
@@ -343,10 +403,13 @@ static int setup(void)
 		D.mode = settle(KR_EPC_AUTO);
 	if (!D.ready) {
 		D.page = (size_t)sysconf(_SC_PAGESIZE);
+#if defined(__x86_64__)
+		D.fsgsbase = (getauxval(AT_HWCAP2) & 2) != 0; /* HWCAP2_FSGSBASE */
+#endif
 		D.ready = 1;
 	}
 	if (!D.handlers) {
-		struct sigaction sa = {.sa_sigaction = on_fault,
+		struct sigaction sa = {.sa_sigaction = FAULT_HANDLER,
 				       .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER};
 		sigemptyset(&sa.sa_mask);
 		for (int i = 0; i < 4; i++)
@@ -640,6 +703,7 @@ int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *sta
 	struct vpchain *c = &VPS[v];
 	if (c->depth == MAX_DEPTH)
 		return ELOOP;
+	c->tp = (uintptr_t)__builtin_thread_pointer(); /* for a fault's handler */
 	struct frame f = {.prev = c->top, .callee = d};
 	f.caller = f.prev && f.prev->in ? f.prev->callee : NULL;
 	int err = slot_take(d, v, &f.slot);
@@ -690,6 +754,7 @@ int kr_epc_host(int (*fn)(void *arg), void *arg)
 	int r = fn(arg);
 	view_move(f->callee, 1, 0);
 	c = chain(); /* perhaps another VP's now */
+	c->tp = (uintptr_t)__builtin_thread_pointer();
 	c->top = f;
 	c->depth = depth;
 	f->in = 1;

@@ -51,4 +51,35 @@ kr__epc_unwind:
 	.cfi_endproc
 	.size	kr__epc_gate, .-kr__epc_gate
 
+/* void kr__epc_fault_entry(int sig, siginfo_t *si, void *uc): domain.c's
+ * handler of faults.  kr__epc_fault (C) ends a procedure's call, or names
+ * the handler that was there before, which is entered as the kernel would
+ * have entered it: the same arguments and, in place of the return address
+ * the kernel pushed (our restorer), its own restorer.  (The μprocesses'
+ * handler needs its own: it returns with the μprocess's system calls
+ * blocked, which only its restorer may then make.) */
+	.globl	kr__epc_fault_entry
+	.hidden	kr__epc_fault_entry
+	.type	kr__epc_fault_entry, @function
+	.p2align 4
+kr__epc_fault_entry:
+	.cfi_startproc
+	pushq	%rdi
+	pushq	%rsi
+	pushq	%rdx
+	callq	kr__epc_fault		/* -> %rax the handler (0: none), %rdx its restorer */
+	movq	%rdx, %rcx
+	popq	%rdx
+	popq	%rsi
+	popq	%rdi
+	testq	%rax, %rax
+	jz	1f
+	testq	%rcx, %rcx
+	jz	2f
+	movq	%rcx, (%rsp)
+2:	jmp	*%rax
+1:	ret
+	.cfi_endproc
+	.size	kr__epc_fault_entry, .-kr__epc_fault_entry
+
 	.section .note.GNU-stack,"",@progbits
