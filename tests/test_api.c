@@ -968,6 +968,9 @@ static void domain_calls_refuse_bad_input(void)
 	KT_EQ(kr_port_create(&p, d), 0);
 	KT_EQ(kr_port_call(NULL, 0, NULL, NULL, &st), EINVAL);
 	KT_EQ(kr_port_call(p, 0, NULL, NULL, NULL), EINVAL);
+	KT_EQ(kr_port_call(p, ~0u, NULL, NULL, &st), EINVAL); /* the shut's own number */
+	KT_EQ(kr_section_create(&s, d, (size_t)1 << 63), EINVAL);
+	KT_EQ(kr_section_create(&s, d, SIZE_MAX), EINVAL);
 	KT_EQ(kr_port_serve(NULL), EINVAL);
 	KT_EQ(kr_port_shut(NULL), EINVAL);
 	KT_EQ(kr_port_shut(p), 0); /* no server: later calls refused */

@@ -80,6 +80,18 @@ static int where(void *arg, void *result)
 	return 0;
 }
 
+/* A domain that exports poke and peek, and a section of the host's that
+ * it may write (peek's result). */
+static void poke_peek(kr_domain **d, const char *name, unsigned *n_poke, unsigned *n_peek,
+		      kr_section **res)
+{
+	KT_EQ(kr_domain_create(d, name), 0);
+	KT_EQ(kr_domain_export(*d, poke, n_poke), 0);
+	KT_EQ(kr_domain_export(*d, peek, n_peek), 0);
+	KT_EQ(kr_section_create(res, NULL, 4096), 0);
+	KT_EQ(kr_section_allow(*res, *d, KR_SECTION_WRITE), 0);
+}
+
 static kr_domain *dom_a, *dom_b, *dom_c;
 static unsigned a_proc, b_proc, c_proc;
 
@@ -149,12 +161,8 @@ static void a_fault_ends_the_call_and_fails_the_domain_until_restarted(void)
 	kr_domain *d;
 	unsigned n_poke, n_peek;
 	kr_section *own, *res;
-	KT_EQ(kr_domain_create(&d, "bad"), 0);
-	KT_EQ(kr_domain_export(d, poke, &n_poke), 0);
-	KT_EQ(kr_domain_export(d, peek, &n_peek), 0);
+	poke_peek(&d, "bad", &n_poke, &n_peek, &res);
 	KT_EQ(kr_section_create(&own, d, 4096), 0);
-	KT_EQ(kr_section_create(&res, NULL, 4096), 0);
-	KT_EQ(kr_section_allow(res, d, KR_SECTION_WRITE), 0);
 	unsigned char *mine = kr_section_addr(own);
 	int st = -1;
 	/* its own section: fine, and the write stays */
@@ -185,13 +193,9 @@ static void *escapes_body(void *unused)
 	kr_domain *d, *other;
 	unsigned n_poke, n_peek;
 	kr_section *theirs, *res;
-	KT_EQ(kr_domain_create(&d, "d"), 0);
+	poke_peek(&d, "d", &n_poke, &n_peek, &res);
 	KT_EQ(kr_domain_create(&other, "other"), 0);
-	KT_EQ(kr_domain_export(d, poke, &n_poke), 0);
-	KT_EQ(kr_domain_export(d, peek, &n_peek), 0);
 	KT_EQ(kr_section_create(&theirs, other, 4096), 0);
-	KT_EQ(kr_section_create(&res, NULL, 4096), 0);
-	KT_EQ(kr_section_allow(res, d, KR_SECTION_WRITE), 0);
 	int want = escape_mode == KR_EPC_N ? 0 : EFAULT, st;
 	KT_EQ(kr_epc_call(d, n_poke, kr_section_addr(theirs), NULL, &st), want);
 	if (want)
