@@ -4,6 +4,11 @@
  * several VPs at once, cancellation, ITC ports, and the errors of the API.
  * Every protection test that can fail runs once more with protection off
  * (KR_EPC_N), where the escape must succeed: a test of the test.
+ *
+ * Built twice: test_domain protects with KR_EPC_S; test_domain_h (-static,
+ * TEST_EPC_H) with protection keys, KR_EPC_H, where the CPU has them (in
+ * the VM of scripts/pku-vm on these hosts) and skips where it has none.
+ * The cases that need keys themselves run in both, skipped without them.
  */
 #include "kt.h"
 
@@ -12,6 +17,7 @@
 
 #define MS 1000000ull
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 /* An address no procedure may touch: a page that is never accessible (a
@@ -24,8 +30,25 @@ static void *bad_address(void)
 	return page;
 }
 
+#ifdef TEST_EPC_H
+#define PROT KR_EPC_H
+#else
+#define PROT KR_EPC_S
+#endif
+
+/* Does this CPU give protection keys? */
+static int keys_here(void)
+{
+	int k = pkey_alloc(0, 0);
+	if (k >= 0)
+		pkey_free(k);
+	return k >= 0;
+}
+
 static void init(unsigned vps, int mode)
 {
+	if (mode == KR_EPC_H && !keys_here())
+		KT_SKIP("no protection keys here");
 	KT_EQ(kr_epc_mode_set(mode), 0);
 	kr_config c = {.vps = vps};
 	KT_EQ(kr_init(&c), 0);
@@ -128,7 +151,7 @@ static void a_call_runs_the_procedure_on_a_stack_of_its_domain(void)
 
 static void arguments_and_results_go_by_pointer_through_sections(void)
 {
-	init(1, KR_EPC_S);
+	init(1, PROT);
 	kr_domain *d;
 	unsigned n;
 	kr_section *arg, *res;
@@ -157,7 +180,7 @@ static void arguments_and_results_go_by_pointer_through_sections(void)
 
 static void a_fault_ends_the_call_and_fails_the_domain_until_restarted(void)
 {
-	init(1, KR_EPC_S);
+	init(1, PROT);
 	kr_domain *d;
 	unsigned n_poke, n_peek;
 	kr_section *own, *res;
@@ -183,7 +206,7 @@ static void a_fault_ends_the_call_and_fails_the_domain_until_restarted(void)
 	KT_EQ(kr_fini(), 0);
 }
 
-/* Another domain's section: closed under KR_EPC_S, open under KR_EPC_N
+/* Another domain's section: closed under protection, open under KR_EPC_N
  * (the test of the test). */
 static int escape_mode;
 
@@ -221,7 +244,7 @@ static void escapes(int mode)
 
 static void a_procedure_cannot_touch_another_domains_section(void)
 {
-	escapes(KR_EPC_S);
+	escapes(PROT);
 }
 
 static void without_protection_the_same_escapes_succeed(void)
@@ -254,7 +277,7 @@ static int in_a(void *arg, void *result)
 
 static void calls_nest_and_a_fault_ends_only_the_innermost(void)
 {
-	init(1, KR_EPC_S);
+	init(1, PROT);
 	KT_EQ(kr_domain_create(&dom_a, "a"), 0);
 	KT_EQ(kr_domain_create(&dom_b, "b"), 0);
 	KT_EQ(kr_domain_create(&dom_c, "c"), 0);
@@ -293,7 +316,7 @@ static void nesting_past_the_limit_is_refused(void)
 }
 
 /* A procedure that sleeps (out of its domain, through kr_epc_host) while
- * another domain runs: on one VP under KR_EPC_S the sleeper's private
+ * another domain runs: on one VP under protection the sleeper's private
  * section is closed to that domain meanwhile, and open to the sleeper
  * before and after. */
 static int sleep_5ms(void *a)
@@ -353,7 +376,7 @@ static void blocking(int mode)
 	KT_EQ(st, 6); /* its section open to it again after the sleep */
 	KT_EQ(*(int *)kr_section_addr(res), 0);
 	KT_EQ(kr_mp_join(m, NULL), 0);
-	KT_EQ(peek_err, mode == KR_EPC_S ? EFAULT : 0);
+	KT_EQ(peek_err, mode == KR_EPC_N ? 0 : EFAULT);
 	if (mode == KR_EPC_N)
 		KT_EQ(*(unsigned char *)kr_section_addr(peek_res), 5);
 	KT_EQ(kr_fini(), 0);
@@ -361,7 +384,7 @@ static void blocking(int mode)
 
 static void a_procedure_that_sleeps_keeps_its_section_from_others_meanwhile(void)
 {
-	blocking(KR_EPC_S);
+	blocking(PROT);
 }
 
 static void without_protection_the_other_domain_reads_it_meanwhile(void)
@@ -400,7 +423,7 @@ static void *caller(void *a)
 
 static void calls_from_several_vps_run_in_one_domain_at_once(void)
 {
-	init(2, KR_EPC_S);
+	init(2, PROT);
 	KT_EQ(kr_domain_create(&shared_d, "shared"), 0);
 	KT_EQ(kr_domain_export(shared_d, lookup, &shared_n), 0);
 	kr_mp *m[CALLERS];
@@ -445,7 +468,7 @@ static void *cancelled_caller(void *a)
 
 static void a_caller_cancelled_in_a_call_gets_its_procedures_answer(void)
 {
-	init(1, KR_EPC_S);
+	init(1, PROT);
 	KT_EQ(kr_domain_create(&cancel_d, "c"), 0);
 	KT_EQ(kr_domain_export(cancel_d, long_sleeper, &cancel_n), 0);
 	for (int i = 0; i < 100; i++) { /* more than its 64 stacks: all given back */
@@ -478,7 +501,7 @@ static void *server(void *a)
 
 static void itc(unsigned vps)
 {
-	init(vps, KR_EPC_S);
+	init(vps, PROT);
 	kr_domain *d;
 	unsigned n_lookup, n_poke;
 	KT_EQ(kr_domain_create(&d, "itc"), 0);
@@ -520,12 +543,164 @@ static void itc(unsigned vps)
 static void itc_serves_a_domains_procedures_on_one_vp(void) { itc(1); }
 static void itc_serves_a_domains_procedures_across_two_vps(void) { itc(2); }
 
+/* ---------------- protection keys ---------------- */
+
+/* A thread started before a section's key was made has a PKRU that closes
+ * it; its first touch faults once, gets the host's rights, and goes on. */
+static uint32_t go;
+static volatile unsigned char *late_page;
+
+static void *late_thread(void *a)
+{
+	(void)a;
+	while (!__atomic_load_n(&go, __ATOMIC_ACQUIRE))
+		usleep(100);
+	late_page[0] = 9;
+	return (void *)(uintptr_t)late_page[1];
+}
+
+static void a_thread_older_than_a_key_gets_the_hosts_rights(void)
+{
+	init(2, KR_EPC_H);
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, late_thread, NULL), 0);
+	kr_domain *d;
+	kr_section *s;
+	KT_EQ(kr_domain_create(&d, "d"), 0);
+	KT_EQ(kr_section_create(&s, NULL, 4096), 0);
+	late_page = kr_section_addr(s);
+	late_page[1] = 4;
+	__atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+	void *r;
+	KT_EQ(pthread_join(t, &r), 0);
+	KT_EQ((uintptr_t)r, 4);
+	KT_EQ(late_page[0], 9);
+	KT_EQ(kr_fini(), 0);
+}
+
+#if defined(__x86_64__)
+/* Each WRPKRU of the gates, jumped to from inside a procedure with a PKRU
+ * that opens everything (0), and registers of its choice: the check after
+ * it writes the PKRU the call's record says instead, so the code that
+ * runs on never has the forged one.  records() is what the gates call
+ * with those registers, in the domain: it sees the domain's PKRU, not 0;
+ * and the host has its own (not 0) after every call.  Without the checks
+ * records() and the host would see 0. */
+extern const unsigned char kr__epc_wrpkru_lo[], kr__epc_wrpkru_hi[];
+static const unsigned char *jump_to;
+static uint32_t seen;
+
+static inline uint32_t rdpkru(void)
+{
+	uint32_t eax, edx;
+	__asm__ volatile("rdpkru" : "=a"(eax), "=d"(edx) : "c"(0));
+	return eax;
+}
+
+static int records(void *arg)
+{
+	(void)arg;
+	seen = rdpkru();
+	return 7;
+}
+
+static int jumps_into_a_gate(void *arg, void *result)
+{
+	(void)arg;
+	(void)result;
+	/* the gates' registers: fn (r12 in kr__epc_out, r14 in the call's
+	 * gate) records(), status (rbx) 0, no frame (rbx) nor stack (rbp) */
+	__asm__ volatile("movq %0, %%r12\n\t"
+			 "movq %0, %%r14\n\t"
+			 "xorl %%ebx, %%ebx\n\t"
+			 "xorl %%ebp, %%ebp\n\t"
+			 "xorl %%eax, %%eax\n\t"
+			 "xorl %%ecx, %%ecx\n\t"
+			 "xorl %%edx, %%edx\n\t"
+			 "jmp *%1"
+			 :
+			 : "S"(records), "D"(jump_to)
+			 : "rax", "rcx", "rdx", "r12", "r14", "memory");
+	__builtin_unreachable();
+}
+
+static void no_gate_can_be_entered_halfway(void)
+{
+	init(1, KR_EPC_H);
+	kr_domain *d;
+	unsigned n;
+	KT_EQ(kr_domain_create(&d, "d"), 0);
+	KT_EQ(kr_domain_export(d, jumps_into_a_gate, &n), 0);
+	/* the call's entry, its way back, kr_epc_host's way out and in */
+	static const int want_err[4] = {0, 0, EFAULT, EFAULT}, want_st[4] = {7, 0};
+	int site = 0;
+	for (const unsigned char *p = kr__epc_wrpkru_lo; p + 3 <= kr__epc_wrpkru_hi; p++) {
+		if (p[0] != 0x0f || p[1] != 0x01 || p[2] != 0xef)
+			continue;
+		KT_CHECK(site < 4);
+		jump_to = p;
+		seen = 0xffffffffu;
+		int st = -1;
+		KT_EQ(kr_epc_call(d, n, NULL, NULL, &st), want_err[site]);
+		if (want_err[site])
+			KT_EQ(kr_domain_restart(d), 0);
+		else
+			KT_EQ(st, want_st[site]);
+		if (site == 0 || site == 2)
+			KT_CHECK(seen != 0 && seen != 0xffffffffu);
+		KT_CHECK(rdpkru() != 0);
+		site++;
+	}
+	KT_EQ(site, 4);
+	KT_EQ(kr_fini(), 0);
+}
+#endif
+
+/* Code that writes PKRU (WRPKRU, XRSTOR) is not exported under KR_EPC_H;
+ * without keys it is (the test of the test). */
+static kr_epc_proc code_page(const unsigned char *code, size_t n)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+	KT_CHECK(p != MAP_FAILED);
+	memcpy(p, code, n);
+	return (kr_epc_proc)p;
+}
+
+static void exports(int mode)
+{
+	init(1, mode);
+	kr_domain *d;
+	unsigned n;
+	int st = -1;
+	KT_EQ(kr_domain_create(&d, "jit"), 0);
+	static const unsigned char clean[] = {0xb8, 0x05, 0, 0, 0, 0xc3}; /* mov $5,%eax; ret */
+	static const unsigned char wr[] = {0x31, 0xc0, 0x31, 0xc9, 0x31, 0xd2,
+					   0x0f, 0x01, 0xef, 0xc3}; /* ...; wrpkru; ret */
+	static const unsigned char xr[] = {0x0f, 0xae, 0x2f, 0xc3}; /* xrstor (%rdi); ret */
+#if defined(__x86_64__)
+	KT_EQ(kr_domain_export(d, code_page(clean, sizeof clean), &n), 0);
+	KT_EQ(kr_epc_call(d, n, NULL, NULL, &st), 0);
+	KT_EQ(st, 5);
+	int want = mode == KR_EPC_H ? EPERM : 0;
+	KT_EQ(kr_domain_export(d, code_page(wr, sizeof wr), &n), want);
+	KT_EQ(kr_domain_export(d, code_page(xr, sizeof xr), &n), want);
+#else
+	(void)clean, (void)wr, (void)xr, (void)st, (void)n, (void)code_page;
+	KT_SKIP("x86-64 code");
+#endif
+	KT_EQ(kr_fini(), 0);
+}
+
+static void code_that_writes_pkru_is_not_exported(void) { exports(KR_EPC_H); }
+static void without_keys_the_same_code_is_exported(void) { exports(KR_EPC_N); }
+
 /* ---------------- the API's errors ---------------- */
 
 static void bad_arguments_are_refused(void)
 {
 	KT_EQ(kr_epc_mode_set(42), EINVAL);
-	KT_EQ(kr_epc_mode_set(KR_EPC_H), ENOTSUP); /* no protection keys here */
+	KT_EQ(kr_epc_mode_set(KR_EPC_H), keys_here() ? 0 : ENOTSUP);
 	init(1, KR_EPC_S);
 	KT_EQ(kr_epc_mode(), KR_EPC_S);
 	kr_domain *d;
@@ -574,6 +749,12 @@ int main(int argc, char **argv)
 	KT_RUN(a_caller_cancelled_in_a_call_gets_its_procedures_answer);
 	KT_RUN(itc_serves_a_domains_procedures_on_one_vp);
 	KT_RUN(itc_serves_a_domains_procedures_across_two_vps);
+	KT_RUN(a_thread_older_than_a_key_gets_the_hosts_rights);
+#if defined(__x86_64__)
+	KT_RUN(no_gate_can_be_entered_halfway);
+#endif
+	KT_RUN(code_that_writes_pkru_is_not_exported);
+	KT_RUN(without_keys_the_same_code_is_exported);
 	KT_RUN(bad_arguments_are_refused);
 	return kt_finish();
 }

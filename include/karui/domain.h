@@ -34,8 +34,10 @@
  *             length of the call; the rest of the address space is not
  *             protected (see docs/domains.md for what that means on
  *             several VPs);
- *   KR_EPC_H  protection keys (x86 PKU): one key per domain, PKRU switched
- *             by the gate, exact per VP; ENOTSUP where the CPU has none.
+ *   KR_EPC_H  protection keys (x86 PKU): a key per access list, PKRU
+ *             written by the gate on entry and exit and checked after each
+ *             write, exact per VP; the host's memory outside sections (key
+ *             0) stays open; ENOTSUP where the CPU has none.
  *
  * ITC (kr_port): a server microprocess serves a domain's procedures to
  * client microprocesses through a port; the data goes through shared
@@ -68,9 +70,9 @@ typedef int (*kr_epc_proc)(void *arg, void *result);
 
 enum { KR_EPC_AUTO = 0, KR_EPC_N, KR_EPC_S, KR_EPC_H };
 
-/* Before the first domain: KR_EPC_AUTO takes H where the CPU has
- * protection keys, else S.  EINVAL: another value; ENOTSUP: H without
- * protection keys; EBUSY: domains exist. */
+/* Before the first domain or section: KR_EPC_AUTO takes H where the CPU
+ * has protection keys, else S.  EINVAL: another value; ENOTSUP: H without
+ * protection keys; EBUSY: domains or sections exist. */
 int kr_epc_mode_set(int mode);
 /* The mode in force (KR_EPC_N, _S or _H), settling AUTO if no domain has
  * yet. */
@@ -80,14 +82,15 @@ int kr_epc_mode(void);
 
 /* name: for messages (copied; at most 31 bytes kept).  EINVAL: out or
  * name NULL; ENOMEM; ENOTSUP: H chosen and no protection key left (15 in
- * all, one per domain). */
+ * all: one per domain, one per other access list). */
 int kr_domain_create(kr_domain **out, const char *name);
 /* EBUSY: a call is in it, or sections it owns remain; EINVAL: NULL. */
 int kr_domain_destroy(kr_domain *d);
 /* Export fn to d; *number is its procedure number (0, 1, ...).  EINVAL:
  * NULL arguments; ENOSPC: 64 procedures exported already.  Under KR_EPC_H
- * fn's code is checked first: EPERM if it holds an instruction that could
- * change the protection keys (WRPKRU, XRSTOR). */
+ * fn's code is checked first: EPERM if the code around it (its object's
+ * executable segment, or its mapping) holds an instruction that could
+ * write PKRU (WRPKRU, XRSTOR) outside karui's gates. */
 int kr_domain_export(kr_domain *d, kr_epc_proc fn, unsigned *number);
 /* 1 if d has failed (a call faulted in it), else 0. */
 int kr_domain_failed(const kr_domain *d);
@@ -101,7 +104,8 @@ enum { KR_SECTION_READ = 1u << 0, KR_SECTION_WRITE = 1u << 1 };
 
 /* size bytes (rounded up to pages), zeroed, owned by `owner` (NULL: the
  * host), which may read and write it; no other domain may until allowed.
- * EINVAL: out NULL, size 0 or above 1 GiB; ENOMEM. */
+ * EINVAL: out NULL, size 0 or above 1 GiB; ENOMEM; ENOSPC: KR_EPC_H and no
+ * protection key left for its access list. */
 int kr_section_create(kr_section **out, kr_domain *owner, size_t size);
 void *kr_section_addr(const kr_section *s);   /* NULL for NULL */
 size_t kr_section_size(const kr_section *s);  /* 0 for NULL */
@@ -109,7 +113,8 @@ size_t kr_section_size(const kr_section *s);  /* 0 for NULL */
  * KR_SECTION_WRITE (which implies read), or 0 to take it away; it holds
  * from the next entry into d (and at once for calls in progress under
  * KR_EPC_S).  EINVAL: s NULL or rights other than those; ENOSPC: 16
- * domains named on s already. */
+ * domains named on s already, or (KR_EPC_H) no protection key left for
+ * the new list. */
 int kr_section_allow(kr_section *s, kr_domain *d, unsigned rights);
 /* EBUSY: a call is in a domain that may use it; EINVAL: NULL. */
 int kr_section_destroy(kr_section *s);
@@ -124,7 +129,8 @@ int kr_section_destroy(kr_section *s);
  * ENOMEM without a stack for it. */
 int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *status);
 /* Inside a procedure: run fn(arg) outside the domain, with the host's
- * rights, and come back; returns fn's value.  karui's own calls (to sleep,
+ * rights, on the microprocess's own stack, and come back; returns fn's
+ * value.  karui's own calls (to sleep,
  * to do I/O, to wait) are made this way.  Outside a procedure it is a
  * plain call. */
 int kr_epc_host(int (*fn)(void *arg), void *arg);

@@ -12,19 +12,20 @@
  * several VPs into one domain run at once, KR__EPC_SLOTS at most (ENOMEM
  * past that).
  *
- * The call.  kr_epc_call pushes a frame, in the calling microprocess's own
- * memory (its C stack), onto its VP's chain of calls (VPS[id].top: the
- * innermost call of the microprocess that runs there, NULL when it is in
- * none), and enters the gate (x86_64/epc_gate.S, aarch64/epc_gate.S),
- * which saves the caller's registers on its stack, switches to the slot's
- * stack and calls the procedure.  On the way back the gate trusts no
- * register the procedure could have changed: the caller's stack pointer
- * comes from the frame, found again through the chain
- * (kr__epc_resume_sp).  A microprocess leaves its VP in a call only out in
- * kr_epc_host, which takes its chain along (the C-area does not stop a
+ * The call.  kr_epc_call takes the slot's frame (in the domain's record,
+ * host memory) onto its VP's chain of calls (VPS[id].top: the innermost
+ * call of the microprocess that runs there, NULL when it is in none), and
+ * enters the gate (x86_64/epc_gate.S, aarch64/epc_gate.S), which saves the
+ * caller's registers on its stack, switches to the slot's stack and calls
+ * the procedure.  On the way back the gate trusts no register the
+ * procedure could have changed: the caller's stack pointer comes from the
+ * frame, found again through the chain (kr__epc_resume).  A microprocess
+ * leaves its VP in a call only out in kr_epc_host, which takes its chain
+ * along and runs the host's function on the microprocess's own stack,
+ * below its outermost call (kr__epc_out); the C-area does not stop a
  * microprocess whose stack pointer is off its own stack, as a procedure's
- * is); so a VP's chain, its slot caches and its counts are touched by that
- * VP only, with plain loads and stores.
+ * is.  So a VP's chain, its slot caches and its counts are touched by
+ * that VP only, with plain loads and stores.
  *
  * Faults.  A SIGSEGV, SIGBUS, SIGILL or SIGFPE on a VP whose microprocess
  * is inside a procedure (its innermost frame is `in`, not out in
@@ -33,7 +34,9 @@
  * saved stack pointer, as if the gate had returned.  Other faults go to
  * the handler that was there before (karui's stack-overflow report, or the
  * default action).  A failed domain refuses calls (ENOTRECOVERABLE) until
- * kr_domain_restart, which zeroes its sections and its stacks.
+ * kr_domain_restart, which zeroes its sections and its stacks.  The
+ * handler reads nothing but the host's ordinary memory (protection key 0:
+ * the kernel runs it with the other keys closed).
  *
  * Protection.  KR_EPC_N changes nothing.  KR_EPC_S sets the page
  * protection of every section, when a domain starts to run, to what the
@@ -49,14 +52,32 @@
  * with one VP a procedure touches only what its domain may of the
  * sections; with several, what any domain running at that moment may; the
  * rest of the address space (the host's heap, its stacks) is open to it
- * (docs/domains.md).  KR_EPC_H is not built yet: kr_epc_mode_set refuses
- * it (ENOTSUP), as it must where the CPU has no protection keys.
+ * (docs/domains.md).
+ *
+ * KR_EPC_H (x86 protection keys).  Pages with the same access list share
+ * a key (struct kclass, D.K[key]): a domain's stacks and the sections only
+ * it may use have its own key (d->key, at most 15 keys in all); the host
+ * is not confined and keeps key 0, the rest of the address space, open to
+ * every domain.  D.pk, a read-only page, holds each domain's PKRU
+ * (D.pk[d->key]) and the host's (D.pk[0]), computed from the lists when
+ * they change (pk_publish).  The gate writes the callee's PKRU on entry and
+ * the caller's on return, each checked after the write (epc_gate.S); a
+ * fault's handler puts the caller's in the signal frame, which the
+ * kernel's sigreturn restores.  A thread that runs host code with a PKRU
+ * behind the host's rights (a VP that made no call yet, a key allocated
+ * since) faults with SEGV_PKUERR once: the handler brings its PKRU up to
+ * date and the access is tried again; narrower host rights reach a VP at
+ * its next return from a call.  A procedure is exported only if the code
+ * around it (its object's executable segment, or the mapping it lies in)
+ * holds no WRPKRU or XRSTOR but the gates' (code_check).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -69,6 +90,10 @@
 #include "../core/internal.h"
 #include "epc.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
@@ -79,8 +104,27 @@ enum {
 	MAX_SECTION = 1 << 30,
 };
 
+struct frame;
 int kr__epc_gate(void *arg, void *result, kr_epc_proc fn, void *stack_top, void **saved_sp);
+int kr__epc_out(int (*fn)(void *), void *arg, void *sp, struct frame *f, uint32_t pkru);
 void kr__epc_unwind(void);
+#if defined(__x86_64__)
+int kr__epc_gate_h(void *arg, void *result, kr_epc_proc fn, void *stack_top, void **saved_sp,
+		   uint32_t pkru);
+extern const unsigned char kr__epc_wrpkru_lo[], kr__epc_wrpkru_hi[];
+#endif
+
+/* A call in progress: in the callee's record, one per slot, chained per
+ * VP. */
+struct frame {
+	void *sp;                     /* the gate's saved stack pointer */
+	struct frame *prev;
+	kr_domain *callee, *caller;   /* caller NULL: the host */
+	unsigned slot;
+	unsigned depth;               /* the chain's, while out in kr_epc_host */
+	uint32_t in;                  /* running the procedure (not out) */
+	uint32_t faulted;
+};
 
 struct kr_domain {
 	char name[32];
@@ -94,7 +138,9 @@ struct kr_domain {
 	unsigned live;                /* KR_EPC_S: ... or with a call in it (its
 	                                 stacks hold their frames) (D.view) */
 	int region_prot;              /* its stacks' protection now (D.view) */
+	int key;                      /* KR_EPC_H: its stacks' protection key */
 	kr_domain *next;              /* D.domains */
+	struct frame frame[KR__EPC_SLOTS]; /* a call's in each slot */
 	/* per VP, written by that VP only: the slot it keeps (-1: none) and
 	 * the calls begun less the calls ended there (the sum is the calls in
 	 * the domain) */
@@ -116,17 +162,8 @@ struct kr_section {
 	unsigned host;                /* the host's rights */
 	struct acl acl[KR__EPC_ACL];
 	int prot;                     /* its pages' protection now (KR_EPC_S) */
+	int key;                      /* its pages' protection key (KR_EPC_H) */
 	kr_section *next;             /* D.sections */
-};
-
-/* A call in progress: on the caller's stack, chained per microprocess. */
-struct frame {
-	void *sp;                     /* the gate's saved stack pointer */
-	struct frame *prev;
-	kr_domain *callee, *caller;   /* caller NULL: the host */
-	unsigned slot;
-	uint32_t in;                  /* running the procedure (not out) */
-	uint32_t faulted;
 };
 
 /* A VP's chain: the innermost call of the microprocess running there. */
@@ -149,6 +186,21 @@ static struct {
 	unsigned ndomains;
 	struct sigaction old[4];
 	size_t page;
+	/* KR_EPC_H */
+	uint32_t *pk;                 /* [0] the host's PKRU, [d->key] d's: a
+	                                 read-only page */
+	struct kclass {
+		unsigned refs;        /* sections and domains with this key */
+		unsigned host;        /* the host's rights */
+		struct acl acl[KR__EPC_ACL];
+	} K[16];                      /* by key; key 0 is never ours */
+	kr_domain *keyed[16];         /* the domain whose key it is */
+	unsigned pkru_off;            /* PKRU's offset in an XSAVE area */
+	struct scanned {
+		uintptr_t lo, hi;
+		int ok;
+	} scan[16];                   /* code_check's verdicts on objects */
+	unsigned nscan;
 } D = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static const int fault_sigs[4] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
@@ -169,13 +221,30 @@ static int env_mode(void)
 	return KR_EPC_AUTO;
 }
 
-/* Under D.lock. */
+/* Does the CPU (and the kernel) give protection keys?  x86-64's only:
+ * the gates that write PKRU are x86-64's. */
+static int pku_have(void)
+{
+#if defined(__x86_64__)
+	int k = pkey_alloc(0, 0);
+	if (k < 0)
+		return 0;
+	pkey_free(k);
+	return 1;
+#else
+	return 0;
+#endif
+}
+
+/* Under D.lock; 0 for H without protection keys. */
 static int settle(int want)
 {
 	if (want == KR_EPC_AUTO)
 		want = env_mode();
-	if (want == KR_EPC_AUTO || want == KR_EPC_H)
-		want = want == KR_EPC_H ? 0 : KR_EPC_S; /* no protection keys here yet */
+	if (want == KR_EPC_AUTO)
+		want = pku_have() ? KR_EPC_H : KR_EPC_S;
+	else if (want == KR_EPC_H && !pku_have())
+		want = 0;
 	return want;
 }
 
@@ -185,7 +254,7 @@ int kr_epc_mode_set(int mode)
 		return EINVAL;
 	pthread_mutex_lock(&D.lock);
 	int err = 0;
-	if (D.ndomains)
+	if (D.domains || D.sections)
 		err = EBUSY;
 	else if (!(D.mode = settle(mode)))
 		err = ENOTSUP;
@@ -212,9 +281,31 @@ static inline struct vpchain *chain(void)
 	return w ? &VPS[w->vp->id] : NULL;
 }
 
-/* The gate's way back (epc_gate.S): the caller's saved stack pointer. */
-void *kr__epc_resume_sp(void) __attribute__((visibility("hidden")));
-void *kr__epc_resume_sp(void) { return chain()->top->sp; }
+/* The gates' questions (epc_gate.S), answered from the VP's chain.  The
+ * way back from a call: the caller's saved stack pointer, and under
+ * KR_EPC_H the caller's PKRU. */
+struct resume {
+	void *sp;
+	uintptr_t pkru;
+};
+struct resume kr__epc_resume(void) __attribute__((visibility("hidden")));
+struct resume kr__epc_resume(void)
+{
+	struct frame *f = chain()->top;
+	return (struct resume){f->sp, D.pk ? D.pk[f->caller ? f->caller->key : 0] : 0};
+}
+
+/* The PKRU the chain says this VP runs with now (KR_EPC_H). */
+uint32_t kr__epc_expect(void) __attribute__((visibility("hidden")));
+uint32_t kr__epc_expect(void)
+{
+	struct frame *f = chain()->top;
+	return D.pk[f && f->in ? f->callee->key : 0];
+}
+
+/* kr_epc_host's way back into f's domain, on whichever VP fn returned:
+ * the call on the chain again; the domain's PKRU (KR_EPC_H). */
+uint32_t kr__epc_back_in(struct frame *f) __attribute__((visibility("hidden")));
 
 kr_domain *kr_domain_current(void)
 {
@@ -289,6 +380,97 @@ static void view_move(kr_domain *d, int run, int live)
 	kr_spin_unlock(&D.view);
 }
 
+/* ---------------- protection keys (KR_EPC_H) ---------------- */
+
+static unsigned acl_rights(const struct acl *acl, const kr_domain *d)
+{
+	for (unsigned i = 0; i < KR__EPC_ACL; i++)
+		if (acl[i].d == d)
+			return acl[i].rights;
+	return 0;
+}
+
+/* The same rights for the same domains, in any order. */
+static int acl_same(const struct acl *a, const struct acl *b)
+{
+	for (unsigned i = 0; i < KR__EPC_ACL; i++)
+		if ((a[i].d && acl_rights(b, a[i].d) != a[i].rights) ||
+		    (b[i].d && acl_rights(a, b[i].d) != b[i].rights))
+			return 0;
+	return 1;
+}
+
+/* The key of pages with these rights: the one other pages with the same
+ * rights have, or a new one; -1 when none is left.  Under D.lock. */
+static int class_get(unsigned host, const struct acl *acl)
+{
+	for (int k = 1; k < 16; k++)
+		if (D.K[k].refs && D.K[k].host == host && acl_same(D.K[k].acl, acl)) {
+			D.K[k].refs++;
+			return k;
+		}
+	int k = pkey_alloc(0, PKEY_DISABLE_ACCESS); /* open to no thread yet */
+	if (k < 1 || k > 15) {
+		if (k > 0)
+			pkey_free(k);
+		return -1;
+	}
+	D.K[k].refs = 1;
+	D.K[k].host = host;
+	memcpy(D.K[k].acl, acl, sizeof D.K[k].acl);
+	return k;
+}
+
+static void class_put(int k)
+{
+	if (k > 0 && !--D.K[k].refs)
+		pkey_free(k);
+}
+
+/* Each domain's PKRU and the host's into the read-only page D.pk: for
+ * every key of ours, the rights its access list gives (write: both bits
+ * clear; read: write-disable; none: access-disable), every other key but
+ * 0 closed.  Under D.lock. */
+static void pk_publish(void)
+{
+	uint32_t v[16] = {0};
+	for (unsigned i = 0; i < 16; i++) {
+		kr_domain *who = D.keyed[i];
+		if (i && !who)
+			continue;
+		for (unsigned k = 1; k < 16; k++) {
+			unsigned r = !D.K[k].refs ? 0
+				     : who      ? acl_rights(D.K[k].acl, who)
+						: D.K[k].host;
+			v[i] |= (r & KR_SECTION_WRITE  ? 0u
+				 : r & KR_SECTION_READ ? 2u
+						       : 3u)
+				<< (2 * k);
+		}
+	}
+	mprotect(D.pk, D.page, PROT_READ | PROT_WRITE);
+	memcpy(D.pk, v, sizeof v);
+	mprotect(D.pk, D.page, PROT_READ);
+}
+
+/* s's pages to the key of these rights.  ENOSPC: no key left (s keeps
+ * its own).  Under D.lock. */
+static int section_key(kr_section *s, unsigned host, const struct acl *acl)
+{
+	int old = s->key;
+	class_put(old);
+	int k = class_get(host, acl);
+	int err = 0;
+	if (k < 0) {
+		k = class_get(s->host, s->acl); /* its old key, or the one freed */
+		err = ENOSPC;
+	}
+	if (k != old)
+		pkey_mprotect(s->base, s->size, PROT_READ | PROT_WRITE, k);
+	s->key = k;
+	return err;
+}
+
 /* ---------------- faults ---------------- */
 
 #ifndef SA_RESTORER
@@ -352,6 +534,33 @@ __attribute__((no_stack_protector)) static struct fwd forward(int sig)
 #endif
 }
 
+#ifndef SEGV_PKUERR
+#define SEGV_PKUERR 4
+#endif
+
+#if defined(__x86_64__)
+/* The PKRU the signal's return restores: in the signal frame's XSAVE area
+ * (the standard format, PKRU at the offset CPUID gives), marked present;
+ * NULL where the frame has none. */
+__attribute__((no_stack_protector)) static uint32_t *frame_pkru(ucontext_t *uc)
+{
+	unsigned char *x = (unsigned char *)uc->uc_mcontext.fpregs;
+	uint32_t magic, size;
+	uint64_t features, bv;
+	if (!x || !D.pkru_off)
+		return NULL;
+	memcpy(&magic, x + 464, 4); /* struct _fpx_sw_bytes, in the FXSAVE area */
+	memcpy(&features, x + 472, 8);
+	memcpy(&size, x + 480, 4);
+	if (magic != 0x46505853u || !(features & (1u << 9)) || D.pkru_off + 4 > size)
+		return NULL;
+	memcpy(&bv, x + 512, 8); /* the XSAVE header's XSTATE_BV */
+	bv |= 1u << 9;
+	memcpy(x + 512, &bv, 8);
+	return (uint32_t *)(x + D.pkru_off);
+}
+#endif
+
 /* Nothing here reads thread-local data (errno included) or makes a
  * system call before it knows the thread is a VP in a call: in a
  * μprocess's code the thread pointer is the μprocess's, and its system
@@ -364,11 +573,28 @@ __attribute__((no_stack_protector)) struct fwd kr__epc_fault(int sig, siginfo_t 
 	struct vpchain *c = fault_chain();
 	struct frame *f = c ? c->top : NULL;
 	if (!f || !__atomic_load_n(&f->in, __ATOMIC_RELAXED) ||
-	    (sig != SIGSEGV && sig != SIGBUS && si->si_code <= 0))
+	    (sig != SIGSEGV && sig != SIGBUS && si->si_code <= 0)) {
+#if defined(__x86_64__)
+		/* host code on a PKRU behind the host's rights: brought up to
+		 * date, the access tried again (once: a PKRU that is the host's
+		 * faults on) */
+		uint32_t *pkru;
+		if (D.mode == KR_EPC_H && sig == SIGSEGV && si->si_code == SEGV_PKUERR &&
+		    (pkru = frame_pkru(uc)) && *pkru != D.pk[0]) {
+			*pkru = D.pk[0];
+			return (struct fwd){NULL, NULL};
+		}
+#endif
 		return forward(sig); /* not the procedure's (or sent by kill) */
+	}
 	__atomic_store_n(&f->faulted, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&f->callee->failed, 1, __ATOMIC_RELEASE);
 #if defined(__x86_64__)
+	if (D.mode == KR_EPC_H) {
+		uint32_t *pkru = frame_pkru(uc);
+		if (pkru)
+			*pkru = D.pk[f->caller ? f->caller->key : 0];
+	}
 	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)f->sp;
 	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)(uintptr_t)kr__epc_unwind;
 	uc->uc_mcontext.gregs[REG_RAX] = EFAULT;
@@ -405,8 +631,18 @@ static int setup(void)
 		D.page = (size_t)sysconf(_SC_PAGESIZE);
 #if defined(__x86_64__)
 		D.fsgsbase = (getauxval(AT_HWCAP2) & 2) != 0; /* HWCAP2_FSGSBASE */
+		unsigned a, b, c, d;
+		if (__get_cpuid_count(0xd, 9, &a, &b, &c, &d))
+			D.pkru_off = b;
 #endif
 		D.ready = 1;
+	}
+	if (D.mode == KR_EPC_H && !D.pk) {
+		void *p = mmap(NULL, D.page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return ENOMEM;
+		D.pk = p;
+		pk_publish();
 	}
 	if (!D.handlers) {
 		struct sigaction sa = {.sa_sigaction = FAULT_HANDLER,
@@ -432,6 +668,20 @@ static int stacks_make(kr_domain *d)
 	}
 	for (unsigned i = 0; i < KR__EPC_SLOTS; i++)
 		madvise(d->stacks + i * one, D.page, MADV_GUARD_INSTALL);
+	if (D.mode == KR_EPC_H) {
+		/* its own key: its stacks and the sections it alone may use */
+		struct acl own[KR__EPC_ACL] = {{d, KR_SECTION_READ | KR_SECTION_WRITE}};
+		d->key = class_get(0, own);
+		if (d->key < 0 ||
+		    pkey_mprotect(d->stacks, region_size(), PROT_READ | PROT_WRITE, d->key)) {
+			class_put(d->key);
+			munmap(d->stacks, region_size());
+			d->stacks = NULL;
+			return d->key < 0 ? ENOTSUP : ENOMEM;
+		}
+		D.keyed[d->key] = d;
+		pk_publish();
+	}
 	d->free = KR__EPC_SLOTS == 64 ? ~0ull : (1ull << KR__EPC_SLOTS) - 1;
 	for (unsigned i = 0; i < KR_VP_MAX; i++)
 		d->vp[i].slot = -1;
@@ -478,13 +728,36 @@ int kr_domain_destroy(kr_domain *d)
 		pthread_mutex_unlock(&D.lock);
 		return EBUSY;
 	}
-	/* the ACLs that name it forget it */
-	kr_spin_lock(&D.view);
-	for (kr_section *s = D.sections; s; s = s->next)
-		for (unsigned i = 0; i < KR__EPC_ACL; i++)
-			if (s->acl[i].d == d)
-				s->acl[i] = (struct acl){0};
-	kr_spin_unlock(&D.view);
+	/* the ACLs that name it forget it; under KR_EPC_H the keys of every
+	 * list that names it go first (only pages that name it have them),
+	 * so the fewer lists without it always find keys */
+	int h = D.mode == KR_EPC_H;
+	if (h) {
+		D.keyed[d->key] = NULL;
+		class_put(d->key);
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (kr_section *s = D.sections; s; s = s->next) {
+			if (!acl_rights(s->acl, d) || (pass == 0 && !h))
+				continue;
+			if (pass == 0) {
+				class_put(s->key);
+				continue;
+			}
+			kr_spin_lock(&D.view);
+			for (unsigned i = 0; i < KR__EPC_ACL; i++)
+				if (s->acl[i].d == d)
+					s->acl[i] = (struct acl){0};
+			kr_spin_unlock(&D.view);
+			if (h) {
+				int k = class_get(s->host, s->acl);
+				if (k != s->key)
+					pkey_mprotect(s->base, s->size, PROT_READ | PROT_WRITE, k);
+				s->key = k;
+			}
+		}
+	if (h)
+		pk_publish();
 	kr_spin_lock(&D.view);
 	kr_domain **p = &D.domains;
 	while (*p != d)
@@ -500,13 +773,111 @@ int kr_domain_destroy(kr_domain *d)
 	return 0;
 }
 
+#if defined(__x86_64__)
+/* The executable segment of the object that holds `at`, or, for code in
+ * no object, the mapping it lies in (when readable). */
+struct span {
+	uintptr_t lo, hi;
+};
+
+static int object_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct span *sp = data;
+	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+		if (p->p_type == PT_LOAD && (p->p_flags & PF_X) && sp->lo >= lo &&
+		    sp->lo < lo + p->p_memsz) {
+			*sp = (struct span){lo, lo + p->p_memsz};
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int mapping_of(struct span *sp)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return 0;
+	char line[512], perm[5];
+	uintptr_t lo, hi;
+	int found = 0;
+	while (!found && fgets(line, sizeof line, f))
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perm) == 3 && sp->lo >= lo &&
+		    sp->lo < hi) {
+			found = perm[0] == 'r' && perm[2] == 'x';
+			if (found)
+				*sp = (struct span){lo, hi};
+			break;
+		}
+	fclose(f);
+	return found;
+}
+
+/* An XRSTOR at p[i] whose features are set just before it without PKRU
+ * (mov $imm, %eax with bit 9 clear; xor %edx, %edx): the C library's
+ * lazy binding saves and restores vector registers so. */
+static int xrstor_without_pkru(const unsigned char *p, uintptr_t i)
+{
+	if (i < 7 || p[i - 7] != 0xb8 || p[i - 2] != 0x31 || p[i - 1] != 0xd2)
+		return 0;
+	uint32_t features;
+	memcpy(&features, p + i - 6, 4);
+	return !(features & 1u << 9);
+}
+
+/* Does [lo, hi) hold an instruction that writes PKRU, outside the gates:
+ * WRPKRU (0f 01 ef) or XRSTOR (0f ae /5, a memory operand) but those of
+ * xrstor_without_pkru?  Byte by byte, as ERIM scans: a sequence across
+ * two instructions counts too. */
+static int writes_pkru(uintptr_t lo, uintptr_t hi)
+{
+	const unsigned char *p = (const unsigned char *)lo;
+	uintptr_t glo = (uintptr_t)kr__epc_wrpkru_lo, ghi = (uintptr_t)kr__epc_wrpkru_hi;
+	for (uintptr_t i = 0; i + 3 <= hi - lo; i++) {
+		if (p[i] != 0x0f)
+			continue;
+		unsigned char op = p[i + 1], m = p[i + 2];
+		if (op == 0x01 && m == 0xef && !(lo + i >= glo && lo + i < ghi))
+			return 1;
+		if (op == 0xae && (m >> 3 & 7) == 5 && m >> 6 != 3 && !xrstor_without_pkru(p, i))
+			return 1;
+	}
+	return 0;
+}
+
+/* May fn run under KR_EPC_H?  Objects are judged once (D.scan); code
+ * outside every object each time.  Under D.lock. */
+static int code_check(kr_epc_proc fn)
+{
+	struct span sp = {(uintptr_t)fn, 0};
+	if (dl_iterate_phdr(object_of, &sp)) {
+		for (unsigned i = 0; i < D.nscan; i++)
+			if (D.scan[i].lo == sp.lo && D.scan[i].hi == sp.hi)
+				return D.scan[i].ok ? 0 : EPERM;
+		int ok = !writes_pkru(sp.lo, sp.hi);
+		if (D.nscan < sizeof D.scan / sizeof D.scan[0])
+			D.scan[D.nscan++] = (struct scanned){sp.lo, sp.hi, ok};
+		return ok ? 0 : EPERM;
+	}
+	return mapping_of(&sp) && !writes_pkru(sp.lo, sp.hi) ? 0 : EPERM;
+}
+#endif
+
 int kr_domain_export(kr_domain *d, kr_epc_proc fn, unsigned *number)
 {
 	if (!d || !fn || !number)
 		return EINVAL;
 	pthread_mutex_lock(&D.lock);
 	int err = 0;
-	if (d->nproc == KR__EPC_PROCS) {
+#if defined(__x86_64__)
+	if (D.mode == KR_EPC_H)
+		err = code_check(fn);
+#endif
+	if (err) {
+	} else if (d->nproc == KR__EPC_PROCS) {
 		err = ENOSPC;
 	} else {
 		d->proc[d->nproc] = fn;
@@ -566,10 +937,22 @@ int kr_section_create(kr_section **out, kr_domain *owner, size_t size)
 	s->prot = D.mode == KR_EPC_S && owner && !owner->active ? PROT_NONE
 								: PROT_READ | PROT_WRITE;
 	s->base = mmap(NULL, s->size, s->prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (s->base == MAP_FAILED) {
+	s->key = -1;
+	if (s->base != MAP_FAILED && D.mode == KR_EPC_H) {
+		s->key = class_get(s->host, s->acl);
+		if (s->key < 0 ||
+		    pkey_mprotect(s->base, s->size, PROT_READ | PROT_WRITE, s->key)) {
+			err = s->key < 0 ? ENOSPC : ENOMEM;
+			class_put(s->key);
+			munmap(s->base, s->size);
+		} else {
+			pk_publish();
+		}
+	}
+	if (s->base == MAP_FAILED || err) {
 		pthread_mutex_unlock(&D.lock);
 		free(s);
-		return ENOMEM;
+		return err ? err : ENOMEM;
 	}
 	kr_spin_lock(&D.view);
 	section_apply(s); /* the owner may have become active meanwhile */
@@ -593,16 +976,19 @@ int kr_section_allow(kr_section *s, kr_domain *d, unsigned rights)
 		rights |= KR_SECTION_READ;
 	int err = 0;
 	pthread_mutex_lock(&D.lock);
-	kr_spin_lock(&D.view);
+	/* the new list, then (KR_EPC_H) its key, then in force */
+	unsigned host = s->host;
+	struct acl acl[KR__EPC_ACL];
+	memcpy(acl, s->acl, sizeof acl);
 	if (!d) {
-		s->host = rights;
+		host = rights;
 	} else {
 		struct acl *a = NULL, *hole = NULL;
 		for (unsigned i = 0; i < KR__EPC_ACL; i++) {
-			if (s->acl[i].d == d)
-				a = &s->acl[i];
-			else if (!s->acl[i].d && !hole)
-				hole = &s->acl[i];
+			if (acl[i].d == d)
+				a = &acl[i];
+			else if (!acl[i].d && !hole)
+				hole = &acl[i];
 		}
 		if (!a && rights) {
 			a = hole;
@@ -617,11 +1003,16 @@ int kr_section_allow(kr_section *s, kr_domain *d, unsigned rights)
 				a->d = NULL;
 		}
 	}
+	if (!err && D.mode == KR_EPC_H && !(err = section_key(s, host, acl)))
+		pk_publish();
 	if (!err) {
+		kr_spin_lock(&D.view);
+		s->host = host;
+		memcpy(s->acl, acl, sizeof acl);
 		section_apply(s);
 		D.last = NULL; /* the next domain to run has them set again */
+		kr_spin_unlock(&D.view);
 	}
-	kr_spin_unlock(&D.view);
 	pthread_mutex_unlock(&D.lock);
 	return err;
 }
@@ -645,6 +1036,10 @@ int kr_section_destroy(kr_section *s)
 		p = &(*p)->next;
 	*p = s->next;
 	kr_spin_unlock(&D.view);
+	if (D.mode == KR_EPC_H) {
+		class_put(s->key);
+		pk_publish();
+	}
 	pthread_mutex_unlock(&D.lock);
 	munmap(s->base, s->size);
 	free(s);
@@ -704,38 +1099,59 @@ int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *sta
 	if (c->depth == MAX_DEPTH)
 		return ELOOP;
 	c->tp = (uintptr_t)__builtin_thread_pointer(); /* for a fault's handler */
-	struct frame f = {.prev = c->top, .callee = d};
-	f.caller = f.prev && f.prev->in ? f.prev->callee : NULL;
-	int err = slot_take(d, v, &f.slot);
+	unsigned slot;
+	int err = slot_take(d, v, &slot);
 	if (err)
 		return err;
+	struct frame *f = &d->frame[slot];
+	*f = (struct frame){.prev = c->top, .callee = d, .slot = slot};
+	f->caller = f->prev ? f->prev->callee : NULL;
 	d->vp[v].inside++;
-	view_move(f.caller, -1, 0);
+	view_move(f->caller, -1, 0);
 	view_move(d, 1, 1);
-	if (f.prev)
-		f.prev->in = 0;
-	c->top = &f;
+	if (f->prev)
+		f->prev->in = 0;
+	c->top = f;
 	c->depth++;
-	f.in = 1;
-	int st = kr__epc_gate(arg, result, d->proc[number], slot_top(d, f.slot), &f.sp);
+	f->in = 1;
+	int st;
+#if defined(__x86_64__)
+	if (D.mode == KR_EPC_H)
+		st = kr__epc_gate_h(arg, result, d->proc[number], slot_top(d, slot), &f->sp,
+				    D.pk[d->key]);
+	else
+#endif
+		st = kr__epc_gate(arg, result, d->proc[number], slot_top(d, slot), &f->sp);
 	/* this VP, or another one if the procedure left its domain for
 	 * karui: the chain came along (kr_epc_host) */
 	w = KR_TLS_GET(kr__w);
 	v = w->vp->id;
 	c = &VPS[v];
-	f.in = 0;
-	c->top = f.prev;
+	f->in = 0;
+	c->top = f->prev;
 	c->depth--;
-	if (f.prev)
-		f.prev->in = 1;
+	if (f->prev)
+		f->prev->in = 1;
 	view_move(d, -1, -1);
-	view_move(f.caller, 1, 0);
-	slot_give(d, v, f.slot);
+	view_move(f->caller, 1, 0);
+	int faulted = __atomic_load_n(&f->faulted, __ATOMIC_ACQUIRE);
+	slot_give(d, v, slot); /* (f is the next call's from here) */
 	d->vp[v].inside--;
-	if (__atomic_load_n(&f.faulted, __ATOMIC_ACQUIRE))
+	if (faulted)
 		return EFAULT;
 	*status = st;
 	return 0;
+}
+
+uint32_t kr__epc_back_in(struct frame *f)
+{
+	view_move(f->callee, 1, 1);
+	struct vpchain *c = chain(); /* perhaps another VP's now */
+	c->tp = (uintptr_t)__builtin_thread_pointer();
+	c->top = f;
+	c->depth = f->depth;
+	f->in = 1;
+	return D.pk ? D.pk[f->callee->key] : 0;
 }
 
 int kr_epc_host(int (*fn)(void *arg), void *arg)
@@ -745,18 +1161,16 @@ int kr_epc_host(int (*fn)(void *arg), void *arg)
 	if (!f || !f->in)
 		return fn(arg);
 	/* out of the domain, and off this VP's chain: a fault now is the
-	 * host's, and other microprocesses may run here */
-	unsigned depth = c->depth;
+	 * host's, and other microprocesses may run here; fn runs on the
+	 * microprocess's own stack, below its outermost call's frame */
+	struct frame *out = f;
+	while (out->prev)
+		out = out->prev;
+	f->depth = c->depth;
 	f->in = 0;
 	c->top = NULL;
 	c->depth = 0;
-	view_move(f->callee, -1, 0); /* its stack, which fn runs on, stays */
-	int r = fn(arg);
-	view_move(f->callee, 1, 0);
-	c = chain(); /* perhaps another VP's now */
-	c->tp = (uintptr_t)__builtin_thread_pointer();
-	c->top = f;
-	c->depth = depth;
-	f->in = 1;
-	return r;
+	view_move(f->callee, -1, -1);
+	void *sp = (void *)(((uintptr_t)out->sp - 128) & ~(uintptr_t)15);
+	return kr__epc_out(fn, arg, sp, f, D.mode == KR_EPC_H ? D.pk[0] : 0);
 }

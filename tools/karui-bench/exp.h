@@ -63,6 +63,7 @@ void kb_seed002_fig4(const kb_ctx *c);
 int kb_chain_once(const char *sys, long n, long m); /* `karui-bench chain` */
 /* exp_seed001.c: seed 001's calls between two processes */
 void kb_seed001_ipc(const kb_ctx *c);
+void kb_seed001_count(const kb_ctx *c); /* EPC's instructions per call */
 /* exp_table1.c */
 void kb_seed004_table1(const kb_ctx *c);
 /* exp_table5.c */

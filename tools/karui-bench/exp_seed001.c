@@ -82,6 +82,7 @@
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -1081,4 +1082,78 @@ void kb_seed001_ipc(const kb_ctx *c)
 	if (pinned)
 		sched_setaffinity(0, sizeof all, &all);
 	sigaction(SIGPIPE, &old, NULL);
+}
+
+/*
+ * seed001.count: the instructions of one EPC call in each mode, NullProc
+ * and ArgRtn_Copy at 8 KiB, counted exactly by karui-epc-count
+ * (epc_count.c: single steps under ptrace).  EPC-H where the CPU has no
+ * protection keys is counted in the VM of scripts/pku-vm, whose emulated
+ * CPU has them (a count is the same on any CPU; an emulator's time is
+ * nobody's), with the VM's EPC-N beside it for the difference; "skipped"
+ * where neither can run.
+ */
+#define COUNT_EXP "seed001.count"
+
+/* Rows from karui-epc-count's output; `from`: the VM's (a note), which
+ * gives its karui-epc-h and, as "karui-epc-n-vm", its karui-epc-n.
+ * Returns the systems seen skipped (a bit per mode: 1 n, 2 s, 4 h), or
+ * -1 when the output had no row. */
+static int count_rows(const kb_ctx *c, FILE *p, int vm)
+{
+	char line[256], sys[64], pat[32];
+	long n;
+	int skipped = 0, rows = 0;
+	while (fgets(line, sizeof line, p)) {
+		int f = sscanf(line, "%63s %31s %ld", sys, pat, &n);
+		int bit = !strcmp(sys, "karui-epc-n") ? 1 : !strcmp(sys, "karui-epc-s") ? 2
+						       : !strcmp(sys, "karui-epc-h") ? 4 : 0;
+		if (f == 2 && !strcmp(pat, "skipped")) {
+			skipped |= bit;
+			rows++;
+		} else if (f == 3 && bit) {
+			rows++;
+			if (vm && bit == 2)
+				continue;
+			double v = (double)n;
+			char name[80];
+			snprintf(name, sizeof name, "%s%s", sys, vm && bit == 1 ? "-vm" : "");
+			kb_row_note(c, COUNT_EXP, name, pat, "instr", &v, 1, 0,
+				    strcmp(pat, "NullProc") ? 8 : -1,
+				    vm ? "counted in a VM (QEMU TCG, -cpu max)" : NULL);
+		}
+	}
+	return rows ? skipped : -1;
+}
+
+void kb_seed001_count(const kb_ctx *c)
+{
+	char cmd[2 * PATH_MAX + 128];
+	snprintf(cmd, sizeof cmd, "%s/karui-epc-count", c->dir);
+	if (access(cmd, X_OK)) {
+		kb_row_none(COUNT_EXP, "karui-epc-n", "skipped",
+			    "no karui-epc-count (a static link was not possible in this build)");
+		return;
+	}
+	fprintf(stderr, "%s: karui-epc-count, here\n", COUNT_EXP);
+	FILE *p = popen(cmd, "r");
+	int skipped = p ? count_rows(c, p, 0) : -1;
+	if (!p || pclose(p) || skipped < 0) {
+		kb_row_none(COUNT_EXP, "karui-epc-n", "failed", "karui-epc-count failed");
+		return;
+	}
+	if (!(skipped & 4))
+		return;
+	fprintf(stderr, "%s: karui-epc-count, in a VM whose CPU has protection keys\n",
+		COUNT_EXP);
+	snprintf(cmd, sizeof cmd, "%sscripts/pku-vm --timeout 600 -- %s/karui-epc-count 2>/dev/null",
+		 KB_SOURCE_DIR, c->dir);
+	p = popen(cmd, "r");
+	int vm = p ? count_rows(c, p, 1) : -1;
+	int st = p ? pclose(p) : -1;
+	if (vm < 0 || (vm & 4))
+		kb_row_none(COUNT_EXP, "karui-epc-h", "skipped",
+			    st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 77
+				    ? "no protection keys on this CPU, and no VM to count in"
+				    : "no protection keys on this CPU, and the VM's count failed");
 }

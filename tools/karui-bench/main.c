@@ -204,6 +204,11 @@ static const struct seed {
 	 "synchronous calls between two processes: NullProc, ArgNoRtn, ArgRtn_NoCopy, "
 	 "ArgRtn_Copy, x = the argument in KiB (2, 4, 8), us per call (--n: calls per repeat)",
 	 "pipe-rpc unix-rpc udp-rpc sysv-msgq sun-rpc-udp", kb_seed001_ipc},
+	{"seed001.count",
+	 "instructions of one EPC call (NullProc, ArgRtn_Copy at 8 KiB) per protection "
+	 "mode, single-stepped; EPC-H in a VM whose CPU has protection keys where this "
+	 "one has none",
+	 "", kb_seed001_count},
 	{"seed002.fig3", "2,000,000 switches between two flows at call depth L = C = 1..10",
 	 "karui boost-fcontext ucontext call-only", kb_seed002_fig3},
 	{"seed002.fig4", "2,000,000 switches between two flows, L = 1, C = 1..10",

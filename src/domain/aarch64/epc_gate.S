@@ -7,8 +7,15 @@
  * As the x86-64 gate: the caller's callee-saved registers (x19-x30,
  * d8-d15) go on its stack, whose pointer goes in *saved_sp; fn(arg, result)
  * runs on stack_top; on its return only sp is trusted, and the caller's
- * sp comes back from kr__epc_resume_sp.  kr__epc_unwind: a fault's
+ * sp comes back from kr__epc_resume.  kr__epc_unwind: a fault's
  * resumption (sp and w0 set by domain.c's handler).
+ *
+ * int kr__epc_out(int (*fn)(void *) [x0], void *arg [x1], void *sp [x2],
+ *                 struct frame *f [x3], int pkru [w4, unused])
+ *
+ * kr_epc_host's way out of a domain: fn(arg) on the microprocess's own
+ * stack at sp, then kr__epc_back_in(f), then the domain's stack again.
+ * (KR_EPC_H is x86-64's: no protection keys are written here.)
  */
 	.text
 	.globl	kr__epc_gate
@@ -33,7 +40,7 @@ kr__epc_gate:
 	mov	x29, #0			/* the procedure's frame chain starts here */
 	blr	x2
 	mov	w19, w0			/* the procedure's status */
-	bl	kr__epc_resume_sp
+	bl	kr__epc_resume
 	mov	sp, x0
 	mov	w0, w19
 	.globl	kr__epc_unwind
@@ -52,5 +59,28 @@ kr__epc_unwind:
 	add	sp, sp, #160
 	ret
 	.size	kr__epc_gate, .-kr__epc_gate
+
+	.globl	kr__epc_out
+	.hidden	kr__epc_out
+	.type	kr__epc_out, %function
+	.p2align 4
+kr__epc_out:
+	stp	x29, x30, [sp, #-32]!
+	mov	x29, sp
+	stp	x19, x20, [sp, #16]
+	mov	x19, x3
+	mov	x9, x0
+	mov	x0, x1
+	mov	sp, x2
+	blr	x9
+	mov	w20, w0			/* fn's value */
+	mov	x0, x19
+	bl	kr__epc_back_in
+	mov	sp, x29
+	mov	w0, w20
+	ldp	x19, x20, [sp, #16]
+	ldp	x29, x30, [sp], #32
+	ret
+	.size	kr__epc_out, .-kr__epc_out
 
 	.section .note.GNU-stack,"",@progbits
