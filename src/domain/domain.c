@@ -114,17 +114,17 @@ int kr__epc_gate_h(void *arg, void *result, kr_epc_proc fn, void *stack_top, voi
 extern const unsigned char kr__epc_wrpkru_lo[], kr__epc_wrpkru_hi[];
 #endif
 
-/* A call in progress: in the callee's record, one per slot, chained per
- * VP. */
+/* A call in progress: in the callee's record, one per slot (a line each:
+ * calls from several VPs share none), chained per VP. */
 struct frame {
 	void *sp;                     /* the gate's saved stack pointer */
 	struct frame *prev;
 	kr_domain *callee, *caller;   /* caller NULL: the host */
-	unsigned slot;
+	void *stack;                  /* its slot's stack top */
 	unsigned depth;               /* the chain's, while out in kr_epc_host */
 	uint32_t in;                  /* running the procedure (not out) */
 	uint32_t faulted;
-};
+} __attribute__((aligned(64)));
 
 struct kr_domain {
 	char name[32];
@@ -282,8 +282,11 @@ static inline struct vpchain *chain(void)
 }
 
 /* The gates' questions (epc_gate.S), answered from the VP's chain.  The
- * way back from a call: the caller's saved stack pointer, and under
- * KR_EPC_H the caller's PKRU. */
+ * way back from a call: the caller's saved stack pointer; under KR_EPC_H
+ * also the caller's PKRU. */
+void *kr__epc_resume_sp(void) __attribute__((visibility("hidden")));
+void *kr__epc_resume_sp(void) { return chain()->top->sp; }
+
 struct resume {
 	void *sp;
 	uintptr_t pkru;
@@ -292,7 +295,7 @@ struct resume kr__epc_resume(void) __attribute__((visibility("hidden")));
 struct resume kr__epc_resume(void)
 {
 	struct frame *f = chain()->top;
-	return (struct resume){f->sp, D.pk ? D.pk[f->caller ? f->caller->key : 0] : 0};
+	return (struct resume){f->sp, D.pk[f->caller ? f->caller->key : 0]};
 }
 
 /* The PKRU the chain says this VP runs with now (KR_EPC_H). */
@@ -666,8 +669,10 @@ static int stacks_make(kr_domain *d)
 		d->stacks = NULL;
 		return ENOMEM;
 	}
-	for (unsigned i = 0; i < KR__EPC_SLOTS; i++)
+	for (unsigned i = 0; i < KR__EPC_SLOTS; i++) {
 		madvise(d->stacks + i * one, D.page, MADV_GUARD_INSTALL);
+		d->frame[i].stack = d->stacks + (i + 1) * one;
+	}
 	if (D.mode == KR_EPC_H) {
 		/* its own key: its stacks and the sections it alone may use */
 		struct acl own[KR__EPC_ACL] = {{d, KR_SECTION_READ | KR_SECTION_WRITE}};
@@ -1080,11 +1085,6 @@ static inline void slot_give(kr_domain *d, unsigned v, unsigned slot)
 	kr_spin_unlock(&d->lock);
 }
 
-static unsigned char *slot_top(const kr_domain *d, unsigned slot)
-{
-	return d->stacks + (size_t)(slot + 1) * (D.page + STACK_SIZE);
-}
-
 int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *status)
 {
 	if (!d || !status || number >= __atomic_load_n(&d->nproc, __ATOMIC_ACQUIRE))
@@ -1103,37 +1103,39 @@ int kr_epc_call(kr_domain *d, unsigned number, void *arg, void *result, int *sta
 	int err = slot_take(d, v, &slot);
 	if (err)
 		return err;
-	struct frame *f = &d->frame[slot];
-	*f = (struct frame){.prev = c->top, .callee = d, .slot = slot};
-	f->caller = f->prev ? f->prev->callee : NULL;
+	struct frame *f = &d->frame[slot], *prev = c->top;
+	kr_domain *caller = prev ? prev->callee : NULL;
+	f->prev = prev;
+	f->callee = d;
+	f->caller = caller;
+	f->faulted = 0;
 	d->vp[v].inside++;
-	view_move(f->caller, -1, 0);
+	view_move(caller, -1, 0);
 	view_move(d, 1, 1);
-	if (f->prev)
-		f->prev->in = 0;
+	if (prev)
+		prev->in = 0;
 	c->top = f;
 	c->depth++;
 	f->in = 1;
 	int st;
 #if defined(__x86_64__)
 	if (D.mode == KR_EPC_H)
-		st = kr__epc_gate_h(arg, result, d->proc[number], slot_top(d, slot), &f->sp,
-				    D.pk[d->key]);
+		st = kr__epc_gate_h(arg, result, d->proc[number], f->stack, &f->sp, D.pk[d->key]);
 	else
 #endif
-		st = kr__epc_gate(arg, result, d->proc[number], slot_top(d, slot), &f->sp);
+		st = kr__epc_gate(arg, result, d->proc[number], f->stack, &f->sp);
 	/* this VP, or another one if the procedure left its domain for
 	 * karui: the chain came along (kr_epc_host) */
 	w = KR_TLS_GET(kr__w);
 	v = w->vp->id;
 	c = &VPS[v];
 	f->in = 0;
-	c->top = f->prev;
+	c->top = prev;
 	c->depth--;
-	if (f->prev)
-		f->prev->in = 1;
+	if (prev)
+		prev->in = 1;
 	view_move(d, -1, -1);
-	view_move(f->caller, 1, 0);
+	view_move(caller, 1, 0);
 	int faulted = __atomic_load_n(&f->faulted, __ATOMIC_ACQUIRE);
 	slot_give(d, v, slot); /* (f is the next call's from here) */
 	d->vp[v].inside--;

@@ -7,7 +7,7 @@
  * As the x86-64 gate: the caller's callee-saved registers (x19-x30,
  * d8-d15) go on its stack, whose pointer goes in *saved_sp; fn(arg, result)
  * runs on stack_top; on its return only sp is trusted, and the caller's
- * sp comes back from kr__epc_resume.  kr__epc_unwind: a fault's
+ * sp comes back from kr__epc_resume_sp.  kr__epc_unwind: a fault's
  * resumption (sp and w0 set by domain.c's handler).
  *
  * int kr__epc_out(int (*fn)(void *) [x0], void *arg [x1], void *sp [x2],
@@ -40,7 +40,7 @@ kr__epc_gate:
 	mov	x29, #0			/* the procedure's frame chain starts here */
 	blr	x2
 	mov	w19, w0			/* the procedure's status */
-	bl	kr__epc_resume
+	bl	kr__epc_resume_sp
 	mov	sp, x0
 	mov	w0, w19
 	.globl	kr__epc_unwind

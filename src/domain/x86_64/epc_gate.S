@@ -9,7 +9,7 @@
  * the callee's stack, and calls fn(arg, result).  When fn returns, no
  * register but rsp is trusted (the procedure is not): the caller's stack
  * pointer comes back from the VP's record of its innermost call
- * (kr__epc_resume, in C), and the caller's registers from its stack.
+ * (kr__epc_resume_sp, in C), and the caller's registers from its stack.
  *
  * kr__epc_gate_h is the same under KR_EPC_H, with the callee's PKRU as a
  * sixth argument [r9d]: written once on the callee's stack (the caller's
@@ -58,7 +58,7 @@ kr__epc_gate:
 	movq	%rcx, %rsp
 	callq	*%rdx
 	movl	%eax, %ebx		/* the procedure's status */
-	callq	kr__epc_resume		/* -> %rax the caller's saved rsp */
+	callq	kr__epc_resume_sp
 	movq	%rax, %rsp
 	movl	%ebx, %eax
 	.globl	kr__epc_unwind
