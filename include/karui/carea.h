@@ -80,6 +80,49 @@ typedef struct kr_carea_stats {
  * with kr_carea. */
 int kr_carea_stats_get(kr_carea_stats *out);
 
+/* ---------------- the page-fault notifier (seed 004 §3.3) ----------------
+ *
+ * A region whose pages are not there until first touched: a fault on one
+ * is handed (userfaultfd) to a notifier thread of the region's, which
+ * tells the scheduler's callbacks synchronously that a fault started, asks
+ * `fill` for the page's bytes, puts the page in, and says the fault ended.
+ * Meanwhile the faulting VP waits in the kernel: the microprocesses queued
+ * on it go to the other VPs, and under kr_carea a stopped VP of the
+ * process takes its processor (BLOCKED).  Usable with or without kr_carea,
+ * before or after kr_init.  Where the kernel lets a process have
+ * userfaultfd for its user-mode faults only (vm.unprivileged_userfaultfd
+ * 0, no /dev/userfaultfd), the kernel's own accesses to a missing page (a
+ * read(2) into the region) fail with EFAULT: kr_faults_stats_get says so. */
+typedef struct kr_faults kr_faults;
+typedef struct kr_fault_ops {
+	/* The bytes of the page at `page` (page-aligned, in the region) into
+	 * buf (one page), on the notifier's thread: it may block.  Not 0: the
+	 * page is given zeros, and the failure counted. */
+	int (*fill)(void *arg, void *page, void *buf);
+	/* Optional: thread `tid` faulted on `page`; the page is in. */
+	void (*start)(void *arg, void *page, int tid);
+	void (*end)(void *arg, void *page, int tid);
+} kr_fault_ops;
+
+/* len bytes (rounded up to pages, at most 1 TiB) of such pages.  EINVAL:
+ * out, ops or ops->fill NULL, len 0 or too big; ENOSYS: no userfaultfd in
+ * this kernel; EPERM: the process may not have it; ENOMEM; EAGAIN: no
+ * thread for the notifier. */
+int kr_faults_create(kr_faults **out, size_t len, const kr_fault_ops *ops, void *arg);
+void *kr_faults_addr(const kr_faults *r);   /* NULL for NULL */
+size_t kr_faults_size(const kr_faults *r);  /* 0 for NULL */
+typedef struct kr_faults_stats {
+	uint64_t faults;    /* faults handed to the notifier */
+	uint64_t filled;    /* pages put in */
+	uint64_t failed;    /* fills that failed (zeros put in) */
+	int user_only;      /* 1: the kernel's own accesses are not served */
+} kr_faults_stats;
+/* EINVAL: r or out NULL. */
+int kr_faults_stats_get(const kr_faults *r, kr_faults_stats *out);
+/* The notifier ends and the region goes; no thread may touch it any
+ * more.  EINVAL: NULL. */
+int kr_faults_destroy(kr_faults *r);
+
 #ifdef __cplusplus
 }
 #endif
