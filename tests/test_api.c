@@ -881,10 +881,25 @@ static void image_off_vp(void)
 
 /* ---------------- carea.h ---------------- */
 
+static int zero_fill(void *arg, void *page, void *buf)
+{
+	(void)arg, (void)page;
+	memset(buf, 0, 4096);
+	return 0;
+}
+
 static void carea_off_vp(void)
 {
 	kr_carea_stats st;
 	KT_EQ(kr_carea_stats_get(&st), EPERM); /* karui runs without kr_carea */
+	/* a fault region works on any thread (where the kernel gives one) */
+	kr_faults *r;
+	int e = kr_faults_create(&r, 4096, &(kr_fault_ops){.fill = zero_fill}, NULL);
+	KT_CHECK(e == 0 || e == ENOSYS || e == EPERM);
+	if (!e) {
+		KT_EQ(*(volatile char *)kr_faults_addr(r), 0);
+		KT_EQ(kr_faults_destroy(r), 0);
+	}
 	kr_carea_config c = {.segment = "/karui-carea-test-api", .slice = 0};
 	KT_EQ(kr_carea_configure(&c), 0);
 	KT_EQ(kr_carea_configure(&(kr_carea_config){0}), 0);
@@ -903,6 +918,15 @@ static void carea_calls_refuse_bad_input(void)
 	KT_EQ(kr_carea_configure(&(kr_carea_config){.slice = 999999}), EINVAL);
 	KT_EQ(kr_carea_stats_get(NULL), EINVAL);
 	KT_EQ(kr_carea_stats_get(&(kr_carea_stats){0}), EPERM);
+	kr_fault_ops fo = {.fill = zero_fill};
+	kr_faults *r;
+	KT_EQ(kr_faults_create(NULL, 4096, &fo, NULL), EINVAL);
+	KT_EQ(kr_faults_create(&r, 0, &fo, NULL), EINVAL);
+	KT_EQ(kr_faults_create(&r, SIZE_MAX, &fo, NULL), EINVAL);
+	KT_EQ(kr_faults_create(&r, 4096, NULL, NULL), EINVAL);
+	KT_EQ(kr_faults_create(&r, 4096, &(kr_fault_ops){0}, NULL), EINVAL);
+	KT_EQ(kr_faults_stats_get(NULL, &(kr_faults_stats){0}), EINVAL);
+	KT_EQ(kr_faults_destroy(NULL), EINVAL);
 	KT_EQ(kr_init(NULL), 0);
 	KT_EQ(kr_carea_stats_get(&(kr_carea_stats){0}), EPERM);
 	off_vp(carea_off_vp);
@@ -1170,6 +1194,11 @@ static struct api table[] = {
 	ACC(kr_uproc_reused),
 	API(kr_carea_configure, carea_calls_refuse_bad_input),
 	API(kr_carea_stats_get, carea_calls_refuse_bad_input),
+	API(kr_faults_create, carea_calls_refuse_bad_input),
+	ACC(kr_faults_addr),
+	ACC(kr_faults_size),
+	API(kr_faults_stats_get, carea_calls_refuse_bad_input),
+	API(kr_faults_destroy, carea_calls_refuse_bad_input),
 	/* domain.h */
 	API(kr_epc_mode_set, domain_calls_refuse_bad_input),
 	ACC(kr_epc_mode),
