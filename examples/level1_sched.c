@@ -6,9 +6,11 @@
  * that are no VP.  An idle VP announces itself before its last look, so
  * that no wakeup is lost, and parks with kr_sched_park_until: that is what lets
  * I/O completions and timers wake it (and returns the memory of freed
- * stacks); `ready` wakes it with kr_sched_unpark.  Runs a recursive
- * fork/join Fibonacci on 2 VPs, then a microprocess that waits in kr_read_until
- * on a pipe until a plain thread writes to it, once both VPs sleep.
+ * stacks); `ready` wakes it with kr_sched_unpark.  Its I/O-completion
+ * notifier (io_done) is told of each of karui's I/O waits that ends, before
+ * the microprocess is ready again: it counts them, and notes whose.  Runs a
+ * recursive fork/join Fibonacci on 2 VPs, then a microprocess that waits in
+ * kr_read on a pipe until a plain thread writes to it, once both VPs sleep.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -26,9 +28,12 @@ struct lifo {
 	kr_spin lock;
 	kr_mp *top;
 	uint32_t idle;
+	uint32_t io_done;  /* I/O waits ended: atomic */
+	kr_mp *io_last;    /* whose was the last */
 };
 
 static kr_vp *vps[NVP]; /* for the writer below to see them sleep */
+static struct lifo *the_lifo; /* for main to read the notifier's count */
 
 static struct lifo *L(kr_sched *s) { return *kr_sched_data(s); }
 
@@ -38,6 +43,7 @@ static int l_init(kr_sched *s, const kr_rq_ops *rq, unsigned nvp)
 	if (!l)
 		return 12; /* ENOMEM */
 	*kr_sched_data(s) = l;
+	the_lifo = l;
 	return 0;
 }
 
@@ -110,10 +116,18 @@ static kr_mp *l_idle(kr_sched *s, kr_vp *vp)
 	return mp;
 }
 
+static void l_io_done(kr_sched *s, kr_vp *vp, kr_mp *mp)
+{
+	struct lifo *l = L(s);
+	__atomic_store_n(&l->io_last, mp, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&l->io_done, 1, __ATOMIC_RELEASE);
+}
+
 static const kr_sched_ops lifo_sched = {
 	.name = "global-lifo",
 	.init = l_init, .fini = l_fini, .vp_init = l_vp_init,
 	.ready = l_ready, .next = l_next, .idle = l_idle,
+	.io_done = l_io_done,
 };
 
 static void *fib(void *a)
@@ -167,7 +181,10 @@ int main(void)
 		return fprintf(stderr, "set-up failed\n"), 1;
 	kr_mp_join(r, &n);
 	pthread_join(w, NULL);
-	printf("fib(20) = %ld, read %ld bytes from a pipe: %s\n", f, (long)(intptr_t)n, got);
+	printf("fib(20) = %ld, read %ld bytes from a pipe: %s, I/O waits ended: %u, the "
+	       "last the reader's: %s\n",
+	       f, (long)(intptr_t)n, got, __atomic_load_n(&the_lifo->io_done, __ATOMIC_ACQUIRE),
+	       the_lifo->io_last == r ? "yes" : "no");
 	kr_close(pipefd[0]);
 	close(pipefd[1]);
 	return kr_fini();

@@ -117,6 +117,12 @@ struct kr_sched_ops {
 	/* optional: a priority changed (mp may be queued); kr_mp_getprio
 	 * already returns the new one */
 	void (*reprio)(kr_sched *s, kr_mp *mp, int prio);
+	/* optional, the I/O-completion notifier (seed 004 §3.3): what mp
+	 * waited for in one of karui's I/O calls has completed (io_uring) or
+	 * become ready (epoll); called at once, where karui saw it (`vp`; NULL
+	 * on a thread that is no VP), before mp is made runnable (`ready`
+	 * follows, unless mp's wait ended otherwise meanwhile) */
+	void (*io_done)(kr_sched *s, kr_vp *vp, kr_mp *mp);
 };
 
 extern const kr_sched_ops kr_sched_default;

@@ -214,6 +214,8 @@ struct kr__seam {
 	int (*keep)(kr_sched *s, struct kr_worker *w);
 	void (*reprio)(kr_sched *s, kr_mp *mp, int prio);
 	void (*several)(kr_sched *s, struct kr_worker *w);
+	/* mp: a handle, as the I/O layer has it; NULL: none */
+	void (*io_done)(kr_sched *s, struct kr_worker *w, kr_mp *mp);
 	int solo; /* it can take the one-VP state (permit.h, "One VP") */
 };
 /* The seam that serves a scheduler module: the default's own, or seam.c's. */
@@ -273,6 +275,9 @@ static inline kr_mp *kr__self(void)
  * first; that wakeup is then owed to no one, and its generation keeps it
  * from a new microprocess in the same record. */
 int kr__wake_waiter(kr_mp *mp);
+/* For karui's I/O layer: the I/O mp (a handle) waits for completed (the
+ * scheduler's io_done notifier, if it has one), just before mp is woken. */
+void kr__mp_io_done(kr_mp *mp);
 
 /* Served waits (served.c, served.h): the ends of a wait that touch no
  * permit.  kr__served_start: kr_init settles how their stores are ordered

@@ -264,6 +264,8 @@ int kr_mp_unpark(kr_mp *mp) { return wake(mp, 0, ESRCH); }
 int kr_mp_cancel(kr_mp *mp) { return wake(mp, 1, ESRCH); }
 int kr__wake_waiter(kr_mp *mp) { return wake(mp, 0, 0); }
 
+void kr__mp_io_done(kr_mp *mp) { seam_io_done(W(), mp); }
+
 /* The checks of a direct switch from the caller to h; *mp: its record,
  * *s: its wstate, of h's generation. */
 static inline int direct_target_ok(struct kr_worker *w, kr_mp *h, kr_mp **mp, uint32_t *s)

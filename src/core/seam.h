@@ -23,6 +23,8 @@
  *   keep(w)            at w's turn, while w keeps what its own event
  *                      source made ready: 1 if it still does
  *   reprio(mp, prio)   mp's priority changed (kr_mp_prio says so already)
+ *   io_done(w, mp)     the I/O mp waits for completed (NULL: nobody is
+ *                      told; the default scheduler's)
  *   several(w)         the one-VP state ends (kr__permits_several)
  * Each is one call through the table that kr_init settles once (G.seam):
  * the default scheduler's (sched_default.c), or the one that serves a
@@ -62,6 +64,11 @@ static inline void seam_adopt(struct kr_worker *w, struct kr_worker *o)
 }
 static inline int seam_keep(struct kr_worker *w) { return SEAM->keep(SCHED, w); }
 static inline void seam_reprio(kr_mp *mp, int prio) { SEAM->reprio(SCHED, mp, prio); }
+static inline void seam_io_done(struct kr_worker *w, kr_mp *mp)
+{
+	if (SEAM->io_done)
+		SEAM->io_done(SCHED, w, mp);
+}
 static inline void seam_several(struct kr_worker *w) { SEAM->several(SCHED, w); }
 
 /* ---------------- fast forms ---------------- */

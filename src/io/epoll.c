@@ -112,6 +112,10 @@ static void serve(struct fdrec *r, uint32_t ev)
 		woken[1] = wq_take_all(&r->q[1]);
 	}
 	kr__spin_unlock(&r->lock);
+	/* (taken, not yet woken: each waiter waits on) */
+	for (int d = 0; d < 2; d++)
+		for (struct kr_waiter *w = woken[d].head; w; w = w->next)
+			kr__mp_io_done(w->mp);
 	wq_wake_all(&woken[0], 0);
 	wq_wake_all(&woken[1], 0);
 }

@@ -263,8 +263,10 @@ static void complete(struct ring *r, struct done *d, int res)
 		__atomic_fetch_sub(&d->slot->inflight, 1, __ATOMIC_RELEASE);
 	d->res = res == -ECANCELED && r->leaving ? RETRY : res;
 	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
-	if (mp) /* none: its caller runs and looks (u_run) */
+	if (mp) { /* none: its caller runs and looks (u_run) */
+		kr__mp_io_done(mp);
 		kr_mp_unpark(mp);
+	}
 }
 
 /* One ring has cancelled.  The last one wakes the caller: a microprocess,
