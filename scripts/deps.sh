@@ -30,6 +30,8 @@ have_cmd rpcgen || want rpcsvc-proto
 # karui-sh: line editing, and the word list its tests pipe through programs
 [ -e /usr/include/editline/readline.h ] || want libedit-dev
 [ -e /usr/share/dict/words ] || want wamerican
+# karui-sh's scripts are compared with dash's runs of them
+have_cmd dash || want dash
 # Go is a benchmark peer only; a toolchain already on the machine will do.
 have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
 # scripts/report's plots (its test too): the distribution's matplotlib, for
@@ -44,7 +46,6 @@ if [ "${1:-}" = "--demo" ]; then
 	have_cmd wrk || want wrk
 	# seed003.pipeline: `cat words | grep zonation` under bash and dash
 	[ -e /usr/share/dict/words ] || want wamerican
-	have_cmd dash || want dash
 fi
 
 [ ${#need[@]} -eq 0 ] && [ ${#lean[@]} -eq 0 ] && exit 0

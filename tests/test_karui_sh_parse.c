@@ -1,7 +1,7 @@
 /*
  * karui-sh's lexer and parser (tools/karui-sh/lang.h): the tree a line
- * makes, when a line needs the next one, and bash's words for a line that
- * is wrong.  That a bad line ends `karui-sh -c` with status 2 and bash's
+ * makes (compound commands, here-documents, where substitutions end), when
+ * a line needs the next one, and bash's words for a line that is wrong.  That a bad line ends `karui-sh -c` with status 2 and bash's
  * two-line message is checked against bash itself (tests/karui-sh/).
  */
 #include "kt.h"
@@ -174,19 +174,112 @@ static void end_of_input_inside_a_command_is_reported_where_bash_does(void)
 	KT_CHECK(strcmp(parse_ok("echo a\\")->ao[0].item[0].pl.cmd[0].word[1], "a\\") == 0);
 }
 
-static void what_karui_sh_does_not_run_is_refused_by_name(void)
+static struct ksh_cmd *first_cmd(struct ksh_list *l)
 {
-	parse_fails("echo $(ls)", "command substitution `$(...)' is not supported", 1, true);
-	parse_fails("echo \"`ls`\"", "command substitution `...` is not supported", 1, true);
-	parse_fails("echo $((1+2))", "arithmetic expansion `$((...))' is not supported", 1, true);
-	parse_fails("sleep 1 &", "background jobs (`&') are not supported", 1, true);
-	parse_fails("(echo a)", "subshells (`(') are not supported", 1, true);
-	parse_fails("cat <<EOF", "here-documents (`<<') are not supported", 1, true);
-	parse_fails("if true; then echo; fi", "compound commands (`if') are not supported", 1,
-		    true);
-	parse_fails("for x in a; do :; done", "compound commands (`for') are not supported", 1,
-		    true);
-	parse_fails("f() { :; }", "functions (`f()') are not supported", 1, true);
+	return &l->ao[0].item[0].pl.cmd[0];
+}
+
+static void compound_commands_make_their_trees(void)
+{
+	struct ksh_cmd *c = first_cmd(parse_ok("if a; then b; elif c\nthen d; else e; fi >out"));
+	KT_EQ(c->kind, KSH_C_IF);
+	KT_EQ(c->nclause, 2);
+	KT_CHECK(c->else_part != NULL);
+	KT_EQ(c->nredir, 1);
+	KT_CHECK(strcmp(c->clause[1].cond->ao[0].item[0].pl.cmd[0].word[0], "c") == 0);
+	c = first_cmd(parse_ok("while a; do b; done"));
+	KT_EQ(c->kind, KSH_C_WHILE);
+	KT_CHECK(c->cond && c->body);
+	KT_EQ(first_cmd(parse_ok("until a\ndo b\ndone"))->kind, KSH_C_UNTIL);
+	c = first_cmd(parse_ok("for i in a b c; do echo $i; done"));
+	KT_EQ(c->kind, KSH_C_FOR);
+	KT_CHECK(c->has_in && c->nword == 3 && strcmp(c->name, "i") == 0);
+	c = first_cmd(parse_ok("for i\ndo :; done"));
+	KT_CHECK(!c->has_in && c->nword == 0);
+	c = first_cmd(parse_ok("case $x in (a|b) one;; c) ;; *) two\nesac"));
+	KT_EQ(c->kind, KSH_C_CASE);
+	KT_EQ(c->nitem, 3);
+	KT_EQ(c->item[0].npat, 2);
+	KT_CHECK(c->item[1].body == NULL || c->item[1].body->nao == 0);
+	c = first_cmd(parse_ok("f() { echo in f; } 2>&1"));
+	KT_EQ(c->kind, KSH_C_FUNCDEF);
+	KT_CHECK(strcmp(c->name, "f") == 0 && c->func->kind == KSH_C_GROUP);
+	KT_EQ(c->func->nredir, 1);
+	struct ksh_list *l = parse_ok("(a; b) | { c; } & d");
+	KT_EQ(l->nao, 2);
+	KT_CHECK(l->ao[0].background && !l->ao[1].background);
+	KT_EQ(l->ao[0].item[0].pl.cmd[0].kind, KSH_C_SUBSHELL);
+	KT_EQ(l->ao[0].item[0].pl.cmd[1].kind, KSH_C_GROUP);
+	/* reserved words are words where no command starts */
+	KT_EQ(first_cmd(parse_ok("echo if then fi done"))->nword, 5);
+}
+
+static void open_compound_commands_ask_for_more(void)
+{
+	static const char *const open[] = {"if true; then\n", "while :\n", "for i in a\n",
+					   "case x in\n", "{ echo\n", "(\n", "f()\n",
+					   "echo $(echo\n", "cat <<E\nbody\n", "echo $((1 +\n"};
+	struct ksh_list *l;
+	for (size_t i = 0; i < sizeof open / sizeof open[0]; i++)
+		KT_EQ(parse_as(open[i], false, &l), KSH_MORE);
+}
+
+static void here_documents_take_the_lines_after_theirs(void)
+{
+	struct ksh_list *l = parse_ok("cat <<A; cat <<-'B'\none $x\nA\n\ttwo\n\tB\n");
+	struct ksh_redir *a = &l->ao[0].item[0].pl.cmd[0].redir[0];
+	struct ksh_redir *b = &l->ao[1].item[0].pl.cmd[0].redir[0];
+	KT_EQ(a->op, KSH_R_HEREDOC);
+	KT_CHECK(strcmp(a->doc->body, "one $x\n") == 0 && !a->doc->quoted);
+	KT_CHECK(strcmp(b->doc->body, "two\n") == 0 && b->doc->quoted);
+	/* at the end of the input the text ends, as in dash */
+	l = parse_ok("cat <<E\nunended\n");
+	KT_CHECK(strcmp(first_cmd(l)->redir[0].doc->body, "unended\n") == 0);
+}
+
+static void substitutions_end_where_their_commands_do(void)
+{
+	struct ksh_cmd *c = first_cmd(parse_ok("echo $(case x in x) echo ')';; esac) `a` $((1+(2)))"));
+	KT_EQ(c->nword, 4);
+	KT_CHECK(strcmp(c->word[1], "$(case x in x) echo ')';; esac)") == 0);
+	KT_CHECK(strcmp(c->word[3], "$((1+(2)))") == 0);
+	c = first_cmd(parse_ok("echo ${x:-\"}\"} ${y#\"$(echo })\"}"));
+	KT_EQ(c->nword, 3);
+}
+
+static void unclosed_constructs_are_syntax_errors(void)
+{
+	parse_fails("if true; then echo a", "syntax error: unexpected end of file", 2, false);
+	parse_fails("while :; do :; ", "syntax error: unexpected end of file", 2, false);
+	parse_fails("echo $(echo a", "unexpected EOF while looking for matching `)'", 2, false);
+	parse_fails("echo `echo a", "unexpected EOF while looking for matching ``'", 1, false);
+	parse_fails("if then fi", "syntax error near unexpected token `then'", 1, true);
+	parse_fails("{ }", "syntax error near unexpected token `}'", 1, true);
+	parse_fails("for 1 in a; do :; done", "syntax error near unexpected token `1'", 1, true);
+	parse_fails("f() echo", "syntax error near unexpected token `echo'", 1, true);
+	parse_fails("echo a; fi", "syntax error near unexpected token `fi'", 1, true);
+}
+
+static void nesting_is_bounded(void)
+{
+	size_t n = 3 * KSH_MAX_DEPTH;
+	char *s = malloc(2 * n + 8);
+	memset(s, '(', n);
+	strcpy(s + n, "a");
+	memset(s + n + 1, ')', n);
+	s[2 * n + 1] = 0;
+	struct ksh_list *l;
+	KT_EQ(parse_as(s, true, &l), KSH_SYNTAX);
+	for (size_t i = 0; i < n; i++)
+		memcpy(s + 2 * i, "$(", 2);
+	KT_EQ(parse_as(s, true, &l), KSH_SYNTAX);
+	free(s);
+}
+
+static void bashisms_are_refused_by_name(void)
+{
+	parse_fails("[[ a ]]", "`[[' is not supported (not POSIX sh)", 1, true);
+	parse_fails("function f { :; }", "`function' is not supported (not POSIX sh)", 1, true);
 }
 
 /* A NUL byte is part of a word (the shell's input drops them, but the
@@ -215,7 +308,13 @@ int main(int argc, char **argv)
 	KT_RUN(open_constructs_ask_for_the_next_line);
 	KT_RUN(unexpected_tokens_are_named_as_bash_names_them);
 	KT_RUN(end_of_input_inside_a_command_is_reported_where_bash_does);
-	KT_RUN(what_karui_sh_does_not_run_is_refused_by_name);
+	KT_RUN(compound_commands_make_their_trees);
+	KT_RUN(open_compound_commands_ask_for_more);
+	KT_RUN(here_documents_take_the_lines_after_theirs);
+	KT_RUN(substitutions_end_where_their_commands_do);
+	KT_RUN(unclosed_constructs_are_syntax_errors);
+	KT_RUN(nesting_is_bounded);
+	KT_RUN(bashisms_are_refused_by_name);
 	KT_RUN(a_nul_byte_is_part_of_a_word);
 	ksh_arena_free(&arena);
 	return kt_finish();

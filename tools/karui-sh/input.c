@@ -1,7 +1,8 @@
 /*
  * karui-sh's input: where command lines come from, a line at a time.
  *
- *   a string     -c LINE: its lines, read in place;
+ *   a string     -c LINE, or what eval, ., a trap or a command
+ *                substitution runs: its lines, read in place;
  *   a file       a script: read in blocks (no command shares its fd);
  *   stdin        no terminal: read a byte at a time, as bash does, so that
  *                a command reads exactly what follows its own line
@@ -84,6 +85,14 @@ struct ksh_input *ksh_input_string(const char *s)
 	struct ksh_input *in = make(IN_STRING);
 	in->s = s;
 	in->len = strlen(s);
+	return in;
+}
+
+struct ksh_input *ksh_input_mem(const char *s, size_t len)
+{
+	struct ksh_input *in = make(IN_STRING);
+	in->s = s;
+	in->len = len;
 	return in;
 }
 

@@ -4,7 +4,8 @@
  *
  * One parse reads one complete command: the and-or lists up to the end
  * of a line, with the lines that a trailing `|`, `&&`, `||`, an open
- * quote or a backslash-newline pull in.  A word keeps its text as
+ * quote, a backslash-newline, an open compound command or the bodies of
+ * its here-documents pull in.  A word keeps its text as
  * written, quotes, backslashes and `$` included: what it means (its
  * fields after expansion) depends on the variables when it runs, so
  * expansion (expand.c) reads the quotes, not the parser.
@@ -24,7 +25,14 @@
 struct ksh_chunk;
 struct ksh_arena {
 	struct ksh_chunk *head;
+	int refs; /* a heap arena (ksh_arena_new): its holders */
 };
+/* A heap arena with one reference; the tree of a command that a function
+ * or a background job keeps outlives the command line: each takes a
+ * reference (atomic: jobs end on other threads). */
+struct ksh_arena *ksh_arena_new(void);
+void ksh_arena_ref(struct ksh_arena *a);
+void ksh_arena_unref(struct ksh_arena *a);
 void *ksh_alloc(struct ksh_arena *a, size_t n); /* zeroed */
 char *ksh_strndup(struct ksh_arena *a, const char *s, size_t n);
 /* Append one zeroed element to an array in a, doubling it when full. */
@@ -34,6 +42,7 @@ void ksh_arena_free(struct ksh_arena *a);
 void *ksh_xmalloc(size_t n);
 void *ksh_xrealloc(void *p, size_t n);
 char *ksh_xstrdup(const char *s);
+char *ksh_strndup_x(const char *s, size_t n); /* malloc'd, NUL-terminated */
 
 /* ---- tokens (lex.c) ---- */
 
@@ -72,7 +81,13 @@ struct ksh_lexer {
 	int line;
 	bool final; /* no input comes after s: an open construct is an error */
 	struct ksh_syntax *err;
+	int depth;  /* of $(...) nested in the word being read */
+	bool arith; /* the last $( skipped was $((...)) */
 };
+
+/* How deep constructs may nest (compound commands, $(...)) before the
+ * parser refuses the command: its recursion is bounded by this. */
+#define KSH_MAX_DEPTH 500
 
 void ksh_lex_init(struct ksh_lexer *lx, const char *s, size_t len, int first_line, bool final,
 		  struct ksh_syntax *err);
@@ -88,23 +103,71 @@ enum ksh_redir_op {
 	KSH_R_RDWR,    /* <>  */
 	KSH_R_DUPIN,   /* <&  */
 	KSH_R_DUPOUT,  /* >&  */
+	KSH_R_HEREDOC, /* << and <<- */
+};
+
+/* A here-document: its text is read after the line that holds it. */
+struct ksh_heredoc {
+	char *delim;        /* the delimiter, quotes removed */
+	bool strip_tabs;    /* <<- */
+	bool quoted;        /* the delimiter had quotes: the text is not expanded */
+	char *body;         /* its lines (leading tabs stripped for <<-) */
 };
 
 struct ksh_redir {
 	int fd;             /* the IO number written, or the operator's default */
 	enum ksh_redir_op op;
-	const char *word;   /* as written */
+	const char *word;   /* as written (a here-document's delimiter) */
+	struct ksh_heredoc *doc; /* KSH_R_HEREDOC */
 };
 
-/* A simple command: assignments, then words; redirections anywhere. */
+struct ksh_list;
+
+enum ksh_cmd_kind {
+	KSH_C_SIMPLE,
+	KSH_C_GROUP,    /* { list; } */
+	KSH_C_SUBSHELL, /* ( list ) */
+	KSH_C_IF,
+	KSH_C_WHILE,
+	KSH_C_UNTIL,
+	KSH_C_FOR,
+	KSH_C_CASE,
+	KSH_C_FUNCDEF,  /* name() compound */
+};
+
+/* if COND then BODY, elif COND then BODY ... */
+struct ksh_if_clause {
+	struct ksh_list *cond, *body;
+};
+
+/* PATTERN | PATTERN ) BODY ;; -- body NULL: nothing */
+struct ksh_case_item {
+	char **pat;
+	size_t npat, cappat;
+	struct ksh_list *body;
+};
+
+/* A command: simple (assignments, then words; redirections anywhere) or
+ * compound (its redirections after it). */
 struct ksh_cmd {
+	enum ksh_cmd_kind kind;
+	int line;
 	char **assign;      /* "NAME=value" as written */
 	size_t nassign, capassign;
-	char **word;
+	char **word;        /* a simple command's; for's list; case's word is word[0] */
 	size_t nword, capword;
 	struct ksh_redir *redir; /* in the order written */
 	size_t nredir, capredir;
-	int line;
+	struct ksh_list *body;   /* group, subshell, loops */
+	struct ksh_list *cond;   /* while, until */
+	struct ksh_if_clause *clause; /* if and its elifs */
+	size_t nclause, capclause;
+	struct ksh_list *else_part;   /* if: NULL when none */
+	const char *name;        /* for's variable, a function's name */
+	bool has_in;             /* for NAME in ...: else "$@" */
+	struct ksh_case_item *item;
+	size_t nitem, capitem;
+	struct ksh_cmd *func;    /* a function's body */
 };
 
 struct ksh_pipeline {
@@ -124,9 +187,10 @@ struct ksh_andor_item {
 struct ksh_andor {
 	struct ksh_andor_item *item;
 	size_t n, cap;
+	bool background;    /* ended by `&` */
 };
 
-/* What one parse yields: and-or lists separated by `;`, run in order. */
+/* And-or lists separated by `;`, `&` or newlines, run in order. */
 struct ksh_list {
 	struct ksh_andor *ao;
 	size_t nao, capao;
@@ -135,9 +199,18 @@ struct ksh_list {
 /* Parse one complete command from s (whole lines, the first numbered
  * first_line).  KSH_OK: *out is the list (maybe empty: a blank line, a
  * comment); KSH_MORE: s ends inside the command and !final: call again
- * with the next line appended; KSH_SYNTAX: *err says what and where. */
+ * with the next line appended; KSH_SYNTAX: *err says what and where.
+ * The here-documents of the command's lines are part of it. */
 enum ksh_status ksh_parse(const char *s, size_t len, int first_line, bool final,
 			  struct ksh_arena *a, struct ksh_list **out, struct ksh_syntax *err);
+
+/* The lexer's call into the parser: at lx->pos, just after the `(` of a
+ * `$(`, parse the command list to its `)` and move lx->pos past it. */
+enum ksh_status ksh_parse_subst(struct ksh_lexer *lx, int depth);
+
+/* Skip the expansion that starts at lx->pos (a `$` or a backquote):
+ * ${...}, $(...), $((...)), `...`, or a `$` alone.  dq: inside "...". */
+enum ksh_status ksh_lex_skip_expansion(struct ksh_lexer *lx, bool dq);
 
 /* NAME=... with a valid NAME: the length of NAME, else 0. */
 size_t ksh_assignment_name(const char *word);

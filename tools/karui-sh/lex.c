@@ -8,18 +8,21 @@
  * operator character; its text is kept as written, so the quotes it holds
  * still mean something to expansion.  The lexer only has to know where
  * quotes end: '...' at the next ', "..." at the next unescaped " (a
- * backslash escapes the character after it), ${...} at the next }.  A
- * backslash-newline joins lines between tokens and inside words (where
+ * backslash escapes the character after it).  A backslash-newline joins lines between tokens and inside words (where
  * expansion drops it); # at the start of a token starts a comment.
  *
- * Input arrives a line at a time.  When the text ends inside a quote, a
- * ${, or right after a backslash, the lexer says KSH_MORE unless `final`
- * (no more input will come), when bash's "unexpected EOF while looking
- * for matching" error is due instead.
+ * Expansions are part of the word that holds them, and the lexer finds
+ * where each ends: ${...} at its `}`, $((...)) at its `))` (a `)` that
+ * closes no `(` before that makes it `$( (...) )`, a command substitution
+ * holding a subshell, as bash reads it), `...` at the next unescaped
+ * backquote, and $(...) where the parser, called on what follows the `(`,
+ * finds the `)` that ends a command list: a `)` of a case pattern inside
+ * is no end.  Quotes and expansions nest inside each.
  *
- * What karui-sh does not run is refused here, as a syntax error (status
- * 2) that names it: command substitution ($(...) and `...`) and
- * arithmetic ($((...))).
+ * Input arrives a line at a time.  When the text ends inside a quote, an
+ * expansion, or right after a backslash, the lexer says KSH_MORE unless
+ * `final` (no more input will come), when bash's "unexpected EOF while
+ * looking for matching" error is due instead.
  */
 #include <stdio.h>
 #include <string.h>
@@ -43,35 +46,142 @@ static enum ksh_status eof_in(struct ksh_lexer *lx, int line, char what)
 	return KSH_SYNTAX;
 }
 
-static enum ksh_status unsupported(struct ksh_lexer *lx, const char *what)
+static enum ksh_status backslash(struct ksh_lexer *lx);
+
+/* Inside ${...} or $((...)): up to the closing `}` (or, for arithmetic,
+ * `))`), over quotes, backslashes and nested expansions.  arith: *is_arith
+ * turns false when a `)` closes what was a `$( (...) )` after all. */
+static enum ksh_status skip_inside(struct ksh_lexer *lx, bool dq, bool arith, bool *is_arith)
 {
-	lx->err->line = lx->line;
-	lx->err->show_line = true;
-	snprintf(lx->err->msg, sizeof lx->err->msg, "%s is not supported", what);
-	return KSH_SYNTAX;
+	int parens = 0;
+	bool inner_dq = false;
+	while (lx->pos < lx->len) {
+		char c = lx->s[lx->pos];
+		enum ksh_status st = KSH_OK;
+		if (c == '\\') {
+			st = backslash(lx);
+		} else if (c == '\'' && !dq && !inner_dq) {
+			const char *end = memchr(lx->s + lx->pos + 1, '\'', lx->len - lx->pos - 1);
+			if (!end) {
+				lx->pos = lx->len;
+				return KSH_MORE;
+			}
+			for (const char *q = lx->s + lx->pos; q < end; q++)
+				lx->line += *q == '\n';
+			lx->pos = (size_t)(end - lx->s) + 1;
+		} else if (c == '"') {
+			inner_dq = !inner_dq;
+			lx->pos++;
+		} else if (c == '$' || c == '`') {
+			st = ksh_lex_skip_expansion(lx, dq || inner_dq);
+		} else if (!arith && c == '}' && !inner_dq) {
+			lx->pos++;
+			return KSH_OK;
+		} else if (arith && c == '(' && !inner_dq) {
+			parens++;
+			lx->pos++;
+		} else if (arith && c == ')' && !inner_dq) {
+			if (parens > 0) {
+				parens--;
+				lx->pos++;
+			} else if (lx->pos + 1 < lx->len && lx->s[lx->pos + 1] == ')') {
+				lx->pos += 2;
+				return KSH_OK;
+			} else if (lx->pos + 1 == lx->len && !lx->final) {
+				return KSH_MORE;
+			} else {
+				*is_arith = false;
+				return KSH_OK;
+			}
+		} else {
+			lx->line += c == '\n';
+			lx->pos++;
+		}
+		if (st != KSH_OK)
+			return st;
+	}
+	return KSH_MORE;
 }
 
-/* After a $ at lx->pos: skip ${...}, refuse $( and $((. */
-static enum ksh_status dollar(struct ksh_lexer *lx)
+static enum ksh_status backquoted(struct ksh_lexer *lx)
+{
+	int line = lx->line;
+	lx->pos++;
+	while (lx->pos < lx->len && lx->s[lx->pos] != '`') {
+		if (lx->s[lx->pos] == '\\' && lx->pos + 1 < lx->len)
+			lx->pos++;
+		lx->line += lx->s[lx->pos] == '\n';
+		lx->pos++;
+	}
+	if (lx->pos == lx->len) {
+		lx->line = line;
+		return eof_in(lx, line, '`');
+	}
+	lx->pos++;
+	return KSH_OK;
+}
+
+enum ksh_status ksh_lex_skip_expansion(struct ksh_lexer *lx, bool dq)
 {
 	const char *s = lx->s;
+	if (s[lx->pos] == '`')
+		return backquoted(lx);
 	size_t p = lx->pos + 1;
-	if (p < lx->len && s[p] == '(')
-		return unsupported(lx, p + 1 < lx->len && s[p + 1] == '(' ?
-			"arithmetic expansion `$((...))'" : "command substitution `$(...)'");
+	int line = lx->line;
+	enum ksh_status st;
+	if (p < lx->len && s[p] == '(') {
+		if (lx->depth >= KSH_MAX_DEPTH) {
+			lx->err->line = lx->line;
+			lx->err->show_line = true;
+			snprintf(lx->err->msg, sizeof lx->err->msg,
+				 "syntax error: expansions nested too deeply");
+			return KSH_SYNTAX;
+		}
+		if (p + 1 < lx->len && s[p + 1] == '(') {
+			bool is_arith = true;
+			lx->pos = p + 2;
+			st = skip_inside(lx, false, true, &is_arith);
+			if (st == KSH_OK && is_arith) {
+				lx->arith = true;
+				return KSH_OK;
+			}
+			if (st == KSH_MORE) {
+				lx->line = line;
+				return eof_in(lx, line, ')');
+			}
+			if (st != KSH_OK)
+				return st;
+			lx->line = line; /* $( (...) ...): a command substitution */
+		}
+		lx->pos = p + 1;
+		lx->arith = false;
+		st = ksh_parse_subst(lx, lx->depth + 1);
+		if (st == KSH_MORE) {
+			/* bash names the line the input ends on */
+			int end = lx->line;
+			for (size_t i = lx->pos; i < lx->len; i++)
+				end += s[i] == '\n';
+			lx->line = line;
+			return eof_in(lx, end + (lx->len && s[lx->len - 1] != '\n'), ')');
+		}
+		return st;
+	}
 	if (p == lx->len || s[p] != '{') {
-		lx->pos = p; /* $ alone; what follows is lexed as usual */
+		lx->pos = p; /* $ alone, or $NAME: what follows is lexed as usual */
 		return KSH_OK;
 	}
-	int line = lx->line;
-	while (++p < lx->len && s[p] != '}')
-		lx->line += s[p] == '\n';
-	if (p == lx->len) {
+	lx->pos = p + 1;
+	st = skip_inside(lx, dq, false, NULL);
+	if (st == KSH_MORE) {
 		lx->line = line;
 		return eof_in(lx, line, '}');
 	}
-	lx->pos = p + 1;
-	return KSH_OK;
+	return st;
+}
+
+static enum ksh_status dollar(struct ksh_lexer *lx, bool dq)
+{
+	return ksh_lex_skip_expansion(lx, dq);
 }
 
 /* A backslash-newline that ends the input joins it to a line to come. */
@@ -105,10 +215,8 @@ static enum ksh_status double_quoted(struct ksh_lexer *lx)
 		enum ksh_status st = KSH_OK;
 		if (c == '\\')
 			st = backslash(lx);
-		else if (c == '$')
-			st = dollar(lx);
-		else if (c == '`')
-			return unsupported(lx, "command substitution `...`");
+		else if (c == '$' || c == '`')
+			st = dollar(lx, true);
 		else
 			lx->line += c == '\n', lx->pos++;
 		if (st != KSH_OK) {
@@ -147,10 +255,8 @@ static enum ksh_status word(struct ksh_lexer *lx)
 			lx->pos = (size_t)(end - lx->s) + 1;
 		} else if (c == '"') {
 			st = double_quoted(lx);
-		} else if (c == '$') {
-			st = dollar(lx);
-		} else if (c == '`') {
-			return unsupported(lx, "command substitution `...`");
+		} else if (c == '$' || c == '`') {
+			st = dollar(lx, false);
 		} else {
 			lx->pos++;
 		}

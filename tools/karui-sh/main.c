@@ -126,16 +126,16 @@ static void syntax_error(const struct shell *sh, const struct ksh_syntax *e, con
 
 /* ---- the loop ---- */
 
-int ksh_main_loop(struct shell *sh, struct ksh_input *in)
+static int loop(struct shell *sh, struct ksh_input *in, bool top, int first_line)
 {
 	char *buf = NULL;
 	size_t cap = 0;
-	int next_line = 1;
+	int next_line = first_line;
 	bool eof = false;
-	while (!sh->exiting && !eof) {
+	while (!eof && !(top ? sh->exiting : ksh_stopped(sh))) {
 		size_t len = 0;
 		int first = next_line;
-		struct ksh_arena a = {0};
+		struct ksh_arena *a = ksh_arena_new();
 		struct ksh_list *l = NULL;
 		struct ksh_syntax err = {0};
 		enum ksh_status st = KSH_MORE;
@@ -155,18 +155,50 @@ int ksh_main_loop(struct shell *sh, struct ksh_input *in)
 				len += n;
 				next_line++;
 			}
-			st = ksh_parse(buf, len, first, eof, &a, &l, &err);
+			st = ksh_parse(buf, len, first, eof, a, &l, &err);
+		}
+		if (top) {
+			sh->abandon = false;
+			ksh_interrupt_reset();
 		}
 		if (st == KSH_SYNTAX) {
 			syntax_error(sh, &err, buf, len, first);
 			sh->status = 2;
 			sh->exiting = sh->source != NULL;
+			sh->abandon = !top;
 		} else if (st == KSH_OK) {
+			struct ksh_arena *outer = sh->arena;
+			sh->arena = a;
 			ksh_run(sh, l);
+			sh->arena = outer;
 		}
-		ksh_arena_free(&a);
+		ksh_arena_unref(a);
 	}
 	free(buf);
+	return sh->status;
+}
+
+int ksh_main_loop(struct shell *sh, struct ksh_input *in, bool top)
+{
+	return loop(sh, in, top, 1);
+}
+
+int ksh_run_string(struct shell *sh, const char *text, size_t len, int first_line)
+{
+	if (sh->calls >= KSH_MAX_CALLS) {
+		ksh_say(sh, KSH_ERR(sh), "eval: maximum nesting level exceeded (%d)", KSH_MAX_CALLS);
+		sh->abandon = true;
+		if (sh->source)
+			sh->exiting = true;
+		return sh->status = 2;
+	}
+	struct ksh_input *in = ksh_input_mem(text, len);
+	int line = sh->line;
+	sh->calls++;
+	loop(sh, in, false, first_line);
+	sh->calls--;
+	sh->line = line;
+	ksh_input_free(in);
 	return sh->status;
 }
 
@@ -210,7 +242,7 @@ static int stages_from_env(enum ksh_stages *out)
 int main(int argc, char **argv)
 {
 	setlocale(LC_ALL, "");
-	struct shell sh = {.arg0 = NAME};
+	struct shell sh = {.arg0 = NULL};
 	const char *line = NULL;
 	bool interactive = false;
 	sigset_t intr;
@@ -244,7 +276,7 @@ int main(int argc, char **argv)
 		sh.source = "-c";
 		in = ksh_input_string(line);
 		if (i < argc)
-			sh.arg0 = argv[i++];
+			sh.arg0 = ksh_xstrdup(argv[i++]);
 	} else if (i < argc) {
 		int fd = open(argv[i], O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -255,7 +287,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: %s: cannot execute binary file\n", NAME, argv[i]);
 			return 126;
 		}
-		sh.source = sh.arg0 = argv[i++];
+		sh.source = argv[i];
+		sh.arg0 = ksh_xstrdup(argv[i++]);
 		in = ksh_input_fd(fd, false);
 	} else if (isatty(0)) {
 		in = ksh_input_terminal(&sh);
@@ -277,12 +310,18 @@ int main(int argc, char **argv)
 	sigemptyset(&pipe_sig);
 	sigaddset(&pipe_sig, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
-	sh.args = argv + i;
+	if (!sh.arg0)
+		sh.arg0 = ksh_xstrdup(NAME);
 	sh.nargs = argc - i;
+	sh.args = ksh_xmalloc((size_t)(sh.nargs + 1) * sizeof *sh.args);
+	for (int a = 0; a < sh.nargs; a++)
+		sh.args[a] = ksh_xstrdup(argv[i + a]);
+	sh.subst_status = -1;
 
+	/* the fds the shell was given, 0..KSH_FDS-1 (open, inheritable) */
 	for (int fd = 0; fd < KSH_FDS; fd++) {
 		int fl = fcntl(fd, F_GETFD);
-		sh.inherited[fd] = fl >= 0 && !(fl & FD_CLOEXEC);
+		sh.fd[fd] = fl >= 0 && !(fl & FD_CLOEXEC) ? fd : -1;
 	}
 	ksh_vars_import(&sh, environ);
 	sh.cwd = getcwd(NULL, 0);
@@ -306,7 +345,9 @@ int main(int argc, char **argv)
 	kr_mp *intr_mp = NULL;
 	if (sfd >= 0 && kr_mp_create(&intr_mp, NULL, interrupter, &sfd))
 		intr_mp = NULL;
-	int status = ksh_main_loop(&sh, in);
+	ksh_main_loop(&sh, in, true);
+	ksh_shell_exit(&sh);
+	int status = sh.status;
 	if (intr_mp) {
 		kr_mp_cancel(intr_mp);
 		kr_mp_join(intr_mp, NULL);
@@ -316,8 +357,6 @@ int main(int argc, char **argv)
 	kr_fini();
 
 	ksh_input_free(in);
-	ksh_vars_free(&sh);
-	free(sh.cwd);
-	free(sh.self);
+	ksh_shell_free(&sh);
 	return status;
 }

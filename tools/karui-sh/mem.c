@@ -54,6 +54,14 @@ char *ksh_xstrdup(const char *s)
 	return memcpy(ksh_xmalloc(n), s, n);
 }
 
+char *ksh_strndup_x(const char *s, size_t n)
+{
+	char *p = ksh_xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = 0;
+	return p;
+}
+
 void *ksh_alloc(struct ksh_arena *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
@@ -105,4 +113,24 @@ void ksh_arena_free(struct ksh_arena *a)
 		free(c);
 	}
 	a->head = NULL;
+}
+
+struct ksh_arena *ksh_arena_new(void)
+{
+	struct ksh_arena *a = ksh_xmalloc(sizeof *a);
+	*a = (struct ksh_arena){.refs = 1};
+	return a;
+}
+
+void ksh_arena_ref(struct ksh_arena *a)
+{
+	__atomic_fetch_add(&a->refs, 1, __ATOMIC_RELAXED);
+}
+
+void ksh_arena_unref(struct ksh_arena *a)
+{
+	if (a && __atomic_sub_fetch(&a->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		ksh_arena_free(a);
+		free(a);
+	}
 }

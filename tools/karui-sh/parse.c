@@ -2,27 +2,44 @@
  * karui-sh's parser: recursive descent over the lexer's tokens, one
  * complete command at a time, into the tree of lang.h.
  *
- * The grammar is the part of POSIX's (XCU 2.10.2) that karui-sh runs:
+ * The grammar is POSIX's (XCU 2.10.2):
  *
  *   command   := list? (NEWLINE | EOF)
- *   list      := and_or (';' and_or)* ';'?
+ *   list      := and_or ((';' | '&') and_or)* (';' | '&')?
  *   and_or    := pipeline (('&&' | '||') linebreak pipeline)*
- *   pipeline  := '!'? simple ('|' linebreak simple)*
+ *   pipeline  := '!'? cmd ('|' linebreak cmd)*
+ *   cmd       := simple | compound redir* | NAME '(' ')' linebreak compound redir*
+ *   compound  := '{' clist '}' | '(' clist ')' | if | while | until | for | case
+ *   if        := 'if' clist 'then' clist ('elif' clist 'then' clist)* ('else' clist)? 'fi'
+ *   while     := ('while' | 'until') clist 'do' clist 'done'
+ *   for       := 'for' NAME linebreak ('in' WORD* (';' | NEWLINE))? linebreak 'do' clist 'done'
+ *   case      := 'case' WORD linebreak 'in' linebreak
+ *                ('('? WORD ('|' WORD)* ')' clist? (';;' linebreak | before 'esac'))* 'esac'
+ *   clist     := linebreak and_or (separator and_or)* separator?
+ *                -- separator: ';', '&' or newlines, each followed by newlines
  *   simple    := (ASSIGNMENT | redir)* (WORD (WORD | redir)*)?   -- not empty
- *   redir     := IO_NUMBER? ('<' | '>' | '>>' | '>|' | '<>' | '<&' | '>&') WORD
+ *   redir     := IO_NUMBER? ('<' | '>' | '>>' | '>|' | '<>' | '<&' | '>&' | '<<' | '<<-') WORD
  *   linebreak := NEWLINE*
  *
- * A word before the command name that reads NAME=... is an assignment;
- * after it, a plain word.  A linebreak that meets the end of the input
- * asks for more (KSH_MORE); at the true end of the input it is bash's
- * "syntax error: unexpected end of file".  A token that cannot stand
- * where it is gives bash's "syntax error near unexpected token `T'".
+ * Reserved words (if then else elif fi while until for do done case esac
+ * in { } !) are words the parser recognizes where a command starts (in,
+ * do after for's name and list, esac where a case pattern starts); as
+ * arguments they are plain words.  A word before the command name that
+ * reads NAME=... is an assignment; after it, a plain word.
  *
- * What the grammar has and karui-sh does not run is refused by name:
- * `&` (background jobs), `(` (subshells), NAME() (functions), here-
- * documents, and the reserved words that open compound commands (if,
- * while, until, for, case, {, [[, function, select, time).  Those that
- * close them (then, fi, done, ...) are syntax errors, as in bash.
+ * A here-document's text follows the line its operator is on: each
+ * newline token reads the bodies of the here-documents that wait for
+ * one, up to their delimiters, before the next token.
+ *
+ * A linebreak or an open compound command that meets the end of the
+ * input asks for more (KSH_MORE); at the true end of the input it is
+ * bash's "syntax error: unexpected end of file".  A token that cannot
+ * stand where it is gives bash's "syntax error near unexpected token
+ * `T'".  Nesting deeper than KSH_MAX_DEPTH is refused, so that no input
+ * can exhaust the parser's stack.
+ *
+ * What bash has and POSIX sh has not is refused by name: [[, function,
+ * select, time.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -38,9 +55,59 @@ struct parser {
 	struct ksh_arena *a;
 	struct ksh_syntax *err;
 	bool ends_in_newline; /* the input's last character is a newline */
+	bool subst;           /* inside $(...): the end of the input is the lexer's to report */
+	struct ksh_heredoc **pending; /* here-documents waiting for their text */
+	size_t npending, cappending;
 };
 
-static enum ksh_status next(struct parser *p) { return ksh_lex(&p->lx, &p->tok); }
+static enum ksh_status end_of_input(struct parser *p);
+
+/* Read the text of each waiting here-document, after a newline. */
+static enum ksh_status read_heredocs(struct parser *p)
+{
+	struct ksh_lexer *lx = &p->lx;
+	for (size_t i = 0; i < p->npending; i++) {
+		struct ksh_heredoc *d = p->pending[i];
+		size_t dlen = strlen(d->delim), start = lx->pos, n = 0;
+		int line = lx->line;
+		char *body = ksh_alloc(p->a, lx->len - lx->pos + 1);
+		for (;;) {
+			if (lx->pos == lx->len) {
+				if (!lx->final) {
+					lx->line = line;
+					lx->pos = start;
+					return KSH_MORE;
+				}
+				break; /* dash's: the text ends with the input */
+			}
+			const char *l = lx->s + lx->pos;
+			const char *nl = memchr(l, '\n', lx->len - lx->pos);
+			size_t ll = nl ? (size_t)(nl - l) : lx->len - lx->pos;
+			lx->pos += ll + (nl != NULL);
+			lx->line++;
+			size_t skip = 0;
+			if (d->strip_tabs)
+				while (skip < ll && l[skip] == '\t')
+					skip++;
+			if (ll - skip == dlen && memcmp(l + skip, d->delim, dlen) == 0)
+				break;
+			memcpy(body + n, l + skip, ll - skip + (nl != NULL));
+			n += ll - skip + (nl != NULL);
+		}
+		body[n] = 0;
+		d->body = body;
+	}
+	p->npending = 0;
+	return KSH_OK;
+}
+
+static enum ksh_status next(struct parser *p)
+{
+	enum ksh_status st = ksh_lex(&p->lx, &p->tok);
+	if (st == KSH_OK && p->tok.kind == TK_NEWLINE && p->npending)
+		st = read_heredocs(p);
+	return st;
+}
 
 static bool is_word(const struct parser *p)
 {
@@ -64,7 +131,7 @@ static enum ksh_status fail(struct parser *p, bool show_line, const char *fmt, c
 /* The end of the input where more was needed. */
 static enum ksh_status end_of_input(struct parser *p)
 {
-	if (!p->lx.final)
+	if (!p->lx.final || p->subst)
 		return KSH_MORE;
 	p->err->line = p->tok.line + !p->ends_in_newline;
 	p->err->show_line = false;
@@ -74,7 +141,9 @@ static enum ksh_status end_of_input(struct parser *p)
 
 static enum ksh_status unexpected(struct parser *p)
 {
-	if (p->tok.kind == TK_NEWLINE || p->tok.kind == TK_EOF)
+	if (p->tok.kind == TK_EOF)
+		return end_of_input(p);
+	if (p->tok.kind == TK_NEWLINE)
 		return fail(p, true, "syntax error near unexpected token `%.*s'", "newline", 7);
 	return fail(p, true, "syntax error near unexpected token `%.*s'", p->tok.text, p->tok.len);
 }
@@ -88,10 +157,16 @@ static enum ksh_status linebreak(struct parser *p)
 	return p->tok.kind == TK_EOF ? end_of_input(p) : KSH_OK;
 }
 
-static const char *const opening[] = {"if", "while", "until", "for", "case", "{", "[[",
-				      "function", "select", "time", NULL};
+/* The reserved word w, then the next token; else an error. */
+static enum ksh_status expect(struct parser *p, const char *w)
+{
+	return word_is(p, w) ? next(p) : unexpected(p);
+}
+
+static const char *const bashisms[] = {"[[", "function", "select", "time", NULL};
+/* the words that end a compound list */
 static const char *const closing[] = {"then", "else", "elif", "fi", "do", "done", "esac",
-				      "}", "]]", "!", NULL};
+				      "}", NULL};
 
 static bool among(const struct parser *p, const char *const *words)
 {
@@ -99,6 +174,29 @@ static bool among(const struct parser *p, const char *const *words)
 		if (word_is(p, *words))
 			return true;
 	return false;
+}
+
+/* The delimiter of a here-document: its word with quotes removed. */
+static void heredoc_delim(struct parser *p, struct ksh_heredoc *d, const char *w, size_t len)
+{
+	char *out = ksh_alloc(p->a, len + 1);
+	size_t n = 0;
+	char q = 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = w[i];
+		if (q == '\'' ? c == '\'' : q == '"' ? c == '"' : c == '\'' || c == '"') {
+			q = q ? 0 : c;
+			d->quoted = true;
+		} else if (c == '\\' && q != '\'' && i + 1 < len &&
+			   (!q || strchr("$`\"\\", w[i + 1]))) {
+			out[n++] = w[++i];
+			d->quoted = true;
+		} else {
+			out[n++] = c;
+		}
+	}
+	out[n] = 0;
+	d->delim = out;
 }
 
 static enum ksh_status redirection(struct parser *p, struct ksh_cmd *c)
@@ -115,6 +213,7 @@ static enum ksh_status redirection(struct parser *p, struct ksh_cmd *c)
 	}
 	enum ksh_redir_op op;
 	int dflt = 1;
+	bool strip = false;
 	switch (p->tok.kind) {
 	case TK_LESS: op = KSH_R_IN, dflt = 0; break;
 	case TK_GREAT: op = KSH_R_OUT; break;
@@ -123,21 +222,28 @@ static enum ksh_status redirection(struct parser *p, struct ksh_cmd *c)
 	case TK_LESSGREAT: op = KSH_R_RDWR, dflt = 0; break;
 	case TK_LESSAND: op = KSH_R_DUPIN, dflt = 0; break;
 	case TK_GREATAND: op = KSH_R_DUPOUT; break;
-	case TK_DLESS:
-	case TK_DLESSDASH:
-		return fail(p, true, "here-documents (`%.*s') are not supported", p->tok.text,
-			    p->tok.len);
+	case TK_DLESSDASH: strip = true; /* fall through */
+	case TK_DLESS: op = KSH_R_HEREDOC, dflt = 0; break;
 	default:
 		return unexpected(p);
 	}
 	if ((st = next(p)) != KSH_OK)
 		return st;
 	if (!is_word(p))
-		return unexpected(p);
+		return p->tok.kind == TK_EOF ? fail(p, true, "syntax error near unexpected token `%.*s'",
+						    "newline", 7) : unexpected(p);
 	struct ksh_redir *r = PUSH(p->a, c->redir, c->nredir, c->capredir);
 	r->fd = fd >= 0 ? fd : dflt;
 	r->op = op;
 	r->word = ksh_strndup(p->a, p->tok.text, p->tok.len);
+	if (op == KSH_R_HEREDOC) {
+		struct ksh_heredoc *d = ksh_alloc(p->a, sizeof *d);
+		d->strip_tabs = strip;
+		d->body = "";
+		heredoc_delim(p, d, p->tok.text, p->tok.len);
+		r->doc = d;
+		*PUSH(p->a, p->pending, p->npending, p->cappending) = d;
+	}
 	return next(p);
 }
 
@@ -146,17 +252,160 @@ static bool starts_redirection(enum ksh_tok k)
 	return k == TK_IONUM || (k >= TK_LESS && k <= TK_DLESSDASH);
 }
 
+/* Where a compound list ends: a closing reserved word, `)`, `;;`. */
+static bool at_list_end(const struct parser *p)
+{
+	return p->tok.kind == TK_RPAREN || p->tok.kind == TK_DSEMI || p->tok.kind == TK_EOF ||
+	       among(p, closing);
+}
+
+static enum ksh_status and_or(struct parser *p, struct ksh_andor *ao);
+
+/* A compound list, up to what ends it (left as the lookahead).  empty:
+ * it may have no command (a case item's, $()'s). */
+static enum ksh_status clist(struct parser *p, struct ksh_list **out, bool empty)
+{
+	enum ksh_status st;
+	struct ksh_list *l = ksh_alloc(p->a, sizeof *l);
+	*out = l;
+	if ((st = linebreak(p)) != KSH_OK)
+		return st;
+	if (at_list_end(p))
+		return empty ? KSH_OK : unexpected(p);
+	for (;;) {
+		struct ksh_andor *ao = PUSH(p->a, l->ao, l->nao, l->capao);
+		if ((st = and_or(p, ao)) != KSH_OK)
+			return st;
+		if (p->tok.kind == TK_SEMI || p->tok.kind == TK_AMP) {
+			ao->background = p->tok.kind == TK_AMP;
+			if ((st = next(p)) != KSH_OK)
+				return st;
+		} else if (p->tok.kind != TK_NEWLINE) {
+			return KSH_OK;
+		}
+		if ((st = linebreak(p)) != KSH_OK)
+			return st;
+		if (at_list_end(p))
+			return KSH_OK;
+	}
+}
+
+static enum ksh_status command(struct parser *p, struct ksh_cmd *c);
+
+static enum ksh_status if_clause(struct parser *p, struct ksh_cmd *c)
+{
+	enum ksh_status st;
+	c->kind = KSH_C_IF;
+	do {
+		struct ksh_if_clause *cl = PUSH(p->a, c->clause, c->nclause, c->capclause);
+		if ((st = next(p)) != KSH_OK || (st = clist(p, &cl->cond, false)) != KSH_OK ||
+		    (st = expect(p, "then")) != KSH_OK || (st = clist(p, &cl->body, false)) != KSH_OK)
+			return st;
+	} while (word_is(p, "elif"));
+	if (word_is(p, "else") &&
+	    ((st = next(p)) != KSH_OK || (st = clist(p, &c->else_part, false)) != KSH_OK))
+		return st;
+	return expect(p, "fi");
+}
+
+/* do clist done */
+static enum ksh_status do_group(struct parser *p, struct ksh_cmd *c)
+{
+	enum ksh_status st;
+	if ((st = expect(p, "do")) != KSH_OK || (st = clist(p, &c->body, false)) != KSH_OK)
+		return st;
+	return expect(p, "done");
+}
+
+static enum ksh_status while_clause(struct parser *p, struct ksh_cmd *c)
+{
+	enum ksh_status st;
+	c->kind = word_is(p, "while") ? KSH_C_WHILE : KSH_C_UNTIL;
+	if ((st = next(p)) != KSH_OK || (st = clist(p, &c->cond, false)) != KSH_OK)
+		return st;
+	return do_group(p, c);
+}
+
+static enum ksh_status for_clause(struct parser *p, struct ksh_cmd *c)
+{
+	enum ksh_status st;
+	c->kind = KSH_C_FOR;
+	if ((st = next(p)) != KSH_OK)
+		return st;
+	if (!is_word(p) || !ksh_valid_name(p->tok.text, p->tok.len))
+		return unexpected(p);
+	c->name = ksh_strndup(p->a, p->tok.text, p->tok.len);
+	if ((st = next(p)) != KSH_OK || (st = linebreak(p)) != KSH_OK)
+		return st;
+	if (word_is(p, "in")) {
+		c->has_in = true;
+		if ((st = next(p)) != KSH_OK)
+			return st;
+		while (is_word(p)) {
+			*PUSH(p->a, c->word, c->nword, c->capword) =
+				ksh_strndup(p->a, p->tok.text, p->tok.len);
+			if ((st = next(p)) != KSH_OK)
+				return st;
+		}
+		if (p->tok.kind != TK_SEMI && p->tok.kind != TK_NEWLINE)
+			return unexpected(p);
+		if ((st = next(p)) != KSH_OK)
+			return st;
+	} else if (p->tok.kind == TK_SEMI) {
+		if ((st = next(p)) != KSH_OK)
+			return st;
+	}
+	if ((st = linebreak(p)) != KSH_OK)
+		return st;
+	return do_group(p, c);
+}
+
+static enum ksh_status case_clause(struct parser *p, struct ksh_cmd *c)
+{
+	enum ksh_status st;
+	c->kind = KSH_C_CASE;
+	if ((st = next(p)) != KSH_OK)
+		return st;
+	if (!is_word(p))
+		return unexpected(p);
+	*PUSH(p->a, c->word, c->nword, c->capword) = ksh_strndup(p->a, p->tok.text, p->tok.len);
+	if ((st = next(p)) != KSH_OK || (st = linebreak(p)) != KSH_OK ||
+	    (st = expect(p, "in")) != KSH_OK || (st = linebreak(p)) != KSH_OK)
+		return st;
+	while (!word_is(p, "esac")) {
+		struct ksh_case_item *it = PUSH(p->a, c->item, c->nitem, c->capitem);
+		if (p->tok.kind == TK_LPAREN && (st = next(p)) != KSH_OK)
+			return st;
+		for (;;) {
+			if (!is_word(p))
+				return unexpected(p);
+			*PUSH(p->a, it->pat, it->npat, it->cappat) =
+				ksh_strndup(p->a, p->tok.text, p->tok.len);
+			if ((st = next(p)) != KSH_OK)
+				return st;
+			if (p->tok.kind != TK_PIPE)
+				break;
+			if ((st = next(p)) != KSH_OK)
+				return st;
+		}
+		if (p->tok.kind != TK_RPAREN)
+			return unexpected(p);
+		if ((st = next(p)) != KSH_OK || (st = clist(p, &it->body, true)) != KSH_OK)
+			return st;
+		if (p->tok.kind == TK_DSEMI) {
+			if ((st = next(p)) != KSH_OK || (st = linebreak(p)) != KSH_OK)
+				return st;
+		} else if (!word_is(p, "esac")) {
+			return unexpected(p);
+		}
+	}
+	return next(p);
+}
+
 static enum ksh_status simple(struct parser *p, struct ksh_cmd *c)
 {
 	enum ksh_status st;
-	c->line = p->tok.line;
-	if (is_word(p) && among(p, opening))
-		return fail(p, true, "compound commands (`%.*s') are not supported", p->tok.text,
-			    p->tok.len);
-	if (is_word(p) && among(p, closing))
-		return unexpected(p);
-	if (p->tok.kind == TK_LPAREN)
-		return fail(p, true, "subshells (`%.*s') are not supported", "(", 1);
+	c->kind = KSH_C_SIMPLE;
 	for (;;) {
 		if (starts_redirection(p->tok.kind)) {
 			if ((st = redirection(p, c)) != KSH_OK)
@@ -170,16 +419,72 @@ static enum ksh_status simple(struct parser *p, struct ksh_cmd *c)
 			if ((st = next(p)) != KSH_OK)
 				return st;
 			if (p->tok.kind == TK_LPAREN && c->nword == 1 && c->nassign == 0 &&
-			    c->nredir == 0)
-				return fail(p, true, "functions (`%.*s()') are not supported", w,
-					    strlen(w));
+			    c->nredir == 0) {
+				if (!ksh_valid_name(w, strlen(w)))
+					return unexpected(p);
+				if ((st = next(p)) != KSH_OK)
+					return st;
+				if (p->tok.kind != TK_RPAREN)
+					return unexpected(p);
+				if ((st = next(p)) != KSH_OK || (st = linebreak(p)) != KSH_OK)
+					return st;
+				if (!(p->tok.kind == TK_LPAREN || word_is(p, "{") || word_is(p, "if") ||
+				      word_is(p, "while") || word_is(p, "until") || word_is(p, "for") ||
+				      word_is(p, "case")))
+					return unexpected(p);
+				c->kind = KSH_C_FUNCDEF;
+				c->name = w;
+				c->nword = 0;
+				c->func = ksh_alloc(p->a, sizeof *c->func);
+				return command(p, c->func);
+			}
 		} else {
 			break;
 		}
 	}
 	if (c->nword + c->nassign + c->nredir == 0)
-		return p->tok.kind == TK_EOF ? end_of_input(p) : unexpected(p);
+		return unexpected(p);
 	return KSH_OK;
+}
+
+static enum ksh_status command(struct parser *p, struct ksh_cmd *c)
+{
+	enum ksh_status st;
+	c->line = p->tok.line;
+	if (is_word(p) && among(p, bashisms))
+		return fail(p, true, "`%.*s' is not supported (not POSIX sh)", p->tok.text,
+			    p->tok.len);
+	if (is_word(p) && (among(p, closing) || word_is(p, "!")))
+		return unexpected(p);
+	bool compound = true;
+	if (++p->lx.depth > KSH_MAX_DEPTH)
+		return fail(p, true, "syntax error: commands nested too deeply%.*s", "", 0);
+	if (p->tok.kind == TK_LPAREN) {
+		c->kind = KSH_C_SUBSHELL;
+		if ((st = next(p)) != KSH_OK || (st = clist(p, &c->body, false)) != KSH_OK)
+			return st;
+		st = p->tok.kind == TK_RPAREN ? next(p) : unexpected(p);
+	} else if (word_is(p, "{")) {
+		c->kind = KSH_C_GROUP;
+		if ((st = next(p)) != KSH_OK || (st = clist(p, &c->body, false)) != KSH_OK)
+			return st;
+		st = expect(p, "}");
+	} else if (word_is(p, "if")) {
+		st = if_clause(p, c);
+	} else if (word_is(p, "while") || word_is(p, "until")) {
+		st = while_clause(p, c);
+	} else if (word_is(p, "for")) {
+		st = for_clause(p, c);
+	} else if (word_is(p, "case")) {
+		st = case_clause(p, c);
+	} else {
+		compound = false;
+		st = simple(p, c);
+	}
+	p->lx.depth--;
+	while (st == KSH_OK && compound && starts_redirection(p->tok.kind))
+		st = redirection(p, c);
+	return st;
 }
 
 static enum ksh_status pipeline(struct parser *p, struct ksh_pipeline *pl)
@@ -192,7 +497,7 @@ static enum ksh_status pipeline(struct parser *p, struct ksh_pipeline *pl)
 	}
 	for (;;) {
 		struct ksh_cmd *c = PUSH(p->a, pl->cmd, pl->ncmd, pl->capcmd);
-		if ((st = simple(p, c)) != KSH_OK)
+		if ((st = command(p, c)) != KSH_OK)
 			return st;
 		if (p->tok.kind != TK_PIPE)
 			return KSH_OK;
@@ -222,12 +527,12 @@ static enum ksh_status list(struct parser *p, struct ksh_list *l)
 {
 	enum ksh_status st;
 	for (;;) {
-		if ((st = and_or(p, PUSH(p->a, l->ao, l->nao, l->capao))) != KSH_OK)
+		struct ksh_andor *ao = PUSH(p->a, l->ao, l->nao, l->capao);
+		if ((st = and_or(p, ao)) != KSH_OK)
 			return st;
-		if (p->tok.kind == TK_AMP)
-			return fail(p, true, "background jobs (`%.*s') are not supported", "&", 1);
-		if (p->tok.kind != TK_SEMI)
+		if (p->tok.kind != TK_SEMI && p->tok.kind != TK_AMP)
 			return KSH_OK;
+		ao->background = p->tok.kind == TK_AMP;
 		if ((st = next(p)) != KSH_OK)
 			return st;
 		if (p->tok.kind == TK_NEWLINE || p->tok.kind == TK_EOF)
@@ -249,7 +554,29 @@ enum ksh_status ksh_parse(const char *s, size_t len, int first_line, bool final,
 	if (st == KSH_OK && p.tok.kind == TK_NEWLINE && (st = next(&p)) == KSH_OK &&
 	    p.tok.kind != TK_EOF)
 		st = unexpected(&p); /* the caller gives whole lines: nothing follows */
+	if (st == KSH_OK && p.npending && !final)
+		st = KSH_MORE; /* a here-document on the last line, no newline yet */
 	*out = st == KSH_OK ? l : NULL;
+	return st;
+}
+
+enum ksh_status ksh_parse_subst(struct ksh_lexer *lx, int depth)
+{
+	struct ksh_arena a = {0};
+	struct parser p = {.a = &a, .err = lx->err, .subst = true};
+	p.lx = *lx;
+	p.lx.depth = depth;
+	struct ksh_list *l;
+	enum ksh_status st = next(&p);
+	if (st == KSH_OK)
+		st = clist(&p, &l, true);
+	if (st == KSH_OK && p.tok.kind != TK_RPAREN)
+		st = unexpected(&p);
+	if (st == KSH_OK) {
+		lx->pos = p.lx.pos;
+		lx->line = p.lx.line;
+	}
+	ksh_arena_free(&a);
 	return st;
 }
 

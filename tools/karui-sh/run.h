@@ -58,7 +58,7 @@ struct ksh_spawn {
 	const char *path;          /* no PATH search */
 	char *const *argv;
 	char *const *envp;
-	const char *cwd;           /* absolute; a child gets the shell's own */
+	const char *cwd;           /* absolute: the shell's (a subshell's own) */
 	struct ksh_fdspec fd[KSH_FDS];
 };
 

@@ -11,6 +11,10 @@
  * given), nothing else; one the stage wants closed is closed by a file
  * action.
  *
+ * The child starts in the stage's working directory (a file action):
+ * the shell's, which a subshell's cd changes without changing the
+ * process's.
+ *
  * Signals: karui's threads block signals (VPs block all but faults; the
  * thread that started karui blocks SIGPIPE once I/O has started), and an
  * interactive shell ignores SIGINT and SIGQUIT.  A child would inherit
@@ -51,6 +55,9 @@ static int child_spawn(const struct ksh_spawn *s, struct ksh_proc *p)
 	sigemptyset(&none);
 	sigfillset(&all);
 	if (!err && (err = posix_spawn_file_actions_init(&fa)) == 0) {
+		/* a subshell's directory is its own, not the process's */
+		if (s->cwd)
+			err = posix_spawn_file_actions_addchdir_np(&fa, s->cwd);
 		for (int i = 0; i < KSH_FDS && !err; i++) {
 			int fl;
 			if (high[i] >= 0)

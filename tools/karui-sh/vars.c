@@ -126,6 +126,18 @@ void ksh_var_restore(struct shell *sh, struct ksh_var_saved *sv)
 	free(sv->value);
 }
 
+void ksh_var_unset(struct shell *sh, const char *name)
+{
+	bool found;
+	size_t i = find(sh, name, strlen(name), &found);
+	if (!found)
+		return;
+	free(sh->vars[i].name);
+	free(sh->vars[i].value);
+	memmove(&sh->vars[i], &sh->vars[i + 1], (sh->nvars - i - 1) * sizeof *sh->vars);
+	sh->nvars--;
+}
+
 void ksh_vars_import(struct shell *sh, char **environ)
 {
 	for (char **e = environ; *e; e++) {
