@@ -380,7 +380,7 @@ static int builtin_eval(struct shell *sh, char **argv)
 	for (int i = 1; argv[i]; i++)
 		p += sprintf(p, "%s%s", i > 1 ? " " : "", argv[i]);
 	sh->status = 0;
-	int status = ksh_run_string(sh, text, strlen(text), sh->line);
+	int status = ksh_run_string(sh, text, strlen(text), sh->line, "eval");
 	free(text);
 	return status;
 }
@@ -414,6 +414,7 @@ static int builtin_dot(struct shell *sh, char **argv)
 		}
 	}
 	FILE *f = path ? fopen(path, "re") : NULL;
+	const char *name = argv[1];
 	if (!f) {
 		ksh_say(sh, ERR(sh), "%s: %s", argv[1], path ? strerror(errno) : "file not found");
 		free(path);
@@ -431,7 +432,7 @@ static int builtin_dot(struct shell *sh, char **argv)
 	fclose(f);
 	sh->dots++;
 	sh->status = 0;
-	int status = ksh_run_string(sh, text, len, 1);
+	int status = ksh_run_string(sh, text, len, 1, name);
 	sh->dots--;
 	if (sh->returning) {
 		sh->returning = false;
@@ -606,6 +607,63 @@ static int builtin_trap(struct shell *sh, char **argv)
 
 /* ---- jobs ---- */
 
+/* kill [-s SIG | -SIG] PID...: a built-in, as in dash, because $$ and $!
+ * are not for a μprocess's kill to reach: $$ is this process, signalled
+ * as the shell's trap says (its action runs next, deterministically), and
+ * $! names a job of this shell, whose μprocesses and child processes get
+ * the signal and which ends. */
+static int builtin_kill(struct shell *sh, char **argv)
+{
+	int sig = SIGTERM, i = 1;
+	if (argv[1] && strcmp(argv[1], "-l") == 0) {
+		for (size_t s = 1; s < sizeof signames / sizeof signames[0]; s++) {
+			ksh_write_all(OUT(sh), signames[s], strlen(signames[s]));
+			ksh_write_all(OUT(sh), "\n", 1);
+		}
+		return 0;
+	}
+	if (argv[1] && strcmp(argv[1], "-s") == 0) {
+		sig = argv[2] ? signal_number(argv[2]) : -1;
+		i = 3;
+	} else if (argv[1] && strcmp(argv[1], "--") == 0) {
+		i = 2;
+	} else if (argv[1] && argv[1][0] == '-' && argv[1][1]) {
+		sig = signal_number(argv[1] + 1);
+		i = 2;
+	}
+	if (sig < 0) {
+		ksh_say(sh, ERR(sh), "kill: %s: invalid signal specification", argv[i - 1] ? argv[i - 1] : "-s");
+		return 1;
+	}
+	if (!argv[i]) {
+		ksh_say(sh, ERR(sh), "kill: usage: kill [-s sigspec | -sigspec] pid ...");
+		return 2;
+	}
+	int status = 0;
+	for (; argv[i]; i++) {
+		long pid;
+		if (number(argv[i], &pid) < 0) {
+			ksh_say(sh, ERR(sh), "kill: %s: arguments must be process or job IDs", argv[i]);
+			status = 1;
+			continue;
+		}
+		int e = 0;
+		if (pid == (long)getpid() && !sh->subshell && sig > 0 && sh->trap[sig]) {
+			if (*sh->trap[sig])
+				ksh_trap_pending(sig);
+		} else if (pid > (1L << 22)) {
+			e = ksh_job_kill(sh, pid, sig) < 0 ? ESRCH : 0;
+		} else if (kill((pid_t)pid, sig) < 0) {
+			e = errno;
+		}
+		if (e) {
+			ksh_say(sh, ERR(sh), "kill: (%ld) - %s", pid, strerror(e));
+			status = 1;
+		}
+	}
+	return status;
+}
+
 static int builtin_wait(struct shell *sh, char **argv)
 {
 	if (!argv[1])
@@ -641,6 +699,7 @@ static const struct builtin builtins[] = {
 	{"unset", builtin_unset, true},   {"cd", builtin_cd, false},
 	{"true", builtin_colon, false},   {"false", builtin_false, false},
 	{"read", builtin_read, false},    {"wait", builtin_wait, false},
+	{"kill", builtin_kill, false},
 };
 
 ksh_builtin_fn *ksh_builtin(const char *name, bool *special)

@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -149,7 +150,8 @@ static int interrupted; /* Ctrl-C: the foreground command line ends */
 bool ksh_stopped(const struct shell *sh)
 {
 	return sh->exiting || sh->abandon || sh->breaks || sh->returning ||
-	       (!sh->background && __atomic_load_n(&interrupted, __ATOMIC_RELAXED));
+	       (!sh->background && __atomic_load_n(&interrupted, __ATOMIC_RELAXED)) ||
+	       (sh->job_killed && __atomic_load_n(sh->job_killed, __ATOMIC_RELAXED));
 }
 
 /* set -e: a failure outside a condition ends the shell. */
@@ -667,6 +669,7 @@ static void wait_stage(struct stage *s)
 struct fg_entry {
 	struct stage *st;
 	size_t n;
+	long job; /* a background job's pipeline: not the terminal's */
 	struct fg_entry *next;
 };
 
@@ -693,11 +696,18 @@ void ksh_interrupt(int sig)
 {
 	__atomic_store_n(&interrupted, 1, __ATOMIC_RELAXED);
 	ksh_trap_pending(sig);
+	ksh_stages_kill(0, sig);
+}
+
+void ksh_stages_kill(long job, int sig)
+{
 	kr_mutex_lock(&fg.lock);
 	for (struct fg_entry *e = fg.list; e; e = e->next)
-		for (size_t i = e->n; i-- > 0;)
+		for (size_t i = e->n; e->job == job && i-- > 0;)
 			if (e->st[i].way == WAY_UPROC) /* ESRCH once waited for */
 				kr_uproc_kill(e->st[i].proc.up, sig);
+			else if (e->st[i].way == WAY_CHILD && job)
+				kill(e->st[i].proc.pid, sig);
 	kr_mutex_unlock(&fg.lock);
 }
 
@@ -726,9 +736,8 @@ static int run_stages(struct shell *sh, const struct ksh_cmd *cmds, size_t n,
 {
 	struct stage *st = ksh_xmalloc(n * sizeof *st);
 	struct ksh_link *links = ksh_xmalloc(n * sizeof *links);
-	struct fg_entry fe = {.st = st, .n = 0};
-	if (!sh->background)
-		fg_add(&fe);
+	struct fg_entry fe = {.st = st, .n = 0, .job = sh->job};
+	fg_add(&fe);
 	for (size_t i = 0; i < n; i++) {
 		st[i] = i == 0 && first ? *first : (struct stage){.sh = sh, .cmd = &cmds[i]};
 		links[i] = (struct ksh_link){.rfd = -1, .wfd = -1};
@@ -739,8 +748,7 @@ static int run_stages(struct shell *sh, const struct ksh_cmd *cmds, size_t n,
 	}
 	for (size_t i = 0; i < n; i++)
 		wait_stage(&st[i]);
-	if (!sh->background)
-		fg_remove(&fe);
+	fg_remove(&fe);
 	for (size_t i = 0; i + 1 < n; i++)
 		ksh_link_join(&links[i]);
 	int status = st[n - 1].status;

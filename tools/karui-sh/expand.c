@@ -164,8 +164,8 @@ static bool param_value(struct shell *sh, const char *name, size_t len, const ch
 			snprintf(buf, size, "%ld", sh->last_job);
 			break;
 		default:
-			snprintf(buf, size, "%s%s%s", sh->opt_e ? "e" : "", sh->opt_u ? "u" : "",
-				 sh->opt_x ? "x" : "");
+			snprintf(buf, size, "%s%s%s", sh->opt_u ? "u" : "", sh->opt_x ? "x" : "",
+				 sh->opt_e ? "e" : ""); /* dash's order */
 		}
 		*v = buf;
 		return true;

@@ -96,10 +96,14 @@ void ksh_say(const struct shell *sh, int fd, const char *fmt, ...)
 
 /* bash's two lines: where and what, then the line itself. */
 static void syntax_error(const struct shell *sh, const struct ksh_syntax *e, const char *text,
-			 size_t len, int first_line)
+			 size_t len, int first_line, const char *what)
 {
 	char pre[PATH_MAX + 64];
-	if (sh->source && strcmp(sh->source, "-c") == 0)
+	if (what && strcmp(what, "eval") == 0)
+		snprintf(pre, sizeof pre, "%s: eval: line %d: ", NAME, e->line);
+	else if (what)
+		snprintf(pre, sizeof pre, "%s: line %d: ", what, e->line);
+	else if (sh->source && strcmp(sh->source, "-c") == 0)
 		snprintf(pre, sizeof pre, "%s: -c: line %d: ", NAME, e->line);
 	else
 		prefix(sh, e->line, pre, sizeof pre);
@@ -126,7 +130,8 @@ static void syntax_error(const struct shell *sh, const struct ksh_syntax *e, con
 
 /* ---- the loop ---- */
 
-static int loop(struct shell *sh, struct ksh_input *in, bool top, int first_line)
+static int loop(struct shell *sh, struct ksh_input *in, bool top, int first_line,
+		const char *what)
 {
 	char *buf = NULL;
 	size_t cap = 0;
@@ -162,7 +167,7 @@ static int loop(struct shell *sh, struct ksh_input *in, bool top, int first_line
 			ksh_interrupt_reset();
 		}
 		if (st == KSH_SYNTAX) {
-			syntax_error(sh, &err, buf, len, first);
+			syntax_error(sh, &err, buf, len, first, what);
 			sh->status = 2;
 			sh->exiting = sh->source != NULL;
 			sh->abandon = !top;
@@ -180,10 +185,11 @@ static int loop(struct shell *sh, struct ksh_input *in, bool top, int first_line
 
 int ksh_main_loop(struct shell *sh, struct ksh_input *in, bool top)
 {
-	return loop(sh, in, top, 1);
+	return loop(sh, in, top, 1, NULL);
 }
 
-int ksh_run_string(struct shell *sh, const char *text, size_t len, int first_line)
+int ksh_run_string(struct shell *sh, const char *text, size_t len, int first_line,
+		   const char *what)
 {
 	if (sh->calls >= KSH_MAX_CALLS) {
 		ksh_say(sh, KSH_ERR(sh), "eval: maximum nesting level exceeded (%d)", KSH_MAX_CALLS);
@@ -195,7 +201,7 @@ int ksh_run_string(struct shell *sh, const char *text, size_t len, int first_lin
 	struct ksh_input *in = ksh_input_mem(text, len);
 	int line = sh->line;
 	sh->calls++;
-	loop(sh, in, false, first_line);
+	loop(sh, in, false, first_line, what);
 	sh->calls--;
 	sh->line = line;
 	ksh_input_free(in);

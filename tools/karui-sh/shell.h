@@ -97,6 +97,8 @@ struct shell {
 	char *trap[KSH_NSIG];  /* the action of each trapped signal ("": ignored) */
 	struct ksh_job *jobs;  /* background jobs not yet waited for */
 	long last_job;         /* $!: 0 before any */
+	long job;              /* the background job this shell runs in, or 0 */
+	int *job_killed;       /* that job's: `kill` ended it */
 };
 
 /* ---- messages ---- */
@@ -182,8 +184,11 @@ int ksh_special_error(struct shell *sh);
 /* Run one parsed command line; $? and the exit request land in sh. */
 void ksh_run(struct shell *sh, const struct ksh_list *l);
 /* Run text (eval, ., a trap's action, a command substitution) command by
- * command; what is the name syntax errors give (NULL: the shell's). */
-int ksh_run_string(struct shell *sh, const char *text, size_t len, int first_line);
+ * command.  what: where its syntax errors say they are, as bash says it:
+ * "eval" (karui-sh: eval: line N:), a . script's path (PATH: line N:), or
+ * NULL (the shell's own input). */
+int ksh_run_string(struct shell *sh, const char *text, size_t len, int first_line,
+		   const char *what);
 /* Whether sh should stop running commands: exit, an error, break,
  * continue, return, Ctrl-C. */
 bool ksh_stopped(const struct shell *sh);
@@ -226,6 +231,11 @@ void ksh_run_andor(struct shell *sh, const struct ksh_andor *ao);
 void ksh_job_start(struct shell *sh, const struct ksh_andor *ao);
 /* Wait for the job id (0: all of them); its status; -1: no such job. */
 int ksh_job_wait(struct shell *sh, long id);
+/* Send sig to what the job id of sh is running, and end it; -1: no such
+ * job. */
+int ksh_job_kill(struct shell *sh, long id, int sig);
+/* Send sig to the μprocesses and child processes of the job's pipelines. */
+void ksh_stages_kill(long job, int sig);
 
 /* ---- input (input.c) ---- */
 

@@ -54,6 +54,7 @@
 
 struct ksh_job {
 	long id;
+	int killed; /* the signal `kill` sent it, which ended it */
 	kr_mp *mp;
 	struct shell *sub;
 	const struct ksh_andor *ao;
@@ -144,7 +145,7 @@ static void run_exit_trap(struct shell *sh)
 	int status = sh->status;
 	sh->exiting = sh->abandon = sh->returning = sh->continuing = false;
 	sh->breaks = 0;
-	ksh_run_string(sh, t, strlen(t), sh->line);
+	ksh_run_string(sh, t, strlen(t), sh->line, NULL);
 	if (!sh->exiting)
 		sh->status = status;
 	sh->exiting = true;
@@ -218,6 +219,9 @@ void ksh_job_start(struct shell *sh, const struct ksh_andor *ao)
 		close(null);
 	j->sub->background = true;
 	j->sub->tested = 0;
+	j->id = __atomic_add_fetch(&next_job_id, 1, __ATOMIC_RELAXED);
+	j->sub->job = j->id;
+	j->sub->job_killed = &j->killed;
 	kr_attr a = {.stack_size = 8u << 20};
 	int e = kr_mp_create(&j->mp, &a, job_main, j);
 	if (e) {
@@ -226,7 +230,6 @@ void ksh_job_start(struct shell *sh, const struct ksh_andor *ao)
 		free(j);
 		return;
 	}
-	j->id = __atomic_add_fetch(&next_job_id, 1, __ATOMIC_RELAXED);
 	j->next = sh->jobs;
 	sh->jobs = j;
 	sh->last_job = j->id;
@@ -243,7 +246,7 @@ int ksh_job_wait(struct shell *sh, long id)
 		}
 		kr_mp_join(j->mp, NULL);
 		if (id)
-			status = j->sub->status;
+			status = j->killed ? 128 + j->killed : j->sub->status;
 		*p = j->next;
 		ksh_sub_free(j->sub);
 		free(j);
@@ -251,6 +254,17 @@ int ksh_job_wait(struct shell *sh, long id)
 			break;
 	}
 	return status;
+}
+
+int ksh_job_kill(struct shell *sh, long id, int sig)
+{
+	for (struct ksh_job *j = sh->jobs; j; j = j->next)
+		if (j->id == id) {
+			__atomic_store_n(&j->killed, sig ? sig : j->killed, __ATOMIC_RELAXED);
+			ksh_stages_kill(id, sig);
+			return 0;
+		}
+	return -1;
 }
 
 /* ---- command substitution ---- */
@@ -264,7 +278,7 @@ struct capture {
 static void *capture_main(void *arg)
 {
 	struct capture *c = arg;
-	ksh_run_string(c->sub, c->text, c->len, c->sub->line);
+	ksh_run_string(c->sub, c->text, c->len, c->sub->line, NULL);
 	ksh_sub_finish(c->sub);
 	return NULL;
 }
@@ -354,7 +368,7 @@ void ksh_run_traps(struct shell *sh)
 			continue;
 		char *t = ksh_xstrdup(sh->trap[sig]);
 		int status = sh->status;
-		ksh_run_string(sh, t, strlen(t), sh->line);
+		ksh_run_string(sh, t, strlen(t), sh->line, NULL);
 		if (!sh->exiting)
 			sh->status = status;
 		free(t);
