@@ -32,7 +32,7 @@
 
 #include "shell.h"
 
-#define MAX_NEST 200
+#define MAX_NEST 1000
 
 struct ar {
 	struct shell *sh;
