@@ -596,9 +596,14 @@ static void start_sub(struct stage *s, struct ksh_link *in, struct ksh_link *out
 		for (int i = 0; i < KSH_FDS; i++)
 			fds[i] = host_fd(s, i);
 		s->sub = ksh_sub_new(s->sh, fds);
+		/* said before it starts: its microprocess takes s->argv */
+		if (s->argv.n && !find_func(s->sh, s->argv.v[0]))
+			verbose(s, "built-in", NULL);
+		s->way = WAY_SUB;
 		kr_attr a = {.stack_size = 8u << 20};
 		e = kr_mp_create(&s->mp, &a, sub_stage_main, s);
 		if (e) {
+			s->way = WAY_NONE;
 			ksh_sub_finish(s->sub);
 			ksh_sub_free(s->sub);
 			s->sub = NULL;
@@ -607,11 +612,7 @@ static void start_sub(struct stage *s, struct ksh_link *in, struct ksh_link *out
 	if (e) {
 		stage_say(s, "%s: %s", s->argv.n ? s->argv.v[0] : "(", strerror(e));
 		fail(s, 1);
-		return;
 	}
-	s->way = WAY_SUB;
-	if (s->argv.n && !find_func(s->sh, s->argv.v[0]))
-		verbose(s, "built-in", NULL);
 }
 
 static void start_stage(struct stage *s, struct ksh_link *in, struct ksh_link *out)
