@@ -105,6 +105,11 @@ long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len)
 	return (long)n;
 }
 
+void kr__upipe_state(kr_upipe *p, size_t *buffered, size_t *room, unsigned *closed)
+{
+	kr_stream_poll(&p->s, buffered, room, closed);
+}
+
 /* ---------------- what a μprocess gets at spawn ---------------- */
 
 int kr_uproc_attr_init(kr_uproc_attr *a)
@@ -266,6 +271,16 @@ struct kr__ufile *kr__fd_get(struct kr__fdtab *t, int fd)
 	return fd >= 0 && fd < t->n ? t->fd[fd].f : NULL;
 }
 
+int kr__fd_cloexec(struct kr__fdtab *t, int fd)
+{
+	return t->fd[fd].cloexec;
+}
+
+void kr__fd_set_cloexec(struct kr__fdtab *t, int fd, int cloexec)
+{
+	t->fd[fd].cloexec = cloexec;
+}
+
 int kr__fd_close(struct kr__fdtab *t, int fd)
 {
 	struct kr__ufile *f = kr__fd_get(t, fd);
@@ -274,6 +289,12 @@ int kr__fd_close(struct kr__fdtab *t, int fd)
 	t->fd[fd].f = NULL;
 	kr__ufile_put(f);
 	return 0;
+}
+
+void kr__fd_close_range(struct kr__fdtab *t, long lo, long hi)
+{
+	for (long fd = lo; fd <= hi && fd < t->n; fd++)
+		kr__fd_close(t, (int)fd);
 }
 
 void kr__fd_close_all(struct kr__fdtab *t)

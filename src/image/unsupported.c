@@ -43,3 +43,9 @@ int kr_uproc_reused(const kr_uproc *up)
 	(void)up;
 	return 0;
 }
+
+int kr__sys_table_md(FILE *out)
+{
+	(void)out;
+	return ENOTSUP; /* no system call is intercepted here */
+}

@@ -26,7 +26,7 @@
  * (a pipe read) parks only this microprocess, and it may resume on
  * another VP, which is armed then if it was not.  SA_NODEFER keeps SIGSYS
  * unblocked while a handler is parked, so the next μprocess on the VP can
- * trap too.  sys.c decides what each call does.
+ * trap too.  sys.c's table decides what each call does.
  *
  * The end.  exit and exit_group, a return from main (which calls them), a
  * signal whose default action ends a process, sent by the μprocess to
@@ -260,6 +260,7 @@ static int install_handlers(void)
 			return errno;
 	}
 	kr__img_trace = getenv("KARUI_UPROC_TRACE") != NULL;
+	kr__sys_init();
 	kr__cache_init();
 	kr__cache_cpuid_load();
 	kr__img_avx = (uint8_t)__builtin_cpu_supports("avx");

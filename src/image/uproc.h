@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <ucontext.h>
@@ -79,11 +80,16 @@ void kr__ufile_put(struct kr__ufile *f);
 int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int cloexec);
 int kr__fd_set(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec);
 struct kr__ufile *kr__fd_get(struct kr__fdtab *t, int fd);
+int kr__fd_cloexec(struct kr__fdtab *t, int fd);            /* an open fd's */
+void kr__fd_set_cloexec(struct kr__fdtab *t, int fd, int cloexec);
 int kr__fd_close(struct kr__fdtab *t, int fd);
+void kr__fd_close_range(struct kr__fdtab *t, long lo, long hi); /* the open ones */
 void kr__fd_close_all(struct kr__fdtab *t);
 int kr__uproc_spawn_check(kr_uproc **out, const char *path, char *const argv[],
 			  const kr_uproc_attr *attr);
 long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
+/* what kr_stream_poll says of the pipe's stream */
+void kr__upipe_state(kr_upipe *p, size_t *buffered, size_t *room, unsigned *closed);
 
 /* ---- uproc.c ---- */
 struct kr__region {
@@ -130,7 +136,7 @@ struct kr_uproc {
 	stack_t altstack;   /* sigaltstack's: kept and reported */
 	/* its ITIMER_REAL (alarm, setitimer): SIGALRM at `at` (kr_now; 0:
 	 * none), then every `every` ns; sent by the microprocess `mp`,
-	 * made for the first one (sys.c) */
+	 * made for the first one (sys_sig.c) */
 	struct kr__alarm {
 		uint64_t at, every; /* atomic */
 		int stop;           /* atomic */
@@ -140,7 +146,7 @@ struct kr_uproc {
 	 * `killed`, the signal that ends it, which it reads at the end of every
 	 * call it makes, and a cancel of its microprocess's wait; `sigpending`,
 	 * the signals it blocked, unblocked later (kr__sig_recheck); `killfd`,
-	 * an eventfd that a wait in the kernel polls beside its fd (sys.c),
+	 * an eventfd that a wait in the kernel polls beside its fd (sys_fd.c),
 	 * made for the first such wait, -1 till then.  All atomic. */
 	uint64_t sigpending;
 	int killed;
@@ -181,7 +187,7 @@ int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 void kr__rl_unmap(const struct kr__rlist *l);
 /* The μprocess maps, unmaps or changes [lo, hi): its regions, its writable
- * ranges while they are kept, and its kept image follow (sys.c). */
+ * ranges while they are kept, and its kept image follow (sys_mem.c). */
 int kr__uproc_mapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
 void kr__uproc_unmapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
@@ -293,9 +299,13 @@ int kr__x86_decode(const uint8_t *p, size_t max, struct kr__insn *out);
  * of what it reads there, or -errno; KR__NOT_PROC for any other path. */
 long kr__proc_open(struct kr_uproc *up, const char *path, long flags);
 
-/* ---- sys.c ---- */
+/* ---- sys.c and sys_*.c (sys.h): what each system call does ---- */
 long kr__sys(struct kr_uproc *up, long nr, long a[6]);
-void kr__alarm_stop(struct kr_uproc *up); /* at its end: no SIGALRM after */
+void kr__sys_init(void);                  /* at the layer's start: the index */
+/* docs/uproc.md's table of every intercepted call, in Markdown: 0, EIO,
+ * ENOTSUP where there are no μprocesses */
+int kr__sys_table_md(FILE *out);
+void kr__alarm_stop(struct kr_uproc *up); /* at its end: no SIGALRM after (sys_sig.c) */
 
 /* ---- x86_64/uaccess.S: the μprocess's memory, a fault an -EFAULT ---- */
 long kr__ucopy(void *dst, const void *src, size_t n);       /* 0 or -EFAULT */

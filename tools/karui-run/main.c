@@ -5,6 +5,10 @@
  * in PATH.  A program that cannot run as a μprocess (a script, a setuid
  * program, another architecture) is an error here: karui-run exists to
  * run μprocesses, and says why not.
+ *
+ * karui-run --syscall-table — print, in Markdown, the table of every
+ * system call a μprocess makes and what karui does with it, from the
+ * table that serves them (src/image/sys.c): docs/uproc.md holds it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -15,6 +19,8 @@
 
 #include <karui.h>
 #include <karui/image.h>
+
+#include "uproc.h" /* kr__sys_table_md */
 
 static char **args;
 static int status = 127;
@@ -73,10 +79,19 @@ static void *run(void *arg)
 int main(int argc, char **argv)
 {
 	int i = 1;
+	if (argc == 2 && !strcmp(argv[1], "--syscall-table")) {
+		int e = kr__sys_table_md(stdout);
+		if (e || fflush(stdout)) {
+			fprintf(stderr, "karui-run: --syscall-table: %s\n", strerror(e ? e : errno));
+			return 1;
+		}
+		return 0;
+	}
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
 	if (i >= argc) {
-		fprintf(stderr, "usage: karui-run [--] PROGRAM [ARG...]\n");
+		fprintf(stderr, "usage: karui-run [--] PROGRAM [ARG...]\n"
+				"       karui-run --syscall-table\n");
 		return 2;
 	}
 	args = argv + i;
