@@ -11,6 +11,9 @@
 #include <dirent.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
@@ -1505,6 +1508,340 @@ static void a_malformed_interpreter_is_refused_or_runs_never_crashes_the_host(vo
 	free(ld.img);
 }
 
+/* ---- sockets and the kernel's other fds ---- */
+
+/* All that cmd prints on its stdout, malloc'ed. */
+static char *native_out(const char *cmd)
+{
+	FILE *f = popen(cmd, "r");
+	KT_CHECK(f);
+	size_t cap = 1 << 16, len = 0, n;
+	char *b = malloc(cap);
+	KT_CHECK(b);
+	while ((n = fread(b + len, 1, cap - 1 - len, f)) > 0)
+		if ((len += n) == cap - 1)
+			KT_CHECK((b = realloc(b, cap *= 2)));
+	b[len] = 0;
+	KT_EQ(pclose(f), 0);
+	return b;
+}
+
+/* uproc_probe MODE [ARG] says as a μprocess all it says natively. */
+static void probe_like_native(const char *mode, const char *arg)
+{
+	char cmd[4200], *out;
+	snprintf(cmd, sizeof cmd, "%s %s %s", probe, mode, arg ? arg : "");
+	char *native = native_out(cmd);
+	KT_EQ(run_probe(mode, arg, &out), 0);
+	if (strcmp(out, native))
+		fprintf(stderr, "  native:\n%s  as a μprocess:\n%s", native, out);
+	KT_CHECK(strcmp(out, native) == 0);
+	free(out);
+	free(native);
+}
+
+/* eventfd, timerfd (a read that waits for it), memfd, epoll over a socket,
+ * an eventfd and a timerfd (a wait that ends by its timeout, one that a
+ * timer ends), a socketpair carrying an fd, inotify and extended
+ * attributes by relative paths, and the errors of fds of other kinds or
+ * none: as natively, on both I/O back ends. */
+static void sockets_and_the_kernels_other_fds_behave_as_natively(void)
+{
+	const char *backends[] = {"io_uring", "epoll"};
+	for (int k = 0; k < 2; k++) {
+		setenv("KARUI_IO", backends[k], 1);
+		start(2);
+		need_uprocs();
+		probe_like_native("kfds", NULL);
+		char dir[] = "/tmp/karui-kfd-XXXXXX";
+		KT_CHECK(mkdtemp(dir));
+		probe_like_native("inotify", dir);
+		probe_like_native("xattr", dir);
+		KT_EQ(rmdir(dir), 0);
+		KT_EQ(kr_fini(), 0);
+	}
+}
+
+/* The threads of this process but the kernel's io_uring workers. */
+static int threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	KT_CHECK(d);
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		char path[300], comm[32] = "";
+		snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+		FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+		if (f && fgets(comm, sizeof comm, f))
+			n += strncmp(comm, "iou-", 4) != 0;
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+static volatile int counting;
+static unsigned long counted;
+
+static void *counter(void *arg)
+{
+	(void)arg;
+	while (counting) {
+		counted++;
+		kr_mp_yield();
+	}
+	return NULL;
+}
+
+/* All that p gives until its end. */
+static char *all_of(kr_upipe *p)
+{
+	size_t cap = 4096, len = 0, got;
+	char *b = malloc(cap);
+	KT_CHECK(b);
+	do {
+		KT_EQ(kr_upipe_read(p, b + len, cap - 1 - len, &got), 0);
+		len += got;
+	} while (got && len < cap - 1);
+	b[len] = 0;
+	return b;
+}
+
+/* A TCP server and its client, μprocesses on loopback, on one VP: while
+ * the server waits in accept (and then in its read, the client sending a
+ * little later) only its microprocess waits; another one counts meanwhile,
+ * and no thread is started to hold the wait. */
+static void a_tcp_server_and_client_wait_in_their_microprocesses_alone(void)
+{
+	start(1);
+	need_uprocs();
+	counting = 1;
+	kr_mp *cm;
+	KT_EQ(kr_mp_create(&cm, NULL, counter, NULL), 0);
+	char *sa[] = {"uproc_probe", "tcp-server", NULL};
+	kr_upipe *sin, *sout;
+	kr_uproc *srv = spawn_piped(probe, sa, &sin, &sout);
+	int port = 0;
+	KT_EQ(sscanf(line_of(sout), "port %d", &port), 1);
+	int th = threads();
+	unsigned long c0 = counted;
+	KT_EQ(kr_mp_sleep_for(100000000), 0); /* the server is in accept */
+	KT_CHECK(counted - c0 > 100);
+	KT_EQ(threads(), th);
+	char ps[16];
+	snprintf(ps, sizeof ps, "%d", port);
+	char *ca[] = {"uproc_probe", "tcp-client", ps, NULL};
+	kr_upipe *cin, *cout;
+	kr_uproc *cli = spawn_piped(probe, ca, &cin, &cout);
+	char *got = all_of(cout);
+	KT_CHECK(strcmp(got, "hello karui from 127.0.0.1\n") == 0);
+	KT_CHECK(strcmp(line_of(sout), "served") == 0);
+	KT_EQ(threads(), th);
+	int s1 = -1, s2 = -1;
+	KT_EQ(kr_uproc_wait(srv, &s1), 0);
+	KT_EQ(kr_uproc_wait(cli, &s2), 0);
+	KT_EQ(s1, 0);
+	KT_EQ(s2, 0);
+	counting = 0;
+	KT_EQ(kr_mp_join(cm, NULL), 0);
+	free(got);
+	kr_upipe_close(sin, KR_UPIPE_WRITE);
+	kr_upipe_close(sout, KR_UPIPE_READ);
+	kr_upipe_close(cin, KR_UPIPE_WRITE);
+	kr_upipe_close(cout, KR_UPIPE_READ);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* One μprocess sends another an eventfd over a local socket (SCM_RIGHTS);
+ * the receiver's read of it waits, on the one VP, until the sender
+ * writes it 50 ms later. */
+static void an_eventfd_passed_between_uprocs_wakes_its_reader(void)
+{
+	start(1);
+	need_uprocs();
+	char name[64];
+	snprintf(name, sizeof name, "karui-test-%d", getpid());
+	char *ga[] = {"uproc_probe", "give", name, NULL}, *ta[] = {"uproc_probe", "take", name, NULL};
+	kr_upipe *gin, *gout, *tin, *tout;
+	kr_uproc *g = spawn_piped(probe, ga, &gin, &gout);
+	KT_CHECK(strcmp(line_of(gout), "ready") == 0);
+	kr_uproc *t = spawn_piped(probe, ta, &tin, &tout);
+	KT_CHECK(strcmp(line_of(tout), "took 5 waited cloexec 1") == 0);
+	KT_CHECK(strcmp(line_of(gout), "gave") == 0);
+	int s1 = -1, s2 = -1;
+	KT_EQ(kr_uproc_wait(g, &s1), 0);
+	KT_EQ(kr_uproc_wait(t, &s2), 0);
+	KT_EQ(s1, 0);
+	KT_EQ(s2, 0);
+	kr_upipe_close(gin, KR_UPIPE_WRITE);
+	kr_upipe_close(gout, KR_UPIPE_READ);
+	kr_upipe_close(tin, KR_UPIPE_WRITE);
+	kr_upipe_close(tout, KR_UPIPE_READ);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A μprocess that waits on a socket, an eventfd or in epoll_wait, with
+ * nothing to come, is ended by a kill, on both I/O back ends. */
+static void a_kill_ends_a_wait_on_a_socket_or_an_event_fd(void)
+{
+	const char *backends[] = {"io_uring", "epoll"};
+	const char *what[] = {"accept", "recv", "eventfd", "epoll"};
+	for (int k = 0; k < 2; k++) {
+		setenv("KARUI_IO", backends[k], 1);
+		start(1);
+		need_uprocs();
+		for (unsigned i = 0; i < sizeof what / sizeof *what; i++) {
+			char *argv[] = {"uproc_probe", "block", (char *)what[i], NULL};
+			kr_upipe *in, *out;
+			kr_uproc *up = spawn_piped(probe, argv, &in, &out);
+			KT_CHECK(strcmp(line_of(out), "waiting") == 0);
+			KT_EQ(kr_mp_sleep_for(10000000), 0); /* in its wait by now, most likely */
+			KT_EQ(kr_uproc_kill(up, SIGTERM), 0);
+			int st = -1;
+			KT_EQ(kr_uproc_wait(up, &st), 0);
+			KT_EQ(st, 128 + SIGTERM);
+			kr_upipe_close(in, KR_UPIPE_WRITE);
+			kr_upipe_close(out, KR_UPIPE_READ);
+		}
+		KT_EQ(kr_fini(), 0);
+	}
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	KT_CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0);
+}
+
+/* ls -l of a directory named by a relative path (its lgetxattr and
+ * getxattr of each file too), in the C locale and UTC: byte for byte what
+ * it writes natively, on stdout and on stderr. */
+static void ls_l_lists_a_directory_as_natively(void)
+{
+	start(2);
+	need_uprocs();
+	char dir[] = "/tmp/karui-ls-XXXXXX", path[256];
+	KT_CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/t", dir);
+	KT_EQ(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/t/a", dir);
+	write_text(path, "some text\n");
+	snprintf(path, sizeof path, "%s/t/b", dir);
+	write_text(path, "");
+	KT_EQ(chmod(path, 0640), 0);
+	snprintf(path, sizeof path, "%s/t/l", dir);
+	KT_EQ(symlink("a", path), 0);
+	snprintf(path, sizeof path, "%s/t/d", dir);
+	KT_EQ(mkdir(path, 0700), 0);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "cd %s && env -i LC_ALL=C TZ=UTC /bin/ls -l t 2>native.err", dir);
+	char *native = native_out(cmd);
+	KT_CHECK(strstr(native, " a\n") && strstr(native, " l -> a\n"));
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	char *env[] = {"LC_ALL=C", "TZ=UTC", NULL};
+	a.cwd = dir;
+	a.envp = env;
+	snprintf(path, sizeof path, "%s/uproc.err", dir);
+	int err = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	KT_CHECK(err >= 0);
+	KT_EQ(kr_uproc_attr_fd_host(&a, 2, err), 0);
+	char *out, *argv[] = {"ls", "-l", "t", NULL};
+	KT_EQ(run("/bin/ls", argv, NULL, &out, &a), 0);
+	close(err);
+	if (strcmp(out, native))
+		fprintf(stderr, "  native:\n%s  as a μprocess:\n%s", native, out);
+	KT_CHECK(strcmp(out, native) == 0);
+	snprintf(cmd, sizeof cmd, "cd %s && cat native.err && echo ---- && cat uproc.err", dir);
+	char *errs = native_out(cmd);
+	KT_CHECK(strcmp(errs, "----\n") == 0); /* nothing on either stderr */
+	snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+	KT_EQ(system(cmd), 0);
+	free(errs);
+	free(out);
+	free(native);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A small HTTP server of the host's, on karui's I/O: one request, one
+ * answer. */
+static int http_listener;
+static const char http_body[] = "hello from karui's server\n";
+
+static void *http_serve(void *arg)
+{
+	(void)arg;
+	int c;
+	KT_EQ(kr_accept(http_listener, NULL, NULL, SOCK_CLOEXEC, &c), 0);
+	char req[4096];
+	size_t len = 0, got;
+	while (len < sizeof req - 1 && (len < 4 || memcmp(req + len - 4, "\r\n\r\n", 4))) {
+		KT_EQ(kr_read(c, req + len, sizeof req - 1 - len, &got), 0);
+		KT_CHECK(got > 0);
+		len += got;
+	}
+	req[len] = 0;
+	KT_CHECK(strncmp(req, "GET /karui HTTP/1.", 18) == 0);
+	char ans[256];
+	int n = snprintf(ans, sizeof ans,
+			 "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+			 "Connection: close\r\n\r\n%s",
+			 strlen(http_body), http_body);
+	KT_EQ(kr_write_all(c, ans, (size_t)n, NULL), 0);
+	KT_EQ(kr_close(c), 0);
+	return NULL;
+}
+
+/* curl, as a μprocess, fetches a page from a server on loopback. */
+static void curl_fetches_a_page_from_a_local_server(void)
+{
+	char *where = native_out("command -v curl || true");
+	if (!*where)
+		KT_SKIP("no curl here");
+	where[strcspn(where, "\n")] = 0;
+	start(2);
+	need_uprocs();
+	http_listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof sa;
+	KT_CHECK(http_listener >= 0);
+	KT_EQ(bind(http_listener, (void *)&sa, sizeof sa), 0);
+	KT_EQ(listen(http_listener, 4), 0);
+	KT_EQ(getsockname(http_listener, (void *)&sa, &sl), 0);
+	kr_mp *srv;
+	KT_EQ(kr_mp_create(&srv, NULL, http_serve, NULL), 0);
+	char url[64];
+	snprintf(url, sizeof url, "http://127.0.0.1:%d/karui", ntohs(sa.sin_port));
+	char *out, *argv[] = {"curl", "-q", "-s", "-S", "--max-time", "30", url, NULL};
+	KT_EQ(run(where, argv, NULL, &out, NULL), 0);
+	KT_CHECK(strcmp(out, http_body) == 0);
+	KT_EQ(kr_mp_join(srv, NULL), 0);
+	KT_EQ(kr_close(http_listener), 0);
+	free(out);
+	free(where);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* What a μprocess cannot do with fds: put a karui pipe (which has no host
+ * fd) in an epoll set (EPERM, as the kernel says of files it cannot
+ * poll), or reach one of the host's own fds by its number (EBADF
+ * everywhere: it has only its table). */
+static void a_uproc_reaches_no_fd_but_its_own(void)
+{
+	start(2);
+	need_uprocs();
+	probe_says("epoll-pipe", NULL, "EPERM\n");
+	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	KT_CHECK(s >= 0);
+	KT_EQ(dup3(s, 100, O_CLOEXEC), 100); /* the host's fd 100: no fd of the probe's */
+	probe_says("hostfd", "100",
+		   "fstat EBADF connect EBADF epoll EBADF getsockopt EBADF rights EBADF\n");
+	close(100);
+	close(s);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	static char self[4096];
@@ -1554,5 +1891,12 @@ int main(int argc, char **argv)
 	KT_RUN(ten_thousand_runs_leave_fd_count_and_rss_flat);
 	KT_RUN(malformed_programs_are_refused_or_run_never_crash_the_host);
 	KT_RUN(a_malformed_interpreter_is_refused_or_runs_never_crashes_the_host);
+	KT_RUN(sockets_and_the_kernels_other_fds_behave_as_natively);
+	KT_RUN(a_tcp_server_and_client_wait_in_their_microprocesses_alone);
+	KT_RUN(an_eventfd_passed_between_uprocs_wakes_its_reader);
+	KT_RUN(a_kill_ends_a_wait_on_a_socket_or_an_event_fd);
+	KT_RUN(ls_l_lists_a_directory_as_natively);
+	KT_RUN(curl_fetches_a_page_from_a_local_server);
+	KT_RUN(a_uproc_reaches_no_fd_but_its_own);
 	return kt_finish();
 }

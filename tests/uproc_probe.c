@@ -47,6 +47,30 @@
  *   uproc_probe wait         sem_wait with nobody to post: for ever
  *   uproc_probe alarm        alarm(1), then pause()
  *   uproc_probe altstack     sigaltstack set, read back: "kept" or not
+ *   uproc_probe kfds         eventfd, timerfd, memfd, epoll, a socketpair
+ *                            and SCM_RIGHTS in one process, and the errors
+ *                            of bad fds: a line for each
+ *   uproc_probe inotify DIR  in DIR, a watch of its new directory "w"
+ *                            (a relative path): the events of a file made
+ *                            and removed there
+ *   uproc_probe xattr DIR    in DIR, extended attributes of a file and a
+ *                            symbolic link, named by relative paths
+ *   uproc_probe epoll-pipe   epoll_ctl's error for the read end of a pipe
+ *   uproc_probe hostfd N     what calls on fd N (the host's own, not one
+ *                            it has) answer
+ *   uproc_probe tcp-server   listens on 127.0.0.1, says "port N", serves
+ *                            one client ("hello LINE" for its line), then
+ *                            says "served"
+ *   uproc_probe tcp-client PORT   sends "karui\n" to PORT a little later
+ *                            than it connects, prints the answer
+ *   uproc_probe give NAME    listens on the abstract socket NAME, says
+ *                            "ready", sends its client an eventfd
+ *                            (SCM_RIGHTS), writes 5 to it 50 ms later,
+ *                            says "gave" when the client has gone
+ *   uproc_probe take NAME    receives the eventfd from NAME and reads it:
+ *                            the value, and whether the read waited
+ *   uproc_probe block accept|recv|eventfd|epoll   says "waiting",
+ *                            then waits for ever in that call
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -56,14 +80,25 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -200,8 +235,87 @@ static void want_efault(const char *what, long r)
 }
 #define EF(what, ...) want_efault(what, syscall(__VA_ARGS__))
 
+/* the fds that the socket and event calls below are made on */
+struct kfd_set {
+	int udp, dgram[2], ep, efd, tfd, ifd, lis;
+	struct sockaddr_in to, lis_at;
+};
+
+static int kfd_open(struct kfd_set *k)
+{
+	struct epoll_event ev = {.events = EPOLLIN};
+	socklen_t l = sizeof k->lis_at;
+	k->to = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(9),
+				     .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	k->lis_at = (struct sockaddr_in){.sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	k->udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	k->ep = epoll_create1(EPOLL_CLOEXEC);
+	k->efd = eventfd(1, EFD_CLOEXEC); /* readable: ready in ep for ever */
+	k->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	k->ifd = inotify_init1(IN_CLOEXEC);
+	k->lis = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, k->dgram) || k->udp < 0 ||
+	       k->ep < 0 || k->efd < 0 || k->tfd < 0 || k->ifd < 0 || k->lis < 0 ||
+	       epoll_ctl(k->ep, EPOLL_CTL_ADD, k->efd, &ev) ||
+	       bind(k->lis, (void *)&k->lis_at, sizeof k->lis_at) || listen(k->lis, 4) ||
+	       getsockname(k->lis, (void *)&k->lis_at, &l);
+}
+
+/* the calls on sockets and the kernel's other fds, with the bad pointer b
+ * (w: one to read from too) */
+static void bad_kfd_pointers(struct kfd_set *k, char *b, int w)
+{
+	struct iovec iov = {b, 4}, one = {"x", 1};
+	socklen_t len = sizeof k->to;
+	if (w) {
+		struct epoll_event ev;
+		struct msghdr mb = {.msg_name = &k->to, .msg_namelen = sizeof k->to,
+				    .msg_iov = &iov, .msg_iovlen = 1};
+		struct msghdr mi = {.msg_name = &k->to, .msg_namelen = sizeof k->to,
+				    .msg_iov = (struct iovec *)b, .msg_iovlen = 1};
+		struct msghdr mc = {.msg_name = &k->to, .msg_namelen = sizeof k->to,
+				    .msg_iov = &one, .msg_iovlen = 1, .msg_control = b,
+				    .msg_controllen = 16};
+		EF("connect", SYS_connect, k->udp, b, sizeof k->to);
+		EF("bind", SYS_bind, k->udp, b, sizeof k->to);
+		EF("sendto(buf)", SYS_sendto, k->udp, b, 4, 0, &k->to, sizeof k->to);
+		EF("sendto(addr)", SYS_sendto, k->udp, "x", 1, 0, b, sizeof k->to);
+		EF("sendmsg(msghdr)", SYS_sendmsg, k->udp, b, 0);
+		EF("sendmsg(iov_base)", SYS_sendmsg, k->udp, &mb, 0);
+		EF("sendmsg(iov)", SYS_sendmsg, k->udp, &mi, 0);
+		EF("sendmsg(control)", SYS_sendmsg, k->udp, &mc, 0);
+		EF("recvmsg(msghdr)", SYS_recvmsg, k->dgram[0], b, MSG_DONTWAIT);
+		EF("epoll_ctl(event)", SYS_epoll_ctl, k->ep, EPOLL_CTL_ADD, k->tfd, b);
+		EF("epoll_pwait(sigmask)", SYS_epoll_pwait, k->ep, &ev, 1, 0, b, 8);
+		EF("timerfd_settime(new)", SYS_timerfd_settime, k->tfd, 0, b, NULL);
+		EF("memfd_create(name)", SYS_memfd_create, b, 0);
+		EF("inotify_add_watch(path)", SYS_inotify_add_watch, k->ifd, b, IN_CREATE);
+		EF("getxattr(path)", SYS_getxattr, b, "user.x", NULL, 0);
+	}
+	EF("socketpair", SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, b);
+	EF("getsockname", SYS_getsockname, k->udp, b, &len);
+	EF("epoll_wait(events)", SYS_epoll_wait, k->ep, b, 1, 0);
+	EF("timerfd_gettime", SYS_timerfd_gettime, k->tfd, b);
+	if (send(k->dgram[1], "data", 4, 0) != 4)
+		puts("send: lost");
+	EF("recvfrom(buf)", SYS_recvfrom, k->dgram[0], b, 4, MSG_DONTWAIT, NULL, NULL);
+	if (send(k->dgram[1], "data", 4, 0) != 4)
+		puts("send: lost");
+	struct msghdr mr = {.msg_iov = &iov, .msg_iovlen = 1};
+	EF("recvmsg(iov_base)", SYS_recvmsg, k->dgram[0], &mr, MSG_DONTWAIT);
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); /* a client to accept */
+	if (c < 0 || connect(c, (void *)&k->lis_at, sizeof k->lis_at))
+		puts("connect: failed");
+	EF("accept4(addr)", SYS_accept4, k->lis, b, &len, 0);
+	close(c);
+}
+
 static int bad_pointers(void)
 {
+	struct kfd_set k;
+	if (kfd_open(&k))
+		return 5;
 	char *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (gone == MAP_FAILED || ro == MAP_FAILED || munmap(gone, 4096))
@@ -260,6 +374,7 @@ static int bad_pointers(void)
 		EF("clock_gettime", SYS_clock_gettime, CLOCK_MONOTONIC, b);
 		EF("getrandom", SYS_getrandom, b, 8, 0);
 		EF("prlimit64", SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, b);
+		bad_kfd_pointers(&k, b, w);
 	}
 	char c[4]; /* the pipe kept its data through it all */
 	if (read(p[0], c, 4) != 4 || memcmp(c, "data", 4))
@@ -268,6 +383,331 @@ static int bad_pointers(void)
 	return wrong ? 1 : 0;
 }
 #endif
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* "OK" or the name of errno, for a call's result r */
+static const char *res(long r)
+{
+	return r < 0 ? strerrorname_np(errno) : "OK";
+}
+
+static int send_fd(int s, int fd)
+{
+	char c = 'f', buf[CMSG_SPACE(sizeof fd)];
+	struct iovec iov = {&c, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
+			   .msg_controllen = sizeof buf};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof fd);
+	memcpy(CMSG_DATA(h), &fd, sizeof fd);
+	return (int)sendmsg(s, &m, 0);
+}
+
+/* the fd that came with one byte from s (its cloexec bit in *cloexec), or -1 */
+static int recv_fd(int s, int *cloexec)
+{
+	char c, buf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = {&c, 1};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = buf,
+			   .msg_controllen = sizeof buf};
+	if (recvmsg(s, &m, MSG_CMSG_CLOEXEC) != 1)
+		return -1;
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	if (!h || h->cmsg_type != SCM_RIGHTS || h->cmsg_len != CMSG_LEN(sizeof(int)))
+		return -1;
+	int fd;
+	memcpy(&fd, CMSG_DATA(h), sizeof fd);
+	*cloexec = fcntl(fd, F_GETFD) == FD_CLOEXEC;
+	return fd;
+}
+
+static int kfds(void)
+{
+	/* eventfd: a semaphore, its own flags */
+	uint64_t v = 0;
+	int e = eventfd(2, EFD_NONBLOCK | EFD_SEMAPHORE | EFD_CLOEXEC);
+	long r1 = read(e, &v, 8), r2 = read(e, &v, 8), r3 = read(e, &v, 8);
+	printf("eventfd %ld %ld %s %lu cloexec %d nonblock %d", r1, r2, res(r3), (unsigned long)v,
+	       fcntl(e, F_GETFD), !!(fcntl(e, F_GETFL) & O_NONBLOCK));
+	fcntl(e, F_SETFL, O_RDWR);
+	int on = 1, fl = fcntl(e, F_GETFL) & O_NONBLOCK;
+	ioctl(e, FIONBIO, &on);
+	printf(" then %d %d\n", !!fl, !!(fcntl(e, F_GETFL) & O_NONBLOCK));
+
+	/* timerfd: a blocking read waits for it */
+	int t = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	struct itimerspec its = {.it_value = {0, 30000000}}, cur;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	timerfd_settime(t, 0, &its, NULL);
+	v = 0;
+	long r = read(t, &v, 8);
+	timerfd_gettime(t, &cur);
+	printf("timerfd %ld %lu waited %d disarmed %d\n", r, (unsigned long)v, ms_since(&t0) >= 25,
+	       !cur.it_value.tv_sec && !cur.it_value.tv_nsec);
+
+	/* memfd */
+	int m = memfd_create("probe", MFD_CLOEXEC);
+	char b[64] = {0};
+	struct stat st;
+	r = write(m, "hello memfd", 11);
+	long rb = pread(m, b, sizeof b - 1, 0);
+	fstat(m, &st);
+	const char *map = mmap(NULL, 11, PROT_READ, MAP_SHARED, m, 0);
+	printf("memfd %ld %ld %s size %ld cloexec %d mapped %.5s\n", r, rb, b, (long)st.st_size,
+	       fcntl(m, F_GETFD), map == MAP_FAILED ? "no" : map);
+
+	/* epoll over a socket, an eventfd and a timerfd */
+	int sv[2], ep = epoll_create1(EPOLL_CLOEXEC), e2 = eventfd(0, 0);
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv);
+	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 100}, got[4];
+	epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev);
+	printf("epoll %s", res(epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev)));
+	ev.data.u64 = 200;
+	epoll_ctl(ep, EPOLL_CTL_ADD, e2, &ev);
+	printf(" %d", epoll_wait(ep, got, 4, 0));
+	v = 1;
+	r = write(e2, &v, 8);
+	r = epoll_wait(ep, got, 4, 0);
+	printf(" %ld:%lu", r, (unsigned long)got[0].data.u64);
+	r = read(e2, &v, 8);
+	r = write(sv[1], "x", 1);
+	r = epoll_wait(ep, got, 4, -1);
+	printf(" %ld:%lu", r, (unsigned long)got[0].data.u64);
+	r = read(sv[0], b, 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = epoll_wait(ep, got, 4, 50);
+	printf(" %ld waited %d", r, ms_since(&t0) >= 45);
+	int t2 = timerfd_create(CLOCK_MONOTONIC, 0);
+	ev.data.u64 = 300;
+	epoll_ctl(ep, EPOLL_CTL_ADD, t2, &ev);
+	its.it_value.tv_nsec = 30000000;
+	timerfd_settime(t2, 0, &its, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	sigset_t none;
+	sigemptyset(&none);
+	r = epoll_pwait(ep, got, 4, -1, &none);
+	printf(" %ld:%lu waited %d", r, (unsigned long)got[0].data.u64, ms_since(&t0) >= 25);
+	int reg = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+	printf(" file %s", res(epoll_ctl(ep, EPOLL_CTL_ADD, reg, &ev)));
+	printf(" del %s", res(epoll_ctl(ep, EPOLL_CTL_DEL, t2, NULL)));
+	printf(" mod %s\n", res(epoll_ctl(ep, EPOLL_CTL_MOD, t2, &ev)));
+
+	/* a stream socketpair: data, SCM_RIGHTS (the memfd), shutdown */
+	r = send(sv[1], "ping", 4, 0);
+	rb = recv(sv[0], b, sizeof b, 0);
+	printf("socketpair %ld %ld %.4s", r, rb, b);
+	int cl = 0, fd = send_fd(sv[1], m) == 1 ? recv_fd(sv[0], &cl) : -1;
+	memset(b, 0, sizeof b);
+	r = pread(fd, b, 11, 0);
+	printf(" rights %s %ld %s cloexec %d", fd >= 0 && fd != m ? "new" : "none", r, b, cl);
+	struct iovec rv[2] = {{b, 4}, {b + 4, 32}}, wv[2] = {{"ab", 2}, {"cd", 2}};
+	r = send(sv[1], "12345678", 8, 0);
+	long rr = readv(sv[0], rv, 2), wr = writev(sv[1], wv, 2); /* what there is: no wait */
+	rb = recv(sv[0], b, sizeof b, 0);
+	printf(" readv %ld writev %ld %ld", rr, wr, rb);
+	shutdown(sv[1], SHUT_WR);
+	r = recv(sv[0], b, sizeof b, 0);
+	signal(SIGPIPE, SIG_IGN);
+	shutdown(sv[0], SHUT_RD);
+	close(sv[0]);
+	printf(" eof %ld send %s\n", r, res(send(sv[1], "x", 1, 0)));
+
+	/* errors: fds it does not have, fds of another kind */
+	int bad = 500, u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ibad;
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(9),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t sl = sizeof sin;
+	struct msghdr mh = {0};
+	/* one call a statement: each errno read right after its call */
+	const char *x[16];
+	int k = 0;
+	x[k++] = res(connect(bad, (void *)&sin, sizeof sin));
+	x[k++] = res(accept(bad, NULL, NULL));
+	x[k++] = res(epoll_ctl(ep, EPOLL_CTL_ADD, bad, &ev));
+	x[k++] = res(epoll_ctl(bad, EPOLL_CTL_ADD, e2, &ev));
+	x[k++] = res(epoll_wait(bad, got, 1, 0));
+	x[k++] = res(timerfd_settime(bad, 0, &its, NULL));
+	x[k++] = res(inotify_add_watch(bad, ".", IN_CREATE));
+	x[k++] = res(sendto(bad, "x", 1, 0, NULL, 0));
+	x[k++] = res(recvmsg(bad, &mh, 0));
+	x[k++] = res(getsockopt(bad, SOL_SOCKET, SO_TYPE, &ibad, &sl));
+	x[k++] = res(send_fd(sv[1], bad));
+	x[k++] = res(connect(m, (void *)&sin, sizeof sin));
+	x[k++] = res(shutdown(m, SHUT_RD));
+	x[k++] = res(epoll_ctl(e2, EPOLL_CTL_ADD, t2, &ev));
+	x[k++] = res(timerfd_settime(e2, 0, &its, NULL));
+	x[k++] = res(accept4(u, NULL, NULL, 0x7));
+	printf("ebadf");
+	for (int i = 0; i < k; i++)
+		printf(" %s%s", i == 11 ? "enotsock " : i == 13 ? "einval " : "", x[i]);
+	printf("\n");
+	return 0;
+}
+
+static int inotify(const char *dir)
+{
+	char b[4096];
+	if (chdir(dir) || mkdir("w", 0700))
+		return 3;
+	int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	int wd = inotify_add_watch(fd, "w", IN_CREATE | IN_DELETE);
+	const char *w = res(wd), *empty = res(inotify_add_watch(fd, "", IN_CREATE));
+	printf("watch %s empty %s", w, empty);
+	printf(" nonblock %s\n", res(read(fd, b, sizeof b)));
+	close(creat("w/f", 0600));
+	unlink("w/f");
+	inotify_rm_watch(fd, wd);
+	long n = read(fd, b, sizeof b);
+	for (char *p = b; p < b + n;) {
+		struct inotify_event *e = (struct inotify_event *)p;
+		printf("event %s %s\n",
+		       e->mask & IN_CREATE   ? "create"
+		       : e->mask & IN_DELETE ? "delete"
+		       : e->mask & IN_IGNORED ? "ignored"
+					      : "other",
+		       e->len ? e->name : "-");
+		p += sizeof *e + e->len;
+	}
+	rmdir("w");
+	return 0;
+}
+
+static int xattrs(const char *dir)
+{
+	char b[256];
+	if (chdir(dir))
+		return 3;
+	close(creat("f", 0600));
+	if (symlink("f", "l"))
+		return 4;
+	printf("set %s", res(setxattr("f", "user.karui", "yes", 3, 0)));
+	long r = getxattr("f", "user.karui", b, sizeof b);
+	printf(" get %s %.*s", res(r), (int)(r > 0 ? r : 0), b);
+	r = listxattr("f", b, sizeof b);
+	printf(" list %s %s", res(r), r > 0 ? b : "-");
+	r = getxattr("l", "user.karui", b, sizeof b);
+	printf(" through-link %s", res(r));
+	printf(" link %s", res(lgetxattr("l", "user.karui", b, sizeof b)));
+	printf(" llist %s", res(llistxattr("l", b, sizeof b)));
+	printf(" lset %s", res(lsetxattr("l", "user.karui", "no", 2, 0)));
+	printf(" remove %s", res(removexattr("f", "user.karui")));
+	printf(" gone %s", res(getxattr("f", "user.karui", b, sizeof b)));
+	printf(" lremove %s", res(lremovexattr("l", "user.karui")));
+	printf(" missing %s\n", res(getxattr("nothing", "user.karui", b, sizeof b)));
+	unlink("l");
+	unlink("f");
+	return 0;
+}
+
+static int tcp_server(void)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof a;
+	if (l < 0 || bind(l, (void *)&a, sizeof a) || listen(l, 4) ||
+	    getsockname(l, (void *)&a, &al))
+		return 3;
+	printf("port %d\n", ntohs(a.sin_port));
+	fflush(stdout);
+	int c = accept4(l, (void *)&a, &al, SOCK_CLOEXEC);
+	if (c < 0)
+		return 4;
+	char line[128];
+	size_t n = 0;
+	while (n < sizeof line - 1 && read(c, line + n, 1) == 1 && line[n] != '\n')
+		n++;
+	char out[160];
+	int k = snprintf(out, sizeof out, "hello %.*s from %s\n", (int)n, line,
+			 inet_ntoa(a.sin_addr));
+	if (write(c, out, (size_t)k) != k)
+		return 5;
+	close(c);
+	puts("served");
+	return 0;
+}
+
+static int tcp_client(int port)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (s < 0 || connect(s, (void *)&a, sizeof a))
+		return 3;
+	struct timespec pause = {0, 50000000}; /* the server waits in its read meanwhile */
+	nanosleep(&pause, NULL);
+	if (send(s, "karui\n", 6, 0) != 6)
+		return 4;
+	char b[256];
+	long n = recv(s, b, sizeof b - 1, MSG_WAITALL); /* till the server closes */
+	if (n < 0)
+		return 5;
+	b[n] = 0;
+	fputs(b, stdout);
+	return 0;
+}
+
+/* an abstract AF_UNIX address of NAME */
+static socklen_t abstract(struct sockaddr_un *a, const char *name)
+{
+	memset(a, 0, sizeof *a);
+	a->sun_family = AF_UNIX;
+	size_t n = strlen(name) < sizeof a->sun_path - 1 ? strlen(name) : sizeof a->sun_path - 2;
+	memcpy(a->sun_path + 1, name, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
+
+static int give(const char *name)
+{
+	struct sockaddr_un a;
+	socklen_t al = abstract(&a, name);
+	int l = socket(AF_UNIX, SOCK_STREAM, 0), e = eventfd(0, EFD_CLOEXEC);
+	if (l < 0 || e < 0 || bind(l, (void *)&a, al) || listen(l, 1))
+		return 3;
+	puts("ready");
+	fflush(stdout);
+	int c = accept(l, NULL, NULL);
+	if (c < 0 || send_fd(c, e) != 1)
+		return 4;
+	struct timespec pause = {0, 50000000};
+	nanosleep(&pause, NULL);
+	uint64_t v = 5;
+	if (write(e, &v, 8) != 8)
+		return 5;
+	char x;
+	if (read(c, &x, 1) != 0) /* its client's end */
+		return 6;
+	puts("gave");
+	return 0;
+}
+
+static int take(const char *name)
+{
+	struct sockaddr_un a;
+	socklen_t al = abstract(&a, name);
+	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), cl = 0;
+	if (s < 0 || connect(s, (void *)&a, al))
+		return 3;
+	int e = recv_fd(s, &cl);
+	if (e < 0)
+		return 4;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	uint64_t v = 0;
+	if (read(e, &v, 8) != 8)
+		return 5;
+	printf("took %lu %s cloexec %d\n", (unsigned long)v, ms_since(&t0) >= 25 ? "waited" : "at once",
+	       cl);
+	return 0;
+}
 
 static int timed(void)
 {
@@ -465,6 +905,63 @@ int main(int argc, char **argv)
 											: "lost");
 		return 0;
 	}
+	if (!strcmp(m, "kfds"))
+		return kfds();
+	if (!strcmp(m, "inotify") && argc > 2)
+		return inotify(argv[2]);
+	if (!strcmp(m, "xattr") && argc > 2)
+		return xattrs(argv[2]);
+	if (!strcmp(m, "epoll-pipe")) {
+		int p[2], ep = epoll_create1(0);
+		struct epoll_event ev = {.events = EPOLLIN};
+		if (pipe(p) || ep < 0)
+			return 3;
+		puts(res(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev)));
+		return 0;
+	}
+	if (!strcmp(m, "hostfd") && argc > 2) {
+		struct stat st;
+		struct sockaddr_in sin = {.sin_family = AF_INET};
+		struct epoll_event ev = {.events = EPOLLIN};
+		int v, sv[2], ep = epoll_create1(0);
+		socklen_t l = sizeof v;
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+		printf("fstat %s", res(fstat(n, &st)));
+		printf(" connect %s", res(connect(n, (void *)&sin, sizeof sin)));
+		printf(" epoll %s", res(epoll_ctl(ep, EPOLL_CTL_ADD, n, &ev)));
+		printf(" getsockopt %s", res(getsockopt(n, SOL_SOCKET, SO_TYPE, &v, &l)));
+		printf(" rights %s\n", res(send_fd(sv[0], n)));
+		return 0;
+	}
+	if (!strcmp(m, "block") && argc > 2) {
+		int sv[2], e = eventfd(0, 0), ep = epoll_create1(0), l = socket(AF_INET, SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		struct epoll_event ev;
+		uint64_t v;
+		char c;
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || e < 0 || ep < 0 || l < 0 ||
+		    bind(l, (void *)&a, sizeof a) || listen(l, 1))
+			return 3;
+		puts("waiting");
+		fflush(stdout);
+		if (!strcmp(argv[2], "accept"))
+			accept(l, NULL, NULL);
+		else if (!strcmp(argv[2], "recv"))
+			recv(sv[0], &c, 1, 0);
+		else if (!strcmp(argv[2], "eventfd"))
+			v = (uint64_t)read(e, &v, 8);
+		else
+			epoll_wait(ep, &ev, 1, -1);
+		return 4;
+	}
+	if (!strcmp(m, "tcp-server"))
+		return tcp_server();
+	if (!strcmp(m, "tcp-client"))
+		return tcp_client(n);
+	if (!strcmp(m, "give") && argc > 2)
+		return give(argv[2]);
+	if (!strcmp(m, "take") && argc > 2)
+		return take(argv[2]);
 	if (!strcmp(m, "env")) {
 		const char *v = getenv(argv[2]);
 		puts(v ? v : "(unset)");

@@ -13,14 +13,16 @@
  * the table does not name is ENOSYS.
  *
  * The handlers are in the files of their concern (sys.h): sys_fd.c (fds,
- * paths, the working directory, poll, pipes), sys_mem.c (what it maps),
- * sys_sig.c (signals, its timer, kill), sys_task.c (its identity, its one
- * thread, its sleeps, its end).  Four kinds of calls:
+ * paths, the working directory, poll, pipes), sys_kfd.c (eventfd,
+ * timerfd, memfd, inotify, epoll), sys_net.c (sockets), sys_mem.c (what
+ * it maps), sys_sig.c (signals, its timer, kill), sys_task.c (its
+ * identity, its one thread, its sleeps, its end).  Four kinds of calls:
  *  - the μprocess's own state, emulated: its fds, working directory,
  *    umask, pid, thread pointer, signal dispositions and mask, brk;
  *  - its end: exit, exit_group, a fatal signal to itself;
  *  - calls that would wait: on a pipe, a terminal, a kernel pipe or
- *    socket, a sleep; they park only the μprocess's microprocess;
+ *    socket, an eventfd, epoll, a sleep; they park only the μprocess's
+ *    microprocess;
  *  - the rest of what a process may do that touches only itself (time,
  *    memory it maps, which is recorded so that it goes with the μprocess,
  *    uname, getrandom, ...), passed to the kernel;
@@ -105,6 +107,9 @@ static const char
 		 "back end (which would make the fd `O_NONBLOCK`, for every holder of the open "
 		 "file) the kernel with the VP handed off (a read, a terminal's too, first waits "
 		 "in `poll` beside an eventfd of the μprocess's, which `kr_uproc_kill` writes); "
+		 "on a socket, eventfd, timerfd or inotify fd of its own making (whose host fd is "
+		 "`O_NONBLOCK`): the kernel's call without waiting, and again after each wait, "
+		 "which parks its microprocess (a socket's as `recvfrom` and `sendto`'s, below); "
 		 "on files: the kernel. A write with no reader left ends the μprocess by SIGPIPE "
 		 "(141) unless it ignores or catches SIGPIPE, then `EPIPE`",
 	N_SEEK[] = "its host fd; `ESPIPE` on a pipe",
@@ -121,15 +126,65 @@ static const char
 		"`ENOENT`. Other calls on those paths (`stat`, `readlink`) see the host's fds",
 	N_TABLE[] = "its own table; duplicates share one open file, as in the kernel. Of "
 		    "`fcntl`'s commands, `F_DUPFD`, `F_DUPFD_CLOEXEC`, `F_GETFD`, `F_SETFD`, "
-		    "`F_GETFL` and `F_SETFL` are its own; the rest are passed on host fds",
+		    "`F_GETFL` and `F_SETFL` are its own (the `O_NONBLOCK` of a socket or other "
+		    "fd it made is its own, its host fd's always set); the rest are passed on "
+		    "host fds",
 	N_PIPE[] = "a karui pipe (`O_NONBLOCK` is accepted and not honoured)",
 	N_STAT[] = "passed; on a pipe end `fstat` gives a FIFO (`statx` on one: `ENOSYS`, and "
 		   "the C library falls back to `fstat`)",
-	N_IOCTL[] = "passed on host fds (so `isatty` works); on a pipe `FIONREAD`, else `ENOTTY`",
+	N_IOCTL[] = "passed on host fds (so `isatty` works); on a pipe `FIONREAD`, else "
+		    "`ENOTTY`; `FIONBIO` on a socket or other fd it made sets its own "
+		    "`O_NONBLOCK`, as `fcntl`",
 	N_FD[] = "passed with its host fd",
 	N_COPY[] = "`EINVAL`, so that callers copy with `read` and `write`",
 	N_POLL[] = "readiness of its fds (pipe ends from the stream's state); a wait looks "
 		   "again every millisecond, parked",
+	N_KFD[] = "the kernel's, made as natively and installed in its table: the host fd is "
+		  "close-on-exec and `O_NONBLOCK`, while the flags it asked (`EFD_CLOEXEC`, "
+		  "`EFD_NONBLOCK`, `TFD_`, `IN_`, `EPOLL_CLOEXEC`) are its fd's close-on-exec bit "
+		  "and its open file's `O_NONBLOCK`; a read that would wait parks its "
+		  "microprocess until the host fd is readable (see `read`)",
+	N_MEMFD[] = "the kernel's, a regular file (close-on-exec on the host; `MFD_CLOEXEC`: its "
+		    "fd's bit)",
+	N_ON_KFD[] = "passed with its host fd (a karui pipe: `EINVAL`, as for any fd of another "
+		     "kind)",
+	N_INOTIFY[] = "passed with its host fd, a relative path against its working directory "
+		      "(as the xattr calls)",
+	N_EPOLL_CTL[] = "passed with both its fds made host fds, its data as it gave it. A karui "
+			"pipe has no host fd: `EPERM`, as the kernel says of a file it cannot "
+			"poll. Two fds of one open file (`dup`) are one host fd, which a set holds "
+			"once (`EEXIST` for the second)",
+	N_EPOLL_WAIT[] = "the kernel's `epoll_wait` without waiting, and again each time its "
+			 "epoll fd is readable (a wait that parks its microprocess) until there "
+			 "are events or the timeout passes; `kr_uproc_kill` ends the wait. "
+			 "`epoll_pwait`'s signal mask is its own for the time of the call: a "
+			 "signal it unblocks ends it as `kr_uproc_kill`'s do",
+	N_SOCK[] = "the kernel's, made as natively and installed in its table: the host fd is "
+		   "close-on-exec and `O_NONBLOCK`, while `SOCK_CLOEXEC` and `SOCK_NONBLOCK` are "
+		   "its fd's close-on-exec bit and its open file's `O_NONBLOCK`",
+	N_SOCK_WAIT[] =
+		"the kernel's, without waiting; one that would wait (no `O_NONBLOCK` of its "
+		"own) parks its microprocess until the socket is ready, within `SO_RCVTIMEO` "
+		"(`accept`) or `SO_SNDTIMEO` (`connect`), and `kr_uproc_kill` ends the wait. A "
+		"`connect` in progress ends with the socket's error; one to a local listener "
+		"whose backlog is full is tried again every millisecond. A new socket is as "
+		"`socket`'s. On a socket it was given at spawn (not of its own making, perhaps "
+		"blocking and shared) they wait in the kernel with the VP handed off",
+	N_SOCK_IO[] =
+		"the kernel's with `MSG_DONTWAIT`, and again after each wait as `accept`'s, until "
+		"what the blocking call does is done: a stream's send all sent, a `MSG_WAITALL` "
+		"receive full or at its end; `MSG_DONTWAIT` or its own `O_NONBLOCK`: no wait. "
+		"`MSG_NOSIGNAL` always, and SIGPIPE to the μprocess itself on a closed stream "
+		"unless it asked `MSG_NOSIGNAL`. `SCM_RIGHTS` carries its own fds: those it "
+		"sends are made host fds (a karui pipe: `EBADF`), those it receives become its "
+		"own. The kernel reads and writes its buffers and addresses. Credentials "
+		"(`SCM_CREDENTIALS`, `SO_PEERCRED`) are the host process's",
+	N_SOCK_FD[] = "passed with its host fd (a karui pipe: `ENOTSOCK`); the fd that "
+		      "`SO_ATTACH_BPF` and `SO_ATTACH_REUSEPORT_EBPF` take is one of its own, made "
+		      "a host fd",
+	N_XATTR[] = "passed, a relative path against its working directory: there is no `*at` "
+		    "form, so karui names it `/proc/self/fd/N/PATH`, N the host fd of its working "
+		    "directory, which holds wherever that directory is now",
 	N_AT[] = "passed, its dirfds translated (`AT_FDCWD`: its working directory), its umask "
 		 "applied to new directories and nodes",
 	N_PATH[] = "as their `*at` forms against its working directory",
@@ -238,6 +293,39 @@ static const struct sysent {
 	E(tee, kr__sys_einval, N_COPY),
 	E(poll, kr__sys_poll, N_POLL),
 	E(ppoll, kr__sys_ppoll, N_POLL),
+	E(eventfd, kr__sys_eventfd, N_KFD),
+	E(eventfd2, kr__sys_eventfd, N_KFD),
+	E(timerfd_create, kr__sys_timerfd_create, N_KFD),
+	E(inotify_init, kr__sys_inotify_init, N_KFD),
+	E(inotify_init1, kr__sys_inotify_init, N_KFD),
+	E(epoll_create, kr__sys_epoll_create, N_KFD),
+	E(epoll_create1, kr__sys_epoll_create, N_KFD),
+	E(memfd_create, kr__sys_memfd_create, N_MEMFD),
+	E(timerfd_settime, kr__sys_on_kfd, N_ON_KFD),
+	E(timerfd_gettime, kr__sys_on_kfd, N_ON_KFD),
+	E(inotify_rm_watch, kr__sys_on_kfd, N_ON_KFD),
+	E(inotify_add_watch, kr__sys_inotify_add_watch, N_INOTIFY),
+	E(epoll_ctl, kr__sys_epoll_ctl, N_EPOLL_CTL),
+	E(epoll_wait, kr__sys_epoll_wait, N_EPOLL_WAIT),
+	E(epoll_pwait, kr__sys_epoll_wait, N_EPOLL_WAIT),
+	E(epoll_pwait2, kr__sys_epoll_wait, N_EPOLL_WAIT),
+	E(socket, kr__sys_socket, N_SOCK),
+	E(socketpair, kr__sys_socketpair, N_SOCK),
+	E(connect, kr__sys_connect, N_SOCK_WAIT),
+	E(accept, kr__sys_accept, N_SOCK_WAIT),
+	E(accept4, kr__sys_accept, N_SOCK_WAIT),
+	E(sendto, kr__sys_sendrecv, N_SOCK_IO),
+	E(recvfrom, kr__sys_sendrecv, N_SOCK_IO),
+	E(sendmsg, kr__sys_msg, N_SOCK_IO),
+	E(recvmsg, kr__sys_msg, N_SOCK_IO),
+	E(sendmmsg, kr__sys_sendmmsg, N_SOCK_IO),
+	E(bind, kr__sys_on_sock, N_SOCK_FD),
+	E(listen, kr__sys_on_sock, N_SOCK_FD),
+	E(getsockname, kr__sys_on_sock, N_SOCK_FD),
+	E(getpeername, kr__sys_on_sock, N_SOCK_FD),
+	E(setsockopt, kr__sys_setsockopt, N_SOCK_FD),
+	E(getsockopt, kr__sys_on_sock, N_SOCK_FD),
+	E(shutdown, kr__sys_on_sock, N_SOCK_FD),
 	E(faccessat, kr__sys_at, N_AT),
 	E(faccessat2, kr__sys_at, N_AT),
 	E(mkdirat, kr__sys_at, N_AT),
@@ -268,6 +356,14 @@ static const struct sysent {
 	E(lchown, kr__sys_chown, N_PATH),
 	E(truncate, kr__sys_by_path, N_PATH),
 	E(statfs, kr__sys_by_path, N_PATH),
+	E(getxattr, kr__sys_xattr, N_XATTR),
+	E(lgetxattr, kr__sys_xattr, N_XATTR),
+	E(listxattr, kr__sys_xattr, N_XATTR),
+	E(llistxattr, kr__sys_xattr, N_XATTR),
+	E(setxattr, kr__sys_xattr, N_XATTR),
+	E(lsetxattr, kr__sys_xattr, N_XATTR),
+	E(removexattr, kr__sys_xattr, N_XATTR),
+	E(lremovexattr, kr__sys_xattr, N_XATTR),
 	E(chdir, kr__sys_chdir, N_CWD),
 	E(fchdir, kr__sys_fchdir, N_CWD),
 	E(getcwd, kr__sys_getcwd, N_CWD),

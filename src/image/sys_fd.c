@@ -13,7 +13,16 @@
  *
  * A read or write that would wait parks only the μprocess's microprocess:
  * a karui pipe's through its stream, a host pipe's, socket's or
- * terminal's through karui's I/O or with the VP handed off (rw).
+ * terminal's through karui's I/O or with the VP handed off (rw).  An open
+ * file that karui made for the μprocess alone (a socket, an eventfd, ...:
+ * sys_kfd.c, sys_net.c) has an O_NONBLOCK host fd, and the μprocess's own
+ * O_NONBLOCK in its open file, which fcntl and FIONBIO report and change:
+ * its calls are tried at once and again after each wait for the host fd
+ * (kr__fd_wait, kr__fd_again), a wait of its microprocess alone that
+ * kr_uproc_kill ends.
+ *
+ * Paths with no *at form (the xattr calls, inotify_add_watch) are made
+ * absolute through the working directory's host fd (kr__cwd_path).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -65,8 +75,7 @@ static long with_dirfd(struct kr_uproc *up, long nr, long a[6], int i)
 	return kr__pass(nr, b);
 }
 
-/* The call with argument i (an fd) made a host fd; pipes: `onpipe`. */
-static long with_fd(struct kr_uproc *up, long nr, long a[6], int i, long onpipe)
+long kr__with_fd(struct kr_uproc *up, long nr, long a[6], int i, long onpipe)
 {
 	FILE_OR(up, a[i], EBADF);
 	if (f->kind != UF_HOST)
@@ -77,10 +86,7 @@ static long with_fd(struct kr_uproc *up, long nr, long a[6], int i, long onpipe)
 	return kr__pass(nr, b);
 }
 
-/* A new host fd opened with `flags` (O_CLOEXEC already) becomes the
- * μprocess's lowest free fd.  The file keeps what F_SETFL can change and
- * the access mode, as the kernel keeps them from the open's flags. */
-static long adopt(struct kr_uproc *up, long r, long flags, int cloexec)
+long kr__adopt(struct kr_uproc *up, long r, long flags, int cloexec, int own)
 {
 	if (r < 0)
 		return r;
@@ -88,6 +94,10 @@ static long adopt(struct kr_uproc *up, long r, long flags, int cloexec)
 		kr__ufile_host((int)r, (int)(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK)));
 	if (!f)
 		return -ENOMEM;
+	if (own) {
+		f->own = own;
+		f->waits = 1;
+	}
 	return kr__fd_install(&up->fds, f, 0, cloexec);
 }
 
@@ -135,7 +145,7 @@ static long open_own_fd(struct kr_uproc *up, int n, long flags)
 	char self[64];
 	snprintf(self, sizeof self, "/proc/self/fd/%d", f->hostfd);
 	long r = syscall(SYS_openat, AT_FDCWD, self, flags | O_CLOEXEC, 0);
-	return adopt(up, r < 0 ? -errno : r, flags, cloexec);
+	return kr__adopt(up, r < 0 ? -errno : r, flags, cloexec, 0);
 }
 
 static long openat_(struct kr_uproc *up, long dirfd, const char *upath, long flags, long mode)
@@ -155,11 +165,11 @@ static long openat_(struct kr_uproc *up, long dirfd, const char *upath, long fla
 		return open_own_fd(up, own, flags);
 	r = path[0] == '/' ? kr__proc_open(up, path, flags) : KR__NOT_PROC;
 	if (r != KR__NOT_PROC)
-		return r < 0 ? r : adopt(up, r, flags, !!(flags & O_CLOEXEC));
+		return r < 0 ? r : kr__adopt(up, r, flags, !!(flags & O_CLOEXEC), 0);
 	r = syscall(SYS_openat, d, path, flags | O_CLOEXEC, mode);
 	if (r < 0)
 		return -errno;
-	return adopt(up, r, flags, !!(flags & O_CLOEXEC));
+	return kr__adopt(up, r, flags, !!(flags & O_CLOEXEC), 0);
 }
 
 long kr__sys_open(struct kr_uproc *up, long nr, long a[6])
@@ -195,6 +205,79 @@ static int kill_fd(struct kr_uproc *up)
 	return k;
 }
 
+void kr__disown(struct kr__ufile *f)
+{
+	int fl = fcntl(f->hostfd, F_GETFL);
+	if (fl >= 0)
+		fcntl(f->hostfd, F_SETFL, (fl & ~O_NONBLOCK) | (f->flags & O_NONBLOCK));
+	f->own = 0;
+}
+
+long kr__fd_wait(struct kr_uproc *up, struct kr__ufile *f, short events, uint64_t deadline)
+{
+	if (f->own || (kr_io_features() & KR_IO_KEEPS_FD_FLAGS)) {
+		short rev;
+		int e = kr_poll_until(f->hostfd, events, &rev, deadline);
+		return e == ECANCELED ? -EINTR : -e;
+	}
+	/* a host file it may share, on the epoll back end: not karui's I/O,
+	 * which would make it O_NONBLOCK (rw) */
+	int k = kill_fd(up);
+	if (__atomic_load_n(&up->killed, __ATOMIC_SEQ_CST))
+		return -EINTR;
+	struct pollfd pf[2] = {{.fd = f->hostfd, .events = events}, {.fd = k, .events = POLLIN}};
+	int n;
+	kr_blocking_begin();
+	do {
+		uint64_t now = kr_now();
+		long ms = deadline == KR_FOREVER ? -1
+			  : deadline > now	 ? (long)((deadline - now + 999999) / 1000000)
+						 : 0;
+		n = poll(pf, k >= 0 ? 2 : 1, (int)(ms > INT_MAX ? INT_MAX : ms));
+	} while ((n < 0 && errno == EINTR) || (n == 0 && kr_now() < deadline));
+	kr_blocking_end();
+	if (n > 0 && k >= 0 && pf[1].revents)
+		return -EINTR;
+	return n < 0 ? -errno : n ? 0 : -ETIMEDOUT;
+}
+
+uint64_t kr__sock_deadline(int fd, int send)
+{
+	struct timeval tv;
+	socklen_t l = sizeof tv;
+	if (getsockopt(fd, SOL_SOCKET, send ? SO_SNDTIMEO : SO_RCVTIMEO, &tv, &l) ||
+	    (!tv.tv_sec && !tv.tv_usec))
+		return KR_FOREVER;
+	return kr_now() + (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+}
+
+long kr__fd_again(struct kr_uproc *up, struct kr__ufile *f, short events, int dontwait,
+		  uint64_t *deadline)
+{
+	if (dontwait || (f->flags & O_NONBLOCK))
+		return -EAGAIN;
+	if (!*deadline)
+		*deadline = kr__sock_deadline(f->hostfd, events & POLLOUT);
+	long w = kr__fd_wait(up, f, events, *deadline);
+	return w == -ETIMEDOUT ? -EAGAIN : w;
+}
+
+/* A read or write of an open file karui made for the μprocess alone
+ * (eventfd, timerfd, inotify; sockets: sys_net.c): tried at once on the
+ * O_NONBLOCK host fd, and again after each wait for it. */
+static long own_rw(struct kr_uproc *up, struct kr__ufile *f, void *buf, size_t len, int write)
+{
+	if (f->own == KR__OWN_SOCK)
+		return kr__sock_rw(up, f, buf, len, write);
+	uint64_t deadline = 0;
+	long r;
+	do
+		r = write ? kr__pass(SYS_write, (long[6]){f->hostfd, (long)buf, (long)len})
+			  : kr__pass(SYS_read, (long[6]){f->hostfd, (long)buf, (long)len});
+	while (r == -EAGAIN && !(r = kr__fd_again(up, f, write ? POLLOUT : POLLIN, 0, &deadline)));
+	return r;
+}
+
 static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 {
 	FILE_OR(up, fd, EBADF);
@@ -210,7 +293,9 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 		return r;
 	}
 	long r;
-	if (kr__ufile_waits(f) && !(f->flags & O_NONBLOCK)) {
+	if (f->own) {
+		r = own_rw(up, f, buf, len, write);
+	} else if (kr__ufile_waits(f) && !(f->flags & O_NONBLOCK)) {
 		if (is_tty(f->hostfd) || !(kr_io_features() & KR_IO_KEEPS_FD_FLAGS)) {
 			/* no O_NONBLOCK on a terminal, or on a pipe or socket whose open
 			 * file others may share: karui's epoll back end would set it.
@@ -258,6 +343,13 @@ long kr__sys_rwv(struct kr_uproc *up, long nr, long a[6])
 	long cnt = a[2];
 	if (cnt < 0 || cnt > 1024)
 		return -EINVAL;
+	struct kr__ufile *f = kr__fd_get(&up->fds, (int)a[0]);
+	if (f && f->own == KR__OWN_SOCK) { /* one call, as the kernel's, waiting once */
+		long r = kr__sock_rwv(up, f, iov, cnt, nr == SYS_writev);
+		if (r == -EPIPE)
+			kr__uproc_signal(up, SIGPIPE);
+		return r;
+	}
 	long total = 0;
 	for (long i = 0; i < cnt; i++) {
 		struct iovec v;
@@ -278,14 +370,14 @@ long kr__sys_rwv(struct kr_uproc *up, long nr, long a[6])
 /* pread64, lseek and the like: a pipe cannot seek. */
 long kr__sys_seekable(struct kr_uproc *up, long nr, long a[6])
 {
-	return with_fd(up, nr, a, 0, -ESPIPE);
+	return kr__with_fd(up, nr, a, 0, -ESPIPE);
 }
 
 /* fsync, getdents64 and the like: nothing a pipe can do (fadvise64:
  * ESPIPE, as the kernel says for a pipe). */
 long kr__sys_on_fd(struct kr_uproc *up, long nr, long a[6])
 {
-	return with_fd(up, nr, a, 0, nr == SYS_fadvise64 ? -ESPIPE : -EINVAL);
+	return kr__with_fd(up, nr, a, 0, nr == SYS_fadvise64 ? -ESPIPE : -EINVAL);
 }
 
 /* ---------------- the fd table ---------------- */
@@ -355,12 +447,15 @@ long kr__sys_fcntl(struct kr_uproc *up, long nr, long a[6])
 	case F_GETFL:
 		if (f->kind == UF_HOST) {
 			long r = fcntl(f->hostfd, F_GETFL);
+			if (r >= 0 && f->own)
+				r = (r & ~O_NONBLOCK) | (f->flags & O_NONBLOCK);
 			return r < 0 ? -errno : r;
 		}
 		return f->flags;
 	case F_SETFL:
 		f->flags = (f->flags & O_ACCMODE) | (arg & (O_APPEND | O_NONBLOCK));
-		if (f->kind == UF_HOST && fcntl(f->hostfd, F_SETFL, arg) < 0)
+		if (f->kind == UF_HOST &&
+		    fcntl(f->hostfd, F_SETFL, f->own ? arg | O_NONBLOCK : arg) < 0)
 			return -errno;
 		return 0;
 	default:
@@ -448,7 +543,7 @@ long kr__sys_fstat(struct kr_uproc *up, long nr, long a[6])
 	FILE_OR(up, a[0], EBADF);
 	if (f->kind == UF_PIPE)
 		return pipe_stat((struct stat *)a[1]);
-	return with_fd(up, nr, a, 0, -EBADF);
+	return kr__with_fd(up, nr, a, 0, -EBADF);
 }
 
 long kr__sys_newfstatat(struct kr_uproc *up, long nr, long a[6])
@@ -489,7 +584,14 @@ long kr__sys_ioctl(struct kr_uproc *up, long nr, long a[6])
 		}
 		return -ENOTTY;
 	}
-	return with_fd(up, nr, a, 0, -ENOTTY);
+	if (f->own && a[1] == FIONBIO) { /* its own O_NONBLOCK, as F_SETFL */
+		int on;
+		if (GET(on, a[2]))
+			return -EFAULT;
+		f->flags = on ? f->flags | O_NONBLOCK : f->flags & ~O_NONBLOCK;
+		return 0;
+	}
+	return kr__with_fd(up, nr, a, 0, -ENOTTY);
 }
 
 /* ---------------- poll ---------------- */
@@ -666,6 +768,30 @@ long kr__sys_by_path(struct kr_uproc *up, long nr, long a[6])
 	r = r < 0 ? -errno : 0;
 	close(fd);
 	return r;
+}
+
+long kr__cwd_path(struct kr_uproc *up, const char *upath, char out[KR__CWD_PATH_MAX])
+{
+	char path[PATH_MAX];
+	long r = kr__ustr(path, upath, sizeof path);
+	if (r < 0)
+		return r;
+	if (path[0] == '/' || !path[0])
+		memcpy(out, path, (size_t)r + 1);
+	else
+		snprintf(out, KR__CWD_PATH_MAX, "/proc/self/fd/%d/%s", up->cwdfd, path);
+	return 0;
+}
+
+/* getxattr, lsetxattr, ...: the path first. */
+long kr__sys_xattr(struct kr_uproc *up, long nr, long a[6])
+{
+	char path[KR__CWD_PATH_MAX];
+	long r = kr__cwd_path(up, (const char *)a[0], path);
+	if (r < 0)
+		return r;
+	long b[6] = {(long)path, a[1], a[2], a[3], a[4]};
+	return kr__pass(nr, b);
 }
 
 /* ---------------- working directory, umask ---------------- */

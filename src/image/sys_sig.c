@@ -72,6 +72,27 @@ long kr__sys_sigprocmask(struct kr_uproc *up, long nr, long a[6])
 	return 0;
 }
 
+long kr__sigmask_push(struct kr_uproc *up, long umask, long size, uint64_t *saved)
+{
+	*saved = up->sigmask;
+	if (!umask)
+		return 0;
+	uint64_t m;
+	if (size != 8)
+		return -EINVAL;
+	if (GET(m, umask))
+		return -EFAULT;
+	__atomic_store_n(&up->sigmask, m, __ATOMIC_SEQ_CST);
+	kr__sig_recheck(up);
+	return 0;
+}
+
+void kr__sigmask_pop(struct kr_uproc *up, uint64_t saved)
+{
+	__atomic_store_n(&up->sigmask, saved, __ATOMIC_SEQ_CST);
+	kr__sig_recheck(up);
+}
+
 long kr__sys_sigpending(struct kr_uproc *up, long nr, long a[6])
 {
 	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_RELAXED) & up->sigmask;

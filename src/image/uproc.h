@@ -45,6 +45,7 @@ void kr__elf_unload(struct kr__elf_load *ld);
 
 /* ---- fd.c: open files, fd tables, pipes ---- */
 enum { UF_HOST, UF_PIPE };
+enum { KR__OWN = 1, KR__OWN_SOCK };
 #define KR__PIPE_CAP 65536  /* a karui pipe's bytes */
 struct kr_upipe {       /* fd.c */
 	kr_stream s;
@@ -60,6 +61,11 @@ struct kr__ufile {
 	int waits;          /* UF_HOST: may block (not a regular file): kr_read_until;
 			     * -1: not known yet (kr__ufile_waits); atomic */
 	int flags;          /* O_APPEND, O_NONBLOCK, the access mode */
+	int own;            /* UF_HOST: 0, or made by karui for this μprocess
+			     * alone (a socket, an eventfd, ...: KR__OWN, a
+			     * socket KR__OWN_SOCK): its host fd is always
+			     * O_NONBLOCK, and `flags` holds the μprocess's own
+			     * O_NONBLOCK (sys_fd.c) */
 	kr_upipe *pipe;     /* UF_PIPE */
 	int end;            /* UF_PIPE: KR_UPIPE_READ or _WRITE */
 };
