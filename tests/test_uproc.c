@@ -1681,12 +1681,13 @@ static void an_eventfd_passed_between_uprocs_wakes_its_reader(void)
 	KT_EQ(kr_fini(), 0);
 }
 
-/* A μprocess that waits on a socket, an eventfd or in epoll_wait, with
- * nothing to come, is ended by a kill, on both I/O back ends. */
+/* A μprocess that waits on a socket, an eventfd, in epoll_wait or in
+ * select, with nothing to come, is ended by a kill, on both I/O back
+ * ends. */
 static void a_kill_ends_a_wait_on_a_socket_or_an_event_fd(void)
 {
 	const char *backends[] = {"io_uring", "epoll"};
-	const char *what[] = {"accept", "recv", "eventfd", "epoll"};
+	const char *what[] = {"accept", "recv", "eventfd", "epoll", "select"};
 	for (int k = 0; k < 2; k++) {
 		setenv("KARUI_IO", backends[k], 1);
 		start(1);
@@ -1793,12 +1794,15 @@ static void *http_serve(void *arg)
 	return NULL;
 }
 
-/* curl, as a μprocess, fetches a page from a server on loopback. */
-static void curl_fetches_a_page_from_a_local_server(void)
+/* `tool`, as a μprocess with argv (its last entry, NULL, becomes the
+ * URL), fetches a page from a server on loopback. */
+static void fetch_page(const char *tool, char **argv, int url_at)
 {
-	char *where = native_out("command -v curl || true");
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "command -v %s || true", tool);
+	char *where = native_out(cmd);
 	if (!*where)
-		KT_SKIP("no curl here");
+		KT_SKIP(tool[0] == 'c' ? "no curl here" : "no wget here");
 	where[strcspn(where, "\n")] = 0;
 	start(2);
 	need_uprocs();
@@ -1811,9 +1815,9 @@ static void curl_fetches_a_page_from_a_local_server(void)
 	KT_EQ(getsockname(http_listener, (void *)&sa, &sl), 0);
 	kr_mp *srv;
 	KT_EQ(kr_mp_create(&srv, NULL, http_serve, NULL), 0);
-	char url[64];
+	char url[64], *out;
 	snprintf(url, sizeof url, "http://127.0.0.1:%d/karui", ntohs(sa.sin_port));
-	char *out, *argv[] = {"curl", "-q", "-s", "-S", "--max-time", "30", url, NULL};
+	argv[url_at] = url;
 	KT_EQ(run(where, argv, NULL, &out, NULL), 0);
 	KT_CHECK(strcmp(out, http_body) == 0);
 	KT_EQ(kr_mp_join(srv, NULL), 0);
@@ -1821,6 +1825,19 @@ static void curl_fetches_a_page_from_a_local_server(void)
 	free(out);
 	free(where);
 	KT_EQ(kr_fini(), 0);
+}
+
+/* curl waits in poll; wget in select (pselect6). */
+static void curl_fetches_a_page_from_a_local_server(void)
+{
+	char *argv[] = {"curl", "-q", "-s", "-S", "--max-time", "30", NULL, NULL};
+	fetch_page("curl", argv, 6);
+}
+
+static void wget_fetches_a_page_from_a_local_server(void)
+{
+	char *argv[] = {"wget", "--no-config", "-q", "-O", "-", "--timeout=30", "--tries=1", NULL, NULL};
+	fetch_page("wget", argv, 7);
 }
 
 /* What a μprocess cannot do with fds: put a karui pipe (which has no host
@@ -1897,6 +1914,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_kill_ends_a_wait_on_a_socket_or_an_event_fd);
 	KT_RUN(ls_l_lists_a_directory_as_natively);
 	KT_RUN(curl_fetches_a_page_from_a_local_server);
+	KT_RUN(wget_fetches_a_page_from_a_local_server);
 	KT_RUN(a_uproc_reaches_no_fd_but_its_own);
 	return kt_finish();
 }

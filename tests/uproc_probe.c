@@ -48,8 +48,9 @@
  *   uproc_probe alarm        alarm(1), then pause()
  *   uproc_probe altstack     sigaltstack set, read back: "kept" or not
  *   uproc_probe kfds         eventfd, timerfd, memfd, epoll, a socketpair
- *                            and SCM_RIGHTS in one process, and the errors
- *                            of bad fds: a line for each
+ *                            and SCM_RIGHTS, select and pselect in one
+ *                            process, and the errors of bad fds: a line
+ *                            for each
  *   uproc_probe inotify DIR  in DIR, a watch of its new directory "w"
  *                            (a relative path): the events of a file made
  *                            and removed there
@@ -69,7 +70,7 @@
  *                            says "gave" when the client has gone
  *   uproc_probe take NAME    receives the eventfd from NAME and reads it:
  *                            the value, and whether the read waited
- *   uproc_probe block accept|recv|eventfd|epoll   says "waiting",
+ *   uproc_probe block accept|recv|eventfd|epoll|select   says "waiting",
  *                            then waits for ever in that call
  */
 #define _GNU_SOURCE
@@ -91,6 +92,7 @@
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
@@ -270,6 +272,7 @@ static void bad_kfd_pointers(struct kfd_set *k, char *b, int w)
 	socklen_t len = sizeof k->to;
 	if (w) {
 		struct epoll_event ev;
+		struct timeval tv0 = {0, 0};
 		struct msghdr mb = {.msg_name = &k->to, .msg_namelen = sizeof k->to,
 				    .msg_iov = &iov, .msg_iovlen = 1};
 		struct msghdr mi = {.msg_name = &k->to, .msg_namelen = sizeof k->to,
@@ -292,6 +295,8 @@ static void bad_kfd_pointers(struct kfd_set *k, char *b, int w)
 		EF("memfd_create(name)", SYS_memfd_create, b, 0);
 		EF("inotify_add_watch(path)", SYS_inotify_add_watch, k->ifd, b, IN_CREATE);
 		EF("getxattr(path)", SYS_getxattr, b, "user.x", NULL, 0);
+		EF("select(set)", SYS_select, 1, b, NULL, NULL, &tv0);
+		EF("pselect6(timeout)", SYS_pselect6, 0, NULL, NULL, NULL, b, NULL);
 	}
 	EF("socketpair", SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, b);
 	EF("getsockname", SYS_getsockname, k->udp, b, &len);
@@ -520,6 +525,31 @@ static int kfds(void)
 	shutdown(sv[0], SHUT_RD);
 	close(sv[0]);
 	printf(" eof %ld send %s\n", r, res(send(sv[1], "x", 1, 0)));
+
+	/* select and pselect6: a readable socket, a writable one, a timeout */
+	int sp[2];
+	socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp);
+	r = write(sp[1], "s", 1);
+	fd_set rd, ws;
+	FD_ZERO(&rd);
+	FD_ZERO(&ws);
+	FD_SET(sp[0], &rd);
+	FD_SET(sp[1], &rd);
+	FD_SET(sp[1], &ws);
+	struct timeval tv = {5, 0};
+	r = select(sp[1] + 1, &rd, &ws, NULL, &tv);
+	printf("select %ld %d %d %d left %d", r, FD_ISSET(sp[0], &rd), FD_ISSET(sp[1], &rd),
+	       FD_ISSET(sp[1], &ws), tv.tv_sec >= 4);
+	FD_ZERO(&rd);
+	FD_SET(sp[1], &rd);
+	struct timespec ts = {0, 30000000};
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	r = pselect(sp[1] + 1, &rd, NULL, NULL, &ts, &none);
+	printf(" pselect %ld waited %d", r, ms_since(&t0) >= 25);
+	FD_ZERO(&rd);
+	FD_SET(50, &rd); /* closed, within the kernel's fd table */
+	tv = (struct timeval){0, 0};
+	printf(" bad %s\n", res(select(51, &rd, NULL, NULL, &tv)));
 
 	/* errors: fds it does not have, fds of another kind */
 	int bad = 500, u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ibad;
@@ -939,9 +969,12 @@ int main(int argc, char **argv)
 		struct epoll_event ev;
 		uint64_t v;
 		char c;
+		fd_set rd;
 		if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || e < 0 || ep < 0 || l < 0 ||
 		    bind(l, (void *)&a, sizeof a) || listen(l, 1))
 			return 3;
+		FD_ZERO(&rd);
+		FD_SET(sv[0], &rd);
 		puts("waiting");
 		fflush(stdout);
 		if (!strcmp(argv[2], "accept"))
@@ -950,8 +983,10 @@ int main(int argc, char **argv)
 			recv(sv[0], &c, 1, 0);
 		else if (!strcmp(argv[2], "eventfd"))
 			v = (uint64_t)read(e, &v, 8);
-		else
+		else if (!strcmp(argv[2], "epoll"))
 			epoll_wait(ep, &ev, 1, -1);
+		else
+			select(sv[0] + 1, &rd, NULL, NULL, NULL);
 		return 4;
 	}
 	if (!strcmp(m, "tcp-server"))

@@ -138,7 +138,11 @@ static const char
 	N_FD[] = "passed with its host fd",
 	N_COPY[] = "`EINVAL`, so that callers copy with `read` and `write`",
 	N_POLL[] = "readiness of its fds (pipe ends from the stream's state); a wait looks "
-		   "again every millisecond, parked",
+		   "again every millisecond, parked. `select`'s sets are a poll array, their "
+		   "events as the kernel maps them, and what is left of the timeout written "
+		   "back (an fd it does not have is `EBADF` below 1,024, where the kernel "
+		   "looks within its fd table's size only). The signal mask of `ppoll` and "
+		   "`pselect6` is its own for the time of the call, as `epoll_pwait`'s",
 	N_KFD[] = "the kernel's, made as natively and installed in its table: the host fd is "
 		  "close-on-exec and `O_NONBLOCK`, while the flags it asked (`EFD_CLOEXEC`, "
 		  "`EFD_NONBLOCK`, `TFD_`, `IN_`, `EPOLL_CLOEXEC`) are its fd's close-on-exec bit "
@@ -293,6 +297,8 @@ static const struct sysent {
 	E(tee, kr__sys_einval, N_COPY),
 	E(poll, kr__sys_poll, N_POLL),
 	E(ppoll, kr__sys_ppoll, N_POLL),
+	E(select, kr__sys_select, N_POLL),
+	E(pselect6, kr__sys_pselect6, N_POLL),
 	E(eventfd, kr__sys_eventfd, N_KFD),
 	E(eventfd2, kr__sys_eventfd, N_KFD),
 	E(timerfd_create, kr__sys_timerfd_create, N_KFD),

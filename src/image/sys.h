@@ -63,7 +63,7 @@ long kr__fd_again(struct kr_uproc *up, struct kr__ufile *f, short events, int do
 		  uint64_t *deadline);
 /* For the path calls with no *at form (the xattr calls,
  * inotify_add_watch): the μprocess's path at upath, a relative one made
- * one through the working directory's host fd (/proc/self/fd/N/PATH,
+ * absolute through the working directory's host fd (/proc/self/fd/N/PATH,
  * which the kernel resolves from that directory itself, wherever it is
  * now; a path built from up->cwd would not follow a rename).  0 or
  * -errno (ENAMETOOLONG from the kernel, too, for a relative path within
@@ -77,7 +77,7 @@ kr__sys_fn kr__sys_rw, kr__sys_rwv, kr__sys_seekable, kr__sys_close, kr__sys_clo
 	kr__sys_at2, kr__sys_symlinkat, kr__sys_stat, kr__sys_access, kr__sys_readlink,
 	kr__sys_unlink, kr__sys_mkdir, kr__sys_rename, kr__sys_link, kr__sys_symlink,
 	kr__sys_chmod, kr__sys_chown, kr__sys_by_path, kr__sys_chdir, kr__sys_fchdir,
-	kr__sys_getcwd, kr__sys_umask, kr__sys_xattr;
+	kr__sys_getcwd, kr__sys_umask, kr__sys_xattr, kr__sys_select, kr__sys_pselect6;
 
 /* ---- sys_kfd.c: the kernel's other kinds of fd (eventfd, timerfd,
  * memfd, inotify, epoll) ---- */
@@ -101,8 +101,8 @@ kr__sys_fn kr__sys_mmap, kr__sys_munmap, kr__sys_mremap, kr__sys_on_own, kr__sys
 kr__sys_fn kr__sys_sigaction, kr__sys_sigprocmask, kr__sys_sigpending, kr__sys_sigaltstack,
 	kr__sys_alarm, kr__sys_setitimer, kr__sys_getitimer, kr__sys_kill, kr__sys_tkill,
 	kr__sys_tgkill, kr__sys_pause;
-/* A call's own signal mask for its wait (epoll_pwait's: a sigset_t of
- * `size` bytes at umask, or none): the μprocess's is kept in *saved, to
+/* A call's own signal mask for its wait (epoll_pwait's, ppoll's,
+ * pselect6's: a sigset_t of `size` bytes at umask, or none): the μprocess's is kept in *saved, to
  * put back with kr__sigmask_pop.  0, -EINVAL, -EFAULT. */
 long kr__sigmask_push(struct kr_uproc *up, long umask, long size, uint64_t *saved);
 void kr__sigmask_pop(struct kr_uproc *up, uint64_t saved);

@@ -19,7 +19,8 @@
  * O_NONBLOCK in its open file, which fcntl and FIONBIO report and change:
  * its calls are tried at once and again after each wait for the host fd
  * (kr__fd_wait, kr__fd_again), a wait of its microprocess alone that
- * kr_uproc_kill ends.
+ * kr_uproc_kill ends.  poll, ppoll, select and pselect6 look at the fds'
+ * readiness every millisecond, parked meanwhile.
  *
  * Paths with no *at form (the xattr calls, inotify_add_watch) are made
  * absolute through the working directory's host fd (kr__cwd_path).
@@ -38,6 +39,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/time.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <termios.h>
@@ -664,7 +666,137 @@ long kr__sys_ppoll(struct kr_uproc *up, long nr, long a[6])
 	if (a[2] && t.tv_sec > SLEEP_MAX_S)
 		t.tv_sec = SLEEP_MAX_S;
 	long ms = a[2] ? t.tv_sec * 1000 + (t.tv_nsec + 999999) / 1000000 : -1;
-	return poll_(up, (struct pollfd *)a[0], (unsigned long)a[1], ms);
+	uint64_t saved;
+	long r = kr__sigmask_push(up, a[3], a[4], &saved);
+	if (r)
+		return r;
+	r = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE)
+		    ? -EINTR /* a signal its mask let through */
+		    : poll_(up, (struct pollfd *)a[0], (unsigned long)a[1], ms);
+	kr__sigmask_pop(up, saved);
+	return r;
+}
+
+/* select and pselect6: the sets made a poll array, its events as the
+ * kernel maps them; a wait looks again every millisecond, as poll's */
+#define SEL_IN (POLLRDNORM | POLLRDBAND | POLLIN | POLLHUP | POLLERR)
+#define SEL_OUT (POLLWRBAND | POLLWRNORM | POLLOUT | POLLERR)
+#define SEL_EX POLLPRI
+
+static long select_(struct kr_uproc *up, long nfds, const long uset[3], uint64_t end)
+{
+	static const short ev[3] = {SEL_IN, SEL_OUT, SEL_EX};
+	if ((int)nfds < 0)
+		return -EINVAL;
+	int n = (int)nfds < KR_UFD_MAX ? (int)nfds : KR_UFD_MAX;
+	uint64_t set[3][KR_UFD_MAX / 64] = {{0}};
+	size_t bytes = ((size_t)n + 63) / 64 * 8; /* the kernel reads whole longs */
+	for (int k = 0; k < 3; k++)
+		if (uset[k] && kr__ucopy(set[k], (const void *)uset[k], bytes))
+			return -EFAULT;
+	struct pollfd *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+	if (!p)
+		return -ENOMEM;
+	unsigned long m = 0;
+	for (int fd = 0; fd < n; fd++) {
+		short e = 0;
+		for (int k = 0; k < 3; k++)
+			e |= set[k][fd / 64] >> (fd % 64) & 1 ? ev[k] : 0;
+		if (e)
+			p[m++] = (struct pollfd){.fd = fd, .events = e};
+	}
+	long r = 0;
+	for (;;) {
+		if (poll_now(up, p, m)) {
+			for (unsigned long i = 0; i < m && !r; i++)
+				if (p[i].revents & POLLNVAL)
+					r = -EBADF;
+			for (unsigned long i = 0; i < m && r >= 0; i++)
+				for (int k = 0; k < 3; k++)
+					r += (p[i].events & ev[k] & p[i].revents) != 0;
+		}
+		if (r || kr_now() >= end)
+			break;
+		if (kr_mp_sleep_for(1000000) == ECANCELED) {
+			r = -EINTR;
+			break;
+		}
+	}
+	if (r >= 0) {
+		memset(set, 0, sizeof set);
+		for (unsigned long i = 0; i < m; i++)
+			for (int k = 0; k < 3; k++)
+				if (p[i].events & ev[k] & p[i].revents)
+					set[k][p[i].fd / 64] |= (uint64_t)1 << (p[i].fd % 64);
+		for (int k = 0; k < 3; k++)
+			if (uset[k] && kr__ucopy((void *)uset[k], set[k], bytes))
+				r = -EFAULT;
+	}
+	free(p);
+	return r;
+}
+
+/* What is left of a timeout that ends at `end`, in ns. */
+static uint64_t left(uint64_t end)
+{
+	uint64_t now = kr_now();
+	return end > now ? end - now : 0;
+}
+
+/* The kernel writes back what is left of the timeout, and ignores a
+ * failure to. */
+long kr__sys_select(struct kr_uproc *up, long nr, long a[6])
+{
+	struct timeval tv;
+	uint64_t end = KR_FOREVER;
+	if (a[4]) {
+		if (GET(tv, a[4]))
+			return -EFAULT;
+		if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000)
+			return -EINVAL;
+		end = kr_now() + (uint64_t)(tv.tv_sec > SLEEP_MAX_S ? SLEEP_MAX_S : tv.tv_sec) *
+					 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+	}
+	long r = select_(up, a[0], (long[3]){a[1], a[2], a[3]}, end);
+	if (a[4]) {
+		uint64_t ns = left(end);
+		tv = (struct timeval){(time_t)(ns / 1000000000u), (suseconds_t)(ns % 1000000000u / 1000u)};
+		(void)PUT(a[4], tv);
+	}
+	return r;
+}
+
+/* Its sixth argument: the signal mask for the call, and its size. */
+long kr__sys_pselect6(struct kr_uproc *up, long nr, long a[6])
+{
+	struct timespec ts;
+	struct {
+		long set, size;
+	} sig = {0, 0};
+	uint64_t end = KR_FOREVER, saved;
+	if (a[4]) {
+		if (GET(ts, a[4]))
+			return -EFAULT;
+		if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000)
+			return -EINVAL;
+		end = kr_now() + (uint64_t)(ts.tv_sec > SLEEP_MAX_S ? SLEEP_MAX_S : ts.tv_sec) *
+					 1000000000u + (uint64_t)ts.tv_nsec;
+	}
+	if (a[5] && GET(sig, a[5]))
+		return -EFAULT;
+	long r = kr__sigmask_push(up, sig.set, sig.size, &saved);
+	if (r)
+		return r;
+	r = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE)
+		    ? -EINTR /* a signal its mask let through */
+		    : select_(up, a[0], (long[3]){a[1], a[2], a[3]}, end);
+	kr__sigmask_pop(up, saved);
+	if (a[4]) {
+		uint64_t ns = left(end);
+		ts = (struct timespec){(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+		(void)PUT(a[4], ts);
+	}
+	return r;
 }
 
 /* ---------------- paths, against the working directory ---------------- */
