@@ -1853,7 +1853,8 @@ static void a_uproc_reaches_no_fd_but_its_own(void)
 	KT_CHECK(s >= 0);
 	KT_EQ(dup3(s, 100, O_CLOEXEC), 100); /* the host's fd 100: no fd of the probe's */
 	probe_says("hostfd", "100",
-		   "fstat EBADF connect EBADF epoll EBADF getsockopt EBADF rights EBADF\n");
+		   "fstat EBADF connect EBADF epoll EBADF getsockopt EBADF rights EBADF "
+		   "ficlone EBADF ficlonerange EBADF\n");
 	close(100);
 	close(s);
 	KT_EQ(kr_fini(), 0);

@@ -75,6 +75,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/fs.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <semaphore.h>
@@ -960,7 +961,14 @@ int main(int argc, char **argv)
 		printf(" connect %s", res(connect(n, (void *)&sin, sizeof sin)));
 		printf(" epoll %s", res(epoll_ctl(ep, EPOLL_CTL_ADD, n, &ev)));
 		printf(" getsockopt %s", res(getsockopt(n, SOL_SOCKET, SO_TYPE, &v, &l)));
-		printf(" rights %s\n", res(send_fd(sv[0], n)));
+		printf(" rights %s", res(send_fd(sv[0], n)));
+		/* a clone from the host's fd into a file of its own */
+		char tmpl[] = "/tmp/karui-probe-XXXXXX";
+		int f = mkstemp(tmpl);
+		struct file_clone_range cr = {.src_fd = n};
+		printf(" ficlone %s", res(ioctl(f, FICLONE, n)));
+		printf(" ficlonerange %s\n", res(ioctl(f, FICLONERANGE, &cr)));
+		unlink(tmpl);
 		return 0;
 	}
 	if (!strcmp(m, "block") && argc > 2) {

@@ -18,9 +18,9 @@
  * write end goes (readers see end of file) and for reading when the last
  * read end goes (writers see EPIPE).
  *
- * Host fds that may block (terminals, kernel pipes, sockets) are read and
- * written with karui's I/O calls (io.h), which park only the calling
- * microprocess; regular files directly.
+ * How a μprocess's reads, writes and waits on these files go (karui's I/O
+ * for host fds that may block, the stream for pipes) is the system calls'
+ * business: sys_fd.c, sys_net.c, sys_kfd.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -134,7 +134,8 @@ static const char
 		   "the C library falls back to `fstat`)",
 	N_IOCTL[] = "passed on host fds (so `isatty` works); on a pipe `FIONREAD`, else "
 		    "`ENOTTY`; `FIONBIO` on a socket or other fd it made sets its own "
-		    "`O_NONBLOCK`, as `fcntl`",
+		    "`O_NONBLOCK`, as `fcntl`; `FICLONE` and `FICLONERANGE` with their "
+		    "source fd translated, `FIDEDUPERANGE` `EOPNOTSUPP`",
 	N_FD[] = "passed with its host fd",
 	N_COPY[] = "`EINVAL`, so that callers copy with `read` and `write`",
 	N_POLL[] = "readiness of its fds (pipe ends from the stream's state); a wait looks "

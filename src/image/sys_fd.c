@@ -36,6 +36,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -455,10 +456,10 @@ long kr__sys_fcntl(struct kr_uproc *up, long nr, long a[6])
 		}
 		return f->flags;
 	case F_SETFL:
-		f->flags = (f->flags & O_ACCMODE) | (arg & (O_APPEND | O_NONBLOCK));
 		if (f->kind == UF_HOST &&
 		    fcntl(f->hostfd, F_SETFL, f->own ? arg | O_NONBLOCK : arg) < 0)
-			return -errno;
+			return -errno; /* (its flags as they were) */
+		f->flags = (f->flags & O_ACCMODE) | (arg & (O_APPEND | O_NONBLOCK));
 		return 0;
 	default:
 		if (f->kind != UF_HOST)
@@ -593,6 +594,27 @@ long kr__sys_ioctl(struct kr_uproc *up, long nr, long a[6])
 		f->flags = on ? f->flags | O_NONBLOCK : f->flags & ~O_NONBLOCK;
 		return 0;
 	}
+	/* requests that name another fd: its number is the μprocess's, never
+	 * the host's */
+	if (a[1] == FICLONE) {
+		struct kr__ufile *src = kr__fd_get(&up->fds, (int)a[2]);
+		if (!src || src->kind != UF_HOST)
+			return -EBADF;
+		long b[6] = {f->hostfd, FICLONE, src->hostfd};
+		return kr__pass(SYS_ioctl, b);
+	}
+	if (a[1] == FICLONERANGE) {
+		struct file_clone_range r;
+		if (GET(r, a[2]))
+			return -EFAULT;
+		struct kr__ufile *src = kr__fd_get(&up->fds, (int)r.src_fd);
+		if (!src || src->kind != UF_HOST || r.src_fd < 0 || r.src_fd > INT_MAX)
+			return -EBADF;
+		r.src_fd = src->hostfd;
+		return ioctl(f->hostfd, FICLONERANGE, &r) < 0 ? -errno : 0;
+	}
+	if (a[1] == FIDEDUPERANGE)
+		return -EOPNOTSUPP; /* its destinations are fds of the host's numbering */
 	return kr__with_fd(up, nr, a, 0, -ENOTTY);
 }
 
