@@ -1718,6 +1718,62 @@ static void write_text(const char *path, const char *text)
 /* ls -l of a directory named by a relative path (its lgetxattr and
  * getxattr of each file too), in the C locale and UTC: byte for byte what
  * it writes natively, on stdout and on stderr. */
+/* A program that is not position-independent (Debian's python3) runs as
+ * a μprocess at its link address, printing what it prints natively; while
+ * it lives, a second one cannot have the address (EADDRINUSE: its caller
+ * runs it as a child process); once it has ended, one can again. */
+static int not_pie(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	unsigned char eh[18];
+	int ok = fd >= 0 && read(fd, eh, sizeof eh) == (ssize_t)sizeof eh && eh[16] == 2 /* ET_EXEC */;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static void a_program_that_is_not_pie_runs_at_its_address_one_at_a_time(void)
+{
+	start(2);
+	need_uprocs();
+	const char *py = "/usr/bin/python3";
+	if (access(py, X_OK) || !not_pie(py))
+		KT_SKIP("no python3 that is not position-independent here");
+	KT_EQ(kr_uproc_keep(0), 0); /* a kept image would hold the address */
+	const char *code = "import hashlib, json, sys; "
+			   "print(json.dumps({'sha': hashlib.sha256(b'karui').hexdigest(), "
+			   "'sum': sum(range(1000)), 'argv': sys.argv[1:]}))";
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "%s -c \"%s\" one two", py, code);
+	char *native = native_out(cmd);
+	char *out, *argv[] = {"python3", "-c", (char *)code, "one", "two", NULL};
+	KT_EQ(run(py, argv, NULL, &out, NULL), 0);
+	if (strcmp(out, native))
+		fprintf(stderr, "  native:\n%s  as a μprocess:\n%s", native, out);
+	KT_CHECK(strcmp(out, native) == 0 && strstr(out, "\"sum\": 499500"));
+	free(out);
+	free(native);
+	/* one that waits on its stdin holds the address */
+	kr_upipe *in;
+	KT_EQ(kr_upipe_create(&in), 0);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, in, KR_UPIPE_READ), 0);
+	char *wait_argv[] = {"python3", "-c", "import sys; sys.exit(len(sys.stdin.read()))", NULL};
+	kr_uproc *first, *second;
+	KT_EQ(kr_uproc_spawn(&first, py, wait_argv, &a), 0);
+	KT_EQ(kr_uproc_spawn(&second, py, wait_argv, &a), EADDRINUSE);
+	size_t n;
+	KT_EQ(kr_upipe_write(in, "abc", 3, &n), 0);
+	KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+	int st;
+	KT_EQ(kr_uproc_wait(first, &st), 0);
+	KT_EQ(st, 3);
+	KT_EQ(run(py, argv, NULL, &out, NULL), 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void ls_l_lists_a_directory_as_natively(void)
 {
 	start(2);
@@ -1914,6 +1970,7 @@ int main(int argc, char **argv)
 	KT_RUN(an_eventfd_passed_between_uprocs_wakes_its_reader);
 	KT_RUN(a_kill_ends_a_wait_on_a_socket_or_an_event_fd);
 	KT_RUN(ls_l_lists_a_directory_as_natively);
+	KT_RUN(a_program_that_is_not_pie_runs_at_its_address_one_at_a_time);
 	KT_RUN(curl_fetches_a_page_from_a_local_server);
 	KT_RUN(wget_fetches_a_page_from_a_local_server);
 	KT_RUN(a_uproc_reaches_no_fd_but_its_own);

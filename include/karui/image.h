@@ -72,8 +72,10 @@ int kr_uproc_attr_fd_close(kr_uproc_attr *a, int fd);
 /* Start the program at `path` (no PATH search) as a μprocess with argv
  * (argv[0] is what the program sees as its name).  ENOENT, EACCES,
  * ENOTDIR: as execve; ENOEXEC: no program karui can load as a μprocess (a
- * script, another architecture, a static non-PIE program): run it as a
- * child process instead; ENOEXEC too for a malformed file, or one cut
+ * script, another architecture): run it as a child process instead;
+ * EADDRINUSE: a program that is not position-independent (ET_EXEC), whose
+ * link address something holds already (the host, another μprocess of
+ * such a program): the same; ENOEXEC too for a malformed file, or one cut
  * short, and for one whose interpreter is so (the kernel may refuse it
  * as well); EIO: the file could not be read; EPERM: setuid, setgid or file
  * capabilities, which a μprocess cannot honour; ENOTSUP: no Syscall User

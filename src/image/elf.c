@@ -14,10 +14,15 @@
  * same file, as by processes; written pages are the μprocess's own.
  *
  * Loadable: ET_DYN x86-64 programs (PIE, static-PIE) and their
- * interpreter.  ET_EXEC programs need their link address, which only one
- * image could have: ENOEXEC, as for scripts, so that a caller runs them as
- * child processes.  Setuid and setgid programs: EPERM (a μprocess cannot
- * take other credentials than its host's).
+ * interpreter, anywhere; ET_EXEC programs (not PIE: Debian's python3 and
+ * node) at their link address, which only one image at a time can have
+ * and which the host may hold: the span is reserved there with
+ * MAP_FIXED_NOREPLACE, and EADDRINUSE when anything lies in it, so that a
+ * caller runs the program as a child process instead.  Their base is 0,
+ * which rewrite.c takes for "no image to read" (their own call sites stay
+ * trapped; their libraries', PIE, are rewritten).  Setuid and setgid
+ * programs: EPERM (a μprocess cannot take other credentials than its
+ * host's).
  *
  * The file is untrusted: the μprocess runs in the host's address space,
  * and karui itself reads the image (the ELF and program headers, the
@@ -54,6 +59,7 @@
 #define MAXPH 64
 #define MAXSPAN (1ul << 36)
 #define MAXVA (1ul << 47)
+#define MIN_FIXED 0x10000ul /* below: vm.mmap_min_addr's default */
 
 /* An object's headers, as read from its file and checked. */
 struct object {
@@ -61,6 +67,8 @@ struct object {
 	Elf64_Phdr ph[MAXPH];
 	uint64_t size; /* of the file */
 	struct kr__file_id file;
+	uint64_t hdr; /* the address its first PT_LOAD gives file offset 0: 0 for
+	                 PIE, the link address for ET_EXEC */
 };
 
 /* 0; ENOEXEC if the file is shorter; errno if it cannot be read. */
@@ -99,7 +107,7 @@ static int entry_ok(const struct object *o)
 
 /* Read the ELF and program headers of the object open at fd and check
  * them against each other and the file's size (the design comment). */
-static int check_object(int fd, struct object *o)
+static int check_object(int fd, struct object *o, int program)
 {
 	struct stat st;
 	if (fstat(fd, &st))
@@ -112,7 +120,8 @@ static int check_object(int fd, struct object *o)
 		return err;
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh->e_ident[EI_DATA] != ELFDATA2LSB || eh->e_ident[EI_VERSION] != EV_CURRENT ||
-	    eh->e_version != EV_CURRENT || eh->e_machine != EM_X86_64 || eh->e_type != ET_DYN ||
+	    eh->e_version != EV_CURRENT || eh->e_machine != EM_X86_64 ||
+	    !(eh->e_type == ET_DYN || (program && eh->e_type == ET_EXEC)) ||
 	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 || eh->e_phnum > MAXPH ||
 	    eh->e_phoff % 8 || eh->e_phoff > o->size ||
 	    o->size - eh->e_phoff < eh->e_phnum * sizeof(Elf64_Phdr))
@@ -128,6 +137,10 @@ static int check_object(int fd, struct object *o)
 			return ENOEXEC;
 		if (p->p_type != PT_LOAD)
 			continue;
+		if (!loads && p->p_offset > p->p_vaddr)
+			return ENOEXEC;
+		if (!loads)
+			o->hdr = p->p_vaddr - p->p_offset;
 		if (p->p_filesz > p->p_memsz || p->p_offset > o->size ||
 		    p->p_filesz > o->size - p->p_offset || p->p_vaddr > MAXVA ||
 		    p->p_memsz > MAXVA - p->p_vaddr || (p->p_align & (p->p_align - 1)) ||
@@ -141,8 +154,9 @@ static int check_object(int fd, struct object *o)
 		end = p->p_vaddr + p->p_memsz;
 		loads++;
 	}
-	if (!loads || !entry_ok(o) || !in_file_part(o, 0, 0, sizeof *eh) ||
-	    !in_file_part(o, eh->e_phoff, eh->e_phoff, eh->e_phnum * sizeof(Elf64_Phdr)))
+	if (!loads || !entry_ok(o) ||
+	    !in_file_part(o, o->hdr, 0, sizeof *eh) ||
+	    !in_file_part(o, o->hdr + eh->e_phoff, eh->e_phoff, eh->e_phnum * sizeof(Elf64_Phdr)))
 		return ENOEXEC;
 
 	for (int i = 0; i < eh->e_phnum; i++) {
@@ -188,22 +202,30 @@ static int map_object(int fd, const struct object *o, struct kr__elf_img *img)
 		if (PUP(ph[i].p_vaddr + ph[i].p_memsz) > hi)
 			hi = PUP(ph[i].p_vaddr + ph[i].p_memsz);
 	}
-	if (lo >= hi || hi - lo > MAXSPAN)
+	int fixed = o->eh.e_type == ET_EXEC;
+	if (lo >= hi || hi - lo > MAXSPAN || (fixed && lo < MIN_FIXED))
 		return ENOEXEC;
 
 	/* One reservation for the whole span, so that the segments keep their
-	 * distances and nothing else lands in the holes between them. */
-	unsigned char *span = mmap(NULL, hi - lo, PROT_NONE,
-				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	 * distances and nothing else lands in the holes between them; at the
+	 * link address for ET_EXEC, over nothing */
+	unsigned char *span = mmap(fixed ? (void *)lo : NULL, hi - lo, PROT_NONE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+					   (fixed ? MAP_FIXED_NOREPLACE : 0),
+				   -1, 0);
 	if (span == MAP_FAILED)
-		return ENOMEM;
+		return fixed && errno == EEXIST ? EADDRINUSE : ENOMEM;
+	if (fixed && (uint64_t)span != lo) { /* a kernel that took it as a hint */
+		munmap(span, hi - lo);
+		return EADDRINUSE;
+	}
 	uint64_t base = (uint64_t)span - lo;
 	img->map = span;
 	img->maplen = hi - lo;
 	img->base = base;
 	img->entry = base + o->eh.e_entry;
 	img->phnum = o->eh.e_phnum;
-	img->phdr = base + o->eh.e_phoff;
+	img->phdr = base + o->hdr + o->eh.e_phoff;
 	img->xlo = img->xhi = 0;
 	img->file = o->file;
 
@@ -299,7 +321,7 @@ static int load_interp(const char *path, struct object *o, struct kr__elf_img *i
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == EMFILE || errno == ENFILE || errno == ENOMEM ? errno : ENOEXEC;
-	int err = check_object(fd, o);
+	int err = check_object(fd, o, 0);
 	if (!err)
 		err = map_object(fd, o, img);
 	close(fd);
@@ -314,7 +336,7 @@ int kr__elf_load(int dirfd, const char *path, struct kr__elf_load *ld)
 		return err;
 	char interp[256];
 	struct object o;
-	err = check_object(fd, &o);
+	err = check_object(fd, &o, 1);
 	if (!err)
 		err = interp_of(fd, &o, interp, sizeof interp);
 	if (!err)

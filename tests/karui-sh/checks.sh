@@ -97,6 +97,19 @@ check stages_of_another_name_are_refused \
 	"karui-sh: KARUI_SH_STAGES=fast: not auto, uproc or child
 status 2" "$out"
 
+# a program that is not PIE (Debian's python3) as a μprocess, and a second
+# one at once as a child process: its link address is taken
+py=/usr/bin/python3
+if [ "$way" = "μprocess" ] && [ -x $py ] && [ "$(od -An -tx1 -j16 -N1 $py | tr -d ' ')" = 02 ]; then
+	out=$(ksh -v -c "$py -c 'import sys,time; time.sleep(0.3); print(sys.stdin.read().strip()+\"!\")' <a.txt |
+		$py -c 'import sys; print(sys.stdin.read().replace(chr(10), \" \").strip()+\"?\")'" 2>&1)
+	check not_pie_programs_take_their_address_one_at_a_time "karui-sh: $py: μprocess
+karui-sh: $py: child process (its fixed address is taken)
+alpha beta gamma!?" "$out"
+else
+	echo "skipped not_pie_programs_take_their_address_one_at_a_time (no μprocesses, or no python3 that is not PIE)"
+fi
+
 err=$(ksh -v -c 'cd sub | cat; cd sub' 2>&1)
 check verbose_names_built_ins "karui-sh: cd: built-in
 karui-sh: cat: $way

@@ -64,7 +64,9 @@ static void *run(void *arg)
 	int err = kr_uproc_spawn(&up, path, args, NULL);
 	if (err) {
 		fprintf(stderr, "karui-run: %s: %s%s\n", path, strerror(err),
-			err == ENOEXEC ? " (not a program karui can load as a μprocess)" : "");
+			err == ENOEXEC	  ? " (not a program karui can load as a μprocess)"
+			: err == EADDRINUSE ? " (not position-independent, and its link address is taken)"
+					    : "");
 		status = err == ENOENT ? 127 : 126;
 		return NULL;
 	}

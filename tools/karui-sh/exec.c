@@ -25,7 +25,8 @@
  *      (close-on-exec), a here-document (a memfd holding its text) or
  *      copying an fd entry;
  *   4. run it: a program as a μprocess, or, when the image layer refuses
- *      it (ENOEXEC, EPERM) or is not there (ENOTSUP: from then on every
+ *      it (ENOEXEC, EPERM, EADDRINUSE: a program that is not PIE whose
+ *      link address another holds) or is not there (ENOTSUP: from then on every
  *      stage is a child), as a child process; a file the kernel refuses
  *      too (ENOEXEC) as a script of this shell, unless it looks binary
  *      (bash's test): then bash's "cannot execute binary file", 126.
@@ -500,6 +501,7 @@ static const char *child_reason(const struct shell *sh, int uproc_err)
 	switch (uproc_err) {
 	case ENOEXEC: return "no μprocess image";
 	case EPERM: return "setuid or setgid";
+	case EADDRINUSE: return "its fixed address is taken";
 	default: return "no μprocesses here";
 	}
 }
@@ -531,7 +533,7 @@ static void start_program(struct stage *s, struct ksh_link *in, struct ksh_link 
 		if (e == ENOTSUP && sh->stages == KSH_STAGES_AUTO)
 			sh->uproc_off = true;
 	}
-	bool refused = e == ENOTSUP || e == ENOEXEC || e == EPERM;
+	bool refused = e == ENOTSUP || e == ENOEXEC || e == EPERM || e == EADDRINUSE;
 	if (e == 0) {
 		s->way = WAY_UPROC;
 		verbose(s, ksh_runner_uproc.way, kr_uproc_reused(s->proc.up) ? "kept image" : NULL);
