@@ -65,25 +65,11 @@ static void m_several(kr_sched *s, struct kr_worker *w) { (void)s, (void)w; }
 /* (mp is a handle already: the I/O layer's) */
 static void m_io_done(kr_sched *s, struct kr_worker *w, kr_mp *mp)
 {
-	s->ops->io_done(s, w ? w->vp : NULL, mp);
+	if (s->ops->io_done)
+		s->ops->io_done(s, w ? w->vp : NULL, mp);
 }
 
 const struct kr__seam kr__seam_module = {
-	.vp_init = m_vp_init,
-	.ready = m_ready,
-	.spawn = m_spawn,
-	.next = m_next,
-	.take = m_take,
-	.idle = m_idle,
-	.away = m_away,
-	.adopt = m_adopt,
-	.keep = m_keep,
-	.reprio = m_reprio,
-	.several = m_several,
-};
-
-/* The same, for a module with an I/O-completion notifier. */
-static const struct kr__seam seam_module_io = {
 	.vp_init = m_vp_init,
 	.ready = m_ready,
 	.spawn = m_spawn,
@@ -100,7 +86,5 @@ static const struct kr__seam seam_module_io = {
 
 const struct kr__seam *kr__seam_for(const kr_sched_ops *ops)
 {
-	return ops == &kr_sched_default ? &kr__seam_default
-	       : ops->io_done             ? &seam_module_io
-					  : &kr__seam_module;
+	return ops == &kr_sched_default ? &kr__seam_default : &kr__seam_module;
 }

@@ -288,6 +288,15 @@ static size_t chars(const char *s)
 	return n == (size_t)-1 ? strlen(s) : n;
 }
 
+/* The parameter's value in the word: $@ and $* as all the parameters. */
+static void put_value(struct walk *k, const char *name, bool at, const char *v)
+{
+	if (at)
+		all_params(k, name[0] == '@');
+	else
+		put_str(&k->x, v, vtag(k));
+}
+
 /* ${...} from k->i to end (just past its `}`). */
 static int brace(struct walk *k, size_t end)
 {
@@ -353,18 +362,12 @@ static int brace(struct walk *k, size_t end)
 			if ((r = subwalk(k, wfrom, close, false, &x)) == 0)
 				append_word(k, &x);
 		} else if (o == '-') {
-			if (at)
-				all_params(k, name[0] == '@');
-			else
-				put_str(&k->x, v, vtag(k));
+			put_value(k, name, at, v);
 		}
 		break;
 	case '=':
 		if (!use_word) {
-			if (at)
-				all_params(k, name[0] == '@');
-			else
-				put_str(&k->x, v, vtag(k));
+			put_value(k, name, at, v);
 			break;
 		}
 		if (!ksh_valid_name(name, n)) {
@@ -381,10 +384,7 @@ static int brace(struct walk *k, size_t end)
 		break;
 	case '?':
 		if (!use_word) {
-			if (at)
-				all_params(k, name[0] == '@');
-			else
-				put_str(&k->x, v, vtag(k));
+			put_value(k, name, at, v);
 			break;
 		}
 		if ((r = subwalk(k, wfrom, close, false, &x)) == 0) {
