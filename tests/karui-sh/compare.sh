@@ -20,37 +20,19 @@ if [ ! -r $words ]; then
 	echo "skipped: no $words (Debian's wamerican; scripts/deps.sh installs it)"
 	exit 77
 fi
-if [ "$stages" = uproc ] &&
-   ! why=$(env KARUI_SH_STAGES=uproc $emu "$ksh" -c /bin/true 2>&1); then
-	echo "skipped: no μprocesses here: $why"
-	exit 77
-fi
+. "$(dirname "$0")/common.sh"
+skip_without_uprocs
 
-root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
-dir=$root/t
-
-fresh() {
-	rm -rf "$dir"
-	mkdir -p "$dir/sub" "$dir/home"
-	ln -s $words "$dir/words"
-	printf 'alpha\nbeta\ngamma\nbeta\n' >"$dir/a.txt"
-	printf 'one two three\nfour five six\n' >"$dir/b.txt"
-	printf 'in sub\n' >"$dir/sub/c.txt"
-	printf 'hidden\n' >"$dir/sub/.hidden"
-	: >"$dir/.dot"
-}
-
-# run NAME COMMAND...: in a fresh $dir, with a fixed environment (and the
-# sanitizer's options of an ASan build)
+# run NAME COMMAND...: in a fresh $dir (common.sh's files, the words, and
+# hidden ones)
 run() {
 	name=$1
 	shift
-	fresh
-	(cd "$dir" && env -i PATH=/usr/bin:/bin HOME="$dir/home" LC_ALL=C X=exported \
-		KARUI_SH_STAGES="$stages" ${LSAN_OPTIONS:+LSAN_OPTIONS="$LSAN_OPTIONS"} \
-		"$@" >"$root/$name.out" 2>"$root/$name.err")
-	echo $? >"$root/$name.status"
+	fresh_files
+	ln -s $words "$dir/words"
+	printf 'hidden\n' >"$dir/sub/.hidden"
+	: >"$dir/.dot"
+	run_in_dir "$name" "$@"
 }
 
 n=0

@@ -30,40 +30,23 @@ if ! command -v dash >/dev/null 2>&1; then
 	echo "skipped: no dash (scripts/deps.sh installs it)"
 	exit 77
 fi
-if [ "$stages" = uproc ] &&
-   ! why=$(env KARUI_SH_STAGES=uproc $emu "$ksh" -c /bin/true 2>&1); then
-	echo "skipped: no μprocesses here: $why"
-	exit 77
-fi
+. "$(dirname "$0")/common.sh"
+skip_without_uprocs
 
-root=$(mktemp -d)
-trap 'rm -rf "$root"' EXIT
-dir=$root/t
-
-fresh() {
-	rm -rf "$dir"
-	mkdir -p "$dir/sub" "$dir/home"
-	printf 'alpha\nbeta\ngamma\nbeta\n' >"$dir/a.txt"
-	printf 'one two three\nfour five six\n' >"$dir/b.txt"
-	printf 'in sub\n' >"$dir/sub/c.txt"
-	printf 'echo sourced $#; x=from_dot; return 4; echo never\n' >"$dir/dot.sh"
-}
-
-# run NAME MODE SCRIPT SHELL...: in a fresh $dir, with a fixed environment
+# run NAME MODE SCRIPT SHELL...: in a fresh $dir (common.sh's files and a
+# script for `.`), its stdin /dev/null
 run() {
 	name=$1 mode=$2 script=$3
 	shift 3
-	fresh
+	fresh_files
+	printf 'echo sourced $#; x=from_dot; return 4; echo never\n' >"$dir/dot.sh"
 	if [ "$mode" = file ]; then
 		printf '%s\n' "$script" >"$dir/script.sh"
 		set -- "$@" script.sh
 	else
 		set -- "$@" -c "$script"
 	fi
-	(cd "$dir" && env -i PATH=/usr/bin:/bin HOME="$dir/home" LC_ALL=C X=exported \
-		KARUI_SH_STAGES="$stages" ${LSAN_OPTIONS:+LSAN_OPTIONS="$LSAN_OPTIONS"} \
-		"$@" >"$root/$name.out" 2>"$root/$name.err" </dev/null)
-	echo $? >"$root/$name.status"
+	run_in_dir "$name" "$@" </dev/null
 }
 
 n=0
