@@ -540,6 +540,51 @@ static void itc(unsigned vps)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A server cancelled while kr_port_shut is under way, from another VP
+ * at the same moment, many times: the shut always ends (a server that
+ * left its loop on the cancel still answers the shut's call), the server
+ * says 0 (the shut came first) or ECANCELED, and later calls EPIPE. */
+static int serve_err;
+static kr_mp *srv_mp;
+
+static void *server_err(void *a)
+{
+	(void)a;
+	serve_err = kr_port_serve(port);
+	return NULL;
+}
+
+static void *canceller(void *a)
+{
+	(void)a;
+	kr_mp_cancel(srv_mp);
+	return NULL;
+}
+
+static void a_server_cancelled_while_shut_is_under_way_answers_it(void)
+{
+	init(2, KR_EPC_N);
+	kr_domain *d;
+	KT_EQ(kr_domain_create(&d, "d"), 0);
+	for (int i = 0; i < 300; i++) {
+		KT_EQ(kr_port_create(&port, d), 0);
+		serve_err = -1;
+		KT_EQ(kr_mp_create(&srv_mp, NULL, server_err, NULL), 0);
+		for (int k = 0; k < i % 4; k++)
+			kr_mp_yield();
+		kr_mp *c;
+		KT_EQ(kr_mp_create(&c, NULL, canceller, NULL), 0);
+		KT_EQ(kr_port_shut(port), 0);
+		KT_EQ(kr_mp_join(c, NULL), 0);
+		KT_EQ(kr_mp_join(srv_mp, NULL), 0);
+		KT_CHECK(serve_err == 0 || serve_err == ECANCELED);
+		int st;
+		KT_EQ(kr_port_call(port, 0, NULL, NULL, &st), EPIPE);
+		KT_EQ(kr_port_destroy(port), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 static void itc_serves_a_domains_procedures_on_one_vp(void) { itc(1); }
 static void itc_serves_a_domains_procedures_across_two_vps(void) { itc(2); }
 
@@ -749,6 +794,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_caller_cancelled_in_a_call_gets_its_procedures_answer);
 	KT_RUN(itc_serves_a_domains_procedures_on_one_vp);
 	KT_RUN(itc_serves_a_domains_procedures_across_two_vps);
+	KT_RUN(a_server_cancelled_while_shut_is_under_way_answers_it);
 	KT_RUN(a_thread_older_than_a_key_gets_the_hosts_rights);
 #if defined(__x86_64__)
 	KT_RUN(no_gate_can_be_entered_halfway);

@@ -151,9 +151,9 @@ int kr_port_destroy(kr_port *p);
 int kr_port_call(kr_port *p, unsigned number, void *arg, void *result, int *status);
 /* The server's loop, on the calling microprocess: serve calls one at a
  * time until kr_port_shut; returns 0 then (at once if shut already),
- * ECANCELED if cancelled while waiting for a call, EBUSY if another
- * microprocess serves the port.  A server cancelled after kr_port_shut
- * began leaves kr_port_shut waiting: shut first, cancel never. */
+ * ECANCELED if cancelled while waiting for a call (a kr_port_shut under
+ * way is answered first), EBUSY if another microprocess serves the
+ * port. */
 int kr_port_serve(kr_port *p);
 /* Stop the server (its kr_port_serve returns) and refuse later calls
  * (EPIPE). */

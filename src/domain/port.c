@@ -100,9 +100,24 @@ int kr_port_serve(kr_port *p)
 	}
 	/* on SHUT the state is CLOSED already, and p may be gone */
 	uint32_t serving = SERVING;
-	if (err)
-		__atomic_compare_exchange_n(&p->state, &serving, IDLE, 0, __ATOMIC_ACQ_REL,
-					    __ATOMIC_RELAXED);
+	if (err && !__atomic_compare_exchange_n(&p->state, &serving, IDLE, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE)) {
+		/* cancelled while kr_port_shut was under way: its call still
+		 * wants an answer (others, EPIPE), the cancel notwithstanding */
+		for (;;) {
+			kr_call *call;
+			int e = kr_entry_accept(&p->entry, &call);
+			if (e == ECANCELED)
+				continue;
+			if (e)
+				break;
+			struct msg *m = kr_call_msg(call);
+			int shut = m->number == SHUT;
+			kr_entry_reply(call, shut ? 0 : EPIPE);
+			if (shut)
+				break;
+		}
+	}
 	return err;
 }
 
