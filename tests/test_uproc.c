@@ -157,6 +157,8 @@ static void probe_says(const char *mode, const char *arg, const char *want)
 {
 	char *out;
 	KT_EQ(run_probe(mode, arg, &out), 0);
+	if (strcmp(out, want))
+		fprintf(stderr, "  %s said:\n%s  not:\n%s", mode, out, want);
 	KT_CHECK(strcmp(out, want) == 0);
 	free(out);
 }
@@ -1530,7 +1532,8 @@ static char *native_out(const char *cmd)
 static void probe_like_native(const char *mode, const char *arg)
 {
 	char cmd[4200], *out;
-	snprintf(cmd, sizeof cmd, "%s %s %s", probe, mode, arg ? arg : "");
+	snprintf(cmd, sizeof cmd, "%s %s %s%s%s", probe, mode, arg ? "'" : "", arg ? arg : "",
+		 arg ? "'" : "");
 	char *native = native_out(cmd);
 	KT_EQ(run_probe(mode, arg, &out), 0);
 	if (strcmp(out, native))
@@ -1916,6 +1919,194 @@ static void a_uproc_reaches_no_fd_but_its_own(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---- exec, vfork, posix_spawn, waits ---- */
+
+/* argv (argv[0] the program's path) as a μprocess: its status, its stdout
+ * in *out */
+static int run_argv(char *const *argv, char **out)
+{
+	return run(argv[0], argv, NULL, out, NULL);
+}
+
+/* The number after `key ` in s. */
+static long number_after(const char *s, const char *key)
+{
+	const char *p = strstr(s, key);
+	KT_CHECK(p);
+	return strtol(p + strlen(key), NULL, 10);
+}
+
+/* execve replaces the μprocess's image: the new program's output and
+ * status are the μprocess's, its pid is the same, its close-on-exec fds
+ * are closed and the others kept; a #! script runs its interpreter with
+ * the line's argument; the calls that fail leave the old image running
+ * with the kernel's errors. */
+static void exec_replaces_the_image_keeping_pid_and_fds(void)
+{
+	start(2);
+	need_uprocs();
+	char *out;
+	char *pid[] = {(char *)probe, "exec", (char *)probe, "uproc_probe", "pid", NULL};
+	KT_EQ(run_argv(pid, &out), 0);
+	long before = number_after(out, "pid "), after = number_after(out, "\n");
+	KT_CHECK(before >= 4194304);
+	KT_EQ(after, before);
+	free(out);
+	char *echo[] = {(char *)probe, "exec", "/bin/echo", "echo", "a", "b  c", NULL};
+	KT_EQ(run_argv(echo, &out), 0);
+	KT_CHECK(strstr(out, "\na b  c\n") && !strstr(out, "exec "));
+	free(out);
+	char *fls[] = {(char *)probe, "exec", "/bin/false", "false", NULL};
+	KT_EQ(run_argv(fls, NULL), 1);
+	probe_says("cloexec", probe, "fds: 0 1 2 6\n");
+	probe_says("setuid-same", NULL, "0\n");
+
+	char dir[] = "/tmp/karui-exec-XXXXXX", path[128], want[256];
+	KT_CHECK(mkdtemp(dir));
+	probe_like_native("exec-errors", dir);
+	probe_like_native("exec-vdso", "/bin/echo");
+	snprintf(path, sizeof path, "%s/script", dir);
+	write_text(path, "#!/bin/sh -u\necho \"script $0 $*\"\nexit 5\n");
+	KT_EQ(chmod(path, 0755), 0);
+	char *script[] = {(char *)probe, "exec", path, "name", "x", "y", NULL};
+	KT_EQ(run_argv(script, &out), 5);
+	snprintf(want, sizeof want, "\nscript %s x y\n", path);
+	KT_CHECK(strstr(out, want));
+	free(out);
+	KT_EQ(unlink(path), 0);
+	KT_EQ(rmdir(dir), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* system, popen, posix_spawn and vfork run their children as μprocesses
+ * of the same process, and the parent collects them with waitpid and
+ * waitid: as natively, byte for byte. */
+static void system_popen_and_posix_spawn_run_their_children_as_uprocs(void)
+{
+	start(2);
+	need_uprocs();
+	probe_says("system", "echo hi; exit 3", "hi\nstatus exited 3\n");
+	probe_like_native("system", "echo hi; exit 3");
+	probe_like_native("popen", "printf abc");
+	probe_like_native("spawn", "/bin/true");
+	char *out;
+	char *spawn[] = {(char *)probe, "spawn", "/bin/true", "/bin/false", "/nonexistent", NULL};
+	KT_EQ(run_argv(spawn, &out), 0);
+	KT_CHECK(strcmp(out, "/nonexistent: ENOENT\n/bin/true: exited 0\n/bin/false: exited 1\n"
+			     "then ECHILD\n") == 0);
+	free(out);
+	probe_like_native("vfork-exit", "7");
+	probe_like_native("waits", NULL);
+	probe_says("spawn-many", "200", "ok\n");
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A vfork child that returns from the function that called vfork (what
+ * the kernel leaves undefined) runs the parent's code on its stack; the
+ * host goes on, whatever becomes of the μprocess. */
+static void a_vfork_child_that_returns_never_crashes_the_host(void)
+{
+	start(1);
+	need_uprocs();
+	for (int i = 0; i < 20; i++) {
+		int st = run_probe("vfork-return", NULL, NULL);
+		KT_CHECK(st >= 0 && st < 256);
+	}
+	need_uprocs();
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A script that execs itself 1,000 times: each exec replaces the image,
+ * and the host's fds and memory stay as they were. */
+static void a_thousand_execs_leave_fd_count_and_rss_flat(void)
+{
+	start(2);
+	need_uprocs();
+	char dir[] = "/tmp/karui-chain-XXXXXX", path[128];
+	KT_CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/chain", dir);
+	write_text(path, "#!/bin/sh\nif [ \"$1\" -gt 0 ]; then exec \"$0\" $(($1 - 1)); fi\n"
+			 "echo done\n");
+	KT_EQ(chmod(path, 0755), 0);
+	char *out, *small[] = {"/bin/sh", path, "10", NULL};
+	KT_EQ(run_argv(small, &out), 0);
+	KT_CHECK(strcmp(out, "done\n") == 0);
+	free(out);
+	int fds = host_fds();
+	long rss = rss_kib();
+	int n = KT_TSAN ? 100 : 1000;
+	char count[16];
+	snprintf(count, sizeof count, "%d", n);
+	char *chain[] = {"/bin/sh", path, count, NULL};
+	KT_EQ(run_argv(chain, &out), 0);
+	KT_CHECK(strcmp(out, "done\n") == 0);
+	free(out);
+	KT_EQ(host_fds(), fds);
+	long grown = rss_kib() - rss;
+	fprintf(stderr, "  rss grew %ld KiB over %d execs\n", grown, n);
+#if !defined(__SANITIZE_ADDRESS__)
+	KT_CHECK(grown < 8192);
+#endif
+	KT_EQ(unlink(path), 0);
+	KT_EQ(rmdir(dir), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* make runs its recipes with posix_spawn: a tiny Makefile builds as
+ * natively (recipes that need a fork, a $(...) in the shell, cannot). */
+static void make_builds_a_tiny_makefile(void)
+{
+	if (access("/usr/bin/make", X_OK))
+		KT_SKIP("no /usr/bin/make here");
+	start(2);
+	need_uprocs();
+	char dir[] = "/tmp/karui-make-XXXXXX", path[128], cmd[256];
+	KT_CHECK(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/Makefile", dir);
+	write_text(path, "all: b.txt\n\tcat a.txt b.txt\n\t@echo made\n"
+			 "b.txt: a.txt\n\tsed s/a/b/ a.txt > b.txt\n"
+			 "a.txt:\n\tprintf 'a\\n' > a.txt\n");
+	snprintf(cmd, sizeof cmd, "cd %s && make -s -f Makefile 2>&1 && rm a.txt b.txt", dir);
+	char *native = native_out(cmd);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	a.cwd = dir;
+	char *out, *argv[] = {"make", "-s", "-f", "Makefile", NULL};
+	KT_EQ(run("/usr/bin/make", argv, NULL, &out, &a), 0);
+	if (strcmp(out, native))
+		fprintf(stderr, "  native:\n%s  as a μprocess:\n%s", native, out);
+	KT_CHECK(strcmp(out, native) == 0);
+	KT_CHECK(strcmp(out, "a\nb\nmade\n") == 0);
+	free(out);
+	free(native);
+	snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+	KT_EQ(system(cmd), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Python's subprocess, in a μprocess, if Python can be one. */
+static void python_subprocess_runs_echo(void)
+{
+	if (access("/usr/bin/python3", X_OK))
+		KT_SKIP("no /usr/bin/python3 here");
+	start(1);
+	need_uprocs();
+	kr_uproc *up;
+	char *argv[] = {"python3", "-c", "import subprocess; subprocess.run(['echo', 'x'])", NULL};
+	int e = kr_uproc_spawn(&up, "/usr/bin/python3", argv, NULL);
+	if (e == ENOEXEC)
+		KT_SKIP("/usr/bin/python3 is not position-independent (Debian builds it so): "
+			"no μprocess can load it");
+	KT_EQ(e, 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	char *out;
+	KT_EQ(run("/usr/bin/python3", argv, NULL, &out, NULL), 0);
+	KT_CHECK(strcmp(out, "x\n") == 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	static char self[4096];
@@ -1974,5 +2165,11 @@ int main(int argc, char **argv)
 	KT_RUN(curl_fetches_a_page_from_a_local_server);
 	KT_RUN(wget_fetches_a_page_from_a_local_server);
 	KT_RUN(a_uproc_reaches_no_fd_but_its_own);
+	KT_RUN(exec_replaces_the_image_keeping_pid_and_fds);
+	KT_RUN(system_popen_and_posix_spawn_run_their_children_as_uprocs);
+	KT_RUN(a_vfork_child_that_returns_never_crashes_the_host);
+	KT_RUN(a_thousand_execs_leave_fd_count_and_rss_flat);
+	KT_RUN(make_builds_a_tiny_makefile);
+	KT_RUN(python_subprocess_runs_echo);
 	return kt_finish();
 }

@@ -9,7 +9,7 @@
  *   uproc_probe umask        the umask it got
  *   uproc_probe leak N       opens N files and maps N MiB, touches them,
  *                            and ends without releasing any
- *   uproc_probe setuid       setuid(0)'s errno
+ *   uproc_probe setuid       setuid(getuid() + 1)'s errno: a change
  *   uproc_probe fork         fork()'s errno
  *   uproc_probe thread       pthread_create's error
  *   uproc_probe write-after-close   writes to stdout after its reader went
@@ -72,6 +72,28 @@
  *                            the value, and whether the read waited
  *   uproc_probe block accept|recv|eventfd|epoll|select   says "waiting",
  *                            then waits for ever in that call
+ *   uproc_probe setuid-same  setuid(getuid())'s errno, or 0
+ *   uproc_probe exec PATH ARG0 ARGS...   says "pid N", then execv
+ *   uproc_probe exec-errors DIR   execs that fail (a missing file, one
+ *                            without the x bit, one neither ELF nor
+ *                            script, bad pointers, too many arguments):
+ *                            each one's errno, then "still here"
+ *   uproc_probe exec-vdso PATH    execs PATH (an echo) with an argument
+ *                            that points at the host's vDSO
+ *   uproc_probe cloexec PROBE     opens fd 5 close-on-exec and fd 6 not,
+ *                            then execs PROBE fds
+ *   uproc_probe fds          which of its fds 0..9 are open
+ *   uproc_probe system CMD   system(CMD) (stdout flushed first): its status
+ *   uproc_probe popen CMD    what popen(CMD, "r") reads, and pclose's status
+ *   uproc_probe spawn PATH... posix_spawn of each PATH, then a waitpid of
+ *                            each: how it ended; then wait4's ECHILD
+ *   uproc_probe spawn-many N posix_spawn of /bin/true N times, each waited for
+ *   uproc_probe vfork-exit N a vfork child that _exits N: its status, and
+ *                            whether the parent's locals and pid held
+ *   uproc_probe vfork-return a vfork child that returns from the function
+ *                            that called vfork (undefined behaviour)
+ *   uproc_probe waits        wait4 and waitid: WNOHANG with a child still
+ *                            running, WNOWAIT, a pid not its child
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -104,6 +126,9 @@
 #include <time.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
+#include <spawn.h>
 #include <unistd.h>
 
 static void *nothing(void *a) { return a; }
@@ -762,10 +787,235 @@ static int timed(void)
 	return 0;
 }
 
+/* ---- processes: exec, vfork, posix_spawn, system, popen, waits ---- */
+
+extern char **environ;
+
+static const char *ended(int st)
+{
+	static char b[64];
+	if (WIFEXITED(st))
+		snprintf(b, sizeof b, "exited %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(b, sizeof b, "signaled %d", WTERMSIG(st));
+	else
+		snprintf(b, sizeof b, "status %#x", st);
+	return b;
+}
+
+static void write_mode(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	if (fd < 0 || write(fd, text, strlen(text)) < 0)
+		exit(3);
+	close(fd);
+	chmod(path, mode);
+}
+
+static void try_exec(const char *what, const char *path, char *const *av, char *const *ev)
+{
+	syscall(SYS_execve, path, av, ev);
+	printf("%s %s\n", what, strerrorname_np(errno));
+}
+
+static int exec_errors(const char *dir)
+{
+	char p[4096];
+	char *av[] = {"x", NULL};
+	try_exec("missing", "/nonexistent/x", av, environ);
+	snprintf(p, sizeof p, "%s/noexec", dir);
+	write_mode(p, "#!/bin/sh\necho no\n", 0644);
+	try_exec("no-x", p, av, environ);
+	snprintf(p, sizeof p, "%s/garbage", dir);
+	write_mode(p, "hello, world\n", 0755);
+	try_exec("garbage", p, av, environ);
+	try_exec("directory", dir, av, environ);
+	char *unmapped = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(unmapped, 4096);
+	try_exec("path-efault", unmapped, av, environ);
+	try_exec("argv-efault", "/bin/true", (char **)unmapped, environ);
+	char *bad[] = {"true", unmapped, NULL};
+	try_exec("arg-efault", "/bin/true", bad, environ);
+	try_exec("envp-efault", "/bin/true", av, bad);
+	static char big[3][1 << 20];
+	char *many[] = {"true", big[0], big[1], big[2], NULL};
+	for (int i = 0; i < 3; i++)
+		memset(big[i], 'a', sizeof big[i] - 1);
+	try_exec("e2big", "/bin/true", many, environ);
+	snprintf(p, sizeof p, "%s/noexec", dir);
+	unlink(p);
+	snprintf(p, sizeof p, "%s/garbage", dir);
+	unlink(p);
+	printf("still here\n");
+	return 0;
+}
+
+static int fds(void)
+{
+	printf("fds:");
+	for (int fd = 0; fd < 10; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			printf(" %d", fd);
+	printf("\n");
+	return 0;
+}
+
+static int spawn(int argc, char **argv)
+{
+	pid_t pids[16];
+	const char *names[16];
+	int n = 0;
+	for (int i = 2; i < argc && n < 16; i++) {
+		char *av[] = {argv[i], NULL};
+		int e = posix_spawn(&pids[n], argv[i], NULL, NULL, av, environ);
+		if (e)
+			printf("%s: %s\n", argv[i], strerrorname_np(e));
+		else
+			names[n++] = argv[i];
+	}
+	for (int i = 0; i < n; i++) {
+		int st;
+		if (waitpid(pids[i], &st, 0) != pids[i])
+			printf("waitpid %s\n", strerrorname_np(errno));
+		else
+			printf("%s: %s\n", names[i], ended(st));
+	}
+	printf("then %s\n", wait4(-1, NULL, 0, NULL) < 0 ? strerrorname_np(errno) : "a child");
+	return 0;
+}
+
+static int spawn_many(int n)
+{
+	for (int i = 0; i < n; i++) {
+		pid_t p;
+		char *av[] = {"true", NULL};
+		int st;
+		if (posix_spawn(&p, "/bin/true", NULL, NULL, av, environ) || waitpid(p, &st, 0) != p ||
+		    st)
+			return 1;
+	}
+	printf("ok\n");
+	return 0;
+}
+
+static int vfork_exit(int code)
+{
+	volatile int local = 12345;
+	pid_t me = getpid();
+	pid_t p = vfork();
+	if (p == 0) {
+		local = 1; /* the parent's memory: the parent sees it */
+		if (getpid() == me)
+			_exit(99);
+		_exit(code);
+	}
+	int st;
+	pid_t w = waitpid(p, &st, 0);
+	printf("%s, pid %s, child's %s, local %d, waited %s\n", ended(st),
+	       getpid() == me ? "kept" : "changed", p != me ? "apart" : "the same", local,
+	       w == p ? "it" : strerrorname_np(errno));
+	return 0;
+}
+
+static pid_t __attribute__((noinline)) vfork_here(void)
+{
+	return vfork();
+}
+
+static int waits(void)
+{
+	pid_t p;
+	char *av[] = {"sh", "-c", "read x; exit 4", NULL};
+	posix_spawn(&p, "/bin/sh", NULL, NULL, av, environ);
+	int st = 0;
+	printf("nohang %d\n", (int)waitpid(p, &st, WNOHANG));
+	printf("not mine %s\n", waitpid(1, &st, 0) < 0 ? strerrorname_np(errno) : "?");
+	printf("bad options %s\n", waitpid(p, &st, 0x40000) < 0 ? strerrorname_np(errno) : "?");
+	fflush(stdout);
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	int r = waitid(P_PID, (id_t)p, &si, WEXITED | WNOWAIT);
+	printf("waitid %d code %s status %d pid %s\n", r,
+	       si.si_code == CLD_EXITED ? "exited" : "other", si.si_status,
+	       si.si_pid == p ? "it" : "other");
+	printf("then %s\n", ended(waitpid(p, &st, 0) == p ? st : -1));
+	printf("then %s\n", waitpid(-1, &st, WNOHANG) < 0 ? strerrorname_np(errno) : "a child");
+	return 0;
+}
+
+static int procs(int argc, char **argv, const char *m)
+{
+	if (!strcmp(m, "setuid-same")) {
+		printf("%s\n", setuid(getuid()) ? strerrorname_np(errno) : "0");
+		return 0;
+	}
+	if (!strcmp(m, "exec") && argc > 3) {
+		printf("pid %d\n", getpid());
+		fflush(stdout);
+		execv(argv[2], argv + 3);
+		printf("exec %s\n", strerrorname_np(errno));
+		return 1;
+	}
+	if (!strcmp(m, "exec-errors") && argc > 2)
+		return exec_errors(argv[2]);
+	if (!strcmp(m, "exec-vdso") && argc > 2) {
+		char *av[] = {"echo", (char *)getauxval(AT_SYSINFO_EHDR), NULL};
+		execv(argv[2], av);
+		return 1;
+	}
+	if (!strcmp(m, "cloexec") && argc > 2) {
+		int a = open("/dev/null", O_RDONLY), b = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (dup3(a, 5, O_CLOEXEC) != 5 || dup2(b, 6) != 6) /* 6: not close-on-exec */
+			return 3;
+		close(a);
+		close(b);
+		char *av[] = {"uproc_probe", "fds", NULL};
+		execv(argv[2], av);
+		return 1;
+	}
+	if (!strcmp(m, "fds"))
+		return fds();
+	if (!strcmp(m, "system") && argc > 2) {
+		fflush(stdout);
+		int st = system(argv[2]);
+		printf("status %s\n", ended(st));
+		return 0;
+	}
+	if (!strcmp(m, "popen") && argc > 2) {
+		FILE *f = popen(argv[2], "r");
+		char b[256] = {0};
+		size_t got = f ? fread(b, 1, sizeof b - 1, f) : 0;
+		int st = f ? pclose(f) : -1;
+		printf("read '%.*s' status %s\n", (int)got, b, ended(st));
+		return 0;
+	}
+	if (!strcmp(m, "spawn"))
+		return spawn(argc, argv);
+	if (!strcmp(m, "spawn-many") && argc > 2)
+		return spawn_many(atoi(argv[2]));
+	if (!strcmp(m, "vfork-exit") && argc > 2)
+		return vfork_exit(atoi(argv[2]));
+	if (!strcmp(m, "vfork-return")) {
+		pid_t p = vfork_here();
+		if (p == 0)
+			return 21; /* the child returns from main: exit runs in it */
+		int st;
+		waitpid(p, &st, 0);
+		printf("parent: child %s\n", ended(st));
+		return 0;
+	}
+	if (!strcmp(m, "waits"))
+		return waits();
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
 		return 2;
+	int pr = procs(argc, argv, argv[1]);
+	if (pr >= 0)
+		return pr;
 	const char *m = argv[1];
 	int n = argc > 2 ? atoi(argv[2]) : 0;
 	if (!strcmp(m, "segv"))
@@ -812,7 +1062,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(m, "setuid")) {
-		printf("%s\n", setuid(0) ? strerrorname_np(errno) : "0");
+		printf("%s\n", setuid(getuid() + 1) ? strerrorname_np(errno) : "0");
 		return 0;
 	}
 	if (!strcmp(m, "fork")) {

@@ -85,7 +85,10 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		   const kr_uproc_attr *attr);
 
 /* Wait for the μprocess to end and free it.  *status (may be NULL) is what
- * a shell shows as $?: the exit code, or 128 + the signal that ended it.
+ * a shell shows as $?: the exit code, or 128 + the signal that ended it;
+ * after an execve in the μprocess, the new program's.  Its children (of
+ * vfork and posix_spawn) are its own to wait for: those that outlive it
+ * run on and free themselves.
  * EINVAL: NULL; as kr_mp_join otherwise. */
 int kr_uproc_wait(kr_uproc *up, int *status);
 

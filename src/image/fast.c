@@ -55,8 +55,8 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 {
 	long r;
 	int h;
-	if (kr__img_trace || __atomic_load_n(&up->killed, __ATOMIC_RELAXED))
-		return (struct kr__fast){KR__SLOW, 0}; /* kr__sys ends it */
+	if (kr__img_trace || __atomic_load_n(&up->killed, __ATOMIC_RELAXED) || up->vchild)
+		return (struct kr__fast){KR__SLOW, 0}; /* kr__sys ends it; a vfork child's call */
 	switch (nr) {
 	case SYS_getpid:
 	case SYS_gettid:

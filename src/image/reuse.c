@@ -397,9 +397,11 @@ void kr__img_resume(struct kr_uproc *up, uintptr_t sp)
 				memcpy(at, c, PG);
 		}
 	}
-	memcpy(up->sig, im->sig, sizeof up->sig);
-	up->sigmask = im->sigmask;
-	up->altstack = im->altstack;
+	if (!up->sigkeep) { /* else what exec left it (uproc.c) */
+		memcpy(up->sig, im->sig, sizeof up->sig);
+		up->sigmask = im->sigmask;
+		up->altstack = im->altstack;
+	}
 	if (im->tidaddr && kr__rl_covers(&up->reg, im->tidaddr, im->tidaddr + 4))
 		*(int *)im->tidaddr = up->pid; /* the thread's tid, as glibc cached it */
 	up->fs = im->fs;

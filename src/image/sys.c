@@ -91,11 +91,6 @@ long kr__sys_enosys(struct kr_uproc *up, long nr, long a[6])
 	return -ENOSYS;
 }
 
-long kr__sys_echild(struct kr_uproc *up, long nr, long a[6])
-{
-	return -ECHILD;
-}
-
 /* ---------------- the notes: what karui does, in docs/uproc.md's words ---------------- */
 
 static const char
@@ -227,14 +222,40 @@ static const char
 	N_YIELD[] = "`kr_mp_yield`",
 	N_PASS[] = "passed",
 	N_PRLIMIT[] = "reading its own limits: passed; setting: `EPERM`",
-	N_EPERM[] = "`EPERM`",
-	N_FORK[] = "`ENOSYS`, and one line on its stderr: `karui: fork is not supported in a "
-		   "μprocess yet`; but `clone` of a thread: `EAGAIN`, silently: "
-		   "`pthread_create` fails as when threads run out, and programs that can (GNU "
-		   "sort) go on with one",
+	N_SETID[] = "`EPERM` for a change (a μprocess has its host's credentials); one that "
+		    "sets each id it names to what it is already succeeds (`posix_spawn`'s "
+		    "`POSIX_SPAWN_RESETIDS`)",
+	N_EPERM[] = "`EPERM` (`setsid` and `setpgid` too: a μprocess is in its host's session "
+		    "and process group)",
+	N_FORK[] = "`vfork`, and `clone` with `CLONE_VM | CLONE_VFORK` (`posix_spawn`, "
+		   "`system`, `popen`): a child μprocess, with a pid of its own and a copy of "
+		   "its fd table, working directory, umask and signal state, runs on its "
+		   "parent's microprocess and memory while the parent waits, as in the kernel; "
+		   "when it execs, the new program is a μprocess of its own and the parent goes "
+		   "on from its call with the child's pid and every register as it was; when it "
+		   "ends first, it is a zombie and the parent goes on likewise. `fork`, and "
+		   "`clone` without `CLONE_VM`: `ENOSYS`, and one line on its stderr: `karui: "
+		   "fork is not supported in a μprocess yet` (its memory is in the host's "
+		   "address space); `clone` of a thread: `EAGAIN`, silently: `pthread_create` "
+		   "fails as when threads run out, and programs that can (GNU sort) go on with "
+		   "one",
 	N_CLONE3[] = "`ENOSYS` (the C library tries `clone` next)",
-	N_EXEC[] = "`ENOSYS`, and a line on its stderr",
-	N_WAIT[] = "`ECHILD`";
+	N_EXEC[] = "its image replaced by the new program's (a kept image of it, or a fresh "
+		   "load), the old one released only once the new one is loaded: the same pid, "
+		   "its fds less the close-on-exec ones, working directory, umask, signal mask "
+		   "and ignored signals (the caught ones back to their default); `argv` and "
+		   "`envp` read from its memory (`EFAULT`; `E2BIG` past 2 MiB); the path "
+		   "against its working directory or `execveat`'s dirfd (`AT_EMPTY_PATH`: that "
+		   "fd's file); a `#!` script runs its interpreter, with the line's one "
+		   "argument, as in the kernel. `ENOENT`, `EACCES`, `EPERM` (setuid, setgid, "
+		   "file capabilities) and `ENOEXEC` (no script nor ELF program, or one karui "
+		   "cannot load: not position-independent, with a line on its stderr) leave "
+		   "the old image running",
+	N_WAIT[] = "its children (of `vfork` and `clone`): one by pid or any, `WNOHANG`, "
+		   "`WNOWAIT` (`waitid`), the status encoded as the kernel's, the rusage "
+		   "zeroed; `ECHILD` when it has none. A child's end would send it SIGCHLD, "
+		   "whose default action is to ignore it; with SIGCHLD ignored (or "
+		   "`SA_NOCLDWAIT`) its children are collected at their end, as in the kernel";
 
 /* ---------------- the table ---------------- */
 
@@ -436,12 +457,12 @@ static const struct sysent {
 	E(getcpu, kr__sys_pass, N_PASS),
 	E(membarrier, kr__sys_pass, N_PASS),
 	E(prlimit64, kr__sys_prlimit64, N_PRLIMIT),
-	E(setuid, kr__sys_eperm, N_EPERM),
-	E(setgid, kr__sys_eperm, N_EPERM),
-	E(setreuid, kr__sys_eperm, N_EPERM),
-	E(setregid, kr__sys_eperm, N_EPERM),
-	E(setresuid, kr__sys_eperm, N_EPERM),
-	E(setresgid, kr__sys_eperm, N_EPERM),
+	E(setuid, kr__sys_setid, N_SETID),
+	E(setgid, kr__sys_setid, N_SETID),
+	E(setreuid, kr__sys_setid, N_SETID),
+	E(setregid, kr__sys_setid, N_SETID),
+	E(setresuid, kr__sys_setid, N_SETID),
+	E(setresgid, kr__sys_setid, N_SETID),
 	E(setfsuid, kr__sys_eperm, N_EPERM),
 	E(setfsgid, kr__sys_eperm, N_EPERM),
 	E(setgroups, kr__sys_eperm, N_EPERM),
@@ -455,8 +476,8 @@ static const struct sysent {
 	E(clone3, kr__sys_enosys, N_CLONE3),
 	E(execve, kr__sys_execve, N_EXEC),
 	E(execveat, kr__sys_execve, N_EXEC),
-	E(wait4, kr__sys_echild, N_WAIT),
-	E(waitid, kr__sys_echild, N_WAIT),
+	E(wait4, kr__sys_wait4, N_WAIT),
+	E(waitid, kr__sys_waitid, N_WAIT),
 #undef E
 };
 

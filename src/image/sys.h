@@ -31,8 +31,7 @@ typedef long kr__sys_fn(struct kr_uproc *up, long nr, long a[6]);
 long kr__pass(long nr, long a[6]);  /* the kernel's call, its result as -errno */
 /* one line on the μprocess's stderr: "karui: WHAT is not supported ..." */
 void kr__say(struct kr_uproc *up, const char *what);
-kr__sys_fn kr__sys_pass, kr__sys_zero, kr__sys_einval, kr__sys_eperm, kr__sys_enosys,
-	kr__sys_echild;
+kr__sys_fn kr__sys_pass, kr__sys_zero, kr__sys_einval, kr__sys_eperm, kr__sys_enosys;
 
 /* ---- sys_fd.c: fds, paths, the working directory, poll, pipes ---- */
 /* The call with argument i (an fd) made a host fd; pipes: `onpipe`. */
@@ -110,7 +109,9 @@ void kr__sigmask_pop(struct kr_uproc *up, uint64_t saved);
 /* ---- sys_task.c: its identity, its one thread, its waits and its end ---- */
 kr__sys_fn kr__sys_getpid, kr__sys_getppid, kr__sys_set_tid_address, kr__sys_arch_prctl,
 	kr__sys_prctl, kr__sys_prlimit64, kr__sys_exit, kr__sys_nanosleep,
-	kr__sys_clock_nanosleep, kr__sys_sched_yield, kr__sys_futex, kr__sys_fork,
-	kr__sys_execve;
+	kr__sys_clock_nanosleep, kr__sys_sched_yield, kr__sys_futex, kr__sys_setid;
+
+/* ---- sys_exec.c: exec, vfork, fork, and waits for children ---- */
+kr__sys_fn kr__sys_fork, kr__sys_execve, kr__sys_wait4, kr__sys_waitid;
 
 #endif

@@ -9,7 +9,8 @@
  * becomes MAP_FIXED_NOREPLACE.  Its kept image (reuse.c) and its code
  * mappings (rewrite.c) follow each change: read-only file mappings may
  * come from an earlier run of its image, and a change of the image's
- * mappings makes it unfit to keep.
+ * mappings makes it unfit to keep.  A vfork child runs on its parent's
+ * memory: what it maps or changes is its parent's (kr__mm).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -33,6 +34,7 @@ long kr__sys_mmap(struct kr_uproc *up, long nr, long a[6])
 			return -ENODEV;
 		b[4] = f->hostfd;
 	}
+	up = kr__mm(up); /* its fds are its own, its memory a vfork parent's */
 	if ((a[3] & MAP_FIXED) && !kr__rl_covers(&up->reg, (uintptr_t)a[0], (uintptr_t)a[0] + len))
 		b[3] = (a[3] & ~MAP_FIXED) | MAP_FIXED_NOREPLACE; /* never over the host's */
 	if (a[3] & MAP_GROWSDOWN)
@@ -83,6 +85,7 @@ static long owned(struct kr_uproc *up, long addr, long len)
 
 long kr__sys_munmap(struct kr_uproc *up, long nr, long a[6])
 {
+	up = kr__mm(up);
 	if (!owned(up, a[0], a[1]))
 		return -EINVAL;
 	long r = kr__pass(SYS_munmap, a);
@@ -96,6 +99,7 @@ long kr__sys_munmap(struct kr_uproc *up, long nr, long a[6])
 
 long kr__sys_mremap(struct kr_uproc *up, long nr, long a[6])
 {
+	up = kr__mm(up);
 	if (!owned(up, a[0], a[1]) || (a[3] & MREMAP_FIXED))
 		return -EINVAL;
 	long r = kr__pass(SYS_mremap, a);
@@ -115,6 +119,7 @@ long kr__sys_mremap(struct kr_uproc *up, long nr, long a[6])
 /* mprotect, madvise, ...: on its own mappings (its stack is one). */
 long kr__sys_on_own(struct kr_uproc *up, long nr, long a[6])
 {
+	up = kr__mm(up);
 	if (!owned(up, a[0], a[1]))
 		return -EINVAL;
 	long r = kr__pass(nr, a);
@@ -135,5 +140,6 @@ long kr__sys_on_own(struct kr_uproc *up, long nr, long a[6])
 /* It never grows: malloc maps instead. */
 long kr__sys_brk(struct kr_uproc *up, long nr, long a[6])
 {
+	up = kr__mm(up);
 	return (long)up->brk;
 }

@@ -1,24 +1,24 @@
 /*
  * karui image layer — a μprocess's system calls on itself as a task: its
  * identity (pid, parent, name, limits), its one thread (thread pointer,
- * futexes), its sleeps, its end, and the calls that would make another
- * thread or process.
+ * futexes), its sleeps and its end.  The calls that make processes
+ * (fork, vfork, clone, exec, wait4) are sys_exec.c's.
  *
  * A μprocess has a pid of its own (above any real pid), and the host's
  * pid is its parent's.  It has one thread, its microprocess: a futex wake
  * finds nobody, and a futex wait or a sleep parks the microprocess alone
  * until its timeout or kr_uproc_kill.  Its thread pointer is kept here
- * and installed whenever it runs (uproc.c).  Threads, fork and exec are
- * not done yet; a call to make a thread fails as when threads run out, so
- * that programs that can go on with one.
+ * and installed whenever it runs (uproc.c).  Threads are not done yet:
+ * a call to make one fails as when threads run out (sys_exec.c), so that
+ * programs that can go on with one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/futex.h>
-#include <linux/sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sys.h"
 
@@ -83,6 +83,39 @@ long kr__sys_prlimit64(struct kr_uproc *up, long nr, long a[6])
 		return -EPERM;
 	a[0] = 0;
 	return kr__pass(nr, a);
+}
+
+/* setuid and the like: the host's credentials are every μprocess's, so
+ * no change (EPERM); a call that sets each id it names to what it is
+ * changes nothing, and succeeds (posix_spawn's POSIX_SPAWN_RESETIDS). */
+long kr__sys_setid(struct kr_uproc *up, long nr, long a[6])
+{
+	uid_t c[3];
+	int gid = nr == SYS_setgid || nr == SYS_setregid || nr == SYS_setresgid;
+	if (syscall(gid ? SYS_getresgid : SYS_getresuid, &c[0], &c[1], &c[2]))
+		return -EPERM;
+	uid_t v[3] = {(uid_t)-1, (uid_t)-1, (uid_t)-1};
+	switch (nr) {
+	case SYS_setuid:
+	case SYS_setgid: /* privileged, it sets all three */
+		v[0] = v[1] = v[2] = (uid_t)a[0];
+		break;
+	case SYS_setreuid:
+	case SYS_setregid: /* the saved id follows the effective one then */
+		v[0] = (uid_t)a[0];
+		v[1] = (uid_t)a[1];
+		if (v[0] != (uid_t)-1 || (v[1] != (uid_t)-1 && v[1] != c[0]))
+			v[2] = v[1] != (uid_t)-1 ? v[1] : c[1];
+		break;
+	default:
+		v[0] = (uid_t)a[0];
+		v[1] = (uid_t)a[1];
+		v[2] = (uid_t)a[2];
+	}
+	for (int i = 0; i < 3; i++)
+		if (v[i] != (uid_t)-1 && v[i] != c[i])
+			return -EPERM;
+	return 0;
 }
 
 /* ---------------- the end ---------------- */
@@ -177,22 +210,4 @@ long kr__sys_futex(struct kr_uproc *up, long nr, long a[6])
 	default:
 		return -ENOSYS;
 	}
-}
-
-/* ---------------- another thread or process: not yet ---------------- */
-
-/* fork, vfork, clone: a thread is "no more threads" (EAGAIN), and
- * programs go on with one. */
-long kr__sys_fork(struct kr_uproc *up, long nr, long a[6])
-{
-	if (nr == SYS_clone && (a[0] & CLONE_THREAD))
-		return -EAGAIN;
-	kr__say(up, "fork");
-	return -ENOSYS;
-}
-
-long kr__sys_execve(struct kr_uproc *up, long nr, long a[6])
-{
-	kr__say(up, "exec");
-	return -ENOSYS;
 }

@@ -39,6 +39,23 @@
  * passed to the handler that was there before (the core's overflow report,
  * or the default action).
  *
+ * exec and vfork (sys_exec.c reads their arguments).  exec loads the new
+ * image (a kept one, or afresh) while the old one is still mapped, then,
+ * on the microprocess's own stack, releases the old one (kept as at an
+ * exit, if it can be) and starts the new one as a spawn does: same
+ * struct, pid, fds and microprocess.  A vfork child is a kr_uproc of its
+ * own (pid, fds, cwd, signal state) that runs on its parent's
+ * microprocess and memory: kr__uproc_self finds it through the parent's
+ * `vchild`, and its memory calls act on the parent (kr__mm).  The
+ * parent's registers, vector state included, are copied from the trap's
+ * frame (which the child, on the same stack, overwrites) into a signal
+ * frame of karui's; when the child execs (its new image gets a
+ * microprocess of its own) or ends (a zombie), the parent resumes from
+ * that frame through the gate's rt_sigreturn, its call returning the
+ * child's pid.  A child of a μprocess is collected by its wait4 (a
+ * zombie until then), or frees itself at its end when its parent ended
+ * first or ignores SIGCHLD.
+ *
  * Rejected: switching %fs and the selector in the core's context switch
  * (every switch of every microprocess would pay for μprocesses); a
  * μprocess's code reaches karui only through a trap, so the handler's
@@ -51,6 +68,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,7 +305,11 @@ struct kr_uproc *kr__uproc_self(void)
 {
 	kr_mp *mp = kr_mp_self();
 	struct kr_uproc *up = mp ? kr_mp_udata(mp) : NULL;
-	return up && up->magic == KR_UPROC_MAGIC ? up : NULL;
+	if (!up || up->magic != KR_UPROC_MAGIC)
+		return NULL;
+	while (up->vchild) /* a vfork child runs on its parent's microprocess */
+		up = up->vchild;
+	return up;
 }
 
 /* ---------------- regions: what a μprocess has mapped ---------------- */
@@ -408,9 +430,9 @@ void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int pr
 
 /* ---------------- the end ---------------- */
 
-static void release(struct kr_uproc *up)
+/* What its image holds: exec replaces it, the end releases it. */
+static void mem_release(struct kr_uproc *up)
 {
-	kr__alarm_stop(up);
 	kr__img_drop(up); /* its regions are among up's */
 	kr__rl_unmap(&up->reg);
 	free(up->reg.r);
@@ -420,18 +442,11 @@ static void release(struct kr_uproc *up)
 	free(up->fmaps);
 	up->fmaps = NULL;
 	up->nfmaps = up->capfmaps = 0;
-	kr__fd_close_all(&up->fds);
-	pthread_mutex_lock(&G.lock); /* against kr_uproc_kill's write */
-	if (up->killfd >= 0)
-		close(up->killfd);
-	up->killfd = -1;
-	pthread_mutex_unlock(&G.lock);
 	kr__rw_free(up);
-	if (up->cwdfd >= 0)
-		close(up->cwdfd);
-	up->cwdfd = -1;
-	free(up->cwd);
-	up->cwd = NULL;
+}
+
+static void free_vectors(struct kr_uproc *up)
+{
 	for (int i = 0; up->argv && up->argv[i]; i++)
 		free(up->argv[i]);
 	for (int i = 0; up->envp && up->envp[i]; i++)
@@ -441,15 +456,155 @@ static void release(struct kr_uproc *up)
 	up->argv = up->envp = NULL;
 }
 
+static void release(struct kr_uproc *up)
+{
+	kr__alarm_stop(up);
+	mem_release(up);
+	kr__fd_close_all(&up->fds);
+	pthread_mutex_lock(&G.lock); /* against kr_uproc_kill's write */
+	if (up->killfd >= 0)
+		close(up->killfd);
+	up->killfd = -1;
+	pthread_mutex_unlock(&G.lock);
+	if (up->cwdfd >= 0)
+		close(up->cwdfd);
+	up->cwdfd = -1;
+	free(up->cwd);
+	up->cwd = NULL;
+	free_vectors(up);
+	free(up->vframe);
+	up->vframe = NULL;
+}
+
+static void uproc_free(struct kr_uproc *up)
+{
+	kr_sem_destroy(&up->kids_sem);
+	up->magic = 0;
+	free(up);
+}
+
+/* ---------------- its family: children, their ends, wait4 ---------------- */
+
+/* Its children go with it: those that ended are collected, the others
+ * become orphans, which free themselves at their end. */
+static void orphan_kids(struct kr_uproc *up)
+{
+	struct kr_uproc *dead = NULL, *k;
+	pthread_mutex_lock(&G.lock);
+	while ((k = up->kids)) {
+		up->kids = k->sib;
+		if (k->zombie || k->vparent) { /* ended, or never ran (a kill came first) */
+			k->sib = dead;
+			dead = k;
+			continue;
+		}
+		k->parent = NULL;
+		k->orphan = 1;
+		kr_mp_detach(k->mp);
+	}
+	pthread_mutex_unlock(&G.lock);
+	while ((k = dead)) {
+		dead = k->sib;
+		if (k->vparent)
+			release(k);
+		else if (k->own_mp)
+			kr_mp_join(k->mp, NULL);
+		uproc_free(k);
+	}
+}
+
+/* up has ended (its status set): a child of a μprocess becomes a zombie
+ * for its parent's wait4 (or is collected at once when its parent ignores
+ * SIGCHLD, as the kernel does); 1: up is to be freed by its own end (an
+ * orphan, or collected at once), whose microprocess is detached. */
+static int family_end(struct kr_uproc *up)
+{
+	int self = 0;
+	pthread_mutex_lock(&G.lock);
+	struct kr_uproc *p = up->parent;
+	if (p) {
+		/* SIGCHLD would be sent to p here: its default action is to
+		 * ignore it, and a μprocess's handlers do not run (sys_sig.c) */
+		if (p->sig[SIGCHLD].handler == (uint64_t)SIG_IGN ||
+		    (p->sig[SIGCHLD].flags & SA_NOCLDWAIT)) {
+			struct kr_uproc **pp = &p->kids;
+			while (*pp != up)
+				pp = &(*pp)->sib;
+			*pp = up->sib;
+			up->parent = NULL;
+			self = 1;
+		} else {
+			up->zombie = 1;
+		}
+		kr_sem_post(&p->kids_sem);
+	} else if (up->orphan) {
+		self = 1;
+	}
+	if (self && up->own_mp && !up->orphan)
+		kr_mp_detach(up->mp); /* set under the lock by its creator */
+	pthread_mutex_unlock(&G.lock);
+	return self;
+}
+
+long kr__uproc_reap(struct kr_uproc *up, pid_t pid, int nohang, int nowait,
+		    struct kr__reaped *r)
+{
+	for (;;) {
+		struct kr_uproc **pp, *k, *found = NULL;
+		int any = 0;
+		pthread_mutex_lock(&G.lock);
+		for (pp = &up->kids; (k = *pp); pp = &k->sib) {
+			if (pid > 0 && k->pid != pid)
+				continue;
+			any = 1;
+			if (k->zombie) {
+				found = k;
+				break;
+			}
+		}
+		if (found) {
+			r->pid = found->pid;
+			r->signaled = !found->exited && found->status > 128;
+			r->code = r->signaled ? found->status - 128 : found->status;
+			if (!nowait)
+				*pp = found->sib;
+		}
+		pthread_mutex_unlock(&G.lock);
+		if (found) {
+			if (!nowait) {
+				if (found->own_mp)
+					kr_mp_join(found->mp, NULL);
+				uproc_free(found);
+			}
+			return r->pid;
+		}
+		if (!any)
+			return -ECHILD;
+		if (nohang)
+			return 0;
+		if (kr_sem_wait(&up->kids_sem) == ECANCELED)
+			return -EINTR;
+	}
+}
+
+static void vfork_end(struct kr_uproc *c);
+
 static __attribute__((noreturn, used)) void end_here(struct kr_uproc *up, int status)
 {
 	up->status = status & 0xff;
+	if (up->vparent) {
+		vfork_end(up); /* its parent goes on */
+		__builtin_unreachable();
+	}
 	STACK_CLEAN(up);
 	kr__img_keep(up); /* or not: then release unmaps the image too */
 	release(up);
+	orphan_kids(up);
 	/* what it taught the process, for the processes after it (cache.c) */
 	kr__rw_save();
 	kr__cache_cpuid_save();
+	if (family_end(up))
+		uproc_free(up);
 	kr_mp_exit(NULL);
 	__builtin_unreachable();
 }
@@ -561,9 +716,16 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		return up->fs;
 	}
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
-	if (G.rewrite && ((const uint8_t *)site)[0] == 0x0f && ((const uint8_t *)site)[1] == 0x05)
+	/* a vfork child has no image of its own; a vfork needs the trap's
+	 * frame (kr__uproc_vfork), so its site is never made hot */
+	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone &&
+	    ((const uint8_t *)site)[0] == 0x0f && ((const uint8_t *)site)[1] == 0x05)
 		kr__rw_trapped(up, site);
+	up->uc = uc;
+	up->callsp = (uintptr_t)uc;
 	g[REG_RAX] = kr__sys(up, nr, a);
+	up->uc = NULL;
+	up = kr__uproc_self(); /* after a vfork: the child */
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", up->pid, nr, a[0], a[1],
 			a[2], a[3], (long)g[REG_RAX]);
@@ -594,6 +756,8 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 	struct kr_uproc *up = kr__uproc_self();
 	long a[6] = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5]};
 	up->nsys++;
+	up->uc = NULL;
+	up->callsp = (uintptr_t)regs;
 	long rv = kr__sys(up, nr, a);
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", up->pid, nr,
@@ -681,13 +845,10 @@ static uintptr_t lay_stack(struct kr_uproc *up, uint64_t at_entry)
 	return (uintptr_t)sp;
 }
 
-/* The microprocess of a μprocess: the initial stack, then its code (or
- * its kept image's, from the program's entry). */
-static void *run(void *arg)
+/* Its image starts: the initial stack, then its code (or its kept
+ * image's, from the program's entry).  On its microprocess's own stack. */
+static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 {
-	struct kr_uproc *up = arg;
-	char here;
-	up->die_sp = ((uintptr_t)&here - 256) & ~(uintptr_t)15;
 	if (arm()) {
 		kr__uproc_end(up, 126);
 		__builtin_unreachable();
@@ -705,6 +866,15 @@ static void *run(void *arg)
 			up->cpuid_sites);
 	up->fs = 0;
 	kr__img_start(entry, sp, 0, 0);
+}
+
+/* The microprocess of a μprocess. */
+static void *run(void *arg)
+{
+	struct kr_uproc *up = arg;
+	char here;
+	up->die_sp = ((uintptr_t)&here - 256) & ~(uintptr_t)15;
+	start_image(up);
 }
 
 static char **copyv(char *const *v, int *err)
@@ -798,9 +968,9 @@ static void live_unlink(struct kr_uproc *up)
 /* A cold start: the program and its ld.so mapped, a stack (with a guard
  * page below it) of the μprocess's own, the image to be taken at the
  * handover if images are kept. */
-static int load(struct kr_uproc *up, const char *path)
+static int load(struct kr_uproc *up, int dirfd, const char *path)
 {
-	int err = kr__elf_load(up->cwdfd, path, &up->ld);
+	int err = kr__elf_load(dirfd, path, &up->ld);
 	if (err)
 		return err;
 	if ((err = kr__rl_add(&up->reg, (uintptr_t)up->ld.prog.map,
@@ -834,8 +1004,21 @@ static int load(struct kr_uproc *up, const char *path)
 	up->stk_hi = (uintptr_t)stk + len;
 	if (G.rewrite)
 		kr__rw_prepare(up, &up->ld);
-	kr__img_plan(up);
+	if (!up->sigkeep) /* the image's signal state would be up's */
+		kr__img_plan(up);
 	return 0;
+}
+
+/* Its image: a kept one of the program at dirfd/path, or the program
+ * loaded afresh. */
+static int image(struct kr_uproc *up, int dirfd, const char *path)
+{
+	struct stat st;
+	if (fstatat(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) &&
+	    !(st.st_mode & (S_ISUID | S_ISGID)) && faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 &&
+	    !has_caps(dirfd, path) && kr__img_take(up, &st, up->argv, up->envp))
+		return 0; /* a kept image: mapped, relocated, its stack its own */
+	return load(up, dirfd, path);
 }
 
 int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
@@ -852,6 +1035,8 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	up->magic = KR_UPROC_MAGIC;
 	up->cwdfd = -1;
 	up->killfd = -1;
+	up->own_mp = 1;
+	kr_sem_init(&up->kids_sem, 0);
 	const char *cwd = attr && attr->cwd ? attr->cwd : ".";
 	up->cwdfd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (up->cwdfd < 0) {
@@ -902,14 +1087,8 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		err = E2BIG;
 		goto fail;
 	}
-	struct stat st;
-	if (fstatat(up->cwdfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) &&
-	    !(st.st_mode & (S_ISUID | S_ISGID)) && faccessat(up->cwdfd, path, X_OK, AT_EACCESS) == 0 &&
-	    !has_caps(up->cwdfd, path) && kr__img_take(up, &st, up->argv, up->envp)) {
-		/* a kept image: mapped, relocated, its stack its own */
-	} else if ((err = load(up, path))) {
+	if ((err = image(up, up->cwdfd, path)))
 		goto fail;
-	}
 	if ((err = setup_fds(up, attr)))
 		goto fail;
 	pthread_mutex_lock(&G.lock);
@@ -929,7 +1108,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 fail:
 	kr__elf_unload(&up->ld);
 	release(up);
-	free(up);
+	uproc_free(up);
 	return err;
 }
 
@@ -946,6 +1125,7 @@ int kr_uproc_wait(kr_uproc *up, int *status)
 	live_unlink(up);
 	up->magic = 0;
 	pthread_mutex_unlock(&G.lock);
+	kr_sem_destroy(&up->kids_sem);
 	free(up);
 	return 0;
 }
@@ -995,4 +1175,271 @@ int kr_uproc_kill(kr_uproc *up, int sig)
 pid_t kr_uproc_pid(const kr_uproc *up)
 {
 	return up && up->magic == KR_UPROC_MAGIC ? up->pid : 0;
+}
+
+/* ---------------- exec and vfork ---------------- */
+
+/* What of a μprocess is its image, which exec replaces: its memory, the
+ * state karui keeps of it, and the vectors it was started with. */
+#define IMAGE_FIELDS(X)                                                                        \
+	X(ld) X(brk) X(reg) X(wr) X(stk_lo) X(stk_hi) X(tidaddr) X(img) X(fmaps) X(nfmaps)       \
+	X(capfmaps) X(snap) X(reused) X(xmap) X(nxmap) X(rw) X(cpuid_sites) X(argv) X(envp)     \
+	X(sigkeep)
+
+static void image_move(struct kr_uproc *to, struct kr_uproc *from)
+{
+#define MOVE(f)                                                                                \
+	to->f = from->f;                                                                       \
+	memset(&from->f, 0, sizeof from->f);
+	IMAGE_FIELDS(MOVE)
+#undef MOVE
+}
+
+/* The registers of a vfork's parent as its trap found them, in a signal
+ * frame for kr__img_sigreturn: the kernel's ucontext (and a siginfo's
+ * room) after the return address's word, then its x87/SSE/AVX state,
+ * 64-byte aligned for XRSTOR. */
+struct kr__vframe {
+	uintptr_t sp;       /* the frame + 8, where rt_sigreturn wants %rsp */
+	uintptr_t top;      /* the top of the stack the child runs on (0: the parent's) */
+	unsigned char pad[48];
+	unsigned char frame[];
+};
+#define KUC 304         /* the kernel's struct ucontext: flags, link, stack, sigcontext, mask */
+#define FRAME_HEAD 448  /* return address, ucontext, siginfo: the fp state after */
+_Static_assert(offsetof(ucontext_t, uc_sigmask) + 8 == KUC, "the kernel's ucontext");
+_Static_assert(offsetof(struct kr__vframe, frame) % 64 == 0, "XRSTOR's alignment");
+
+static struct kr__vframe *frame_save(const ucontext_t *uc)
+{
+	const unsigned char *fp = (const unsigned char *)uc->uc_mcontext.fpregs;
+	uint32_t fpsz = 0, sw[2];
+	if (fp) {
+		fpsz = 512;
+		memcpy(sw, fp + 464, sizeof sw); /* _fpx_sw_bytes: magic1, extended_size */
+		if (sw[0] == 0x46505853u && sw[1] > 512 && sw[1] <= (1u << 16))
+			fpsz = sw[1];
+	}
+	size_t len = sizeof(struct kr__vframe) + FRAME_HEAD + ((fpsz + 63) & ~63u);
+	struct kr__vframe *vf = aligned_alloc(64, (len + 63) & ~(size_t)63);
+	if (!vf)
+		return NULL;
+	memset(vf, 0, sizeof *vf + FRAME_HEAD);
+	memcpy(vf->frame + 8, uc, KUC);
+	if (fp) {
+		memcpy(vf->frame + FRAME_HEAD, fp, fpsz);
+		((ucontext_t *)(vf->frame + 8))->uc_mcontext.fpregs =
+			(fpregset_t)(vf->frame + FRAME_HEAD);
+	}
+	vf->sp = (uintptr_t)vf->frame + 8;
+	return vf;
+}
+
+/* The parent p of a vfork goes on from its call, which returns pid, with
+ * every register as it was (callsp: where the child's last call was,
+ * whose frames the sanitizer forgets). */
+static __attribute__((noreturn)) void resume(struct kr_uproc *p, struct kr__vframe *vf, pid_t pid,
+					     uintptr_t callsp)
+{
+	p->vchild = NULL;
+	free(p->vframe); /* the last one's rt_sigreturn is long done */
+	p->vframe = vf;
+	ucontext_t *uc = (ucontext_t *)(vf->frame + 8);
+	uc->uc_mcontext.gregs[REG_RAX] = pid;
+	/* rt_sigreturn installs them: this VP's own */
+	stack_t ss;
+	sigset_t m;
+	if (sigaltstack(NULL, &ss) == 0)
+		uc->uc_stack = ss;
+	if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
+		memcpy(&uc->uc_sigmask, &m, 8);
+	if (arm()) {
+		kr__uproc_end(p, 128 + SIGSYS);
+		__builtin_unreachable();
+	}
+	int k = __atomic_load_n(&p->killed, __ATOMIC_ACQUIRE);
+	if (k) { /* a kr_uproc_kill while its child ran */
+		kr__uproc_end(p, 128 + k);
+		__builtin_unreachable();
+	}
+	STACK_CLEAN(p);
+#if defined(__SANITIZE_ADDRESS__)
+	if (vf->top && callsp && callsp < vf->top && vf->top - callsp < ((size_t)1 << 30))
+		__asan_unpoison_memory_region((void *)(callsp - 65536), vf->top - callsp + 65536);
+#else
+	(void)callsp;
+#endif
+	kr__img_sigreturn(vf->sp, p->fs);
+}
+
+/* A vfork child ends before it execs (its status set), on its parent's
+ * microprocess: a zombie for its parent, which goes on. */
+static void vfork_end(struct kr_uproc *c)
+{
+	struct kr_uproc *p = c->vparent;
+	struct kr__vframe *vf = c->vframe;
+	pid_t pid = c->pid;
+	uintptr_t callsp = c->callsp;
+	c->vparent = NULL;
+	c->vframe = NULL;
+	c->own_mp = 0;
+	c->mp = NULL;
+	release(c);
+	orphan_kids(c);
+	if (family_end(c))
+		uproc_free(c);
+	resume(p, vf, pid, callsp);
+}
+
+long kr__uproc_vfork(struct kr_uproc *up, unsigned long flags, uintptr_t stack, uintptr_t ptid,
+		     uintptr_t ctid, uint64_t tls)
+{
+	if (!up->uc)
+		return -ENOSYS;
+	struct kr_uproc *c = calloc(1, sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	c->magic = KR_UPROC_MAGIC;
+	c->killfd = -1;
+	kr_sem_init(&c->kids_sem, 0);
+	long err = -ENOMEM;
+	c->cwdfd = fcntl(up->cwdfd, F_DUPFD_CLOEXEC, 3);
+	if (c->cwdfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (!(c->cwd = strdup(up->cwd)))
+		goto fail;
+	for (int fd = 0; fd < up->fds.n; fd++) {
+		struct kr__ufile *f = up->fds.fd[fd].f;
+		if (!f)
+			continue;
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
+		if ((err = kr__fd_set(&c->fds, fd, f, up->fds.fd[fd].cloexec))) {
+			kr__ufile_put(f);
+			goto fail;
+		}
+	}
+	err = -ENOMEM;
+	if (!(c->vframe = frame_save(up->uc)))
+		goto fail;
+	c->vframe->top = stack;
+	c->umask = up->umask;
+	memcpy(c->sig, up->sig, sizeof c->sig);
+	c->sigmask = up->sigmask;
+	c->altstack = up->altstack;
+	c->fs = flags & CLONE_SETTLS ? tls : up->fs;
+	c->die_sp = up->die_sp;
+	c->mp = up->mp;
+	c->ppid = up->pid;
+	if (flags & CLONE_CHILD_CLEARTID)
+		c->tidaddr = ctid;
+	pthread_mutex_lock(&G.lock);
+	c->pid = G.next_pid++;
+	pthread_mutex_unlock(&G.lock);
+	err = -EFAULT;
+	if ((flags & CLONE_PARENT_SETTID) && kr__ucopy((void *)ptid, &c->pid, sizeof c->pid))
+		goto fail;
+	if ((flags & CLONE_CHILD_SETTID) && kr__ucopy((void *)ctid, &c->pid, sizeof c->pid))
+		goto fail;
+	pthread_mutex_lock(&G.lock);
+	c->parent = up;
+	c->sib = up->kids;
+	up->kids = c;
+	pthread_mutex_unlock(&G.lock);
+	if (stack)
+		up->uc->uc_mcontext.gregs[REG_RSP] = (greg_t)stack;
+	c->vparent = up;
+	up->vchild = c; /* its calls are the child's from here on */
+	return 0;
+fail:
+	release(c);
+	uproc_free(c);
+	return err;
+}
+
+/* exec's end, on the microprocess's own stack: the old image goes (kept
+ * if it can be, as at an exit), the new one starts. */
+static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struct kr_uproc *old)
+{
+	STACK_CLEAN(old);
+	old->exited = 1;
+	kr__img_keep(old);
+	mem_release(old);
+	free_vectors(old);
+	free(old);
+	start_image(up);
+}
+
+long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **argv, char **envp)
+{
+	struct kr_uproc *old = calloc(1, sizeof *old);
+	if (!old) {
+		struct kr_uproc v = {.argv = argv, .envp = envp};
+		free_vectors(&v);
+		return -ENOMEM;
+	}
+	image_move(old, up); /* a vfork child's: nothing */
+	up->argv = argv;
+	up->envp = envp;
+	/* what the new image starts with: the mask, and the signals ignored */
+	int keep = up->sigmask != 0;
+	for (int i = 1; i < 65; i++)
+		keep |= up->sig[i].handler == (uint64_t)SIG_IGN;
+	up->sigkeep = keep;
+	int err = image(up, dirfd, path);
+	if (err) { /* the old image goes on */
+		kr__elf_unload(&up->ld);
+		mem_release(up);
+		free_vectors(up);
+		image_move(up, old);
+		free(old);
+		return -err;
+	}
+	/* No way back: what exec keeps of the process, and what it does not. */
+	for (int fd = 0; fd < up->fds.n; fd++)
+		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)
+			kr__fd_close(&up->fds, fd);
+	for (int i = 1; i < 65; i++)
+		if (up->sig[i].handler != (uint64_t)SIG_IGN) {
+			up->sig[i] = (struct sigaction_k){.handler = (uint64_t)SIG_DFL};
+			__atomic_store_n(&up->sig[i].handler, (uint64_t)SIG_DFL, __ATOMIC_RELAXED);
+		}
+	up->altstack = (stack_t){.ss_flags = SS_DISABLE};
+	up->exited = 0;
+	up->fs = 0;
+	if (!up->vparent) {
+		__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
+				 :
+				 : "r"(up->die_sp), "r"(exec_here), "D"(up), "S"(old)
+				 : "memory");
+		__builtin_unreachable();
+	}
+	/* A vfork child: a μprocess of its own now, on a microprocess of its
+	 * own, and its parent goes on.  Its microprocess is set under the
+	 * lock, which its end takes before it reads it. */
+	free(old);
+	struct kr_uproc *p = up->vparent;
+	struct kr__vframe *vf = up->vframe;
+	pid_t pid = up->pid;
+	uintptr_t callsp = up->callsp;
+	up->vparent = NULL;
+	up->vframe = NULL;
+	up->own_mp = 1;
+	p->vchild = NULL;
+	kr_attr ma = {.stack_size = MP_STACK, .udata = up};
+	kr_mp *mp;
+	pthread_mutex_lock(&G.lock);
+	err = kr_mp_create(&mp, &ma, run, up);
+	if (!err)
+		up->mp = mp;
+	pthread_mutex_unlock(&G.lock);
+	if (err) { /* it cannot run: it ends as the kernel ends an exec gone wrong */
+		up->vparent = p;
+		up->vframe = vf;
+		p->vchild = up;
+		up->status = 128 + SIGKILL;
+		vfork_end(up);
+	}
+	resume(p, vf, pid, callsp);
 }

@@ -166,6 +166,28 @@ struct kr_uproc {
 	struct kr__xmap *xmap;
 	unsigned nxmap;
 	struct kr__rw *rw;
+	/* Its family (uproc.c, sys_exec.c), under the layer's lock: `parent`,
+	 * the μprocess whose wait4 collects it (NULL: the host, through
+	 * kr_uproc_wait; or nobody, when `orphan`: its parent ended first, and
+	 * it frees itself at its end); its children, linked by `sib`; a child
+	 * that has ended is a `zombie` until its parent collects it, and
+	 * `kids_sem` is posted at each end of a child. */
+	struct kr_uproc *parent, *kids, *sib;
+	int zombie, orphan;
+	int own_mp;               /* 0: a vfork child that ended on its parent's microprocess */
+	kr_sem kids_sem;
+	/* vfork (uproc.c): a child runs on its parent's microprocess and
+	 * memory until it execs or ends; the parent's `vchild` is it (its
+	 * calls are the child's: kr__uproc_self), the child's `vparent` its
+	 * parent, whose registers to resume it holds in `vframe`.  A parent's
+	 * `vframe` is the last frame it resumed from, freed at the next. */
+	struct kr_uproc *vparent, *vchild;
+	struct kr__vframe *vframe;
+	ucontext_t *uc;           /* the trap frame of the call being served; NULL
+				   * for a rewritten site's (kr__img_fast) */
+	uintptr_t callsp;         /* where that call's frame is */
+	int sigkeep;              /* started by exec with a signal state of its own
+				   * (ignored signals, a mask): not the kept image's */
 };
 #define KR_UPROC_MAGIC 0x6b755052u
 
@@ -182,7 +204,35 @@ static inline void kr__sig_recheck(struct kr_uproc *up)
 		__atomic_compare_exchange_n(&up->killed, &none, __builtin_ctzll(p) + 1, 0,
 					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 }
+/* The μprocess whose call this is: a vfork child while one runs on the
+ * microprocess. */
 struct kr_uproc *kr__uproc_self(void);
+/* The μprocess whose memory up's calls change: a vfork child's parent. */
+static inline struct kr_uproc *kr__mm(struct kr_uproc *up)
+{
+	while (up->vparent)
+		up = up->vparent;
+	return up;
+}
+/* exec (sys_exec.c resolves the path and reads the vectors): replace up's
+ * image with the program at dirfd/path (a host fd), with argv and envp
+ * (malloc'ed vectors of malloc'ed strings, taken).  Returns -errno, the
+ * old image going on, or does not return; a vfork child's returns 0 to
+ * no one: its parent resumes. */
+long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **argv, char **envp);
+/* vfork, clone(CLONE_VM | CLONE_VFORK): up's child runs from here on up's
+ * microprocess, on `stack` (0: up's own); 0 or -errno. */
+long kr__uproc_vfork(struct kr_uproc *up, unsigned long flags, uintptr_t stack, uintptr_t ptid,
+		     uintptr_t ctid, uint64_t tls);
+/* A child of up that has ended (pid > 0: that one; else any): its pid,
+ * 0 (nohang, none yet), -ECHILD, -EINTR; `nowait`: left to collect. */
+struct kr__reaped {
+	pid_t pid;
+	int signaled;       /* 1: ended by signal `code`; 0: exited with `code` */
+	int code;
+};
+long kr__uproc_reap(struct kr_uproc *up, pid_t pid, int nohang, int nowait,
+		    struct kr__reaped *r);
 /* The end of the μprocess: on its microprocess's own stack, whatever stack
  * it is called on.  Not declared noreturn, so that the sanitizers do not
  * take the μprocess's stack for the one they know (it never returns). */
@@ -331,6 +381,9 @@ void kr__img_fastcall_novec_nf(void);
 void kr__img_cpuid(void);
 __attribute__((noreturn)) void kr__img_start(uint64_t entry, uintptr_t sp, uint64_t fs,
 					     uint64_t rdx);
+/* Back into a μprocess's code through a signal frame karui keeps at
+ * sp - 8 (a vfork's parent resumes: uproc.c), with thread pointer fs. */
+__attribute__((noreturn)) void kr__img_sigreturn(uintptr_t sp, uint64_t fs);
 /* AT_ENTRY of an image that is to be kept: its system call tells karui that
  * ld.so hands over to the program, and it then jumps to the program. */
 void kr__img_handover(void);

@@ -300,6 +300,21 @@ kr__img_start:
 	jmp *%r11
 	.size kr__img_start, .-kr__img_start
 
+/* void kr__img_sigreturn(uintptr_t sp, uint64_t fs): back into a
+ * μprocess's code from a signal frame that karui keeps at sp - 8 (the
+ * parent of a vfork, resumed with the registers it had at its call:
+ * uproc.c): its thread pointer, BLOCK, and the gate's rt_sigreturn, which
+ * passes whatever the selector says. */
+	.globl kr__img_sigreturn
+	.type kr__img_sigreturn, @function
+	.p2align 4
+kr__img_sigreturn:
+	wrfsbase %rsi
+	mov %rdi, %rsp
+	movb $1, %gs:0                  /* PR_SYS_DISPATCH_FILTER_BLOCK */
+	jmp kr__img_restorer
+	.size kr__img_sigreturn, .-kr__img_sigreturn
+
 /* AT_ENTRY of a μprocess whose image is to be kept (reuse.c): ld.so jumps
  * here when it hands over to the program.  Outside the gate, so its
  * system call traps; the trap takes the image and answers with the
