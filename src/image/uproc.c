@@ -525,8 +525,8 @@ static int family_end(struct kr_uproc *up)
 	if (p) {
 		/* SIGCHLD would be sent to p here: its default action is to
 		 * ignore it, and a μprocess's handlers do not run (sys_sig.c) */
-		if (p->sig[SIGCHLD].handler == (uint64_t)SIG_IGN ||
-		    (p->sig[SIGCHLD].flags & SA_NOCLDWAIT)) {
+		if (__atomic_load_n(&p->sig[SIGCHLD].handler, __ATOMIC_RELAXED) == (uint64_t)SIG_IGN ||
+		    (__atomic_load_n(&p->sig[SIGCHLD].flags, __ATOMIC_RELAXED) & SA_NOCLDWAIT)) {
 			struct kr_uproc **pp = &p->kids;
 			while (*pp != up)
 				pp = &(*pp)->sib;
