@@ -249,7 +249,8 @@ static const char
 		   "fd's file); a `#!` script runs its interpreter, with the line's one "
 		   "argument, as in the kernel. `ENOENT`, `EACCES`, `EPERM` (setuid, setgid, "
 		   "file capabilities) and `ENOEXEC` (no script nor ELF program, or one karui "
-		   "cannot load: not position-independent, with a line on its stderr) leave "
+		   "cannot load: another architecture, or not position-independent with its "
+		   "link address held by another μprocess, with a line on its stderr) leave "
 		   "the old image running",
 	N_WAIT[] = "its children (of `vfork` and `clone`): one by pid or any, `WNOHANG`, "
 		   "`WNOWAIT` (`waitid`), the status encoded as the kernel's, the rusage "

@@ -266,8 +266,13 @@ static long exec_(struct kr_uproc *up, long dirfd, uintptr_t upath, uintptr_t ua
 	}
 	r = kr__uproc_exec(up, hostdir, path, argv.v, envp.v); /* takes the vectors */
 	argv = envp = (struct vec){0};
-	if (r == -ENOEXEC && is_elf(hostdir, path))
-		kr__say(up, "exec of a program that is not position-independent");
+	if (r == -EADDRINUSE) { /* not an answer execve has */
+		kr__say(up, "exec of a program that is not position-independent, whose link "
+			    "address another μprocess holds");
+		r = -ENOEXEC;
+	} else if (r == -ENOEXEC && is_elf(hostdir, path)) {
+		kr__say(up, "exec of an ELF program that karui cannot load");
+	}
 out:
 	vec_free(&argv);
 	vec_free(&envp);
