@@ -924,14 +924,27 @@ static pid_t __attribute__((noinline)) vfork_here(void)
 
 static int waits(void)
 {
+	/* the child waits on its stdin, a pipe of ours, until the no-hang wait
+	 * has looked */
 	pid_t p;
+	int in[2];
+	if (pipe2(in, O_CLOEXEC))
+		return 3;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
 	char *av[] = {"sh", "-c", "read x; exit 4", NULL};
-	posix_spawn(&p, "/bin/sh", NULL, NULL, av, environ);
+	posix_spawn(&p, "/bin/sh", &fa, NULL, av, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
 	int st = 0;
 	printf("nohang %d\n", (int)waitpid(p, &st, WNOHANG));
 	printf("not mine %s\n", waitpid(1, &st, 0) < 0 ? strerrorname_np(errno) : "?");
 	printf("bad options %s\n", waitpid(p, &st, 0x40000) < 0 ? strerrorname_np(errno) : "?");
 	fflush(stdout);
+	if (write(in[1], "x\n", 2) != 2)
+		return 3;
+	close(in[1]);
 	siginfo_t si;
 	memset(&si, 0, sizeof si);
 	int r = waitid(P_PID, (id_t)p, &si, WEXITED | WNOWAIT);
