@@ -685,6 +685,10 @@ static int answer(struct out *o, int timed_out, int crashed)
 	struct conn *c = o->c;
 	const struct req *r = o->r;
 	if (o->streaming) {
+		if (o->cut)
+			COUNT(cut);
+		else if (timed_out)
+			COUNT(timeouts);
 		if (o->client_gone || o->cut || timed_out)
 			return 1; /* no last chunk: the client sees it cut */
 		if (o->chunked && !r->head && send_buf(c->fd, "0\r\n\r\n", 5))
