@@ -79,6 +79,8 @@ void kb_seed003_pipe(const kb_ctx *c);
 void kb_seed003_pipeline(const kb_ctx *c);
 void kb_uproc_syscall(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
+/* exp_cgi.c: CGI programs as μprocesses (cgi_httpd) against lighttpd's mod_cgi */
+void kb_seed003_cgi(const kb_ctx *c);
 
 /* exp_files.c: kr_read_until of files in the page cache, io_uring against epoll */
 void kb_io_files(const kb_ctx *c);

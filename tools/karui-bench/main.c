@@ -244,6 +244,8 @@ static const struct seed {
 	 "karui karui-trap native", kb_uproc_syscall},
 	{"uproc.count", "cat programs alive at once, each blocked on its stdin, and memory per "
 	 "program (--n: how many)", "karui process", kb_uproc_count},
+	{"seed003.cgi", "CGI programs (hello.c, hello.pl) over HTTP under wrk, --n connections "
+	 "(16): req/s, latency, CPU per request", "karui lighttpd", kb_seed003_cgi},
 	{"io.files", "many small files read from the page cache, "
 	 "ms per pass (--n: files)", "karui karui-epoll read", kb_io_files},
 };
