@@ -46,6 +46,9 @@ if [ "${1:-}" = "--demo" ]; then
 	have_cmd wrk || want wrk
 	# seed003.pipeline: `cat words | grep zonation` under bash and dash
 	[ -e /usr/share/dict/words ] || want wamerican
+	# seed003.cgi: lighttpd's mod_cgi, the peer of karui's CGI server (its
+	# test, cgi_httpd_like_lighttpd, is skipped without it)
+	have_cmd lighttpd || [ -x /usr/sbin/lighttpd ] || want lighttpd
 fi
 
 [ ${#need[@]} -eq 0 ] && [ ${#lean[@]} -eq 0 ] && exit 0

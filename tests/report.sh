@@ -33,6 +33,7 @@ need '^\| \*\*karui\*\* \| yield \| [0-9.]+ ns \|'
 need '^\| bare-switch \| yield \| [0-9.]+ ns \| .* \| [0-9.]+× \|$'
 need '^### Table 2: process creation and termination$'
 need '^### Table 2: starting and ending a program$'
+need '^### CGI programs over HTTP \(§7\.2\)$'
 need '^\*not run \(this run has no rows for it\)\*$'
 need '^\*\*Ratios\.\*\* Every ratio in this report, in its tables and its plots, is \*\*peer / karui\*\*'
 need '^\| system \| metric \| median \| min \.\. max \|( n \|)? peer/karui \|$'
@@ -67,6 +68,21 @@ if not (table == want and plot == want and [b[0] for b in higher] ==
         ["http: requests, 2 threads (req/s)"]):
     sys.exit(f"http ratios: table {table}, plot {plot}, higher is better: {higher}")
 EOF
+# seed003.cgi's section from rows written here: karui / lighttpd, the target.
+mkdir "$dir/cgi"
+for r in 'karui","metric":"hello.c requests","value":8000,"unit":"req/s"' \
+	'lighttpd","metric":"hello.c requests","value":2000,"unit":"req/s"' \
+	'lighttpd","metric":"hello.c latency","value":10,"unit":"ms"' \
+	'karui","metric":"hello.pl requests","value":300,"unit":"req/s"' \
+	'lighttpd","failed":"wrk reported errors"'; do
+	echo "{\"experiment\":\"seed003.cgi\",\"system\":\"$r}"
+done >"$dir/cgi/results.jsonl"
+"$report" --out "$dir/cgi" "$dir/cgi/results.jsonl" || exit 1
+for line in '| hello.c | lighttpd | 2,000 req/s | 10 ms | – | 4× |' \
+	'| hello.pl | lighttpd | failed: wrk reported errors |  |  |  |' \
+	"Target: karui ≥ 3× lighttpd's requests per second with hello.c: met (4×)."; do
+	grep -Fqx "$line" "$dir/cgi/REPORT.md" || { echo "seed003.cgi: no line $line"; fail=1; }
+done
 # seed001.ipc's section from rows written here: today's 8 KiB figures beside
 # the seed's in ms, NullProc without a size, ratios to karui's EPC-S row.
 mkdir "$dir/seed001"
