@@ -46,7 +46,9 @@
  * --keep images (32) being kept.  Its argv is what execve would give it:
  * DIR/NAME, or for a script (#!INTERP [ARG]) INTERP [ARG] DIR/NAME, the
  * interpreter started as the μprocess (#!/usr/bin/env PROG: PROG found
- * in PATH, as env would).  Its working directory is DIR, stdin a karui
+ * in PATH, as env would).  A shell script (#!/bin/sh, bash, dash) runs as a
+ * child process: the commands it runs need fork and exec, which a
+ * μprocess has not (docs/uproc.md).  Its working directory is DIR, stdin a karui
  * pipe with the body (end of file after it), stdout a karui pipe, stderr
  * the server's (--quiet: /dev/null), and fd 15 the write end of a third
  * pipe that it never touches: its end of file tells the server the
@@ -1073,6 +1075,10 @@ static int serve_cgi(struct conn *c, const struct req *r, const char *path, size
 		goto out;
 	}
 	int timed_out = 0, crashed = 0;
+	const char *base = strrchr(prog, '/');
+	base = base ? base + 1 : prog;
+	if (!err && (!strcmp(base, "sh") || !strcmp(base, "bash") || !strcmp(base, "dash")))
+		err = ENOEXEC; /* a shell script: its commands need fork and exec */
 	if (err == 0 || err == ENOEXEC) {
 		err = err ? err
 			  : O.uprocs ? run_uproc(o, prog, av, e.v, deadline, &timed_out, &crashed)
