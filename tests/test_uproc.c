@@ -1124,9 +1124,10 @@ static void a_kill_ends_a_wait_in_the_kernel(void)
 	unsetenv("KARUI_IO");
 }
 
-/* What the μprocess set for a signal decides: ignored, nothing; caught
- * (its handler cannot run), the default action; blocked, nothing until it
- * unblocks it; SIGKILL and a default that ignores (SIGWINCH) as ever. */
+/* What the μprocess set for a signal decides: ignored, nothing; caught,
+ * its handler runs, and the read it was waiting in goes on (SA_RESTART);
+ * blocked, nothing until it unblocks it; SIGKILL and a default that
+ * ignores (SIGWINCH) as ever. */
 static void a_kill_honours_what_the_uproc_set(void)
 {
 	start(2);
@@ -1134,7 +1135,7 @@ static void a_kill_honours_what_the_uproc_set(void)
 	struct {
 		const char *how, *sig;
 		int kill, status;
-	} c[] = {{"ign", "2", SIGINT, 0}, {"catch", "15", SIGTERM, 128 + SIGTERM},
+	} c[] = {{"ign", "2", SIGINT, 0}, {"catch", "15", SIGTERM, 0},
 		 {"block", "15", SIGTERM, 128 + SIGTERM}, {"ign", "9", SIGKILL, 128 + SIGKILL},
 		 {"ign", "2", SIGWINCH, 0}};
 	for (unsigned i = 0; i < sizeof c / sizeof *c; i++) {
@@ -1143,6 +1144,8 @@ static void a_kill_honours_what_the_uproc_set(void)
 		kr_uproc *up = spawn_piped(probe, argv, &in, &out);
 		KT_CHECK(strcmp(line_of(out), "ready") == 0);
 		KT_EQ(kr_uproc_kill(up, c[i].kill), 0);
+		if (!strcmp(c[i].how, "catch"))
+			KT_CHECK(strcmp(line_of(out), "caught 15") == 0);
 		if (!c[i].status || !strcmp(c[i].how, "block")) {
 			/* still there: it answers */
 			say(in, "ping\n");
@@ -2104,6 +2107,193 @@ static void python_subprocess_runs_echo(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---- signals delivered to the μprocess's handlers ---- */
+
+/* uproc_probe MODE says as a μprocess what it says natively, its first
+ * `lines` lines (0: all). */
+static void probe_like_native_n(const char *mode, int lines)
+{
+	char cmd[4200], *out;
+	snprintf(cmd, sizeof cmd, "%s %s", probe, mode);
+	char *native = native_out(cmd);
+	KT_EQ(run_probe(mode, NULL, &out), 0);
+	char *a = native, *b = out;
+	for (int i = 0; lines && i < lines && a && b; i++) {
+		a = strchr(a, '\n');
+		b = strchr(b, '\n');
+		a = a ? a + 1 : a;
+		b = b ? b + 1 : b;
+	}
+	if (lines && a && b)
+		*a = *b = 0;
+	if (strcmp(out, native))
+		fprintf(stderr, "  native:\n%s  as a μprocess:\n%s", native, out);
+	KT_CHECK(strcmp(out, native) == 0);
+	KT_CHECK(strlen(out) > 10);
+	free(out);
+	free(native);
+}
+
+/* Handlers run as natively: raised, killed and tgkilled to itself a
+ * hundred times each (from trapping sites, then rewritten ones), with
+ * their siginfo, their masks, SA_NODEFER, SA_RESETHAND, a blocked signal
+ * delivered once unblocked, an ignored one dropped, the interrupted FP
+ * state kept; on the alternate stack; SIGPIPE's handler; sigsuspend and
+ * sigtimedwait; SIGALRM's handler from alarm and setitimer. */
+static void handlers_run_as_natively(void)
+{
+	start(2);
+	need_uprocs();
+	probe_like_native_n("handlers", 0);
+	probe_like_native_n("sigaltstack", 0);
+	probe_like_native_n("sigpipe", 0);
+	probe_like_native_n("sigwait", 0);
+	probe_like_native_n("alarm-handler", 2);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A fault in the μprocess's code runs its handler, which may siglongjmp
+ * out (a NULL access, a division by zero, a stack overflow on the
+ * alternate stack); a fault in the handler with its signal blocked is the
+ * default action, as a fault with no handler: the μprocess ends, the
+ * host goes on. */
+static void a_fault_runs_the_handler_which_may_longjmp_out(void)
+{
+	start(2);
+	need_uprocs();
+	probe_like_native_n("segv-longjmp", 0);
+	char *out;
+	KT_EQ(run_probe("segv-in-handler", NULL, &out), 128 + SIGSEGV);
+	free(out);
+	KT_EQ(run_probe("segv", NULL, NULL), 128 + SIGSEGV);
+	KT_EQ(run_probe("return", "0", NULL), 0); /* the host goes on */
+	KT_EQ(kr_fini(), 0);
+}
+
+/* What a μprocess hands back in rt_sigreturn is checked: a context that
+ * would run karui's code or memory, or garbage, ends it with SIGSEGV;
+ * what it may not set (SIGKILL in its mask, MXCSR's reserved bits) is
+ * left out; a handler at an unmapped address is SIGSEGV's default. */
+static void a_forged_signal_frame_ends_its_uproc_alone(void)
+{
+	start(2);
+	need_uprocs();
+	const char *bad[] = {"rip", "rip-noncanon", "rsp", "fpregs", "garbage"};
+	for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *argv[] = {"uproc_probe", "forge", (char *)bad[i], NULL};
+		KT_EQ(run(probe, argv, NULL, NULL, NULL), 128 + SIGSEGV);
+	}
+	char *out, *argv[] = {"uproc_probe", "forge", "mask-kill", NULL};
+	KT_EQ(run(probe, argv, NULL, &out, NULL), 0);
+	KT_CHECK(strcmp(out, "back: kill blocked 0 mxcsr default\n") == 0);
+	free(out);
+	char *mx[] = {"uproc_probe", "forge", "mxcsr", NULL};
+	KT_EQ(run(probe, mx, NULL, &out, NULL), 0);
+	KT_CHECK(strncmp(out, "back: kill blocked 0 mxcsr ", 27) == 0);
+	free(out);
+	KT_EQ(run_probe("bad-handler", NULL, NULL), 128 + SIGSEGV);
+	KT_EQ(run_probe("return", "7", NULL), 7);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A μprocess that computes without a system call: kr_uproc_kill
+ * interrupts its VP, and the signal's default action ends it, or its
+ * handler runs there; SIGKILL too.  (It holds its VP meanwhile: the
+ * killer runs on another.) */
+static void a_kill_reaches_a_uproc_that_makes_no_system_call(void)
+{
+	for (unsigned vps = 2; vps <= 3; vps++) {
+		start(vps);
+		need_uprocs();
+		struct {
+			int sig, handle, status;
+		} c[] = {{SIGTERM, 0, 128 + SIGTERM}, {SIGKILL, 0, 128 + SIGKILL},
+			 {SIGINT, 0, 128 + SIGINT}, {SIGTERM, 1, 0}};
+		for (unsigned i = 0; i < sizeof c / sizeof *c; i++) {
+			char *argv[] = {"uproc_probe", "loop-forever", c[i].handle ? "handle" : NULL,
+					NULL};
+			kr_upipe *in, *out;
+			kr_uproc *up = spawn_piped(probe, argv, &in, &out);
+			KT_CHECK(strcmp(line_of(out), "looping") == 0);
+			KT_EQ(kr_mp_sleep_for(20000000), 0); /* well inside its loop */
+			KT_EQ(kr_uproc_kill(up, c[i].sig), 0);
+			if (c[i].handle)
+				KT_CHECK(strcmp(line_of(out), "stopped") == 0);
+			int st = -1;
+			KT_EQ(kr_uproc_wait(up, &st), 0);
+			KT_EQ(st, c[i].status);
+			KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+			KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+		}
+		KT_EQ(kr_fini(), 0);
+	}
+}
+
+/* Many signals: each kill that the μprocess answers before the next runs
+ * its handler once (none lost); a storm of them without waiting runs it
+ * at least once and at most as often, and the μprocess and the host go
+ * on; a read cut short by a handler without SA_RESTART fails with EINTR,
+ * with it goes on. */
+static void a_storm_of_signals_loses_none_that_were_waited_for(void)
+{
+	start(2);
+	need_uprocs();
+	char *argv[] = {"uproc_probe", "sig", "catch", "10", NULL};
+	kr_upipe *in, *out;
+	kr_uproc *up = spawn_piped(probe, argv, &in, &out);
+	KT_CHECK(strcmp(line_of(out), "ready") == 0);
+	for (int i = 0; i < 300; i++) {
+		KT_EQ(kr_uproc_kill(up, SIGUSR1), 0);
+		KT_CHECK(strcmp(line_of(out), "caught 10") == 0);
+	}
+	for (int i = 0; i < 20000; i++)
+		KT_EQ(kr_uproc_kill(up, SIGUSR1), 0);
+	say(in, "ping\n");
+	int caught = 0;
+	const char *l;
+	while (strcmp((l = line_of(out)), "got ping"))
+		KT_CHECK(strcmp(l, "caught 10") == 0 && ++caught <= 20000);
+	KT_CHECK(caught >= 1);
+	KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 0);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* kill between μprocesses, by their pids: a handler runs in the other
+ * one, a default action ends it; a pid of none is ESRCH. */
+static void uprocs_signal_each_other_by_pid(void)
+{
+	start(2);
+	need_uprocs();
+	char *argv[] = {"uproc_probe", "sig", "catch", "12", NULL};
+	kr_upipe *in, *out;
+	kr_uproc *up = spawn_piped(probe, argv, &in, &out);
+	KT_CHECK(strcmp(line_of(out), "ready") == 0);
+	char pid[32], *res;
+	snprintf(pid, sizeof pid, "%d", (int)kr_uproc_pid(up));
+	char *k1[] = {"uproc_probe", "kill", pid, "12", NULL};
+	KT_EQ(run(probe, k1, NULL, &res, NULL), 0);
+	KT_CHECK(strcmp(res, "sent\n") == 0);
+	free(res);
+	KT_CHECK(strcmp(line_of(out), "caught 12") == 0);
+	char *k0[] = {"uproc_probe", "kill", "1", "0", NULL}; /* init: not a μprocess */
+	KT_EQ(run(probe, k0, NULL, &res, NULL), 0);
+	KT_CHECK(strcmp(res, "ESRCH\n") == 0);
+	free(res);
+	char *k2[] = {"uproc_probe", "kill", pid, "15", NULL};
+	KT_EQ(run(probe, k2, NULL, &res, NULL), 0);
+	free(res);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 128 + SIGTERM);
+	KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
 	static char self[4096];
@@ -2168,5 +2358,11 @@ int main(int argc, char **argv)
 	KT_RUN(a_thousand_execs_leave_fd_count_and_rss_flat);
 	KT_RUN(make_builds_a_tiny_makefile);
 	KT_RUN(python_subprocess_runs_echo);
+	KT_RUN(handlers_run_as_natively);
+	KT_RUN(a_fault_runs_the_handler_which_may_longjmp_out);
+	KT_RUN(a_forged_signal_frame_ends_its_uproc_alone);
+	KT_RUN(a_kill_reaches_a_uproc_that_makes_no_system_call);
+	KT_RUN(a_storm_of_signals_loses_none_that_were_waited_for);
+	KT_RUN(uprocs_signal_each_other_by_pid);
 	return kt_finish();
 }

@@ -92,14 +92,15 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
  * EINVAL: NULL; as kr_mp_join otherwise. */
 int kr_uproc_wait(kr_uproc *up, int *status);
 
-/* Send sig to the μprocess, as another process's kill(2) would.  Its
- * signal handlers cannot run, so a signal it catches does what the default
- * action does; one it ignores, or whose default action is to ignore,
- * stop or continue, does nothing; one it blocks waits until it unblocks it.
- * A signal that ends it ends it at the end of the system call it is in
- * (a wait there is cut short) or of its next one, with the status
- * 128 + sig; a μprocess that computes without making system calls goes on
- * until it makes one.  From any thread, while up is not yet waited for
+/* Send sig to the μprocess, as another process's kill(2) would (SI_USER,
+ * the host's pid).  A signal it catches runs its handler; one it ignores,
+ * or whose default action is to ignore, stop or continue, does nothing;
+ * one it blocks waits until it unblocks it; one whose default action ends
+ * it ends it with the status 128 + sig.  It takes effect at the end of
+ * the system call it is in (a wait there is cut short: the call fails
+ * with EINTR or restarts, as the kernel's would), or at once where it
+ * computes without making system calls (its VP is interrupted by a
+ * signal of karui's, KR__SIGKICK: SIGSTKFLT).  From any thread, while up is not yet waited for
  * (concurrently with kr_uproc_wait too).  sig 0 checks only.  EINVAL: NULL
  * or sig outside 0..64; ESRCH: up has been waited for (a handle that has
  * been waited for names nothing, or a later μprocess that got its memory). */

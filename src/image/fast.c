@@ -55,8 +55,9 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 {
 	long r;
 	int h;
-	if (kr__img_trace || __atomic_load_n(&up->killed, __ATOMIC_RELAXED) || up->vchild)
-		return (struct kr__fast){KR__SLOW, 0}; /* kr__sys ends it; a vfork child's call */
+	if (kr__img_trace || __atomic_load_n(&up->attn, __ATOMIC_RELAXED) || up->vchild)
+		return (struct kr__fast){KR__SLOW, 0}; /* signals, a vfork child's call: the
+							  general path */
 	switch (nr) {
 	case SYS_getpid:
 	case SYS_gettid:
@@ -99,11 +100,12 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 			return (struct kr__fast){KR__SLOW, 0}; /* -EFAULT there */
 		if (set) {
 			__atomic_store_n(&up->sigmask,
-					 a[0] == SIG_BLOCK     ? m | v
-					 : a[0] == SIG_UNBLOCK ? m & ~v
-							       : v,
+					 (a[0] == SIG_BLOCK     ? m | v
+					  : a[0] == SIG_UNBLOCK ? m & ~v
+								: v) &
+						 ~KR__UNBLOCKABLE,
 					 __ATOMIC_SEQ_CST);
-			kr__sig_recheck(up); /* its end comes at its next call */
+			kr__sig_recheck(up); /* delivered on the way back */
 		}
 		r = 0;
 		break;

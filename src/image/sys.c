@@ -19,7 +19,8 @@
  * identity, its one thread, its sleeps, its end).  Four kinds of calls:
  *  - the μprocess's own state, emulated: its fds, working directory,
  *    umask, pid, thread pointer, signal dispositions and mask, brk;
- *  - its end: exit, exit_group, a fatal signal to itself;
+ *  - its end: exit, exit_group, a signal whose default action ends it;
+ *  - its signals, delivered to its handlers on the way back (signal.c);
  *  - calls that would wait: on a pipe, a terminal, a kernel pipe or
  *    socket, an eventfd, epoll, a sleep; they park only the μprocess's
  *    microprocess;
@@ -105,8 +106,8 @@ static const char
 		 "on a socket, eventfd, timerfd or inotify fd of its own making (whose host fd is "
 		 "`O_NONBLOCK`): the kernel's call without waiting, and again after each wait, "
 		 "which parks its microprocess (a socket's as `recvfrom` and `sendto`'s, below); "
-		 "on files: the kernel. A write with no reader left ends the μprocess by SIGPIPE "
-		 "(141) unless it ignores or catches SIGPIPE, then `EPIPE`",
+		 "on files: the kernel. A write with no reader left sends it SIGPIPE (the default "
+		 "action ends it, silently, with 141) and fails with `EPIPE`",
 	N_SEEK[] = "its host fd; `ESPIPE` on a pipe",
 	N_OPEN[] =
 		"against its working directory (`AT_FDCWD`), its umask applied; the new host fd "
@@ -156,9 +157,9 @@ static const char
 			"once (`EEXIST` for the second)",
 	N_EPOLL_WAIT[] = "the kernel's `epoll_wait` without waiting, and again each time its "
 			 "epoll fd is readable (a wait that parks its microprocess) until there "
-			 "are events or the timeout passes; `kr_uproc_kill` ends the wait. "
-			 "`epoll_pwait`'s signal mask is its own for the time of the call: a "
-			 "signal it unblocks ends it as `kr_uproc_kill`'s do",
+			 "are events or the timeout passes; a signal ends the wait (`EINTR`). "
+			 "`epoll_pwait`'s signal mask is its own for the time of the call, and "
+			 "for the handler of a signal it lets through",
 	N_SOCK[] = "the kernel's, made as natively and installed in its table: the host fd is "
 		   "close-on-exec and `O_NONBLOCK`, while `SOCK_CLOEXEC` and `SOCK_NONBLOCK` are "
 		   "its fd's close-on-exec bit and its open file's `O_NONBLOCK`",
@@ -207,16 +208,32 @@ static const char
 		    "`EAGAIN`, else waits until its timeout (`ETIMEDOUT`; relative for "
 		    "`FUTEX_WAIT`, absolute on either clock for `FUTEX_WAIT_BITSET`), for ever "
 		    "without one; `kr_uproc_kill` ends the wait",
-	N_SIGS[] = "its own dispositions, mask and alternate stack, kept and reported; its "
-		   "handlers never run (a caught signal ends it as the default action would, "
-		   "see `kr_uproc_kill`)",
+	N_SIGS[] = "its own dispositions, mask and alternate stack, which decide what its "
+		   "signals do as in the kernel: a handler runs on its stack or alternate stack "
+		   "(`SA_ONSTACK`), in an rt signal frame as the kernel's (siginfo, ucontext with "
+		   "the registers, the FP/vector state and the mask to restore), returning "
+		   "through its `sa_restorer`; `SA_SIGINFO`, `SA_NODEFER`, `SA_RESETHAND`, "
+		   "`SA_RESTART`, `SS_AUTODISARM` as the kernel's; the default action ends it "
+		   "with 128 + the signal or does nothing; an ignored signal is dropped, a "
+		   "blocked one pending (`rt_sigpending`). Standard signals: one of each kind "
+		   "pending at a time, realtime ones too (not queued)",
+	N_SIGRET[] = "the context of the frame at its stack pointer, checked: `%rip` and "
+		     "`%rsp` in its own mappings (or `%rip` in the vDSO), the flags it may set, "
+		     "the mask without SIGKILL and SIGSTOP, x87, SSE, AVX and AVX-512 state "
+		     "with a valid MXCSR; else its end by SIGSEGV",
 	N_ITIMER[] = "`ITIMER_REAL`: its own, kept by a microprocess of its own that sends it "
-		     "SIGALRM (its default action ends it with 142) when the time comes; "
-		     "`ITIMER_VIRTUAL`, `ITIMER_PROF`: `EINVAL`",
-	N_KILL[] = "to itself: the signal's default action: the end with 128 + the signal for "
-		   "those that end a process (SIGABRT from `abort()`: 134), nothing for the "
-		   "others or when it ignores or catches it; to another pid: `ESRCH`",
-	N_PAUSE[] = "wait until `kr_uproc_kill` ends it",
+		     "SIGALRM (`SI_KERNEL`; the default action ends it with 142) when the time "
+		     "comes; `ITIMER_VIRTUAL`, `ITIMER_PROF`: `EINVAL`",
+	N_KILL[] = "to itself or to another μprocess of the host by its pid, as "
+		   "`kr_uproc_kill` (`SI_USER`; `tkill`, `tgkill`: `SI_TKILL`, and the tgid "
+		   "must be the tid); its process group (`kill(0)`) is itself, a group `-N` the "
+		   "μprocess N alone; `-1` and any other pid: `ESRCH`",
+	N_PAUSE[] = "wait until a signal is delivered: `EINTR` once its handler ran (the "
+		    "default action may end it); `rt_sigsuspend`'s mask is its own for the wait "
+		    "and for that handler",
+	N_SIGWAIT[] = "takes a pending signal of its set (its siginfo written), waiting for "
+		      "one within the timeout (`EAGAIN`); a signal it does not block ends the "
+		      "wait (`EINTR`)",
 	N_EXIT[] = "its end, with that status",
 	N_SLEEP[] = "a sleep that parks its microprocess",
 	N_YIELD[] = "`kr_mp_yield`",
@@ -420,6 +437,7 @@ static const struct sysent {
 	E(rt_sigprocmask, kr__sys_sigprocmask, N_SIGS),
 	E(rt_sigpending, kr__sys_sigpending, N_SIGS),
 	E(sigaltstack, kr__sys_sigaltstack, N_SIGS),
+	E(rt_sigreturn, kr__sys_sigreturn, N_SIGRET),
 	E(alarm, kr__sys_alarm, N_ITIMER),
 	E(setitimer, kr__sys_setitimer, N_ITIMER),
 	E(getitimer, kr__sys_getitimer, N_ITIMER),
@@ -427,7 +445,8 @@ static const struct sysent {
 	E(tkill, kr__sys_tkill, N_KILL),
 	E(tgkill, kr__sys_tgkill, N_KILL),
 	E(pause, kr__sys_pause, N_PAUSE),
-	E(rt_sigsuspend, kr__sys_pause, N_PAUSE),
+	E(rt_sigsuspend, kr__sys_sigsuspend, N_PAUSE),
+	E(rt_sigtimedwait, kr__sys_sigtimedwait, N_SIGWAIT),
 	E(exit, kr__sys_exit, N_EXIT),
 	E(exit_group, kr__sys_exit, N_EXIT),
 	E(nanosleep, kr__sys_nanosleep, N_SLEEP),
@@ -505,19 +524,71 @@ int kr__sys_table_md(FILE *out)
 	return ferror(out) ? EIO : 0;
 }
 
-/* Every call of a μprocess that karui serves comes here: a kr_uproc_kill
- * that came before it (or a signal it unblocked) ends the μprocess before
- * the call, one that came during it (cutting a wait short) after it, with
- * 128 + the signal, as the kernel ends a process on its way back to it. */
+/* Whether the kernel restarts call nr, cut short by a signal, after a
+ * handler with SA_RESTART (-ERESTARTSYS), or returns EINTR after any
+ * handler (-ERESTARTNOHAND, _RESTARTBLOCK: poll, select, epoll_wait,
+ * sleeps, pause, sigsuspend, a futex wait with a timeout); rt_sigtimedwait's
+ * EINTR is its answer. */
+static int restarts(long nr, const long a[6])
+{
+	switch (nr) {
+	case SYS_read:
+	case SYS_write:
+	case SYS_readv:
+	case SYS_writev:
+	case SYS_pread64:
+	case SYS_pwrite64:
+	case SYS_preadv:
+	case SYS_pwritev:
+	case SYS_preadv2:
+	case SYS_pwritev2:
+	case SYS_ioctl:
+	case SYS_open:
+	case SYS_openat:
+	case SYS_creat:
+	case SYS_fcntl:
+	case SYS_flock:
+	case SYS_wait4:
+	case SYS_waitid:
+	case SYS_accept:
+	case SYS_accept4:
+	case SYS_connect:
+	case SYS_recvfrom:
+	case SYS_sendto:
+	case SYS_recvmsg:
+	case SYS_sendmsg:
+	case SYS_sendmmsg:
+		return KR__RESTART_SA;
+	case SYS_futex:
+		return a[3] ? KR__RESTART_EINTR : KR__RESTART_SA;
+	case SYS_rt_sigtimedwait:
+		return KR__RESTART_NO;
+	default:
+		return KR__RESTART_EINTR;
+	}
+}
+
+/* Every call of a μprocess that karui serves comes here: a signal that
+ * ends it, pending before the call (kr_uproc_kill, or one it unblocked),
+ * ends it before the call; what comes during it is delivered on the way
+ * back (signal.c), where a call that a signal cut short (-EINTR: its
+ * wait ended by kr_uproc_kill's cancel or killfd) restarts or fails, as
+ * the kernel decides. */
 long kr__sys(struct kr_uproc *up, long nr, long a[6])
 {
-	int k = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE);
-	if (!k) {
-		const struct sysent *e = nr >= 0 && nr < NR_MAX ? bynr[nr] : NULL;
-		long r = e ? e->h(up, nr, a) : -ENOSYS;
-		if (!(k = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE)))
-			return r;
+	if (kr__sig_intr(up))
+		kr__sig_fatal(up);
+	up->sys_nr = nr;
+	const struct sysent *e = nr >= 0 && nr < NR_MAX ? bynr[nr] : NULL;
+	long r = e ? e->h(up, nr, a) : -ENOSYS;
+	if (r == -ECANCELED) /* a karui wait's word for it (kr_mp_cancel) */
+		r = -EINTR;
+	if (r == -EINTR && (up->restart = restarts(nr, a))) {
+		int k = __atomic_load_n(&up->killfd, __ATOMIC_ACQUIRE);
+		uint64_t v;
+		if (k >= 0) /* what woke a wait in the kernel is spent */
+			(void)!read(k, &v, sizeof v);
+		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
 	}
-	kr__uproc_end(up, 128 + k);
-	__builtin_unreachable();
+	return r;
 }

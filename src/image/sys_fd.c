@@ -203,7 +203,7 @@ static int is_tty(int fd)
 static int kill_fd(struct kr_uproc *up)
 {
 	int k = __atomic_load_n(&up->killfd, __ATOMIC_ACQUIRE);
-	if (k < 0 && (k = eventfd(0, EFD_CLOEXEC)) >= 0)
+	if (k < 0 && (k = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) >= 0)
 		__atomic_store_n(&up->killfd, k, __ATOMIC_SEQ_CST);
 	return k;
 }
@@ -226,7 +226,7 @@ long kr__fd_wait(struct kr_uproc *up, struct kr__ufile *f, short events, uint64_
 	/* a host file it may share, on the epoll back end: not karui's I/O,
 	 * which would make it O_NONBLOCK (rw) */
 	int k = kill_fd(up);
-	if (__atomic_load_n(&up->killed, __ATOMIC_SEQ_CST))
+	if (kr__sig_intr(up))
 		return -EINTR;
 	struct pollfd pf[2] = {{.fd = f->hostfd, .events = events}, {.fd = k, .events = POLLIN}};
 	int n;
@@ -305,7 +305,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 			 * A read waits in poll first, beside the killfd, so that
 			 * kr_uproc_kill can end the wait. */
 			int k = write ? -1 : kill_fd(up);
-			if (__atomic_load_n(&up->killed, __ATOMIC_SEQ_CST))
+			if (kr__sig_intr(up))
 				return -EINTR;
 			struct pollfd pf[2] = {{.fd = f->hostfd, .events = POLLIN}, {.fd = k, .events = POLLIN}};
 			kr_blocking_begin();
@@ -692,7 +692,7 @@ long kr__sys_ppoll(struct kr_uproc *up, long nr, long a[6])
 	long r = kr__sigmask_push(up, a[3], a[4], &saved);
 	if (r)
 		return r;
-	r = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE)
+	r = kr__sig_intr(up)
 		    ? -EINTR /* a signal its mask let through */
 		    : poll_(up, (struct pollfd *)a[0], (unsigned long)a[1], ms);
 	kr__sigmask_pop(up, saved);
@@ -809,7 +809,7 @@ long kr__sys_pselect6(struct kr_uproc *up, long nr, long a[6])
 	long r = kr__sigmask_push(up, sig.set, sig.size, &saved);
 	if (r)
 		return r;
-	r = __atomic_load_n(&up->killed, __ATOMIC_ACQUIRE)
+	r = kr__sig_intr(up)
 		    ? -EINTR /* a signal its mask let through */
 		    : select_(up, a[0], (long[3]){a[1], a[2], a[3]}, end);
 	kr__sigmask_pop(up, saved);

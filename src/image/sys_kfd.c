@@ -118,7 +118,7 @@ long kr__sys_epoll_ctl(struct kr_uproc *up, long nr, long a[6])
  * a wait, and again each time the epoll fd is readable, until it reports
  * something or the timeout passes.  The kernel writes the events where the
  * μprocess said.  epoll_pwait's signal mask is the μprocess's for the
- * time of the call: a signal it unblocks ends it as kr_uproc_kill's do. */
+ * time of the call, and for the handler of a signal it lets through. */
 long kr__sys_epoll_wait(struct kr_uproc *up, long nr, long a[6])
 {
 	uint64_t deadline = KR_FOREVER;
@@ -143,7 +143,7 @@ long kr__sys_epoll_wait(struct kr_uproc *up, long nr, long a[6])
 	if (r)
 		return r;
 	for (;;) {
-		if (__atomic_load_n(&up->killed, __ATOMIC_ACQUIRE)) {
+		if (kr__sig_intr(up)) {
 			r = -EINTR; /* a signal its mask let through */
 			break;
 		}

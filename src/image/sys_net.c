@@ -11,7 +11,7 @@
  *
  * A call that would wait is made without waiting, and again each time the
  * host fd is ready (sys_fd.c: kr__fd_again): only the μprocess's
- * microprocess waits, kr_uproc_kill ends the wait (EINTR, then its end),
+ * microprocess waits, a signal ends the wait (EINTR, or a restart),
  * and SO_RCVTIMEO and SO_SNDTIMEO bound it as natively (EAGAIN).  What
  * it does blocking, it does to the end: a blocking send of a stream sends
  * it all, a MSG_WAITALL receive fills the buffer (or meets the end); a

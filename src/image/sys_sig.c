@@ -1,20 +1,26 @@
 /*
  * karui image layer — a μprocess's system calls on its signals: its
- * dispositions, mask and alternate stack, its ITIMER_REAL, and the
- * signals it sends itself.
+ * dispositions, mask and alternate stack, its waits for signals, its
+ * ITIMER_REAL, and the signals it sends.
  *
- * The μprocess's handlers never run: what it sets is kept and reported
- * as the kernel would, and decides what a signal does to it — nothing
- * when it ignores it (or when the default ignores it), its end with
- * 128 + the signal otherwise (a caught signal too, as the default action
- * would; uproc.c: kr__uproc_signal, kr_uproc_kill).  A signal it blocks
- * waits until it unblocks it.  Its only timer, ITIMER_REAL, is a
- * microprocess of its own that sends it SIGALRM as kr_uproc_kill would.
+ * What it sets is kept and reported as the kernel would, and signal.c
+ * delivers by it: its handlers run, on its own stack or its alternate
+ * one; an ignored signal is dropped (one pending when it comes to be
+ * ignored too); one it blocks waits, pending, until it unblocks it.
+ * pause and rt_sigsuspend wait until a signal is to be delivered, and
+ * return EINTR once its handler has run (rt_sigsuspend's mask stays for
+ * that handler); rt_sigtimedwait takes a pending signal of its set
+ * instead.  Its only timer, ITIMER_REAL, is a microprocess of its own that
+ * sends it SIGALRM.  It may send signals to itself and to the other
+ * μprocesses of the host, by their pids (kill, tkill, tgkill), as
+ * kr_uproc_kill does; a pid of no μprocess is ESRCH (no real process can
+ * be reached), and a process group is the μprocess of that pid alone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "sys.h"
 
@@ -35,9 +41,16 @@ long kr__sys_sigaction(struct kr_uproc *up, long nr, long a[6])
 	if ((act && GET(na, act)) || (old && PUT(old, oa)))
 		return -EFAULT;
 	if (act) {
+		na.mask &= ~KR__UNBLOCKABLE;
+		while (__atomic_exchange_n(&up->siglock, 1, __ATOMIC_ACQUIRE)) /* senders */
+			;
 		up->sig[sig] = na;
-		/* kr_uproc_kill reads it from another thread */
-		__atomic_store_n(&up->sig[sig].handler, na.handler, __ATOMIC_RELAXED);
+		/* a pending signal now ignored is dropped */
+		if (na.handler == (uint64_t)SIG_IGN ||
+		    (na.handler == (uint64_t)SIG_DFL && !kr__sig_ends((int)sig)))
+			__atomic_fetch_and(&up->sigpending, ~((uint64_t)1 << (sig - 1)),
+					   __ATOMIC_SEQ_CST);
+		__atomic_store_n(&up->siglock, 0, __ATOMIC_RELEASE);
 	}
 	return 0;
 }
@@ -67,7 +80,7 @@ long kr__sys_sigprocmask(struct kr_uproc *up, long nr, long a[6])
 	default:
 		return -EINVAL;
 	}
-	__atomic_store_n(&up->sigmask, m, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&up->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
 	kr__sig_recheck(up);
 	return 0;
 }
@@ -82,13 +95,22 @@ long kr__sigmask_push(struct kr_uproc *up, long umask, long size, uint64_t *save
 		return -EINVAL;
 	if (GET(m, umask))
 		return -EFAULT;
-	__atomic_store_n(&up->sigmask, m, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&up->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
 	kr__sig_recheck(up);
 	return 0;
 }
 
+/* A signal that the call's mask let through stays under that mask for its
+ * handler, whose frame holds the mask from before (signal.c), as the
+ * kernel's saved_sigmask. */
 void kr__sigmask_pop(struct kr_uproc *up, uint64_t saved)
 {
+	if (__atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) & ~up->sigmask & saved) {
+		up->saved_mask = saved;
+		up->has_saved_mask = 1;
+		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+		return;
+	}
 	__atomic_store_n(&up->sigmask, saved, __ATOMIC_SEQ_CST);
 	kr__sig_recheck(up);
 }
@@ -99,16 +121,23 @@ long kr__sys_sigpending(struct kr_uproc *up, long nr, long a[6])
 	return PUT(a[0], p);
 }
 
-/* Kept and reported as the kernel does; its handlers never run on it. */
+/* As the kernel's: SS_ONSTACK while it runs on it (a handler's), when it
+ * cannot be changed (EPERM). */
 long kr__sys_sigaltstack(struct kr_uproc *up, long nr, long a[6])
 {
 	const stack_t *uss = (const stack_t *)a[0];
 	stack_t *uold = (stack_t *)a[1];
 	stack_t ss, old = up->altstack;
+	int on = !(old.ss_flags & SS_DISABLE) && up->usp > (uintptr_t)old.ss_sp &&
+		 up->usp <= (uintptr_t)old.ss_sp + old.ss_size;
+	if (on)
+		old.ss_flags = SS_ONSTACK | (old.ss_flags & (int)SS_AUTODISARM);
 	if (uss && GET(ss, uss))
 		return -EFAULT;
 	if (uss) {
 		int mode = ss.ss_flags & (int)~SS_AUTODISARM;
+		if (on)
+			return -EPERM;
 		if (mode != 0 && mode != SS_DISABLE && mode != SS_ONSTACK)
 			return -EINVAL;
 		if (mode == SS_DISABLE)
@@ -139,7 +168,7 @@ static void *alarm_main(void *arg)
 			uint64_t every = __atomic_load_n(&al->every, __ATOMIC_RELAXED);
 			__atomic_compare_exchange_n(&al->at, &at, every ? at + every : 0, 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-			kr_uproc_kill(up, SIGALRM);
+			kr__uproc_kill_pid(up->pid, SIGALRM, SI_KERNEL, 0);
 		} else {
 			kr_mp_park_until(at ? at : KR_FOREVER);
 		}
@@ -241,32 +270,101 @@ long kr__sys_alarm(struct kr_uproc *up, long nr, long a[6])
 
 /* ---------------- signals it sends ---------------- */
 
-static long to_self(struct kr_uproc *up, long pid, long sig)
+/* To itself or to another μprocess of the host (its pid). */
+static long send_to(struct kr_uproc *up, long pid, long sig, int code)
 {
-	if (pid != up->pid)
+	if (sig < 0 || sig > 64)
+		return -EINVAL;
+	if (pid == up->pid) {
+		if (sig)
+			kr__sig_queue(up, (int)sig, code, up->pid, 0);
+		return 0;
+	}
+	if (pid <= 0 || pid > INT_MAX)
 		return -ESRCH;
-	return kr__uproc_signal(up, (int)sig);
+	return kr__uproc_kill_pid((pid_t)pid, (int)sig, code, up->pid);
 }
 
 long kr__sys_kill(struct kr_uproc *up, long nr, long a[6])
 {
-	return to_self(up, a[0] == 0 ? up->pid : a[0] < 0 ? -a[0] : a[0], a[1]);
+	long pid = (int)a[0];
+	/* its process group (0): itself; a group -N: the μprocess N alone */
+	return send_to(up, pid == 0 ? up->pid : pid < -1 ? -pid : pid == -1 ? 0 : pid, (int)a[1],
+		    SI_USER);
 }
 
 long kr__sys_tkill(struct kr_uproc *up, long nr, long a[6])
 {
-	return to_self(up, a[0], a[1]);
+	return send_to(up, (int)a[0], (int)a[1], SI_TKILL);
 }
 
 long kr__sys_tgkill(struct kr_uproc *up, long nr, long a[6])
 {
-	return a[0] == up->pid ? to_self(up, a[1], a[2]) : -ESRCH;
+	return (int)a[0] == (int)a[1] ? send_to(up, (int)a[1], (int)a[2], SI_TKILL) : -ESRCH;
 }
 
-/* pause, rt_sigsuspend: only kr_uproc_kill's signals come, and end it. */
+/* ---------------- waits for signals ---------------- */
+
+/* Until a signal is to be delivered (kr__sig_queue's cancel wakes it). */
+static void wait_intr(struct kr_uproc *up)
+{
+	while (!kr__sig_intr(up))
+		kr_mp_park_cancellable_until(KR_FOREVER);
+}
+
 long kr__sys_pause(struct kr_uproc *up, long nr, long a[6])
 {
-	while (kr_mp_park_cancellable_until(KR_FOREVER) != ECANCELED)
-		;
+	wait_intr(up);
 	return -EINTR;
+}
+
+long kr__sys_sigsuspend(struct kr_uproc *up, long nr, long a[6])
+{
+	uint64_t saved;
+	long r = kr__sigmask_push(up, a[0], a[1], &saved);
+	if (r)
+		return r;
+	wait_intr(up);
+	kr__sigmask_pop(up, saved);
+	return -EINTR;
+}
+
+/* A pending signal of its set, taken: it waits for one (within the
+ * timeout: EAGAIN), a signal it does not block ending the wait (EINTR). */
+long kr__sys_sigtimedwait(struct kr_uproc *up, long nr, long a[6])
+{
+	uint64_t set;
+	struct timespec t;
+	siginfo_t si;
+	if (a[3] != 8)
+		return -EINVAL;
+	if (GET(set, a[0]) || (a[2] && GET(t, a[2])))
+		return -EFAULT;
+	if (a[2] && (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= 1000000000))
+		return -EINVAL;
+	if (a[2] && t.tv_sec > SLEEP_MAX_S)
+		t.tv_sec = SLEEP_MAX_S;
+	set &= ~KR__UNBLOCKABLE;
+	uint64_t deadline = a[2] ? kr_now() + (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec
+				 : KR_FOREVER;
+	int sig;
+	__atomic_store_n(&up->waitset, set, __ATOMIC_SEQ_CST);
+	while (!(sig = kr__sig_take(up, set, &si)) && !kr__sig_intr(up))
+		if (kr_mp_park_cancellable_until(deadline) == ETIMEDOUT)
+			break;
+	__atomic_store_n(&up->waitset, 0, __ATOMIC_SEQ_CST);
+	if (!sig && !(sig = kr__sig_take(up, set, &si)))
+		return kr__sig_intr(up) ? -EINTR : -EAGAIN;
+	if (a[1] && PUT(a[1], si))
+		return -EFAULT;
+	return sig;
+}
+
+/* rt_sigreturn: served on the way back, with the kernel's frame there
+ * (signal.c). */
+long kr__sys_sigreturn(struct kr_uproc *up, long nr, long a[6])
+{
+	up->sigreturn = 1;
+	__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+	return 0;
 }

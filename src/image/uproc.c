@@ -28,11 +28,22 @@
  * unblocked while a handler is parked, so the next μprocess on the VP can
  * trap too.  sys.c's table decides what each call does.
  *
+ * Signals (signal.c).  A signal for a μprocess is queued in its struct,
+ * and every way back into its code (gate.S: kr__img_back, the fastcalls'
+ * look at attn) delivers what it does not block: its handler, entered
+ * through the kernel's frame of the trap, fault or kick, or the default
+ * action.  kr_uproc_kill, kill from another μprocess and its timer also
+ * cut short the wait it is in (kr_mp_cancel, its killfd) and, when the VP
+ * it last ran on runs a μprocess's code, interrupt that VP with
+ * KR__SIGKICK, whose handler (on the VP's alternate stack) delivers into
+ * the code it interrupted: a μprocess that makes no system call gets its
+ * signals too.
+ *
  * The end.  exit and exit_group, a return from main (which calls them), a
- * signal whose default action ends a process, sent by the μprocess to
- * itself (abort(), raise()), and a fault in its code (SIGSEGV, SIGBUS,
- * SIGFPE, SIGILL; the handler runs on the VP's alternate stack and
- * redirects the μprocess to `die` on its microprocess's stack) end the
+ * signal whose default action ends a process (abort(), raise(), a kill),
+ * and a fault in its code (SIGSEGV, SIGBUS, SIGFPE, SIGILL) that no handler
+ * of its own takes (the fault's handler runs on the VP's alternate stack
+ * and redirects the μprocess to `die` on its microprocess's stack) end the
  * μprocess alone: kr__uproc_end moves to that stack, keeps the image or
  * not (reuse.c), unmaps everything else it mapped, closes its fds and
  * ends its microprocess; kr_uproc_wait collects the status a shell shows.  A fault in karui's or the host's code is
@@ -224,6 +235,10 @@ static int arm(void)
 	}
 	wrgsbase((uint64_t)v);
 	tvp = v;
+	sigset_t kick;
+	sigemptyset(&kick);
+	sigaddset(&kick, KR__SIGKICK);
+	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	return 0;
 }
 
@@ -277,6 +292,11 @@ static int install_handlers(void)
 		if (syscall(SYS_rt_sigaction, s, &kf, NULL, 8))
 			return errno;
 	}
+	struct ksigaction kk = {.handler = kr__img_sigkick,
+				.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART | KSA_RESTORER,
+				.restorer = kr__img_restorer};
+	if (syscall(SYS_rt_sigaction, KR__SIGKICK, &kk, NULL, 8))
+		return errno;
 	kr__img_trace = getenv("KARUI_UPROC_TRACE") != NULL;
 	kr__sys_init();
 	kr__cache_init();
@@ -626,9 +646,7 @@ static __attribute__((noreturn, used)) void die(int status)
 	__builtin_unreachable();
 }
 
-/* Default actions (signal(7)): end the process, or nothing (stop and
- * continue are nothing too: μprocesses have no job control). */
-static int ends_process(int sig)
+int kr__sig_ends(int sig)
 {
 	switch (sig) {
 	case SIGCHLD:
@@ -651,19 +669,14 @@ long kr__uproc_signal(struct kr_uproc *up, int sig)
 		return 0;
 	if (sig < 1 || sig > 64)
 		return -EINVAL;
-	uint64_t h = up->sig[sig].handler;
-	if (sig == SIGKILL || (h == (uint64_t)SIG_DFL && ends_process(sig))) {
-		kr__uproc_end(up, 128 + sig);
-		__builtin_unreachable();
-	}
-	/* ignored, or caught: a μprocess's signal handlers are not run (a
-	 * documented limit), so a caught signal is as good as ignored */
+	kr__sig_queue(up, sig, SI_TKILL, up->pid, 0);
 	return 0;
 }
 
 /* A fault.  In a μprocess's code: a cpuid that karui made hlt
  * (rewrite.c) is answered and the μprocess resumed (returns 1 and its
- * thread pointer, which gate.S installs with BLOCK); any other ends it.
+ * thread pointer, which gate.S installs with BLOCK); any other runs its
+ * handler (signal.c), or ends it.
  * Else the handler that was there before ours, or the default action. */
 __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void *ucv,
 						     int in_uproc)
@@ -681,6 +694,8 @@ __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void
 		g[REG_RIP] += 2;
 		return (struct kr__fast){1, up->fs};
 	}
+	if (up && kr__sig_fault(up, uc, si))
+		return (struct kr__fast){1, up->fs}; /* into its handler */
 	if (up) {
 		g[REG_RIP] = (greg_t)(uintptr_t)die;
 		g[REG_RSP] = (greg_t)(up->die_sp - 8);
@@ -709,20 +724,32 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = {g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
 	struct kr__img_vp *vp = tvp;
-	up->nsys++;
 	long nr = g[REG_RAX];
+	if (nr == KR__NR_DELIVER && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_deliver_ret) {
+		/* a rewritten site's way back, to deliver signals (gate.S) */
+		g[REG_RAX] = (greg_t)vp->stash;
+		if (kr__sig_uret(g)) {
+			kr__uproc_end(up, 128 + SIGSEGV);
+			__builtin_unreachable();
+		}
+		return up->fs;
+	}
+	up->nsys++;
 	if (nr == KR__NR_HANDOVER && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_handover_ret) {
 		g[REG_RAX] = (greg_t)kr__img_snapshot(up, uc);
 		return up->fs;
 	}
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
 	/* a vfork child has no image of its own; a vfork needs the trap's
-	 * frame (kr__uproc_vfork), so its site is never made hot */
+	 * frame (kr__uproc_vfork), so its site is never made hot; nor is
+	 * rt_sigreturn's, which needs the frame too */
 	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone &&
-	    ((const uint8_t *)site)[0] == 0x0f && ((const uint8_t *)site)[1] == 0x05)
+	    nr != SYS_rt_sigreturn && ((const uint8_t *)site)[0] == 0x0f &&
+	    ((const uint8_t *)site)[1] == 0x05)
 		kr__rw_trapped(up, site);
 	up->uc = uc;
 	up->callsp = (uintptr_t)uc;
+	up->usp = (uintptr_t)g[REG_RSP];
 	g[REG_RAX] = kr__sys(up, nr, a);
 	up->uc = NULL;
 	up = kr__uproc_self(); /* after a vfork: the child */
@@ -745,6 +772,8 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
 			memcpy(&uc->uc_sigmask, &m, 8);
 	}
+	tvp->attn = &up->attn; /* what the way back looks at (gate.S) */
+	__atomic_store_n(&up->vp, tvp, __ATOMIC_RELEASE);
 	return up->fs;
 }
 
@@ -758,6 +787,7 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 	up->nsys++;
 	up->uc = NULL;
 	up->callsp = (uintptr_t)regs;
+	up->usp = (uintptr_t)regs + 200; /* above the fastcall's frame and the red zone */
 	long rv = kr__sys(up, nr, a);
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", up->pid, nr,
@@ -766,6 +796,8 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 		kr__uproc_end(up, 128 + SIGSYS);
 		__builtin_unreachable();
 	}
+	tvp->attn = &up->attn;
+	__atomic_store_n(&up->vp, tvp, __ATOMIC_RELEASE);
 	return (struct kr__fast){rv, up->fs};
 }
 
@@ -853,6 +885,8 @@ static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 		kr__uproc_end(up, 126);
 		__builtin_unreachable();
 	}
+	tvp->attn = &up->attn;
+	__atomic_store_n(&up->vp, tvp, __ATOMIC_RELEASE);
 	const struct kr__elf_img *p = &up->ld.prog;
 	STACK_CLEAN(up);
 	uintptr_t sp = lay_stack(up, up->snap ? (uint64_t)kr__img_handover : p->entry);
@@ -1130,11 +1164,29 @@ int kr_uproc_wait(kr_uproc *up, int *status)
 	return 0;
 }
 
-/* A signal from outside (see image.h).  Under G.lock, which keeps up from
- * being freed (kr_uproc_wait) and its killfd from being closed (release)
- * meanwhile.  The μprocess ends itself: at the end of the call it is in
- * (a wait there is cancelled: a karui wait by kr_mp_cancel, a wait in the
- * kernel by its killfd), or of its next call. */
+/* A signal queued for up (signal.c) that it is to see now: a wait it is
+ * in ends (a karui wait by kr_mp_cancel, a wait in the kernel by its
+ * killfd), and a VP running its code is kicked (KR__SIGKICK; gate.S), so
+ * that a μprocess that makes no system call gets it too.  Under G.lock,
+ * which keeps up from being freed (kr_uproc_wait) and its killfd from
+ * being closed (release) meanwhile. */
+static void send_locked(struct kr_uproc *up, int sig, int code, pid_t from)
+{
+	if (!sig || !kr__sig_queue(up, sig, code, from, 0))
+		return;
+	kr_mp_cancel(up->mp); /* ESRCH if it has ended: nothing to do */
+	int kfd = __atomic_load_n(&up->killfd, __ATOMIC_SEQ_CST);
+	if (kfd >= 0) {
+		uint64_t one = 1;
+		ssize_t w = write(kfd, &one, sizeof one);
+		(void)w; /* an eventfd's count cannot overflow here */
+	}
+	struct kr__img_vp *v = __atomic_load_n(&up->vp, __ATOMIC_ACQUIRE);
+	if (v && v->tid && __atomic_load_n(&v->selector, __ATOMIC_SEQ_CST) == 1)
+		syscall(SYS_tgkill, getpid(), v->tid, KR__SIGKICK);
+}
+
+/* A signal from outside (see image.h). */
 int kr_uproc_kill(kr_uproc *up, int sig)
 {
 	if (!up || sig < 0 || sig > 64)
@@ -1143,33 +1195,22 @@ int kr_uproc_kill(kr_uproc *up, int sig)
 	struct kr_uproc *u = G.live;
 	while (u && u != up)
 		u = u->live_next;
-	if (!u) {
-		pthread_mutex_unlock(&G.lock);
-		return ESRCH;
-	}
-	uint64_t h = sig ? __atomic_load_n(&up->sig[sig].handler, __ATOMIC_RELAXED) : 0;
-	uint64_t bit = sig ? (uint64_t)1 << (sig - 1) : 0;
-	/* caught counts as the default action: the handler cannot run */
-	int ends = sig == SIGKILL || (sig && h != (uint64_t)SIG_IGN && ends_process(sig));
-	if (ends && sig != SIGKILL) {
-		/* blocked: pending until the μprocess unblocks it */
-		__atomic_fetch_or(&up->sigpending, bit, __ATOMIC_SEQ_CST);
-		ends = !(__atomic_load_n(&up->sigmask, __ATOMIC_SEQ_CST) & bit);
-	}
-	if (ends) {
-		int none = 0;
-		__atomic_compare_exchange_n(&up->killed, &none, sig, 0, __ATOMIC_SEQ_CST,
-					    __ATOMIC_RELAXED);
-		kr_mp_cancel(up->mp); /* ESRCH if it has ended: nothing to do */
-		int kfd = __atomic_load_n(&up->killfd, __ATOMIC_SEQ_CST);
-		if (kfd >= 0) {
-			uint64_t one = 1;
-			ssize_t w = write(kfd, &one, sizeof one);
-			(void)w; /* an eventfd's count cannot overflow here */
-		}
-	}
+	if (u)
+		send_locked(up, sig, SI_USER, getpid());
 	pthread_mutex_unlock(&G.lock);
-	return 0;
+	return u ? 0 : ESRCH;
+}
+
+int kr__uproc_kill_pid(pid_t pid, int sig, int code, pid_t from)
+{
+	pthread_mutex_lock(&G.lock);
+	struct kr_uproc *u = G.live;
+	while (u && u->pid != pid)
+		u = u->live_next;
+	if (u)
+		send_locked(u, sig, code, from);
+	pthread_mutex_unlock(&G.lock);
+	return u ? 0 : -ESRCH;
 }
 
 pid_t kr_uproc_pid(const kr_uproc *up)
@@ -1257,11 +1298,7 @@ static __attribute__((noreturn)) void resume(struct kr_uproc *p, struct kr__vfra
 		kr__uproc_end(p, 128 + SIGSYS);
 		__builtin_unreachable();
 	}
-	int k = __atomic_load_n(&p->killed, __ATOMIC_ACQUIRE);
-	if (k) { /* a kr_uproc_kill while its child ran */
-		kr__uproc_end(p, 128 + k);
-		__builtin_unreachable();
-	}
+	kr__sig_fatal(p); /* a kr_uproc_kill while its child ran, that ends it */
 	STACK_CLEAN(p);
 #if defined(__SANITIZE_ADDRESS__)
 	if (vf->top && callsp && callsp < vf->top && vf->top - callsp < ((size_t)1 << 30))

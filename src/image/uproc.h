@@ -139,7 +139,7 @@ struct kr_uproc {
 		uint64_t handler, flags, restorer, mask;
 	} sig[65];
 	uint64_t sigmask;
-	stack_t altstack;   /* sigaltstack's: kept and reported */
+	stack_t altstack;   /* sigaltstack's (signal.c delivers on it) */
 	/* its ITIMER_REAL (alarm, setitimer): SIGALRM at `at` (kr_now; 0:
 	 * none), then every `every` ns; sent by the microprocess `mp`,
 	 * made for the first one (sys_sig.c) */
@@ -148,15 +148,36 @@ struct kr_uproc {
 		int stop;           /* atomic */
 		kr_mp *mp;
 	} alarm;
-	/* kr_uproc_kill (under the layer's lock, while the μprocess is live):
-	 * `killed`, the signal that ends it, which it reads at the end of every
-	 * call it makes, and a cancel of its microprocess's wait; `sigpending`,
-	 * the signals it blocked, unblocked later (kr__sig_recheck); `killfd`,
-	 * an eventfd that a wait in the kernel polls beside its fd (sys_fd.c),
-	 * made for the first such wait, -1 till then.  All atomic. */
+	/* Its signals (signal.c).  `sigpending`: the signals sent to it and not
+	 * yet delivered, each with what its siginfo says (`sigi`, under
+	 * `siglock`, which also orders the senders against `sig`); `attn`: one
+	 * it does not block is pending (or the call's end has more to do: a
+	 * restart, rt_sigreturn), read on every way back to its code, by
+	 * gate.S too, through its VP's record; `killfd`, an eventfd that a wait
+	 * in the kernel polls beside its fd (sys_fd.c), written when `attn` is
+	 * set from outside, made for the first such wait, -1 till then.  All
+	 * atomic. */
 	uint64_t sigpending;
-	int killed;
+	int attn;
+	int siglock;
 	int killfd;
+	struct kr__sigi {
+		int code, pid, uid;
+		uint64_t addr;
+	} sigi[65];
+	/* the call being served: its number, whether it returned -EINTR for a
+	 * signal (KR__RESTART_*), its stack pointer (sigaltstack's SS_ONSTACK) */
+	long sys_nr;
+	int restart;
+	int sigreturn;       /* rt_sigreturn asked at a rewritten site */
+	uintptr_t usp;
+	/* the mask before a call's own (sigsuspend, ppoll, pselect6,
+	 * epoll_pwait), put back at its end or saved in the frame of the
+	 * handler that ends it, as the kernel's saved_sigmask */
+	uint64_t saved_mask;
+	int has_saved_mask;
+	uint64_t waitset;    /* rt_sigtimedwait's signals while it waits; atomic */
+	struct kr__img_vp *vp; /* the VP it last ran on (kr_uproc_kill's kick) */
 	struct kr_uproc *live_next, *live_prev; /* kr_uproc_kill's registry */
 	uintptr_t die_sp;   /* where the end of a crashed μprocess runs */
 	int status;
@@ -191,18 +212,23 @@ struct kr_uproc {
 };
 #define KR_UPROC_MAGIC 0x6b755052u
 
+/* SIGKILL and SIGSTOP, which no mask blocks */
+#define KR__UNBLOCKABLE (((uint64_t)1 << (SIGKILL - 1)) | ((uint64_t)1 << (SIGSTOP - 1)))
 /* After a change of up->sigmask by the μprocess (a seq_cst store, against
- * kr_uproc_kill's seq_cst set of the pending bit and load of the mask):
- * a pending signal it no longer blocks ends it at the end of this call.
+ * a sender's seq_cst set of the pending bit and load of the mask): a
+ * pending signal it no longer blocks is delivered on its way back.
  * Inline, no call: fast.c uses it. */
 static inline void kr__sig_recheck(struct kr_uproc *up)
 {
 	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) &
 		     ~__atomic_load_n(&up->sigmask, __ATOMIC_RELAXED);
-	int none = 0;
 	if (p)
-		__atomic_compare_exchange_n(&up->killed, &none, __builtin_ctzll(p) + 1, 0,
-					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+}
+/* a signal for it is to be delivered (a wait ends for it) */
+static inline int kr__sig_intr(struct kr_uproc *up)
+{
+	return __atomic_load_n(&up->attn, __ATOMIC_SEQ_CST);
 }
 /* The μprocess whose call this is: a vfork child while one runs on the
  * microprocess. */
@@ -247,8 +273,41 @@ void kr__rl_unmap(const struct kr__rlist *l);
 int kr__uproc_mapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
 void kr__uproc_unmapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
-/* a signal sent to the μprocess itself: its default action, or nothing */
+/* a signal the μprocess sends itself (kill, tgkill, SIGPIPE): delivered
+ * on the way back from the call; 0 or -EINVAL */
 long kr__uproc_signal(struct kr_uproc *up, int sig);
+/* Default actions (signal(7)): 1 ends the process, 0 nothing (stop and
+ * continue are nothing too: μprocesses have no job control). */
+int kr__sig_ends(int sig);
+/* The registry: the live μprocess with that pid (under G.lock, which
+ * kr__uproc_kill_pid takes), and a signal sent to it from outside. */
+int kr__uproc_kill_pid(pid_t pid, int sig, int code, pid_t from);
+
+/* ---- signal.c: delivery to the μprocess's handlers ---- */
+enum { KR__RESTART_NO, KR__RESTART_EINTR, KR__RESTART_SA };
+/* Queue sig (1..64) for up with its siginfo's code, pid and address:
+ * nothing if it is ignored and not blocked; 1 if up must be woken (it
+ * does not block it, or waits for it in rt_sigtimedwait), else 0. */
+int kr__sig_queue(struct kr_uproc *up, int sig, int code, pid_t pid, uint64_t addr);
+/* Take the lowest pending signal of `set` (rt_sigtimedwait): its number
+ * and siginfo, or 0. */
+int kr__sig_take(struct kr_uproc *up, uint64_t set, siginfo_t *si);
+/* A pending signal it does not block whose action ends it: ends it now
+ * (on the μprocess's stack, in a call). */
+void kr__sig_fatal(struct kr_uproc *up);
+/* attn again from what is pending, unblocked or left to do */
+void kr__sig_rearm(struct kr_uproc *up);
+/* A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in its code, uc the kernel's
+ * context of it: 1 when its handler is to run there (uc now enters it),
+ * 0 when the default action ends it (as the kernel forces a fault that is
+ * blocked or ignored). */
+int kr__sig_fault(struct kr_uproc *up, ucontext_t *uc, const siginfo_t *si);
+/* Whether ip is the μprocess's code (its mappings, the vDSO). */
+int kr__sig_ucode(struct kr_uproc *up, uintptr_t ip);
+/* A rewritten site's return (the trampoline's call, rewrite.c) as the
+ * syscall instruction returns: %rip after the site, %rsp as it was.  0, or
+ * -EFAULT when the return address cannot be read. */
+int kr__sig_uret(greg_t *g);
 
 /* ---- reuse.c: images kept after their μprocess ends (P5) ---- */
 /* A cold start whose image is to be taken: writability tracked from now
@@ -397,5 +456,21 @@ struct kr__img_vp {
 	int32_t tid;        /* offset 4: the thread it arms; 0: free (uproc.c) */
 	uint64_t host_fs;   /* offset 8: the VP's own thread pointer */
 	struct kr__img_vp *next; /* every record made, free ones too */
+	int *attn;          /* offset 24: the attn of the μprocess it runs */
+	uint64_t stash;     /* offset 32: %rax across kr__img_deliver's trap */
 };
+/* A call that kr__img_deliver makes: the way back from a rewritten site
+ * has signals to deliver, which needs the kernel's frame of a trap. */
+#define KR__NR_DELIVER 0x4b53
+extern char kr__img_deliver_ret[];
+/* gate.S's ways back, where a kick (signal.c) finds a frame to deliver
+ * into: kr__img_back's check and return (the frame above %rsp), the
+ * restorer (the frame at %rsp), the fastcalls' checks and returns. */
+extern char kr__img_back_chk[], kr__img_back_ret[], kr__img_back_ret2[];
+extern char kr__img_restorer_end[];
+extern const uint64_t kr__img_fast_tails[8];
+void kr__img_sigkick(int, siginfo_t *, void *);
+/* What the way back does after kr__img_signal: */
+enum { KR__BACK_DIE, KR__BACK_AGAIN, KR__BACK_NOW };
+#define KR__SIGKICK SIGSTKFLT /* to a VP running a μprocess's code */
 #endif

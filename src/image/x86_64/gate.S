@@ -13,19 +13,34 @@
  * returns through the restorer, whose rt_sigreturn lies inside the gate.
  * The kernel checks the address *after* a syscall instruction against the
  * gate, so the gate's one ends with a byte of padding.
+ *
+ * Every way back into a μprocess's code says BLOCK and then reads the
+ * μprocess's attn (through the VP's record: gs:24), which says a signal is
+ * to be delivered (signal.c): from a handler the kernel entered (SIGSYS, a
+ * fault, a kick) kr__img_back calls kr__img_signal with the kernel's
+ * frame, which it edits to enter the μprocess's handler; from a rewritten
+ * site, where there is no frame, the fastcall goes to kr__img_deliver,
+ * whose system call traps to get one.  A kick (KR__SIGKICK, sent by
+ * kr_uproc_kill to a VP running a μprocess's code) that lands after that
+ * read and before the return finds the frame the return goes to
+ * (signal.c: the labels below).
  */
 	.text
 
 	.equ UC_RIP, 168                /* ucontext_t: uc_mcontext.gregs[REG_RIP] */
+	.equ VP_ATTN, 24                /* struct kr__img_vp: attn */
+	.equ VP_STASH, 32               /* struct kr__img_vp: stash */
 
 	.globl kr__img_gate
 	.globl kr__img_gate_end
 	.globl kr__img_restorer
+	.globl kr__img_restorer_end
 	.p2align 4
 kr__img_gate:
 kr__img_restorer:
 	mov $15, %eax                   /* rt_sigreturn */
 	syscall
+kr__img_restorer_end:
 	ud2
 /* pid_t kr__img_gettid(void), for kr__img_sigfault: inside the gate, so
  * that it passes whatever the selector says; keeps all but %rax, %rcx and
@@ -36,6 +51,45 @@ kr__img_gettid:
 	ret
 kr__img_gate_end:
 
+/* The way back to a μprocess's code from a handler the kernel entered:
+ * %r12 the handler's ucontext, %r13 the thread pointer to run with, %rsp
+ * where the handler was entered (at the frame's return address, the
+ * restorer).  kr__img_signal (uproc.c) says KR__BACK_AGAIN (look again),
+ * KR__BACK_NOW (back without looking: nothing can be delivered here) or
+ * KR__BACK_DIE (the frame now goes to the μprocess's end: ALLOW and the
+ * VP's thread pointer stay). */
+	.globl kr__img_back_chk
+	.globl kr__img_back_ret
+	.globl kr__img_back_ret2
+	.p2align 4
+kr__img_back:
+	wrfsbase %r13
+	movb $1, %gs:0                  /* PR_SYS_DISPATCH_FILTER_BLOCK */
+	mov %gs:VP_ATTN, %rcx
+	mov (%rcx), %ecx
+kr__img_back_chk:
+	test %ecx, %ecx
+	jnz kr__img_back_signal
+kr__img_back_ret:
+	ret
+kr__img_back_signal:
+	movb $0, %gs:0
+	mov %gs:8, %rax
+	wrfsbase %rax
+	mov %r12, %rdi
+	sub $8, %rsp
+	call kr__img_signal
+	add $8, %rsp
+	cmp $1, %eax                    /* KR__BACK_AGAIN */
+	je kr__img_back
+	test %eax, %eax                 /* KR__BACK_DIE */
+	jz 1f
+	wrfsbase %r13
+	movb $1, %gs:0
+kr__img_back_ret2:
+	ret
+1:	ret
+
 /* void kr__img_sigsys(int sig, siginfo_t *si, void *uc) */
 	.globl kr__img_sigsys
 	.type kr__img_sigsys, @function
@@ -45,24 +99,63 @@ kr__img_sigsys:
 	movb $0, %gs:0                  /* PR_SYS_DISPATCH_FILTER_ALLOW */
 	mov %gs:8, %rax
 	wrfsbase %rax
+	mov %rdx, %r12
 	sub $8, %rsp
 	.cfi_adjust_cfa_offset 8
 	mov %rdx, %rdi
 	call kr__img_trap               /* -> the μprocess's thread pointer */
 	add $8, %rsp
 	.cfi_adjust_cfa_offset -8
-	wrfsbase %rax
-	movb $1, %gs:0                  /* PR_SYS_DISPATCH_FILTER_BLOCK */
-	ret
+	mov %rax, %r13
+	jmp kr__img_back
 	.cfi_endproc
 	.size kr__img_sigsys, .-kr__img_sigsys
+
+/* void kr__img_sigkick(int sig, siginfo_t *si, void *uc): KR__SIGKICK, on
+ * the VP's alternate stack.  In a μprocess's code (the record names this
+ * thread and says BLOCK, as kr__img_sigfault checks), kr__img_signal
+ * delivers what is pending there; anywhere else nothing: karui's code
+ * delivers it on its way back. */
+	.globl kr__img_sigkick
+	.type kr__img_sigkick, @function
+	.p2align 4
+kr__img_sigkick:
+	.cfi_startproc
+	mov %rdx, %r12
+	rdgsbase %r8
+	test %r8, %r8
+	jz 1f
+	cmpb $1, (%r8)
+	jne 1f
+	call kr__img_gettid
+	cmp 4(%r8), %eax
+	jne 1f
+	rdfsbase %r13                   /* the thread pointer it ran with */
+	jmp kr__img_back_signal
+1:	ret
+	.cfi_endproc
+	.size kr__img_sigkick, .-kr__img_sigkick
+
+/* kr__img_deliver: a fastcall's way back found signals to deliver (the
+ * μprocess's registers all in place, the call's result in %rax, the
+ * trampoline's return address at %rsp).  Outside the gate: its system
+ * call traps, and kr__img_trap takes %rax back from the record, returns
+ * as the trampoline would, and the trap's way back delivers. */
+	.globl kr__img_deliver_ret
+	.p2align 4
+kr__img_deliver:
+	mov %rax, %gs:VP_STASH
+	mov $0x4b53, %eax               /* KR__NR_DELIVER */
+	syscall
+kr__img_deliver_ret:
+	ud2
 
 /* void kr__img_sigfault(int sig, siginfo_t *si, void *uc): a fault, on the
  * VP's alternate stack.  In karui's access to a μprocess's memory
  * (uaccess.S): that access returns -EFAULT.  In a μprocess's code (the %gs base is a record
  * that names this thread, and its selector says BLOCK), first the VP's own
- * thread pointer and ALLOW; and if kr__img_fault resumes the μprocess, its
- * thread pointer and BLOCK.  A thread that inherited its creator's %gs
+ * thread pointer and ALLOW; and if kr__img_fault resumes the μprocess (a
+ * cpuid answered, its handler entered), kr__img_back.  A thread that inherited its creator's %gs
  * base (uproc.c: arm) is not the thread the record names. */
 	.globl kr__img_sigfault
 	.type kr__img_sigfault, @function
@@ -79,7 +172,8 @@ kr__img_sigfault:
 	lea kr__ua_fault(%rip), %rax
 	mov %rax, UC_RIP(%rdx)
 	ret
-3:	xor %ecx, %ecx
+3:	mov %rdx, %r12
+	xor %ecx, %ecx
 	rdgsbase %r8
 	test %r8, %r8
 	jz 1f
@@ -100,8 +194,8 @@ kr__img_sigfault:
 	.cfi_adjust_cfa_offset -8
 	test %rax, %rax
 	jz 2f
-	wrfsbase %rdx                   /* back to the μprocess's code */
-	movb $1, %gs:0
+	mov %rdx, %r13                  /* back to the μprocess's code */
+	jmp kr__img_back
 2:	ret
 	.cfi_endproc
 	.size kr__img_sigfault, .-kr__img_sigfault
@@ -128,7 +222,11 @@ kr__img_sigfault:
  * site whose flags are dead after it (rewrite.c: the next instruction sets
  * them without reading them, or returns, after which the ABI keeps none):
  * the flags' word of the frame stays unwritten, and popfq, the costliest
- * instruction of the short path, is not run. */
+ * instruction of the short path, is not run.
+ *
+ * The way back, once BLOCK is said, reads the μprocess's attn into %rcx
+ * (which the syscall instruction does not keep) and tests it with jrcxz
+ * (which changes no flag): signals to deliver go through kr__img_deliver. */
 .macro FASTCALL name, save, flags
 	.globl \name
 	.type \name, @function
@@ -213,6 +311,12 @@ kr__img_sigfault:
 	lea 8(%rsp), %rsp
 .endif
 	movb $1, %gs:0                  /* BLOCK, on the VP it returns on */
+	mov %gs:VP_ATTN, %rcx           /* signals to deliver? (no flag changes) */
+	mov (%rcx), %ecx
+\name\()_chk:
+	jrcxz \name\()_ret
+	jmp kr__img_deliver
+\name\()_ret:
 	ret
 	.cfi_endproc
 	.size \name, .-\name
@@ -222,6 +326,17 @@ kr__img_sigfault:
 	FASTCALL kr__img_fastcall_novec, 0, 1
 	FASTCALL kr__img_fastcall_nf, 1, 0
 	FASTCALL kr__img_fastcall_novec_nf, 0, 0
+
+/* where a kick finds a fastcall's way back past its look at attn */
+	.section .data.rel.ro,"aw"
+	.p2align 3
+	.globl kr__img_fast_tails
+kr__img_fast_tails:
+	.quad kr__img_fastcall_chk, kr__img_fastcall_ret
+	.quad kr__img_fastcall_novec_chk, kr__img_fastcall_novec_ret
+	.quad kr__img_fastcall_nf_chk, kr__img_fastcall_nf_ret
+	.quad kr__img_fastcall_novec_nf_chk, kr__img_fastcall_novec_nf_ret
+	.text
 
 /* void kr__img_cpuid(void): a cpuid of a μprocess (rewrite.c), called by
  * its trampoline below the red zone: leaf in %eax, sub-leaf in %ecx; answers in
