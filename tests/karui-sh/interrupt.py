@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # karui-sh on a terminal (a pty): Ctrl-C and Ctrl-\ end the command running
 # in the foreground, μprocesses and child processes alike, with the status
-# bash gives (130, 131), and not the shell; at the prompt they do nothing.
+# bash gives (130, 131), and not the shell, a μprocess that makes no system
+# call too; at the prompt they do nothing.
 # A missed signal shows as a wait of 30 s and a failure, never a hang.
 #   interrupt.py KARUI-SH [EMULATOR...]   (an emulator: qemu-user)
 import os
@@ -74,6 +75,12 @@ interrupt("sleep 100", "\x03", 130, "ctrl_c_ends_a_sleeping_uproc_with_130")
 interrupt("cat | cat", "\x1c", 131, "ctrl_backslash_ends_a_pipeline_reading_the_terminal_with_131")
 interrupt(script, "\x03", 130, "ctrl_c_ends_a_child_process_too")
 interrupt("yes | cat >/dev/null", "\x03", 130, "ctrl_c_ends_a_busy_pipeline")
+# a μprocess that computes without making a system call (tests/uproc_probe.c;
+# not under an emulator, where the probe is built for another machine)
+probe = os.path.join(os.path.dirname(os.path.abspath(ksh)), "uproc_probe")
+if os.path.exists(probe) and len(cmd) == 1:
+    interrupt(probe + " loop-forever", "\x03", 130,
+              "ctrl_c_ends_a_uproc_that_makes_no_system_call")
 os.unlink(script)
 os.rmdir(os.path.dirname(script))
 send("exit 7\n")
