@@ -3,6 +3,7 @@
 #define KARUI_BENCH_EXP_H
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 #include "peers.h"
 
 int kb_karui_yield(const kb_args *a, kb_res *r);
@@ -102,6 +103,9 @@ typedef struct kb_http_opts {
 	void (*none)(const char *exp, const char *sys, const char *kind, const char *why);
 } kb_http_opts;
 void kb_run_http(const kb_http_opts *o);
+/* The CPU time process pid has used so far (with children: and its
+ * reaped children), in clock ticks, or -1. */
+long long kb_cpu_ticks(pid_t pid, int children);
 int kb_pthread_httpd(void); /* `karui-bench serve-pthread` */
 int kb_epoll_httpd(const char *threads); /* `karui-bench serve-epoll [THREADS]` */
 

@@ -213,26 +213,6 @@ static void stop(struct srv *s)
 	}
 }
 
-/* The CPU the process and its reaped children have used, in ticks, or -1. */
-static long long cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	unsigned long long ut, st;
-	long long cut, cst;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
-			 &ut, &st, &cut, &cst) != 4)
-		return -1;
-	return (long long)(ut + st) + cut + cst;
-}
-
 /* One wrk run: requests per second (-1: failed), *lat its mean latency in
  * ms, *n the requests it counted. */
 static double wrk(unsigned port, const char *prog, long conns, int secs, double *lat, long *n)
@@ -337,9 +317,9 @@ void kb_seed003_cgi(const kb_ctx *c)
 					sv[s].name, PROG_NAMES[i], r + 1, reps);
 				long n;
 				double l;
-				long long t0 = cpu_ticks(sv[s].pid);
+				long long t0 = kb_cpu_ticks(sv[s].pid, 1);
 				double x = wrk(sv[s].port, PROGS[i], conns, secs, &l, &n);
-				long long t1 = cpu_ticks(sv[s].pid);
+				long long t1 = kb_cpu_ticks(sv[s].pid, 1);
 				if (x <= 0 || l < 0)
 					continue;
 				rps[s][i][got[s][i]] = x;

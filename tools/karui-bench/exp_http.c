@@ -109,8 +109,7 @@ static void stop(struct server *s)
 	}
 }
 
-/* The CPU time the process has used so far, in clock ticks, or -1. */
-static long long cpu_ticks(pid_t pid)
+long long kb_cpu_ticks(pid_t pid, int children)
 {
 	char path[64], buf[1024];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -120,13 +119,15 @@ static long long cpu_ticks(pid_t pid)
 	size_t n = fread(buf, 1, sizeof buf - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	/* after the command's ")": state is field 3, utime and stime 14 and 15 */
+	/* after the command's ")": state is field 3, utime and stime 14 and
+	 * 15, the reaped children's cutime and cstime 16 and 17 */
 	char *p = strrchr(buf, ')');
 	unsigned long long ut, st;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
-			 &st) != 2)
+	long long cut = 0, cst = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld",
+			 &ut, &st, &cut, &cst) != 4)
 		return -1;
-	return (long long)(ut + st);
+	return (long long)(ut + st) + (children ? cut + cst : 0);
 }
 
 /* One wrk run: requests per second, or -1; *n: the requests it counted. */
@@ -214,9 +215,9 @@ void kb_run_http(const kb_http_opts *o)
 			fprintf(stderr, "karui-bench: http / %s (x = %d) round %d of %d ...\n",
 				sv[i].name, sv[i].x, r + 1, reps);
 			long n;
-			long long t0 = cpu_ticks(sv[i].pid);
+			long long t0 = kb_cpu_ticks(sv[i].pid, 0);
 			double x = wrk(sv[i].port, conns, secs, &n);
-			long long t1 = cpu_ticks(sv[i].pid);
+			long long t1 = kb_cpu_ticks(sv[i].pid, 0);
 			if (x > 0)
 				v[i][got[i]++] = x;
 			if (x > 0 && n > 0 && t0 >= 0 && t1 >= t0)
