@@ -1122,9 +1122,8 @@ static void addr_of(const struct sockaddr_in *a, char *out, size_t n)
 		snprintf(out, n, "127.0.0.1");
 }
 
-static void *conn(void *arg)
+static void *conn(struct conn *c)
 {
-	struct conn *c = arg;
 	struct sockaddr_in a;
 	socklen_t al = sizeof a;
 	if (getpeername(c->fd, (struct sockaddr *)&a, &al) == 0)
@@ -1196,6 +1195,19 @@ done:
 	kr_close(c->fd);
 	free(c);
 	return NULL;
+}
+
+/* serve_accept's: a connection's record, then conn. */
+static void *conn_of_fd(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct conn *c = calloc(1, sizeof *c);
+	if (!c) {
+		kr_close(fd);
+		return NULL;
+	}
+	c->fd = fd;
+	return conn(c);
 }
 
 /* ---------------------------------------------------------------- main */
@@ -1300,35 +1312,8 @@ int main(int argc, char **argv)
 		       "run as child processes from %s\n", O.dir);
 	fflush(stdout);
 	serve_stop_on_signal(ls);
-	kr_attr detached = {.stack_size = 256 * 1024, .flags = KR_MP_DETACHED};
-	uint64_t next_report = 0;
-	for (;;) {
-		int fd;
-		err = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, &fd);
-		if (__atomic_load_n(&serve_stopping, __ATOMIC_ACQUIRE)) {
-			if (!err)
-				kr_close(fd);
-			break;
-		}
-		if (err) {
-			if (kr_now() >= next_report) {
-				fprintf(stderr, "cgi_httpd: accept: %s\n", strerror(err));
-				next_report = kr_now() + 1000000000;
-			}
-			if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM)
-				kr_mp_sleep_for(50000000);
-			continue;
-		}
-		serve_nodelay(fd);
-		struct conn *c = calloc(1, sizeof *c);
-		kr_mp *m;
-		if (c)
-			c->fd = fd;
-		if (!c || kr_mp_create(&m, &detached, conn, c) != 0) {
-			free(c);
-			kr_close(fd);
-		}
-	}
+	unsigned long conns = 0;
+	serve_accept("cgi_httpd", ls, conn_of_fd, 256 * 1024, &conns);
 	printf("cgi_httpd: stopped after %lu requests: %lu programs run as μprocesses (%lu "
 	       "from kept images), %lu as child processes; %lu timed out, %lu crashed, %lu "
 	       "bad output, %lu cut\n",

@@ -113,34 +113,20 @@ static inline void serve_nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-/* Start karui, listen, and run fn(fd) in a detached microprocess with a
- * `stack`-byte stack for each accepted connection, until SIGINT/SIGTERM.
- * With --carea, karui runs with the C-area's allocator and finds its VP
- * count itself (one per processor it may use; karui/carea.h), --vps
- * ignored.  0, or 1 when karui or the socket could not start. */
-static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn fn,
-			size_t stack, unsigned long *conns)
+/* Run fn(fd) in a detached microprocess with a `stack`-byte stack for
+ * each connection accepted on ls, until SIGINT/SIGTERM
+ * (serve_stop_on_signal); *conns counts them. */
+static inline void serve_accept(const char *name, int ls, kr_mp_fn fn, size_t stack,
+				unsigned long *conns)
 {
-	serve_block_signals();
-	kr_config cfg = {.vps = o->carea ? 0 : o->vps, .alloc = o->carea ? &kr_carea : NULL};
-	int err = kr_init(&cfg);
-	if (err) {
-		fprintf(stderr, "%s: kr_init: %s\n", name, strerror(err));
-		return 1;
-	}
-	int ls = serve_listen(name, o->port);
-	if (ls < 0)
-		return 1;
-	serve_stop_on_signal(ls);
 	kr_attr detached = {.stack_size = stack, .flags = KR_MP_DETACHED};
 	uint64_t next_report = 0;
 	for (;;) {
-		int fd;
-		err = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, &fd);
+		int fd, err = kr_accept(ls, NULL, NULL, SOCK_CLOEXEC, &fd);
 		if (__atomic_load_n(&serve_stopping, __ATOMIC_ACQUIRE)) {
 			if (!err)
 				kr_close(fd);
-			return 0;
+			return;
 		}
 		if (err) {
 			if (kr_now() >= next_report) {
@@ -159,6 +145,28 @@ static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn f
 		else
 			(*conns)++;
 	}
+}
+
+/* Start karui, listen, and serve_accept until SIGINT/SIGTERM.  With
+ * --carea, karui runs with the C-area's allocator and finds its VP count
+ * itself (one per processor it may use; karui/carea.h), --vps ignored.
+ * 0, or 1 when karui or the socket could not start. */
+static inline int serve(const char *name, const struct serve_opts *o, kr_mp_fn fn,
+			size_t stack, unsigned long *conns)
+{
+	serve_block_signals();
+	kr_config cfg = {.vps = o->carea ? 0 : o->vps, .alloc = o->carea ? &kr_carea : NULL};
+	int err = kr_init(&cfg);
+	if (err) {
+		fprintf(stderr, "%s: kr_init: %s\n", name, strerror(err));
+		return 1;
+	}
+	int ls = serve_listen(name, o->port);
+	if (ls < 0)
+		return 1;
+	serve_stop_on_signal(ls);
+	serve_accept(name, ls, fn, stack, conns);
+	return 0;
 }
 
 #endif

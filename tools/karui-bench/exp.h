@@ -103,6 +103,11 @@ typedef struct kb_http_opts {
 	void (*none)(const char *exp, const char *sys, const char *kind, const char *why);
 } kb_http_opts;
 void kb_run_http(const kb_http_opts *o);
+/* Start the server at path with argv (and env, "NAME=value", if not
+ * NULL) in a child process whose stdout is the stream returned, where it
+ * says where it listens; NULL when it could not start (*pid, if > 0, is
+ * the child to reap). */
+FILE *kb_server_start(const char *path, char *const argv[], const char *env, pid_t *pid);
 /* The CPU time process pid has used so far (with children: and its
  * reaped children), in clock ticks, or -1. */
 long long kb_cpu_ticks(pid_t pid, int children);

@@ -136,19 +136,9 @@ static int start_karui(struct srv *s, const char *dir)
 	snprintf(cgi, sizeof cgi, "%s/cgi-bin", dir);
 	if (access(exe, X_OK) != 0 || access(cgi, X_OK) != 0)
 		return ENOENT;
-	int p[2];
-	if (pipe(p) != 0)
-		return errno;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		close(p[1]);
-		execl(exe, exe, "--cgi-dir", cgi, "--vps", "2", "--quiet", (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	FILE *f = fdopen(p[0], "r");
+	char *argv[] = {exe, "--cgi-dir", cgi, "--vps", "2", "--quiet", NULL};
+	pid_t pid;
+	FILE *f = kb_server_start(exe, argv, NULL, &pid);
 	char l1[256] = "", l2[512] = "";
 	int ok = pid > 0 && f && fgets(l1, sizeof l1, f) && fgets(l2, sizeof l2, f);
 	if (f)

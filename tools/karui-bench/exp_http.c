@@ -61,6 +61,28 @@ struct server {
 	unsigned port;
 };
 
+FILE *kb_server_start(const char *path, char *const argv[], const char *env, pid_t *pid)
+{
+	int p[2];
+	if (pipe(p) != 0)
+		return NULL;
+	*pid = fork();
+	if (*pid == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]);
+		if (env)
+			putenv((char *)env);
+		execv(path, argv);
+		_exit(127);
+	}
+	close(p[1]);
+	FILE *f = *pid > 0 ? fdopen(p[0], "r") : NULL;
+	if (!f)
+		close(p[0]);
+	return f;
+}
+
 /* Start a server; its first line says where it listens. */
 static int start(struct server *s, const char *dir)
 {
@@ -68,21 +90,9 @@ static int start(struct server *s, const char *dir)
 	snprintf(path, sizeof path, "%s/%s", dir, s->exe);
 	if (access(path, X_OK) != 0)
 		return ENOENT;
-	int p[2];
-	if (pipe(p) != 0)
-		return errno;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		close(p[1]);
-		if (s->env)
-			putenv((char *)s->env);
-		execl(path, path, s->arg1, s->arg2, s->arg3, (char *)NULL);
-		_exit(127);
-	}
-	close(p[1]);
-	FILE *f = fdopen(p[0], "r");
+	char *argv[] = {path, (char *)s->arg1, (char *)s->arg2, (char *)s->arg3, NULL};
+	pid_t pid;
+	FILE *f = kb_server_start(path, argv, s->env, &pid);
 	char line[256] = "";
 	if (pid < 0 || !f || !fgets(line, sizeof line, f)) {
 		if (f)
