@@ -108,6 +108,10 @@ void kb_run_http(const kb_http_opts *o);
  * says where it listens; NULL when it could not start (*pid, if > 0, is
  * the child to reap). */
 FILE *kb_server_start(const char *path, char *const argv[], const char *env, pid_t *pid);
+/* One `wrk -t1 -cCONNS -dSECS` run against http://127.0.0.1:PORT/PATH:
+ * requests per second (-1: it failed, or answers were not 2xx), *lat its
+ * mean latency in ms (-1: not said), *n the requests it counted. */
+double kb_wrk(unsigned port, const char *path, long conns, int secs, double *lat, long *n);
 /* The CPU time process pid has used so far (with children: and its
  * reaped children), in clock ticks, or -1. */
 long long kb_cpu_ticks(pid_t pid, int children);

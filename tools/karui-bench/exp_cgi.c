@@ -203,37 +203,6 @@ static void stop(struct srv *s)
 	}
 }
 
-/* One wrk run: requests per second (-1: failed), *lat its mean latency in
- * ms, *n the requests it counted. */
-static double wrk(unsigned port, const char *prog, long conns, int secs, double *lat, long *n)
-{
-	char cmd[512];
-	snprintf(cmd, sizeof cmd, "wrk -t1 -c%ld -d%ds http://127.0.0.1:%u/cgi-bin/%s 2>&1", conns,
-		 secs, port, prog);
-	FILE *p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	char line[256], unit[16];
-	double rps = -1, v;
-	int errors = 0;
-	*lat = -1;
-	*n = 0;
-	while (fgets(line, sizeof line, p)) {
-		long k;
-		if (!strncmp(line, "Requests/sec:", 13))
-			rps = strtod(line + 13, NULL);
-		else if (sscanf(line, " %ld requests in", &k) == 1)
-			*n = k;
-		else if (sscanf(line, " Latency %lf%15s", &v, unit) == 2)
-			*lat = !strcmp(unit, "us") ? v / 1000 : !strcmp(unit, "s") ? v * 1000
-				: !strcmp(unit, "m") ? v * 60000 : v;
-		if (strstr(line, "Non-2xx") || strstr(line, "Socket errors"))
-			errors = 1;
-	}
-	pclose(p);
-	return errors ? -1 : rps;
-}
-
 void kb_seed003_cgi(const kb_ctx *c)
 {
 	if (system("command -v wrk >/dev/null 2>&1") != 0) {
@@ -291,9 +260,11 @@ void kb_seed003_cgi(const kb_ctx *c)
 		for (int i = 0; i < NP && sv[s].up; i++) {
 			double lat;
 			long n;
+			char path[128];
+			snprintf(path, sizeof path, "cgi-bin/%s", PROGS[i]);
 			fprintf(stderr, "karui-bench: %s / %s %s warm-up ...\n", EXP, sv[s].name,
 				PROG_NAMES[i]);
-			wrk(sv[s].port, PROGS[i], conns, 1, &lat, &n);
+			kb_wrk(sv[s].port, path, conns, 1, &lat, &n);
 		}
 	double rps[2][NP][REPS_MAX], lat[2][NP][REPS_MAX], cpu[2][NP][REPS_MAX];
 	int got[2][NP] = {{0}}, gotc[2][NP] = {{0}};
@@ -307,8 +278,10 @@ void kb_seed003_cgi(const kb_ctx *c)
 					sv[s].name, PROG_NAMES[i], r + 1, reps);
 				long n;
 				double l;
+				char path[128];
+				snprintf(path, sizeof path, "cgi-bin/%s", PROGS[i]);
 				long long t0 = kb_cpu_ticks(sv[s].pid, 1);
-				double x = wrk(sv[s].port, PROGS[i], conns, secs, &l, &n);
+				double x = kb_wrk(sv[s].port, path, conns, secs, &l, &n);
 				long long t1 = kb_cpu_ticks(sv[s].pid, 1);
 				if (x <= 0 || l < 0)
 					continue;

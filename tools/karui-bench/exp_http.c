@@ -140,18 +140,18 @@ long long kb_cpu_ticks(pid_t pid, int children)
 	return (long long)(ut + st) + (children ? cut + cst : 0);
 }
 
-/* One wrk run: requests per second, or -1; *n: the requests it counted. */
-static double wrk(unsigned port, long conns, int secs, long *n)
+double kb_wrk(unsigned port, const char *path, long conns, int secs, double *lat, long *n)
 {
-	char cmd[256];
-	snprintf(cmd, sizeof cmd, "wrk -t1 -c%ld -d%ds http://127.0.0.1:%u/ 2>&1", conns, secs,
-		 port);
+	char cmd[512];
+	snprintf(cmd, sizeof cmd, "wrk -t1 -c%ld -d%ds http://127.0.0.1:%u/%s 2>&1", conns, secs,
+		 port, path);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return -1;
-	char line[256];
-	double rps = -1;
+	char line[256], unit[16];
+	double rps = -1, v;
 	int errors = 0;
+	*lat = -1;
 	*n = 0;
 	while (fgets(line, sizeof line, p)) {
 		long k;
@@ -159,6 +159,9 @@ static double wrk(unsigned port, long conns, int secs, long *n)
 			rps = strtod(line + 13, NULL);
 		else if (sscanf(line, " %ld requests in", &k) == 1)
 			*n = k;
+		else if (sscanf(line, " Latency %lf%15s", &v, unit) == 2)
+			*lat = !strcmp(unit, "us") ? v / 1000 : !strcmp(unit, "s") ? v * 1000
+				: !strcmp(unit, "m") ? v * 60000 : v;
 		if (strstr(line, "Non-2xx") || strstr(line, "Socket errors"))
 			errors = 1;
 	}
@@ -212,7 +215,8 @@ void kb_run_http(const kb_http_opts *o)
 		fprintf(stderr, "karui-bench: http / %s (x = %d) warm-up ...\n", sv[i].name,
 			sv[i].x);
 		long n;
-		wrk(sv[i].port, conns, 1, &n);
+		double lat;
+		kb_wrk(sv[i].port, "", conns, 1, &lat, &n);
 		up[i] = 1;
 	}
 	double v[NS][REPS_MAX], cpu[NS][REPS_MAX];
@@ -225,8 +229,9 @@ void kb_run_http(const kb_http_opts *o)
 			fprintf(stderr, "karui-bench: http / %s (x = %d) round %d of %d ...\n",
 				sv[i].name, sv[i].x, r + 1, reps);
 			long n;
+			double lat;
 			long long t0 = kb_cpu_ticks(sv[i].pid, 0);
-			double x = wrk(sv[i].port, conns, secs, &n);
+			double x = kb_wrk(sv[i].port, "", conns, secs, &lat, &n);
 			long long t1 = kb_cpu_ticks(sv[i].pid, 0);
 			if (x > 0)
 				v[i][got[i]++] = x;
