@@ -32,6 +32,10 @@ have_cmd rpcgen || want rpcsvc-proto
 [ -e /usr/share/dict/words ] || want wamerican
 # karui-sh's scripts are compared with dash's runs of them
 have_cmd dash || want dash
+# test_uproc compares threaded programs' output with their native runs
+have_cmd xz || want xz-utils
+have_cmd zstd || want zstd
+have_cmd pigz || want pigz
 # Go is a benchmark peer only; a toolchain already on the machine will do.
 have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
 # scripts/report's plots (its test too): the distribution's matplotlib, for

@@ -20,7 +20,8 @@
 #include "karui.h"
 #include "kt.h"
 
-static const char *probe; /* tests/uproc_probe, next to this program */
+static const char *probe;  /* tests/uproc_probe, next to this program */
+static const char *tprobe; /* and uthread_probe */
 
 static void start(unsigned vps)
 {
@@ -399,12 +400,11 @@ static void identity_changes_fail_with_eperm(void)
 }
 
 /* What a μprocess cannot do yet fails at once, with an errno, not a hang. */
-static void fork_and_threads_fail_with_a_clear_error(void)
+static void fork_fails_with_a_clear_error(void)
 {
 	start(1);
 	need_uprocs();
 	probe_says("fork", NULL, "ENOSYS\n");
-	probe_says("thread", NULL, "EAGAIN\n"); /* as when threads run out */
 	KT_EQ(kr_fini(), 0);
 }
 
@@ -2152,6 +2152,16 @@ static void handlers_run_as_natively(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A SIGCHLD handler runs at a child's end, with the child's pid and how it
+ * ended, as natively. */
+static void sigchld_runs_its_handler(void)
+{
+	start(2);
+	need_uprocs();
+	probe_like_native("sigchld", NULL);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* A fault in the μprocess's code runs its handler, which may siglongjmp
  * out (a NULL access, a division by zero, a stack overflow on the
  * alternate stack); a fault in the handler with its signal blocked is the
@@ -2294,14 +2304,158 @@ static void uprocs_signal_each_other_by_pid(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---- threads ---- */
+
+static int run_tprobe(const char *mode, const char *arg, const char *arg2, char **out)
+{
+	char *argv[] = {"uthread_probe", (char *)mode, (char *)arg, (char *)arg2, NULL};
+	return run(tprobe, argv, NULL, out, NULL);
+}
+
+/* std::thread, mutexes, condition variables, std::async, thread_local,
+ * barriers, tids, and signals to a thread and to the process: what a
+ * C++ program with threads prints natively, on 1 VP and on 2. */
+static void threads_run_as_natively(void)
+{
+	char cmd[4200], *out;
+	snprintf(cmd, sizeof cmd, "%s run", tprobe);
+	char *native = native_out(cmd);
+	KT_CHECK(strstr(native, "sum 80000\n") && strstr(native, "handled in the thread 1\n"));
+	for (unsigned vps = 1; vps <= 2; vps++) {
+		start(vps);
+		need_uprocs();
+		KT_EQ(run_tprobe("run", NULL, NULL, &out), 0);
+		if (strcmp(out, native))
+			fprintf(stderr, "  native:\n%s  as a μprocess (%u VPs):\n%s", native, vps, out);
+		KT_CHECK(strcmp(out, native) == 0);
+		free(out);
+		KT_EQ(kr_fini(), 0);
+	}
+	free(native);
+}
+
+/* exit in a thread ends the μprocess (its atexit handlers run, the main
+ * thread's join is cut short); a crash in a thread ends it by SIGSEGV;
+ * the main thread may end first (pthread_exit), the μprocess then ends
+ * with its last thread; an exec in the main thread ends the others; an
+ * exec in another thread is refused, said on stderr.  The host goes on. */
+static void a_thread_ends_itself_or_its_uproc(void)
+{
+	start(2);
+	need_uprocs();
+	char *out;
+	KT_EQ(run_tprobe("exit-in-thread", "5", NULL, &out), 5);
+	KT_CHECK(strcmp(out, "bye\n") == 0);
+	free(out);
+	KT_EQ(run_tprobe("crash-in-thread", NULL, NULL, &out), 128 + SIGSEGV);
+	free(out);
+	KT_EQ(run_tprobe("main-exits-first", NULL, NULL, &out), 0);
+	KT_CHECK(strcmp(out, "worker done\n") == 0);
+	free(out);
+	KT_EQ(run_tprobe("exec", "/bin/echo", "hi", &out), 0);
+	KT_CHECK(strcmp(out, "hi\n") == 0);
+	free(out);
+	KT_EQ(run_tprobe("exec-in-thread", "/bin/echo", NULL, &out), 0);
+	KT_CHECK(strcmp(out, "ENOSYS\n") == 0);
+	free(out);
+	need_uprocs();
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Threads that compute without system calls, on every VP: a kill ends
+ * them all, and the μprocess. */
+static void a_kill_ends_every_thread_of_a_uproc_that_computes(void)
+{
+	start(2);
+	need_uprocs();
+	for (int sig = SIGTERM; sig; sig = sig == SIGTERM ? SIGKILL : 0) {
+		char *argv[] = {"uthread_probe", "spin", "3", NULL};
+		kr_upipe *in, *out;
+		kr_uproc *up = spawn_piped(tprobe, argv, &in, &out);
+		KT_CHECK(strcmp(line_of(out), "spinning") == 0);
+		KT_EQ(kr_mp_sleep_for(20000000), 0);
+		KT_EQ(kr_uproc_kill(up, sig), 0);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up, &st), 0);
+		KT_EQ(st, 128 + sig);
+		KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	}
+	need_uprocs();
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Debian's threaded compressors and GNU sort, each with two threads of
+ * work, write what they write natively, byte for byte. */
+static void threaded_programs_give_what_they_give_natively(void)
+{
+	char dir[] = "/tmp/karui-uthr-XXXXXX", in[128];
+	KT_CHECK(mkdtemp(dir));
+	snprintf(in, sizeof in, "%s/in", dir);
+	FILE *f = fopen(in, "w");
+	KT_CHECK(f);
+	uint32_t x = 12345;
+	for (int i = 0; i < 60000; i++) { /* 1.5 MB of lines in no order */
+		x = x * 1103515245u + 12345u;
+		fprintf(f, "line %08x of the input, number %d\n", x, i);
+	}
+	KT_EQ(fclose(f), 0);
+	const char *progs[][8] = {
+		{"/usr/bin/xz", "-T2", "--block-size=256KiB", "-c", in},
+		{"/usr/bin/zstd", "-q", "-T2", "-B262144", "-c", in},
+		{"/usr/bin/pigz", "-p", "2", "-b", "128", "-c", in},
+		{"/usr/bin/sort", "--parallel=2", "-S", "100M", in},
+	};
+	start(2);
+	need_uprocs();
+	for (unsigned i = 0; i < sizeof progs / sizeof *progs; i++) {
+		if (access(progs[i][0], X_OK)) {
+			fprintf(stderr, "  %s: not installed, skipped\n", progs[i][0]);
+			continue;
+		}
+		char cmd[4200] = "", nat[160], mine[160];
+		snprintf(nat, sizeof nat, "%s/native", dir);
+		snprintf(mine, sizeof mine, "%s/uproc", dir);
+		for (int k = 0; progs[i][k]; k++)
+			snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s ", progs[i][k]);
+		snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "> %s", nat);
+		KT_EQ(system(cmd), 0);
+		int fd = open(mine, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		KT_CHECK(fd >= 0);
+		kr_uproc_attr a;
+		KT_EQ(kr_uproc_attr_init(&a), 0);
+		KT_EQ(kr_uproc_attr_fd_host(&a, 1, fd), 0);
+		kr_uproc *up;
+		KT_EQ(kr_uproc_spawn(&up, progs[i][0], (char *const *)progs[i], &a), 0);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up, &st), 0);
+		KT_EQ(st, 0);
+		KT_EQ(close(fd), 0);
+		snprintf(cmd, sizeof cmd, "cmp -s %s %s && test $(stat -c %%s %s) -gt 1000", nat, mine,
+			 mine);
+		if (system(cmd))
+			fprintf(stderr, "  %s: not what it writes natively\n", progs[i][0]);
+		KT_EQ(system(cmd), 0);
+		unlink(nat);
+		unlink(mine);
+	}
+	KT_EQ(kr_fini(), 0);
+	unlink(in);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	static char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 32);
 	KT_CHECK(n > 0);
 	self[n] = 0;
+	static char tself[4096];
+	strcpy(tself, self);
 	strcpy(strrchr(self, '/') + 1, "uproc_probe");
+	strcpy(strrchr(tself, '/') + 1, "uthread_probe");
 	probe = self;
+	tprobe = tself;
 	/* no test meets what an earlier run learnt (src/image/cache.c), but
 	 * the one that makes a cache directory of its own */
 	setenv("KARUI_CACHE_DIR", "", 1);
@@ -2313,7 +2467,7 @@ int main(int argc, char **argv)
 	KT_RUN(each_uproc_sees_a_pid_of_its_own);
 	KT_RUN(cwd_umask_and_environment_are_the_uprocs_own);
 	KT_RUN(identity_changes_fail_with_eperm);
-	KT_RUN(fork_and_threads_fail_with_a_clear_error);
+	KT_RUN(fork_fails_with_a_clear_error);
 	KT_RUN(scripts_and_setuid_programs_are_not_loaded);
 	KT_RUN(a_program_with_file_capabilities_is_not_loaded);
 	KT_RUN(too_many_arguments_are_refused);
@@ -2364,5 +2518,10 @@ int main(int argc, char **argv)
 	KT_RUN(a_kill_reaches_a_uproc_that_makes_no_system_call);
 	KT_RUN(a_storm_of_signals_loses_none_that_were_waited_for);
 	KT_RUN(uprocs_signal_each_other_by_pid);
+	KT_RUN(sigchld_runs_its_handler);
+	KT_RUN(threads_run_as_natively);
+	KT_RUN(a_thread_ends_itself_or_its_uproc);
+	KT_RUN(a_kill_ends_every_thread_of_a_uproc_that_computes);
+	KT_RUN(threaded_programs_give_what_they_give_natively);
 	return kt_finish();
 }

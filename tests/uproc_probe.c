@@ -93,6 +93,8 @@
  *                            whether the parent's locals and pid held
  *   uproc_probe vfork-return a vfork child that returns from the function
  *                            that called vfork (undefined behaviour)
+ *   uproc_probe sigchld      a SIGCHLD handler: a child's exit and a child
+ *                            killed, each's siginfo and wait status
  *   uproc_probe waits        wait4 and waitid: WNOHANG with a child still
  *                            running, WNOWAIT, a pid not its child
  * Signals, each a line per check (natively the same):
@@ -164,6 +166,41 @@
 #include <unistd.h>
 
 static void *nothing(void *a) { return a; }
+
+static volatile sig_atomic_t chld_n, chld_code, chld_status, chld_pid;
+static void on_chld(int sig, siginfo_t *si, void *uc)
+{
+	chld_n++;
+	chld_code = si->si_code;
+	chld_status = si->si_status;
+	chld_pid = si->si_pid;
+}
+
+/* SIGCHLD from a child that exits 7 and one that kills itself */
+static int sigchld(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_chld;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigaction(SIGCHLD, &sa, NULL);
+	char *cmds[] = {"exit 7", "kill -TERM $$"};
+	for (int i = 0; i < 2; i++) {
+		char *a[] = {"sh", "-c", cmds[i], NULL};
+		pid_t p;
+		int w, before = chld_n;
+		if (posix_spawn(&p, "/bin/sh", NULL, NULL, a, environ))
+			return 1;
+		waitpid(p, &w, 0);
+		for (int k = 0; k < 5000 && chld_n == before; k++)
+			usleep(1000);
+		printf("sigchld %d: code %s status %d pid %s; wait: %s %d\n", chld_n - before,
+		       chld_code == CLD_EXITED ? "exited" : chld_code == CLD_KILLED ? "killed" : "?",
+		       chld_status, chld_pid == p ? "the child's" : "another",
+		       WIFEXITED(w) ? "exited" : "signaled", WIFEXITED(w) ? WEXITSTATUS(w) : WTERMSIG(w));
+	}
+	return 0;
+}
 
 #if defined(__x86_64__) /* μprocesses are x86-64 only; regs is its code */
 /* One system call from a site of its own (probe_site) with known values
@@ -1424,6 +1461,8 @@ int main(int argc, char **argv)
 		printf("%s\n", p < 0 ? strerrorname_np(errno) : "forked");
 		return 0;
 	}
+	if (!strcmp(m, "sigchld"))
+		return sigchld();
 	if (!strcmp(m, "thread")) {
 		pthread_t t;
 		int e = pthread_create(&t, NULL, nothing, NULL);

@@ -51,17 +51,23 @@ static inline int plain_fd(const struct kr_uproc *up, long fd)
 										      : -1;
 }
 
-struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
+struct kr__fast kr__sys_fast(struct kr_uproc *img, long nr, const long *a)
 {
 	long r;
 	int h;
-	if (kr__img_trace || __atomic_load_n(&up->attn, __ATOMIC_RELAXED) || up->vchild)
+	/* the calling thread (the image's μprocess, img, may have several) */
+	struct kr__uthr *t = kr__uthr_cur();
+	struct kr_uproc *up = t->up;
+	(void)img;
+	if (kr__img_trace || __atomic_load_n(&t->attn, __ATOMIC_RELAXED) || up->vparent)
 		return (struct kr__fast){KR__SLOW, 0}; /* signals, a vfork child's call: the
 							  general path */
 	switch (nr) {
 	case SYS_getpid:
-	case SYS_gettid:
 		r = up->pid;
+		break;
+	case SYS_gettid:
+		r = t->tid;
 		break;
 	case SYS_getppid:
 		r = up->ppid;
@@ -95,17 +101,17 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 		if (a[3] != 8 || (set && a[0] != SIG_BLOCK && a[0] != SIG_UNBLOCK &&
 				  a[0] != SIG_SETMASK))
 			return (struct kr__fast){KR__SLOW, 0};
-		uint64_t m = up->sigmask, v;
+		uint64_t m = t->sigmask, v;
 		if ((set && kr__ucopy(&v, set, 8)) || (old && kr__ucopy(old, &m, 8)))
 			return (struct kr__fast){KR__SLOW, 0}; /* -EFAULT there */
 		if (set) {
-			__atomic_store_n(&up->sigmask,
+			__atomic_store_n(&t->sigmask,
 					 (a[0] == SIG_BLOCK     ? m | v
 					  : a[0] == SIG_UNBLOCK ? m & ~v
 								: v) &
 						 ~KR__UNBLOCKABLE,
 					 __ATOMIC_SEQ_CST);
-			kr__sig_recheck(up); /* delivered on the way back */
+			kr__sig_recheck(t); /* delivered on the way back */
 		}
 		r = 0;
 		break;
@@ -114,7 +120,7 @@ struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a)
 		return (struct kr__fast){KR__SLOW, 0};
 	}
 	up->nsys++;
-	return (struct kr__fast){r, up->fs};
+	return (struct kr__fast){r, t->fs};
 }
 
 /* ---- cpuid (rewrite.c) ----

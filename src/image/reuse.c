@@ -312,13 +312,13 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 	up->envp = NULL;
 	im->ld = up->ld;
 	memcpy(im->sig, up->sig, sizeof im->sig);
-	im->sigmask = up->sigmask;
-	im->altstack = up->altstack;
-	im->fs = up->fs;
+	im->sigmask = up->main.sigmask;
+	im->altstack = up->main.altstack;
+	im->fs = up->main.fs;
 	im->entry = entry;
 	im->rdx = (uint64_t)g[REG_RDX];
 	im->sp = (uint64_t)g[REG_RSP];
-	im->tidaddr = up->tidaddr;
+	im->tidaddr = up->main.tidaddr;
 	im->stk_lo = up->stk_lo;
 	im->stk_hi = up->stk_hi;
 	up->img = im;
@@ -373,7 +373,7 @@ int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, 
 		up->xmap[i].seeded = 0; /* sites learnt meanwhile: at its first trap */
 	up->stk_lo = im->stk_lo;
 	up->stk_hi = im->stk_hi;
-	up->tidaddr = im->tidaddr;
+	up->main.tidaddr = im->tidaddr;
 	up->img = im;
 	up->reused = 1;
 	kr__rw_rebind(up);
@@ -399,14 +399,14 @@ void kr__img_resume(struct kr_uproc *up, uintptr_t sp)
 	}
 	if (!up->sigkeep) { /* else what exec left it (uproc.c) */
 		memcpy(up->sig, im->sig, sizeof up->sig);
-		up->sigmask = im->sigmask;
-		up->altstack = im->altstack;
+		up->main.sigmask = im->sigmask;
+		up->main.altstack = im->altstack;
 	}
 	if (im->tidaddr && kr__rl_covers(&up->reg, im->tidaddr, im->tidaddr + 4))
 		*(int *)im->tidaddr = up->pid; /* the thread's tid, as glibc cached it */
-	up->fs = im->fs;
+	up->main.fs = im->fs;
 	if (sp != im->sp) /* the layout of the initial stack is the key's */
-		kr__uproc_end(up, 127);
+		kr__uproc_end(&up->main, 127);
 	kr__img_start(im->entry, sp, im->fs, im->rdx);
 }
 
@@ -519,7 +519,7 @@ int kr__img_keep(struct kr_uproc *up)
 	pthread_mutex_lock(&C.lock);
 	int keep = keep_locked();
 	pthread_mutex_unlock(&C.lock);
-	if (im->dirty || !up->exited || !keep) {
+	if (im->dirty || !up->exited || up->threaded || !keep) {
 		kr__img_drop(up);
 		return 0;
 	}

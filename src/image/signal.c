@@ -7,7 +7,12 @@
  * from its timer, kr_uproc_kill from outside and kill from another
  * μprocess (uproc.c) queue it (kr__sig_queue: a pending bit and what its
  * siginfo says; standard signals, one of each kind pending at a time), and
- * one it does not block sets its attn.  Every way back into its code reads
+ * one it does not block sets its attn.  With threads (thread.c), what is
+ * sent to the μprocess is pending for it, and set in the attn of the
+ * first thread that does not block it (target, as the kernel's
+ * complete_signal); what is sent to a thread (tgkill, raise, SIGPIPE, a
+ * fault) is that thread's; each thread has its own mask, and what it takes
+ * is its own first, then the μprocess's.  Every way back into its code reads
  * attn (gate.S): after a call served in a trap, after a call at a
  * rewritten site (through kr__img_deliver, which traps to get a frame),
  * after a fault; and a μprocess that makes no call is interrupted by a
@@ -98,14 +103,12 @@ _Static_assert(offsetof(ucontext_t, uc_sigmask) == offsetof(struct kuc, sigmask)
 
 static inline void lock(struct kr_uproc *up)
 {
-	while (__atomic_exchange_n(&up->siglock, 1, __ATOMIC_ACQUIRE))
-		while (__atomic_load_n(&up->siglock, __ATOMIC_RELAXED))
-			__builtin_ia32_pause();
+	kr__spin_lock(&up->siglock);
 }
 
 static inline void unlock(struct kr_uproc *up)
 {
-	__atomic_store_n(&up->siglock, 0, __ATOMIC_RELEASE);
+	kr__spin_unlock(&up->siglock);
 }
 
 static int ignored(const struct kr_uproc *up, int sig)
@@ -114,27 +117,61 @@ static int ignored(const struct kr_uproc *up, int sig)
 	return sig != SIGKILL && (h == (uint64_t)SIG_IGN || (h == (uint64_t)SIG_DFL && !kr__sig_ends(sig)));
 }
 
-int kr__sig_queue(struct kr_uproc *up, int sig, int code, pid_t pid, uint64_t addr)
+/* The thread a signal for the μprocess goes to, as the kernel's
+ * complete_signal chooses: the first that does not block it, else the
+ * first (where it waits, pending, until one unblocks it); NULL when every
+ * thread has ended.  Under the layer's lock. */
+static struct kr__uthr *target(struct kr_uproc *up, uint64_t bit)
+{
+	struct kr__uthr *first = NULL;
+	KR__FOR_THREADS(up, o) {
+		if (__atomic_load_n(&o->gone, __ATOMIC_RELAXED))
+			continue;
+		if (!(__atomic_load_n(&o->sigmask, __ATOMIC_SEQ_CST) & bit))
+			return o;
+		if (!first)
+			first = o;
+	}
+	return first;
+}
+
+struct kr__uthr *kr__sig_queue(struct kr_uproc *up, struct kr__uthr *t, int sig, int code,
+			       pid_t pid, uint64_t addr)
 {
 	uint64_t bit = BIT(sig);
-	int wake = 0;
+	struct kr__uthr *to, *w = NULL;
 	lock(up);
+	to = t ? t : target(up, bit);
+	if (!to) {
+		unlock(up);
+		return NULL;
+	}
+	int blocked = !!(__atomic_load_n(&to->sigmask, __ATOMIC_SEQ_CST) & bit);
 	/* an ignored signal is dropped, unless blocked: its disposition may
 	 * change by the time it is unblocked */
-	if (!(__atomic_load_n(&up->sigmask, __ATOMIC_SEQ_CST) & bit) && ignored(up, sig)) {
+	if (!blocked && ignored(up, sig)) {
 		unlock(up);
-		return 0;
+		return NULL;
 	}
-	if (!(__atomic_load_n(&up->sigpending, __ATOMIC_RELAXED) & bit))
-		up->sigi[sig] = (struct kr__sigi){code, pid, (int)getuid(), addr};
-	__atomic_fetch_or(&up->sigpending, bit, __ATOMIC_SEQ_CST);
-	if (!(__atomic_load_n(&up->sigmask, __ATOMIC_SEQ_CST) & bit)) {
-		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
-		wake = 1;
+	uint64_t *pend = t ? &t->sigpending : &up->sigpending;
+	struct kr__sigi *si = t ? t->sigi : up->sigi;
+	if (!(__atomic_load_n(pend, __ATOMIC_RELAXED) & bit))
+		si[sig] = (struct kr__sigi){code, pid, (int)getuid(), addr};
+	__atomic_fetch_or(pend, bit, __ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&to->sigmask, __ATOMIC_SEQ_CST) & bit)) {
+		__atomic_store_n(&to->attn, 1, __ATOMIC_SEQ_CST);
+		w = to;
+	} else if (t) {
+		if (__atomic_load_n(&t->waitset, __ATOMIC_SEQ_CST) & bit)
+			w = t;
+	} else {
+		KR__FOR_THREADS(up, o)
+			if (!w && !__atomic_load_n(&o->gone, __ATOMIC_RELAXED) &&
+			    (__atomic_load_n(&o->waitset, __ATOMIC_SEQ_CST) & bit))
+				w = o;
 	}
-	wake |= !!(__atomic_load_n(&up->waitset, __ATOMIC_SEQ_CST) & bit);
 	unlock(up);
-	return wake;
+	return w;
 }
 
 static void fill_info(siginfo_t *si, int sig, const struct kr__sigi *i)
@@ -145,46 +182,71 @@ static void fill_info(siginfo_t *si, int sig, const struct kr__sigi *i)
 	if (i->code == SI_USER || i->code == SI_TKILL || i->code == SI_QUEUE) {
 		si->si_pid = i->pid;
 		si->si_uid = (uid_t)i->uid;
+	} else if (sig == SIGCHLD && (i->code == CLD_EXITED || i->code == CLD_KILLED)) {
+		si->si_pid = i->pid; /* a child's end (uproc.c): addr its status */
+		si->si_uid = (uid_t)i->uid;
+		si->si_status = (int)i->addr;
 	} else if (i->addr) {
 		si->si_addr = (void *)i->addr;
 	}
 }
 
-/* Take sig off the pending set: its siginfo.  Under the lock. */
-static void take(struct kr_uproc *up, int sig, siginfo_t *si)
+/* What is pending for t: its own and its μprocess's. */
+static inline uint64_t pending(const struct kr__uthr *t)
 {
-	fill_info(si, sig, &up->sigi[sig]);
-	__atomic_fetch_and(&up->sigpending, ~BIT(sig), __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&t->sigpending, __ATOMIC_SEQ_CST) |
+	       __atomic_load_n(&t->up->sigpending, __ATOMIC_SEQ_CST);
 }
 
-int kr__sig_take(struct kr_uproc *up, uint64_t set, siginfo_t *si)
+/* Take sig off the pending set, its own first (as the kernel dequeues):
+ * its siginfo.  Under the lock. */
+static void take(struct kr__uthr *t, int sig, siginfo_t *si)
 {
-	lock(up);
-	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) & set;
+	struct kr_uproc *up = t->up;
+	if (__atomic_load_n(&t->sigpending, __ATOMIC_SEQ_CST) & BIT(sig)) {
+		fill_info(si, sig, &t->sigi[sig]);
+		__atomic_fetch_and(&t->sigpending, ~BIT(sig), __ATOMIC_SEQ_CST);
+	} else {
+		fill_info(si, sig, &up->sigi[sig]);
+		__atomic_fetch_and(&up->sigpending, ~BIT(sig), __ATOMIC_SEQ_CST);
+	}
+}
+
+int kr__sig_take(struct kr__uthr *t, uint64_t set, siginfo_t *si)
+{
+	lock(t->up);
+	uint64_t p = pending(t) & set;
 	int sig = p ? __builtin_ctzll(p) + 1 : 0;
 	if (sig)
-		take(up, sig, si);
-	unlock(up);
-	kr__sig_rearm(up);
+		take(t, sig, si);
+	unlock(t->up);
+	kr__sig_rearm(t);
 	return sig;
 }
 
-void kr__sig_rearm(struct kr_uproc *up)
+/* Its μprocess ends, or an exec in another thread ends it. */
+static inline int told_to_end(const struct kr__uthr *t)
 {
-	__atomic_store_n(&up->attn, 0, __ATOMIC_SEQ_CST);
-	if ((__atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) &
-	     ~__atomic_load_n(&up->sigmask, __ATOMIC_SEQ_CST)) ||
-	    up->restart || up->sigreturn || up->has_saved_mask)
-		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&t->up->dying, __ATOMIC_SEQ_CST) ||
+	       __atomic_load_n(&t->stop, __ATOMIC_SEQ_CST);
+}
+
+void kr__sig_rearm(struct kr__uthr *t)
+{
+	__atomic_store_n(&t->attn, 0, __ATOMIC_SEQ_CST);
+	if ((pending(t) & ~__atomic_load_n(&t->sigmask, __ATOMIC_SEQ_CST)) || t->restart ||
+	    t->sigreturn || t->has_saved_mask || told_to_end(t))
+		__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The lowest pending signal it does not block: its action, taken off the
  * pending set unless it ends the μprocess.  0: none. */
 enum { ACT_NONE, ACT_END, ACT_IGNORE, ACT_HANDLER };
-static int next(struct kr_uproc *up, int *sig, siginfo_t *si, struct sigaction_k *ka)
+static int next(struct kr__uthr *t, int *sig, siginfo_t *si, struct sigaction_k *ka)
 {
+	struct kr_uproc *up = t->up;
 	lock(up);
-	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) & ~up->sigmask;
+	uint64_t p = pending(t) & ~t->sigmask;
 	if (!p) {
 		unlock(up);
 		return ACT_NONE;
@@ -196,7 +258,7 @@ static int next(struct kr_uproc *up, int *sig, siginfo_t *si, struct sigaction_k
 		unlock(up);
 		return ACT_END;
 	}
-	take(up, s, si);
+	take(t, s, si);
 	if (h == (uint64_t)SIG_DFL || h == (uint64_t)SIG_IGN) {
 		unlock(up);
 		return ACT_IGNORE;
@@ -210,14 +272,18 @@ static int next(struct kr_uproc *up, int *sig, siginfo_t *si, struct sigaction_k
 	return ACT_HANDLER;
 }
 
-void kr__sig_fatal(struct kr_uproc *up)
+void kr__sig_fatal(struct kr__uthr *t)
 {
-	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) & ~up->sigmask;
+	if (told_to_end(t)) {
+		kr__uthr_end(t, 0, KR__END_THREAD);
+		__builtin_unreachable();
+	}
+	uint64_t p = pending(t) & ~t->sigmask;
 	for (; p; p &= p - 1) {
 		int sig = __builtin_ctzll(p) + 1;
-		uint64_t h = __atomic_load_n(&up->sig[sig].handler, __ATOMIC_RELAXED);
+		uint64_t h = __atomic_load_n(&t->up->sig[sig].handler, __ATOMIC_RELAXED);
 		if (sig == SIGKILL || (h == (uint64_t)SIG_DFL && kr__sig_ends(sig))) {
-			kr__uproc_end(up, 128 + sig);
+			kr__uthr_end(t, 128 + sig, KR__END_KILLED);
 			__builtin_unreachable();
 		}
 	}
@@ -245,12 +311,12 @@ int kr__sig_ucode(struct kr_uproc *up, uintptr_t ip)
 {
 	vdso_find();
 	return (ip >= vdso_lo && ip < __atomic_load_n(&vdso_hi, __ATOMIC_ACQUIRE)) ||
-	       kr__rl_covers(&up->reg, ip, ip + 1);
+	       kr__rl_covers(&kr__mm(up)->reg, ip, ip + 1);
 }
 
-static int on_altstack(const struct kr_uproc *up, uintptr_t sp)
+static int on_altstack(const struct kr__uthr *t, uintptr_t sp)
 {
-	const stack_t *a = &up->altstack;
+	const stack_t *a = &t->altstack;
 	return !(a->ss_flags & SS_DISABLE) && sp > (uintptr_t)a->ss_sp &&
 	       sp <= (uintptr_t)a->ss_sp + a->ss_size;
 }
@@ -352,22 +418,22 @@ static int fp_restore(uint8_t *kfp, const void *u)
 
 /* The handler of sig enters at uc, from the context uc holds: 0, or -1
  * when its frame cannot be written (then nothing changed). */
-static int setup_frame(struct kr_uproc *up, ucontext_t *uc, int sig, const siginfo_t *si,
+static int setup_frame(struct kr__uthr *t, ucontext_t *uc, int sig, const siginfo_t *si,
 		       const struct sigaction_k *ka, uint64_t oldmask)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
 	uintptr_t isp = (uintptr_t)g[REG_RSP], sp = isp;
-	int on = on_altstack(up, isp);
-	int swit = (ka->flags & SA_ONSTACK) && !(up->altstack.ss_flags & SS_DISABLE) && !on;
+	int on = on_altstack(t, isp);
+	int swit = (ka->flags & SA_ONSTACK) && !(t->altstack.ss_flags & SS_DISABLE) && !on;
 	if (!(ka->flags & KSA_RESTORER))
 		return -1;
-	sp = swit ? (uintptr_t)up->altstack.ss_sp + up->altstack.ss_size : sp - 128;
+	sp = swit ? (uintptr_t)t->altstack.ss_sp + t->altstack.ss_size : sp - 128;
 	/* karui's own frames (the trap's, with the kernel's frame uc is in)
 	 * may be on that stack below it: the handler's frame goes below them,
 	 * and below what deliver's calls may yet use */
 	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
 	if (here < sp && sp - here < ((uintptr_t)1 << 20) &&
-	    (!swit || here >= (uintptr_t)up->altstack.ss_sp))
+	    (!swit || here >= (uintptr_t)t->altstack.ss_sp))
 		sp = here - 16384;
 	const uint8_t *kfp = (const uint8_t *)uc->uc_mcontext.fpregs;
 	size_t fsz = kfp ? fp_size(kfp) : 0;
@@ -376,16 +442,16 @@ static int setup_frame(struct kr_uproc *up, ucontext_t *uc, int sig, const sigin
 	sp = ((sp - sizeof(struct kframe)) & ~(uintptr_t)15) - 8;
 	if (sp > isp && !swit)
 		return -1; /* wrapped */
-	if (!kr__rl_covers(&up->reg, sp, fp + fsz))
+	if (!kr__rl_covers(&kr__mm(t->up)->reg, sp, fp + fsz))
 		return -1; /* not its memory: karui writes nothing there */
 	struct kframe f;
 	memset(&f, 0, sizeof f);
 	f.pretcode = ka->restorer;
 	f.uc.flags = 0x7 & (uint64_t)uc->uc_flags; /* UC_FP_XSTATE, UC_SIGCONTEXT_SS, _STRICT_ */
-	f.uc.stack = up->altstack;
-	f.uc.stack.ss_flags = (up->altstack.ss_flags & SS_DISABLE) ? SS_DISABLE
+	f.uc.stack = t->altstack;
+	f.uc.stack.ss_flags = (t->altstack.ss_flags & SS_DISABLE) ? SS_DISABLE
 			      : on ? SS_ONSTACK
-				   : (int)(up->altstack.ss_flags & (int)SS_AUTODISARM);
+				   : (int)(t->altstack.ss_flags & (int)SS_AUTODISARM);
 	if (f.uc.stack.ss_flags == SS_DISABLE)
 		f.uc.stack.ss_sp = NULL, f.uc.stack.ss_size = 0;
 	memcpy(f.uc.gregs, g, sizeof f.uc.gregs);
@@ -394,8 +460,8 @@ static int setup_frame(struct kr_uproc *up, ucontext_t *uc, int sig, const sigin
 	f.info = *si;
 	if (kr__ucopy((void *)sp, &f, sizeof f) || (kfp && kr__ucopy((void *)fp, kfp, fsz)))
 		return -1;
-	if (swit && (up->altstack.ss_flags & (int)SS_AUTODISARM))
-		up->altstack = (stack_t){.ss_flags = SS_DISABLE};
+	if (swit && (t->altstack.ss_flags & (int)SS_AUTODISARM))
+		t->altstack = (stack_t){.ss_flags = SS_DISABLE};
 	g[REG_RIP] = (greg_t)ka->handler;
 	g[REG_RSP] = (greg_t)sp;
 	g[REG_RDI] = sig;
@@ -409,15 +475,16 @@ static int setup_frame(struct kr_uproc *up, ucontext_t *uc, int sig, const sigin
 /* rt_sigreturn: the context at the μprocess's %rsp (the restorer popped
  * the frame's return address) into uc.  0, or -1: not a frame it may
  * return to. */
-static int sig_return(struct kr_uproc *up, ucontext_t *uc)
+static int sig_return(struct kr__uthr *t, ucontext_t *uc)
 {
+	struct kr_uproc *up = t->up;
 	greg_t *g = uc->uc_mcontext.gregs;
 	struct kuc f;
 	if (kr__ucopy(&f, (const void *)g[REG_RSP], sizeof f))
 		return -1;
 	uint64_t ip = f.gregs[REG_RIP], sp = f.gregs[REG_RSP];
 	if ((int64_t)ip != ((int64_t)(ip << 16) >> 16) || !kr__sig_ucode(up, ip) ||
-	    !kr__rl_covers(&up->reg, sp - 1, sp))
+	    !kr__rl_covers(&kr__mm(up)->reg, sp - 1, sp))
 		return -1;
 	uint8_t *kfp = (uint8_t *)uc->uc_mcontext.fpregs;
 	if (kfp && fp_restore(kfp, (const void *)f.fpregs))
@@ -436,48 +503,55 @@ static int sig_return(struct kr_uproc *up, ucontext_t *uc)
 	g[REG_CR2] = cr2;
 	/* its alternate stack as the frame says, if it may be set (the
 	 * kernel ignores an error there) */
-	if (!on_altstack(up, sp)) {
+	if (!on_altstack(t, sp)) {
 		stack_t ss = f.stack;
 		int mode = ss.ss_flags & (int)~SS_AUTODISARM;
 		if (mode == SS_DISABLE)
-			up->altstack = (stack_t){.ss_flags = SS_DISABLE};
+			t->altstack = (stack_t){.ss_flags = SS_DISABLE};
 		else if (mode == 0 && ss.ss_size >= (size_t)MINSIGSTKSZ)
-			up->altstack = (stack_t){ss.ss_sp, ss.ss_flags & (int)SS_AUTODISARM, ss.ss_size};
+			t->altstack = (stack_t){ss.ss_sp, ss.ss_flags & (int)SS_AUTODISARM, ss.ss_size};
 	}
-	up->has_saved_mask = 0;
-	__atomic_store_n(&up->sigmask, f.sigmask & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
+	t->has_saved_mask = 0;
+	__atomic_store_n(&t->sigmask, f.sigmask & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
 /* The call that returned -EINTR, again: its instruction (the syscall, or
  * a rewritten site's jump), %rax its number. */
-static void rewind_call(struct kr_uproc *up, greg_t *g)
+static void rewind_call(struct kr__uthr *t, greg_t *g)
 {
 	g[REG_RIP] -= 2;
-	g[REG_RAX] = up->sys_nr;
+	g[REG_RAX] = t->sys_nr;
 }
 
-/* Deliver into uc (a context of the μprocess's code) what is to be
- * delivered: KR__BACK_AGAIN, or KR__BACK_DIE with *status its end. */
-static int deliver(struct kr_uproc *up, ucontext_t *uc, int *status)
+/* Deliver into uc (a context of the thread's code) what is to be
+ * delivered: KR__BACK_AGAIN, or KR__BACK_DIE with *status and *how its
+ * end (kr__uthr_end's). */
+static int deliver(struct kr__uthr *t, ucontext_t *uc, int *status, int *how)
 {
 	greg_t *g = uc->uc_mcontext.gregs;
-	if (up->sigreturn) {
-		up->sigreturn = 0;
-		if (sig_return(up, uc)) {
+	if (told_to_end(t)) {
+		*status = 0;
+		*how = KR__END_THREAD;
+		return KR__BACK_DIE;
+	}
+	*how = KR__END_KILLED;
+	if (t->sigreturn) {
+		t->sigreturn = 0;
+		if (sig_return(t, uc)) {
 			*status = 128 + SIGSEGV;
 			return KR__BACK_DIE;
 		}
 	}
-	int restart = up->restart;
-	up->restart = 0;
+	int restart = t->restart;
+	t->restart = 0;
 	if (restart && g[REG_RAX] != -EINTR)
 		restart = 0;
 	for (;;) {
 		int sig;
 		siginfo_t si;
 		struct sigaction_k ka;
-		int act = next(up, &sig, &si, &ka);
+		int act = next(t, &sig, &si, &ka);
 		if (act == ACT_NONE)
 			break;
 		if (act == ACT_END) {
@@ -488,32 +562,32 @@ static int deliver(struct kr_uproc *up, ucontext_t *uc, int *status)
 			continue;
 		if (restart) {
 			if (restart == KR__RESTART_SA && (ka.flags & SA_RESTART))
-				rewind_call(up, g);
+				rewind_call(t, g);
 			restart = 0;
 		}
-		uint64_t old = up->has_saved_mask ? up->saved_mask : up->sigmask;
-		if (setup_frame(up, uc, sig, &si, &ka, old)) {
+		uint64_t old = t->has_saved_mask ? t->saved_mask : t->sigmask;
+		if (setup_frame(t, uc, sig, &si, &ka, old)) {
 			*status = 128 + SIGSEGV;
 			return KR__BACK_DIE;
 		}
-		up->has_saved_mask = 0;
-		uint64_t m = up->sigmask | ka.mask | ((ka.flags & SA_NODEFER) ? 0 : BIT(sig));
-		__atomic_store_n(&up->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
+		t->has_saved_mask = 0;
+		uint64_t m = t->sigmask | ka.mask | ((ka.flags & SA_NODEFER) ? 0 : BIT(sig));
+		__atomic_store_n(&t->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
 	}
 	if (restart) /* no handler ran: the call goes on */
-		rewind_call(up, g);
-	if (up->has_saved_mask) {
-		up->has_saved_mask = 0;
-		__atomic_store_n(&up->sigmask, up->saved_mask, __ATOMIC_SEQ_CST);
+		rewind_call(t, g);
+	if (t->has_saved_mask) {
+		t->has_saved_mask = 0;
+		__atomic_store_n(&t->sigmask, t->saved_mask, __ATOMIC_SEQ_CST);
 	}
-	kr__sig_rearm(up);
+	kr__sig_rearm(t);
 	return KR__BACK_AGAIN;
 }
 
 /* The context that the way back interrupted at uc returns to: uc itself
  * in the μprocess's code; the frame a return in gate.S goes through; or
  * NULL, where karui's code has yet to look at attn (or cannot deliver). */
-static ucontext_t *resolve(struct kr_uproc *up, ucontext_t *uc)
+static ucontext_t *resolve(struct kr__uthr *t, ucontext_t *uc)
 {
 	for (int depth = 0; depth < 8; depth++) {
 		greg_t *g = uc->uc_mcontext.gregs;
@@ -527,7 +601,10 @@ static ucontext_t *resolve(struct kr_uproc *up, ucontext_t *uc)
 			for (unsigned i = 0; i < 8; i++)
 				if (ip == kr__img_fast_tails[i])
 					return kr__sig_uret(g) ? NULL : uc;
-			return kr__sig_ucode(up, ip) ? uc : NULL;
+			/* kr__img_yield's calls are the thread's, as its code's */
+			if (ip == (uintptr_t)kr__img_yield_ret || ip == (uintptr_t)kr__img_yield_end)
+				return uc;
+			return kr__sig_ucode(t->up, ip) ? uc : NULL;
 		}
 		/* a frame of the kernel's, on a stack karui's code runs on */
 		if (kr__uprobe(uc, sizeof *uc, 1))
@@ -539,32 +616,55 @@ static ucontext_t *resolve(struct kr_uproc *up, ucontext_t *uc)
 /* The way back (gate.S: kr__img_back), with the VP's thread pointer and
  * ALLOW: what attn says is delivered into the context uc returns to.  A
  * signal that ends the μprocess redirects uc to its end. */
+/* The thread's time slice ended (uproc.c's ticker): it enters
+ * kr__img_yield as a handler, which yields its VP and returns through its
+ * rt_sigreturn, its mask and state as they were.  A frame that cannot be
+ * written leaves it running. */
+static void preempt(struct kr__uthr *t, ucontext_t *uc)
+{
+	static const struct sigaction_k ka = {.handler = (uint64_t)(uintptr_t)kr__img_yield,
+					      .flags = KSA_RESTORER,
+					      .restorer = (uint64_t)(uintptr_t)kr__img_yield};
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	setup_frame(t, uc, 0, &si, &ka, t->sigmask);
+}
+
 __attribute__((used)) int kr__img_signal(ucontext_t *uc)
 {
-	struct kr_uproc *up = kr__uproc_self();
-	if (!up || !kr__sig_intr(up))
+	struct kr__uthr *t = kr__uthr_self();
+	int pre = kr__img_preempted();
+	if (!t || (!pre && !__atomic_load_n(&t->attn, __ATOMIC_SEQ_CST)))
 		return KR__BACK_NOW;
-	ucontext_t *t = resolve(up, uc);
-	if (!t)
+	ucontext_t *to = resolve(t, uc);
+	if (!to)
 		return KR__BACK_NOW;
-	int status, r = deliver(up, t, &status);
+	if (pre && !__atomic_load_n(&t->attn, __ATOMIC_SEQ_CST)) {
+		preempt(t, to);
+		return KR__BACK_AGAIN;
+	}
+	int status, how, r = deliver(t, to, &status, &how);
+	if (pre && r == KR__BACK_AGAIN)
+		preempt(t, to);
 	if (r == KR__BACK_DIE) {
 		greg_t *g = uc->uc_mcontext.gregs;
-		g[REG_RIP] = (greg_t)(uintptr_t)kr__uproc_end;
-		g[REG_RSP] = (greg_t)(up->die_sp - 8);
-		g[REG_RDI] = (greg_t)(uintptr_t)up;
+		g[REG_RIP] = (greg_t)(uintptr_t)kr__uthr_end;
+		g[REG_RSP] = (greg_t)(t->die_sp - 8);
+		g[REG_RDI] = (greg_t)(uintptr_t)t;
 		g[REG_RSI] = status;
+		g[REG_RDX] = how;
 	}
 	return r;
 }
 
-int kr__sig_fault(struct kr_uproc *up, ucontext_t *uc, const siginfo_t *si)
+int kr__sig_fault(struct kr__uthr *t, ucontext_t *uc, const siginfo_t *si)
 {
+	struct kr_uproc *up = t->up;
 	int sig = si->si_signo;
 	lock(up);
 	uint64_t h = up->sig[sig].handler;
 	struct sigaction_k ka = up->sig[sig];
-	int run = !(up->sigmask & BIT(sig)) && h != (uint64_t)SIG_DFL && h != (uint64_t)SIG_IGN;
+	int run = !(t->sigmask & BIT(sig)) && h != (uint64_t)SIG_DFL && h != (uint64_t)SIG_IGN;
 	if (run && (ka.flags & SA_RESETHAND)) {
 		up->sig[sig].handler = (uint64_t)SIG_DFL;
 		up->sig[sig].flags &= ~(uint64_t)SA_SIGINFO;
@@ -572,11 +672,11 @@ int kr__sig_fault(struct kr_uproc *up, ucontext_t *uc, const siginfo_t *si)
 	unlock(up);
 	if (!run)
 		return 0;
-	uint64_t old = up->sigmask;
-	if (setup_frame(up, uc, sig, si, &ka, old))
+	uint64_t old = t->sigmask;
+	if (setup_frame(t, uc, sig, si, &ka, old))
 		return 0;
 	uint64_t m = old | ka.mask | ((ka.flags & SA_NODEFER) ? 0 : BIT(sig));
-	__atomic_store_n(&up->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
-	kr__sig_rearm(up);
+	__atomic_store_n(&t->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
+	kr__sig_rearm(t);
 	return 1;
 }

@@ -16,7 +16,8 @@
  * paths, the working directory, poll, pipes), sys_kfd.c (eventfd,
  * timerfd, memfd, inotify, epoll), sys_net.c (sockets), sys_mem.c (what
  * it maps), sys_sig.c (signals, its timer, kill), sys_task.c (its
- * identity, its one thread, its sleeps, its end).  Four kinds of calls:
+ * identity, its sleeps, its end), sys_exec.c (exec, vfork, wait4),
+ * thread.c (its threads, futexes).  Four kinds of calls:
  *  - the μprocess's own state, emulated: its fds, working directory,
  *    umask, pid, thread pointer, signal dispositions and mask, brk;
  *  - its end: exit, exit_group, a signal whose default action ends it;
@@ -29,8 +30,8 @@
  *    uname, getrandom, ...), passed to the kernel;
  * and what a μprocess may not do: calls on the whole process's
  * identity (setuid and the like: EPERM) and those not done yet (fork,
- * exec, threads, and any call not listed: ENOSYS, with one line on the
- * μprocess's stderr for the ones a program means to use).
+ * and any call not listed: ENOSYS, with one line on the μprocess's
+ * stderr for the ones a program means to use).
  *
  * Every pointer a μprocess passes is its own word: what karui reads or
  * writes there goes through uaccess.S (GET, PUT, kr__ustr, kr__uprobe),
@@ -198,16 +199,24 @@ static const char
 	N_OWN[] = "on its own mappings (its stack among them) only",
 	N_BRK[] = "never grows (`malloc` maps instead)",
 	N_PID[] = "its own pid (above any real pid: 4,194,304 and up)",
+	N_TID[] = "the calling thread's own id (the first thread's is the pid); "
+		  "`set_tid_address`: the word its end clears and wakes (`pthread_join`)",
 	N_PPID[] = "the host's pid",
-	N_ARCH[] = "`ARCH_SET_FS` / `ARCH_GET_FS`: its own thread pointer; the rest `EINVAL`",
+	N_ARCH[] = "`ARCH_SET_FS` / `ARCH_GET_FS`: the calling thread's own thread pointer; the "
+		   "rest `EINVAL`",
 	N_PRCTL[] = "`PR_SET_NAME`, `PR_SET_PDEATHSIG`, `PR_SET_DUMPABLE`: accepted and "
 		    "ignored; `PR_GET_DUMPABLE`: 1; the rest `EINVAL`",
-	N_ROBUST[] = "accepted (one thread)",
+	N_ROBUST[] = "accepted; the list is not walked when a thread ends (a robust mutex its "
+		     "owner left locked by ending is not marked `EOWNERDEAD`)",
 	N_RSEQ[] = "`ENOSYS` (the C library then does without)",
-	N_FUTEX[] = "one thread: a wake wakes no one; a wait whose word has changed returns "
-		    "`EAGAIN`, else waits until its timeout (`ETIMEDOUT`; relative for "
-		    "`FUTEX_WAIT`, absolute on either clock for `FUTEX_WAIT_BITSET`), for ever "
-		    "without one; `kr_uproc_kill` ends the wait",
+	N_FUTEX[] = "karui's, keyed by address (one address space: private and shared "
+		    "futexes alike, between threads and between μprocesses that map the word at "
+		    "the same address): `FUTEX_WAIT` and `FUTEX_WAIT_BITSET` park the calling "
+		    "thread's microprocess, `EAGAIN` when the word has changed, until a wake, the "
+		    "timeout (`ETIMEDOUT`; relative for `FUTEX_WAIT`, absolute on either clock "
+		    "for `FUTEX_WAIT_BITSET`) or a signal (`EINTR`); `FUTEX_WAKE`, "
+		    "`FUTEX_WAKE_BITSET`, `FUTEX_REQUEUE`, `FUTEX_CMP_REQUEUE` as the kernel's; "
+		    "the PI and `FUTEX_WAKE_OP` operations: `ENOSYS`",
 	N_SIGS[] = "its own dispositions, mask and alternate stack, which decide what its "
 		   "signals do as in the kernel: a handler runs on its stack or alternate stack "
 		   "(`SA_ONSTACK`), in an rt signal frame as the kernel's (siginfo, ucontext with "
@@ -234,7 +243,10 @@ static const char
 	N_SIGWAIT[] = "takes a pending signal of its set (its siginfo written), waiting for "
 		      "one within the timeout (`EAGAIN`); a signal it does not block ends the "
 		      "wait (`EINTR`)",
-	N_EXIT[] = "its end, with that status",
+	N_EXIT[] = "the end of the calling thread: its `set_tid_address` word cleared and "
+		   "woken; the μprocess's end, with that status, when it was the last",
+	N_EXITG[] = "its end, with that status: every thread of it ends as it comes back from "
+		    "karui (a wait cut short, a thread that computes interrupted)",
 	N_SLEEP[] = "a sleep that parks its microprocess",
 	N_YIELD[] = "`kr_mp_yield`",
 	N_PASS[] = "passed",
@@ -253,9 +265,14 @@ static const char
 		   "ends first, it is a zombie and the parent goes on likewise. `fork`, and "
 		   "`clone` without `CLONE_VM`: `ENOSYS`, and one line on its stderr: `karui: "
 		   "fork is not supported in a μprocess yet` (its memory is in the host's "
-		   "address space); `clone` of a thread: `EAGAIN`, silently: `pthread_create` "
-		   "fails as when threads run out, and programs that can (GNU sort) go on with "
-		   "one",
+		   "address space). `clone` of a thread (`CLONE_VM | CLONE_FS | CLONE_FILES | "
+		   "CLONE_SIGHAND | CLONE_THREAD`, as `pthread_create`): another thread of the "
+		   "μprocess, a microprocess of its own that starts from the call with the "
+		   "stack and thread pointer it gives and every other register as the "
+		   "caller's, `%rax` 0; its tid a fresh id, its signal mask the caller's; "
+		   "`CLONE_SETTLS`, `CLONE_PARENT_SETTID`, `CLONE_CHILD_SETTID`, "
+		   "`CLONE_CHILD_CLEARTID` as the kernel's; a thread without `CLONE_FS` or "
+		   "`CLONE_FILES`: `EINVAL`",
 	N_CLONE3[] = "`ENOSYS` (the C library tries `clone` next)",
 	N_EXEC[] = "its image replaced by the new program's (a kept image of it, or a fresh "
 		   "load), the old one released only once the new one is loaded: the same pid, "
@@ -271,9 +288,10 @@ static const char
 		   "the old image running",
 	N_WAIT[] = "its children (of `vfork` and `clone`): one by pid or any, `WNOHANG`, "
 		   "`WNOWAIT` (`waitid`), the status encoded as the kernel's, the rusage "
-		   "zeroed; `ECHILD` when it has none. A child's end would send it SIGCHLD, "
-		   "whose default action is to ignore it; with SIGCHLD ignored (or "
-		   "`SA_NOCLDWAIT`) its children are collected at their end, as in the kernel";
+		   "zeroed; `ECHILD` when it has none. A child's end sends it SIGCHLD "
+		   "(`CLD_EXITED` or `CLD_KILLED`, the child's pid and status), whose default "
+		   "action is to ignore it; with SIGCHLD ignored (or `SA_NOCLDWAIT`) its "
+		   "children are collected at their end, as in the kernel";
 
 /* ---------------- the table ---------------- */
 
@@ -425,8 +443,8 @@ static const struct sysent {
 	E(munlock, kr__sys_on_own, N_OWN),
 	E(brk, kr__sys_brk, N_BRK),
 	E(getpid, kr__sys_getpid, N_PID),
-	E(gettid, kr__sys_getpid, N_PID),
-	E(set_tid_address, kr__sys_set_tid_address, N_PID),
+	E(gettid, kr__sys_gettid, N_TID),
+	E(set_tid_address, kr__sys_set_tid_address, N_TID),
 	E(getppid, kr__sys_getppid, N_PPID),
 	E(arch_prctl, kr__sys_arch_prctl, N_ARCH),
 	E(prctl, kr__sys_prctl, N_PRCTL),
@@ -448,7 +466,7 @@ static const struct sysent {
 	E(rt_sigsuspend, kr__sys_sigsuspend, N_PAUSE),
 	E(rt_sigtimedwait, kr__sys_sigtimedwait, N_SIGWAIT),
 	E(exit, kr__sys_exit, N_EXIT),
-	E(exit_group, kr__sys_exit, N_EXIT),
+	E(exit_group, kr__sys_exit, N_EXITG),
 	E(nanosleep, kr__sys_nanosleep, N_SLEEP),
 	E(clock_nanosleep, kr__sys_clock_nanosleep, N_SLEEP),
 	E(sched_yield, kr__sys_sched_yield, N_YIELD),
@@ -574,21 +592,21 @@ static int restarts(long nr, const long a[6])
  * back (signal.c), where a call that a signal cut short (-EINTR: its
  * wait ended by kr_uproc_kill's cancel or killfd) restarts or fails, as
  * the kernel decides. */
-long kr__sys(struct kr_uproc *up, long nr, long a[6])
+long kr__sys(struct kr__uthr *t, long nr, long a[6])
 {
-	if (kr__sig_intr(up))
-		kr__sig_fatal(up);
-	up->sys_nr = nr;
+	if (__atomic_load_n(&t->attn, __ATOMIC_SEQ_CST))
+		kr__sig_fatal(t);
+	t->sys_nr = nr;
 	const struct sysent *e = nr >= 0 && nr < NR_MAX ? bynr[nr] : NULL;
-	long r = e ? e->h(up, nr, a) : -ENOSYS;
+	long r = e ? e->h(t->up, nr, a) : -ENOSYS;
 	if (r == -ECANCELED) /* a karui wait's word for it (kr_mp_cancel) */
 		r = -EINTR;
-	if (r == -EINTR && (up->restart = restarts(nr, a))) {
-		int k = __atomic_load_n(&up->killfd, __ATOMIC_ACQUIRE);
+	if (r == -EINTR && (t->restart = restarts(nr, a))) {
+		int k = __atomic_load_n(&t->killfd, __ATOMIC_ACQUIRE);
 		uint64_t v;
 		if (k >= 0) /* what woke a wait in the kernel is spent */
 			(void)!read(k, &v, sizeof v);
-		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
 	}
 	return r;
 }

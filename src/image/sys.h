@@ -102,15 +102,18 @@ kr__sys_fn kr__sys_sigaction, kr__sys_sigprocmask, kr__sys_sigpending, kr__sys_s
 	kr__sys_tgkill, kr__sys_pause, kr__sys_sigsuspend, kr__sys_sigtimedwait,
 	kr__sys_sigreturn;
 /* A call's own signal mask for its wait (epoll_pwait's, ppoll's,
- * pselect6's: a sigset_t of `size` bytes at umask, or none): the μprocess's is kept in *saved, to
- * put back with kr__sigmask_pop.  0, -EINVAL, -EFAULT. */
+ * pselect6's: a sigset_t of `size` bytes at umask, or none): the calling
+ * thread's is kept in *saved, to put back with kr__sigmask_pop.  0, -EINVAL, -EFAULT. */
 long kr__sigmask_push(struct kr_uproc *up, long umask, long size, uint64_t *saved);
 void kr__sigmask_pop(struct kr_uproc *up, uint64_t saved);
 
-/* ---- sys_task.c: its identity, its one thread, its waits and its end ---- */
-kr__sys_fn kr__sys_getpid, kr__sys_getppid, kr__sys_set_tid_address, kr__sys_arch_prctl,
-	kr__sys_prctl, kr__sys_prlimit64, kr__sys_exit, kr__sys_nanosleep,
-	kr__sys_clock_nanosleep, kr__sys_sched_yield, kr__sys_futex, kr__sys_setid;
+/* ---- sys_task.c: its identity, its waits and its end ---- */
+kr__sys_fn kr__sys_getpid, kr__sys_gettid, kr__sys_getppid, kr__sys_set_tid_address,
+	kr__sys_arch_prctl, kr__sys_prctl, kr__sys_prlimit64, kr__sys_exit, kr__sys_nanosleep,
+	kr__sys_clock_nanosleep, kr__sys_sched_yield, kr__sys_setid;
+
+/* ---- thread.c: its threads' futexes ---- */
+kr__sys_fn kr__sys_futex;
 
 /* ---- sys_exec.c: exec, vfork, fork, and waits for children ---- */
 kr__sys_fn kr__sys_fork, kr__sys_execve, kr__sys_wait4, kr__sys_waitid;

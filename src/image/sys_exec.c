@@ -264,9 +264,11 @@ static long exec_(struct kr_uproc *up, long dirfd, uintptr_t upath, uintptr_t ua
 		if ((r = vec_add(&argv, "", 0)))
 			goto out;
 	}
-	r = kr__uproc_exec(up, hostdir, path, argv.v, envp.v); /* takes the vectors */
+	r = kr__uproc_exec(kr__uthr_self(), hostdir, path, argv.v, envp.v); /* takes the vectors */
 	argv = envp = (struct vec){0};
-	if (r == -EADDRINUSE) { /* not an answer execve has */
+	if (r == -ENOSYS) {
+		kr__say(up, "exec from a thread other than the first");
+	} else if (r == -EADDRINUSE) { /* not an answer execve has */
 		kr__say(up, "exec of a program that is not position-independent, whose link "
 			    "address another μprocess holds");
 		r = -ENOEXEC;
@@ -303,7 +305,7 @@ long kr__sys_fork(struct kr_uproc *up, long nr, long a[6])
 		ctid = (uintptr_t)a[3];
 		tls = (uint64_t)a[4];
 		if (flags & CLONE_THREAD)
-			return -EAGAIN; /* no more threads: programs that can go on with one */
+			return kr__thr_clone(kr__uthr_self(), flags, stack, ptid, ctid, tls);
 	}
 	if ((flags & (CLONE_VM | CLONE_VFORK)) != (CLONE_VM | CLONE_VFORK)) {
 		kr__say(up, "fork");
@@ -315,7 +317,7 @@ long kr__sys_fork(struct kr_uproc *up, long nr, long a[6])
 		kr__say(up, "clone with shared tables or namespaces");
 		return -EINVAL;
 	}
-	long r = kr__uproc_vfork(up, flags, stack, ptid, ctid, tls);
+	long r = kr__uproc_vfork(kr__uthr_self(), flags, stack, ptid, ctid, tls);
 	if (r == -ENOSYS)
 		kr__say(up, "vfork from a rewritten call site");
 	return r;

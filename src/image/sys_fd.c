@@ -198,13 +198,14 @@ static int is_tty(int fd)
 	return tcgetattr(fd, &t) == 0;
 }
 
-/* The μprocess's killfd (uproc.h), made now if it has none; -1 if no
- * eventfd can be had (the wait is then one kr_uproc_kill cannot end). */
-static int kill_fd(struct kr_uproc *up)
+/* The calling thread's killfd (uproc.h), made now if it has none; -1 if
+ * no eventfd can be had (the wait is then one kr_uproc_kill cannot end). */
+static int kill_fd(void)
 {
-	int k = __atomic_load_n(&up->killfd, __ATOMIC_ACQUIRE);
+	struct kr__uthr *t = kr__uthr_self();
+	int k = __atomic_load_n(&t->killfd, __ATOMIC_ACQUIRE);
 	if (k < 0 && (k = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) >= 0)
-		__atomic_store_n(&up->killfd, k, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&t->killfd, k, __ATOMIC_SEQ_CST);
 	return k;
 }
 
@@ -225,8 +226,8 @@ long kr__fd_wait(struct kr_uproc *up, struct kr__ufile *f, short events, uint64_
 	}
 	/* a host file it may share, on the epoll back end: not karui's I/O,
 	 * which would make it O_NONBLOCK (rw) */
-	int k = kill_fd(up);
-	if (kr__sig_intr(up))
+	int k = kill_fd();
+	if (kr__sig_intr())
 		return -EINTR;
 	struct pollfd pf[2] = {{.fd = f->hostfd, .events = events}, {.fd = k, .events = POLLIN}};
 	int n;
@@ -292,7 +293,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 			return -EFAULT;
 		long r = kr__upipe_rw(f->pipe, write, buf, len);
 		if (r == -EPIPE)
-			kr__uproc_signal(up, SIGPIPE);
+			kr__uproc_signal(SIGPIPE);
 		return r;
 	}
 	long r;
@@ -304,8 +305,8 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 			 * file others may share: karui's epoll back end would set it.
 			 * A read waits in poll first, beside the killfd, so that
 			 * kr_uproc_kill can end the wait. */
-			int k = write ? -1 : kill_fd(up);
-			if (kr__sig_intr(up))
+			int k = write ? -1 : kill_fd();
+			if (kr__sig_intr())
 				return -EINTR;
 			struct pollfd pf[2] = {{.fd = f->hostfd, .events = POLLIN}, {.fd = k, .events = POLLIN}};
 			kr_blocking_begin();
@@ -331,7 +332,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 		r = r < 0 ? -errno : r;
 	}
 	if (r == -EPIPE)
-		kr__uproc_signal(up, SIGPIPE);
+		kr__uproc_signal(SIGPIPE);
 	return r;
 }
 
@@ -350,7 +351,7 @@ long kr__sys_rwv(struct kr_uproc *up, long nr, long a[6])
 	if (f && f->own == KR__OWN_SOCK) { /* one call, as the kernel's, waiting once */
 		long r = kr__sock_rwv(up, f, iov, cnt, nr == SYS_writev);
 		if (r == -EPIPE)
-			kr__uproc_signal(up, SIGPIPE);
+			kr__uproc_signal(SIGPIPE);
 		return r;
 	}
 	long total = 0;
@@ -692,7 +693,7 @@ long kr__sys_ppoll(struct kr_uproc *up, long nr, long a[6])
 	long r = kr__sigmask_push(up, a[3], a[4], &saved);
 	if (r)
 		return r;
-	r = kr__sig_intr(up)
+	r = kr__sig_intr()
 		    ? -EINTR /* a signal its mask let through */
 		    : poll_(up, (struct pollfd *)a[0], (unsigned long)a[1], ms);
 	kr__sigmask_pop(up, saved);
@@ -809,7 +810,7 @@ long kr__sys_pselect6(struct kr_uproc *up, long nr, long a[6])
 	long r = kr__sigmask_push(up, sig.set, sig.size, &saved);
 	if (r)
 		return r;
-	r = kr__sig_intr(up)
+	r = kr__sig_intr()
 		    ? -EINTR /* a signal its mask let through */
 		    : select_(up, a[0], (long[3]){a[1], a[2], a[3]}, end);
 	kr__sigmask_pop(up, saved);

@@ -143,7 +143,7 @@ long kr__sys_epoll_wait(struct kr_uproc *up, long nr, long a[6])
 	if (r)
 		return r;
 	for (;;) {
-		if (kr__sig_intr(up)) {
+		if (kr__sig_intr()) {
 			r = -EINTR; /* a signal its mask let through */
 			break;
 		}

@@ -253,7 +253,7 @@ static long xfer(struct kr_uproc *up, struct kr__ufile *f, struct xfer *x, size_
 		if (done)
 			return (long)done;
 		if (r == -EPIPE && send && !(x->flags & MSG_NOSIGNAL))
-			kr__uproc_signal(up, SIGPIPE);
+			kr__uproc_signal(SIGPIPE);
 		return r;
 	}
 }

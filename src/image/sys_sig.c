@@ -42,15 +42,20 @@ long kr__sys_sigaction(struct kr_uproc *up, long nr, long a[6])
 		return -EFAULT;
 	if (act) {
 		na.mask &= ~KR__UNBLOCKABLE;
-		while (__atomic_exchange_n(&up->siglock, 1, __ATOMIC_ACQUIRE)) /* senders */
-			;
+		uint64_t keep = ~((uint64_t)1 << (sig - 1));
+		int drop = na.handler == (uint64_t)SIG_IGN ||
+			   (na.handler == (uint64_t)SIG_DFL && !kr__sig_ends((int)sig));
+		kr__uproc_lock(); /* its threads */
+		kr__spin_lock(&up->siglock); /* against senders */
 		up->sig[sig] = na;
-		/* a pending signal now ignored is dropped */
-		if (na.handler == (uint64_t)SIG_IGN ||
-		    (na.handler == (uint64_t)SIG_DFL && !kr__sig_ends((int)sig)))
-			__atomic_fetch_and(&up->sigpending, ~((uint64_t)1 << (sig - 1)),
-					   __ATOMIC_SEQ_CST);
-		__atomic_store_n(&up->siglock, 0, __ATOMIC_RELEASE);
+		/* a pending signal now ignored is dropped, its threads' too */
+		if (drop) {
+			__atomic_fetch_and(&up->sigpending, keep, __ATOMIC_SEQ_CST);
+			KR__FOR_THREADS(up, o)
+				__atomic_fetch_and(&o->sigpending, keep, __ATOMIC_SEQ_CST);
+		}
+		kr__spin_unlock(&up->siglock);
+		kr__uproc_unlock();
 	}
 	return 0;
 }
@@ -62,7 +67,8 @@ long kr__sys_sigprocmask(struct kr_uproc *up, long nr, long a[6])
 	uint64_t *old = (uint64_t *)a[2];
 	if (size != 8)
 		return -EINVAL;
-	uint64_t m = up->sigmask, s;
+	struct kr__uthr *t = kr__uthr_self();
+	uint64_t m = t->sigmask, s;
 	if ((set && GET(s, set)) || (old && PUT(old, m)))
 		return -EFAULT;
 	if (!set)
@@ -80,14 +86,15 @@ long kr__sys_sigprocmask(struct kr_uproc *up, long nr, long a[6])
 	default:
 		return -EINVAL;
 	}
-	__atomic_store_n(&up->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
-	kr__sig_recheck(up);
+	__atomic_store_n(&t->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
+	kr__sig_recheck(t);
 	return 0;
 }
 
 long kr__sigmask_push(struct kr_uproc *up, long umask, long size, uint64_t *saved)
 {
-	*saved = up->sigmask;
+	struct kr__uthr *t = kr__uthr_self();
+	*saved = t->sigmask;
 	if (!umask)
 		return 0;
 	uint64_t m;
@@ -95,8 +102,8 @@ long kr__sigmask_push(struct kr_uproc *up, long umask, long size, uint64_t *save
 		return -EINVAL;
 	if (GET(m, umask))
 		return -EFAULT;
-	__atomic_store_n(&up->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
-	kr__sig_recheck(up);
+	__atomic_store_n(&t->sigmask, m & ~KR__UNBLOCKABLE, __ATOMIC_SEQ_CST);
+	kr__sig_recheck(t);
 	return 0;
 }
 
@@ -105,19 +112,25 @@ long kr__sigmask_push(struct kr_uproc *up, long umask, long size, uint64_t *save
  * kernel's saved_sigmask. */
 void kr__sigmask_pop(struct kr_uproc *up, uint64_t saved)
 {
-	if (__atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) & ~up->sigmask & saved) {
-		up->saved_mask = saved;
-		up->has_saved_mask = 1;
-		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+	struct kr__uthr *t = kr__uthr_self();
+	uint64_t p = __atomic_load_n(&t->sigpending, __ATOMIC_SEQ_CST) |
+		     __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST);
+	if (p & ~t->sigmask & saved) {
+		t->saved_mask = saved;
+		t->has_saved_mask = 1;
+		__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
 		return;
 	}
-	__atomic_store_n(&up->sigmask, saved, __ATOMIC_SEQ_CST);
-	kr__sig_recheck(up);
+	__atomic_store_n(&t->sigmask, saved, __ATOMIC_SEQ_CST);
+	kr__sig_recheck(t);
 }
 
 long kr__sys_sigpending(struct kr_uproc *up, long nr, long a[6])
 {
-	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_RELAXED) & up->sigmask;
+	struct kr__uthr *t = kr__uthr_self();
+	uint64_t p = (__atomic_load_n(&t->sigpending, __ATOMIC_RELAXED) |
+		      __atomic_load_n(&up->sigpending, __ATOMIC_RELAXED)) &
+		     t->sigmask;
 	return PUT(a[0], p);
 }
 
@@ -127,9 +140,10 @@ long kr__sys_sigaltstack(struct kr_uproc *up, long nr, long a[6])
 {
 	const stack_t *uss = (const stack_t *)a[0];
 	stack_t *uold = (stack_t *)a[1];
-	stack_t ss, old = up->altstack;
-	int on = !(old.ss_flags & SS_DISABLE) && up->usp > (uintptr_t)old.ss_sp &&
-		 up->usp <= (uintptr_t)old.ss_sp + old.ss_size;
+	struct kr__uthr *t = kr__uthr_self();
+	stack_t ss, old = t->altstack;
+	int on = !(old.ss_flags & SS_DISABLE) && t->usp > (uintptr_t)old.ss_sp &&
+		 t->usp <= (uintptr_t)old.ss_sp + old.ss_size;
 	if (on)
 		old.ss_flags = SS_ONSTACK | (old.ss_flags & (int)SS_AUTODISARM);
 	if (uss && GET(ss, uss))
@@ -150,7 +164,7 @@ long kr__sys_sigaltstack(struct kr_uproc *up, long nr, long a[6])
 	if (uold && PUT(uold, old))
 		return -EFAULT;
 	if (uss)
-		up->altstack = ss;
+		t->altstack = ss;
 	return 0;
 }
 
@@ -168,7 +182,7 @@ static void *alarm_main(void *arg)
 			uint64_t every = __atomic_load_n(&al->every, __ATOMIC_RELAXED);
 			__atomic_compare_exchange_n(&al->at, &at, every ? at + every : 0, 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-			kr__uproc_kill_pid(up->pid, SIGALRM, SI_KERNEL, 0);
+			kr__uproc_kill_pid(up->pid, 0, SIGALRM, SI_KERNEL, 0);
 		} else {
 			kr_mp_park_until(at ? at : KR_FOREVER);
 		}
@@ -270,51 +284,53 @@ long kr__sys_alarm(struct kr_uproc *up, long nr, long a[6])
 
 /* ---------------- signals it sends ---------------- */
 
-/* To itself or to another μprocess of the host (its pid). */
-static long send_to(struct kr_uproc *up, long pid, long sig, int code)
+/* To itself or to another μprocess of the host (its pid), or (tid) to a
+ * thread of that μprocess (tgid pid) or of whichever (pid 0). */
+static long send_to(struct kr_uproc *up, long pid, long tid, long sig, int code)
 {
 	if (sig < 0 || sig > 64)
 		return -EINVAL;
-	if (pid == up->pid) {
-		if (sig)
-			kr__sig_queue(up, (int)sig, code, up->pid, 0);
+	if (pid == up->pid && !tid) {
+		kr__uproc_send(up, NULL, (int)sig, code, up->pid);
 		return 0;
 	}
-	if (pid <= 0 || pid > INT_MAX)
+	if (pid < 0 || pid > INT_MAX || tid < 0 || tid > INT_MAX || (!pid && !tid))
 		return -ESRCH;
-	return kr__uproc_kill_pid((pid_t)pid, (int)sig, code, up->pid);
+	return kr__uproc_kill_pid((pid_t)pid, (pid_t)tid, (int)sig, code, up->pid);
 }
 
 long kr__sys_kill(struct kr_uproc *up, long nr, long a[6])
 {
 	long pid = (int)a[0];
 	/* its process group (0): itself; a group -N: the μprocess N alone */
-	return send_to(up, pid == 0 ? up->pid : pid < -1 ? -pid : pid == -1 ? 0 : pid, (int)a[1],
-		    SI_USER);
+	return send_to(up, pid == 0 ? up->pid : pid < -1 ? -pid : pid == -1 ? 0 : pid, 0,
+		       (int)a[1], SI_USER);
 }
 
 long kr__sys_tkill(struct kr_uproc *up, long nr, long a[6])
 {
-	return send_to(up, (int)a[0], (int)a[1], SI_TKILL);
+	return (int)a[0] <= 0 ? -EINVAL : send_to(up, 0, (int)a[0], (int)a[1], SI_TKILL);
 }
 
 long kr__sys_tgkill(struct kr_uproc *up, long nr, long a[6])
 {
-	return (int)a[0] == (int)a[1] ? send_to(up, (int)a[1], (int)a[2], SI_TKILL) : -ESRCH;
+	if ((int)a[0] <= 0 || (int)a[1] <= 0)
+		return -EINVAL;
+	return send_to(up, (int)a[0], (int)a[1], (int)a[2], SI_TKILL);
 }
 
 /* ---------------- waits for signals ---------------- */
 
 /* Until a signal is to be delivered (kr__sig_queue's cancel wakes it). */
-static void wait_intr(struct kr_uproc *up)
+static void wait_intr(void)
 {
-	while (!kr__sig_intr(up))
+	while (!kr__sig_intr())
 		kr_mp_park_cancellable_until(KR_FOREVER);
 }
 
 long kr__sys_pause(struct kr_uproc *up, long nr, long a[6])
 {
-	wait_intr(up);
+	wait_intr();
 	return -EINTR;
 }
 
@@ -324,7 +340,7 @@ long kr__sys_sigsuspend(struct kr_uproc *up, long nr, long a[6])
 	long r = kr__sigmask_push(up, a[0], a[1], &saved);
 	if (r)
 		return r;
-	wait_intr(up);
+	wait_intr();
 	kr__sigmask_pop(up, saved);
 	return -EINTR;
 }
@@ -348,13 +364,14 @@ long kr__sys_sigtimedwait(struct kr_uproc *up, long nr, long a[6])
 	uint64_t deadline = a[2] ? kr_now() + (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec
 				 : KR_FOREVER;
 	int sig;
-	__atomic_store_n(&up->waitset, set, __ATOMIC_SEQ_CST);
-	while (!(sig = kr__sig_take(up, set, &si)) && !kr__sig_intr(up))
+	struct kr__uthr *th = kr__uthr_self();
+	__atomic_store_n(&th->waitset, set, __ATOMIC_SEQ_CST);
+	while (!(sig = kr__sig_take(th, set, &si)) && !kr__sig_intr())
 		if (kr_mp_park_cancellable_until(deadline) == ETIMEDOUT)
 			break;
-	__atomic_store_n(&up->waitset, 0, __ATOMIC_SEQ_CST);
-	if (!sig && !(sig = kr__sig_take(up, set, &si)))
-		return kr__sig_intr(up) ? -EINTR : -EAGAIN;
+	__atomic_store_n(&th->waitset, 0, __ATOMIC_SEQ_CST);
+	if (!sig && !(sig = kr__sig_take(th, set, &si)))
+		return kr__sig_intr() ? -EINTR : -EAGAIN;
 	if (a[1] && PUT(a[1], si))
 		return -EFAULT;
 	return sig;
@@ -364,7 +381,8 @@ long kr__sys_sigtimedwait(struct kr_uproc *up, long nr, long a[6])
  * (signal.c). */
 long kr__sys_sigreturn(struct kr_uproc *up, long nr, long a[6])
 {
-	up->sigreturn = 1;
-	__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+	struct kr__uthr *t = kr__uthr_self();
+	t->sigreturn = 1;
+	__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }

@@ -1,20 +1,17 @@
 /*
  * karui image layer — a μprocess's system calls on itself as a task: its
- * identity (pid, parent, name, limits), its one thread (thread pointer,
- * futexes), its sleeps and its end.  The calls that make processes
- * (fork, vfork, clone, exec, wait4) are sys_exec.c's.
+ * identity (pid, tid, parent, name, limits), its thread pointer, its
+ * sleeps and its end.  The calls that make processes (fork, vfork,
+ * clone, exec, wait4) are sys_exec.c's; threads and futexes thread.c's.
  *
  * A μprocess has a pid of its own (above any real pid), and the host's
- * pid is its parent's.  It has one thread, its microprocess: a futex wake
- * finds nobody, and a futex wait or a sleep parks the microprocess alone
- * until its timeout or kr_uproc_kill.  Its thread pointer is kept here
- * and installed whenever it runs (uproc.c).  Threads are not done yet:
- * a call to make one fails as when threads run out (sys_exec.c), so that
- * programs that can go on with one.
+ * pid is its parent's; each of its threads a tid (the first's is the
+ * pid).  A sleep parks the calling thread's microprocess alone until its
+ * time or a signal.  A thread's thread pointer is kept here and installed
+ * whenever it runs (uproc.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <linux/futex.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -36,6 +33,11 @@ long kr__sys_getpid(struct kr_uproc *up, long nr, long a[6])
 	return up->pid;
 }
 
+long kr__sys_gettid(struct kr_uproc *up, long nr, long a[6])
+{
+	return kr__uthr_self()->tid;
+}
+
 long kr__sys_getppid(struct kr_uproc *up, long nr, long a[6])
 {
 	return up->ppid;
@@ -43,18 +45,20 @@ long kr__sys_getppid(struct kr_uproc *up, long nr, long a[6])
 
 long kr__sys_set_tid_address(struct kr_uproc *up, long nr, long a[6])
 {
-	up->tidaddr = (uintptr_t)a[0];
-	return up->pid;
+	struct kr__uthr *t = kr__uthr_self();
+	t->tidaddr = (uintptr_t)a[0];
+	return t->tid;
 }
 
 long kr__sys_arch_prctl(struct kr_uproc *up, long nr, long a[6])
 {
+	struct kr__uthr *t = kr__uthr_self();
 	switch (a[0]) {
 	case ARCH_SET_FS:
-		up->fs = (uint64_t)a[1];
+		t->fs = (uint64_t)a[1];
 		return 0;
 	case ARCH_GET_FS:
-		return PUT(a[1], up->fs);
+		return PUT(a[1], t->fs);
 	default:
 		return -EINVAL;
 	}
@@ -122,8 +126,7 @@ long kr__sys_setid(struct kr_uproc *up, long nr, long a[6])
 
 long kr__sys_exit(struct kr_uproc *up, long nr, long a[6])
 {
-	up->exited = 1;
-	kr__uproc_end(up, (int)a[0]);
+	kr__uthr_end(kr__uthr_self(), (int)a[0], nr == SYS_exit_group ? KR__END_EXIT : KR__END_THREAD);
 	__builtin_unreachable();
 }
 
@@ -162,52 +165,4 @@ long kr__sys_sched_yield(struct kr_uproc *up, long nr, long a[6])
 {
 	kr_mp_yield();
 	return 0;
-}
-
-/* One thread: nobody wakes it, so the wait ends at its timeout (relative
- * for FUTEX_WAIT; absolute for FUTEX_WAIT_BITSET, on CLOCK_REALTIME with
- * FUTEX_CLOCK_REALTIME) or with kr_uproc_kill. */
-static long futex_wait(const long a[6])
-{
-	int v;
-	struct timespec t;
-	if (GET(v, a[0]))
-		return -EFAULT;
-	if (v != (int)a[2])
-		return -EAGAIN;
-	uint64_t deadline = KR_FOREVER;
-	if (a[3]) {
-		if (GET(t, a[3]))
-			return -EFAULT;
-		if (t.tv_sec < 0 || t.tv_nsec < 0 || t.tv_nsec >= 1000000000)
-			return -EINVAL;
-		if (t.tv_sec > SLEEP_MAX_S)
-			t.tv_sec = SLEEP_MAX_S;
-		uint64_t ns = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec, now = kr_now();
-		if ((a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET) {
-			struct timespec c;
-			clock_gettime(a[1] & FUTEX_CLOCK_REALTIME ? CLOCK_REALTIME : CLOCK_MONOTONIC, &c);
-			uint64_t at = (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec;
-			ns = ns > at ? ns - at : 0;
-		}
-		deadline = now + ns;
-	}
-	int e;
-	while ((e = kr_mp_park_cancellable_until(deadline)) == 0)
-		;
-	return e == ECANCELED ? -EINTR : -e;
-}
-
-long kr__sys_futex(struct kr_uproc *up, long nr, long a[6])
-{
-	switch (a[1] & FUTEX_CMD_MASK) {
-	case FUTEX_WAKE:
-	case FUTEX_WAKE_BITSET:
-		return 0; /* one thread: nobody to wake */
-	case FUTEX_WAIT:
-	case FUTEX_WAIT_BITSET:
-		return futex_wait(a);
-	default:
-		return -ENOSYS;
-	}
 }

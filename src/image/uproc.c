@@ -28,27 +28,41 @@
  * unblocked while a handler is parked, so the next μprocess on the VP can
  * trap too.  sys.c's table decides what each call does.
  *
- * Signals (signal.c).  A signal for a μprocess is queued in its struct,
- * and every way back into its code (gate.S: kr__img_back, the fastcalls'
- * look at attn) delivers what it does not block: its handler, entered
- * through the kernel's frame of the trap, fault or kick, or the default
- * action.  kr_uproc_kill, kill from another μprocess and its timer also
- * cut short the wait it is in (kr_mp_cancel, its killfd) and, when the VP
- * it last ran on runs a μprocess's code, interrupt that VP with
- * KR__SIGKICK, whose handler (on the VP's alternate stack) delivers into
- * the code it interrupted: a μprocess that makes no system call gets its
- * signals too.
+ * Signals (signal.c).  A signal for a μprocess, or for one of its
+ * threads, is queued in its struct, and every way back into a thread's
+ * code (gate.S: kr__img_back, the fastcalls' look at attn) delivers what
+ * the thread does not block: its handler, entered through the kernel's
+ * frame of the trap, fault or kick, or the default action.
+ * kr_uproc_kill, kill from another μprocess and its timer also cut short
+ * the wait the thread it goes to is in (kr_mp_cancel, its killfd) and,
+ * when the VP it last ran on runs a μprocess's code, interrupt that VP
+ * with KR__SIGKICK, whose handler (on the VP's alternate stack) delivers
+ * into the code it interrupted: a thread that makes no system call gets
+ * its signals too (poke).
  *
- * The end.  exit and exit_group, a return from main (which calls them), a
- * signal whose default action ends a process (abort(), raise(), a kill),
- * and a fault in its code (SIGSEGV, SIGBUS, SIGFPE, SIGILL) that no handler
- * of its own takes (the fault's handler runs on the VP's alternate stack
- * and redirects the μprocess to `die` on its microprocess's stack) end the
- * μprocess alone: kr__uproc_end moves to that stack, keeps the image or
- * not (reuse.c), unmaps everything else it mapped, closes its fds and
- * ends its microprocess; kr_uproc_wait collects the status a shell shows.  A fault in karui's or the host's code is
- * passed to the handler that was there before (the core's overflow report,
- * or the default action).
+ * Threads (thread.c).  A μprocess's threads are microprocesses of their
+ * own, each with a struct kr__uthr (the first is part of the kr_uproc):
+ * every trap and fault is served for the thread whose microprocess it is
+ * (kr__uthr_self), and each VP's record names the thread whose code it
+ * runs (gate.S reads its attn there, fast.c finds it there).
+ *
+ * The end.  exit_group, a return from main (which calls it), a signal
+ * whose default action ends a process (abort(), raise(), a kill), and a
+ * fault in its code (SIGSEGV, SIGBUS, SIGFPE, SIGILL) that no handler of
+ * its own takes (the fault's handler runs on the VP's alternate stack and
+ * redirects the thread to `die` on its microprocess's stack) end the
+ * μprocess alone; exit ends its calling thread.  kr__uthr_end moves to
+ * the thread's microprocess's stack; the μprocess's end tells every other
+ * thread to end, and its first thread, once they have, keeps the image or
+ * not (reuse.c), unmaps everything else it mapped, closes its fds and ends
+ * its microprocess; kr_uproc_wait collects the status a shell shows.  A
+ * fault in karui's or the host's code is passed to the handler that was
+ * there before (the core's overflow report, or the default action).
+ *
+ * The time slice.  The core does not preempt microprocesses, and a
+ * μprocess's threads may outnumber the VPs: the ticker (below) interrupts
+ * a VP that has run a μprocess's code for a whole tick, and its thread
+ * yields (signal.c: kr__img_signal, gate.S: kr__img_yield).
  *
  * exec and vfork (sys_exec.c reads their arguments).  exec loads the new
  * image (a kept one, or afresh) while the old one is still mapped, then,
@@ -118,7 +132,6 @@
 _Static_assert(offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP]) == 168, "ucontext_t's RIP");
 #define STACK_SIZE ((size_t)8 << 20)     /* a process's main stack, */
 #define ARG_ROOM ((size_t)2 << 20)       /* and above it its arguments */
-#define MP_STACK ((size_t)64 << 10)      /* the microprocess's own: the end */
 #define PG 4096ul
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -133,7 +146,9 @@ static struct {
 	struct kr__img_vp *vps;       /* every record made (never freed) */
 	struct kr_uproc *live;        /* spawned and not yet waited for */
 	int rewrite;                  /* KARUI_UPROC_REWRITE=0 turns it off */
-} G = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	pthread_cond_t live_cv;       /* the ticker waits there for a μprocess */
+	int ticking;                  /* the ticker runs */
+} G = {.lock = PTHREAD_MUTEX_INITIALIZER, .live_cv = PTHREAD_COND_INITIALIZER};
 
 static __thread struct kr__img_vp *tvp;
 int kr__img_trace;
@@ -251,6 +266,8 @@ static void fork_prepare(void) { pthread_mutex_lock(&G.lock); }
 static void fork_parent(void) { pthread_mutex_unlock(&G.lock); }
 static void fork_child(void)
 {
+	G.ticking = 0; /* no thread but this one in the child */
+	pthread_cond_init(&G.live_cv, NULL);
 	uint64_t gs = rdgsbase();
 	for (struct kr__img_vp *v = G.vps; v; v = v->next) {
 		v->tid = 0;
@@ -309,6 +326,49 @@ static int install_handlers(void)
 	return 0;
 }
 
+/* The time slice.  μprocesses are not preempted by the core, and their
+ * threads may outnumber the VPs: a thread that computes, or spins on a
+ * lock of its own, would keep its VP from the others (and from the host's
+ * microprocesses) for ever.  A ticker thread looks at every VP's record
+ * each SLICE: one that ran a μprocess's code at this tick and at the last
+ * is kicked (KR__SIGKICK, as a signal for it is) with `preempt` set, and
+ * the kick, where it finds the μprocess's code, makes the thread yield its
+ * VP (signal.c: kr__img_signal).  While no VP runs a μprocess's code the
+ * ticks grow apart, up to SLICE_IDLE; while no μprocess lives the ticker
+ * sleeps. */
+#define SLICE_NS 10000000L
+#define SLICE_IDLE_NS 640000000L
+
+static void *ticker(void *arg)
+{
+	long ns = SLICE_NS;
+	for (;;) {
+		int running = 0;
+		pthread_mutex_lock(&G.lock);
+		while (!G.live)
+			pthread_cond_wait(&G.live_cv, &G.lock);
+		for (struct kr__img_vp *v = G.vps; v; v = v->next) {
+			int in = v->tid && __atomic_load_n(&v->selector, __ATOMIC_SEQ_CST) == 1;
+			if (in && v->seen) {
+				__atomic_store_n(&v->preempt, 1, __ATOMIC_SEQ_CST);
+				syscall(SYS_tgkill, getpid(), v->tid, KR__SIGKICK);
+			}
+			v->seen = (uint8_t)in;
+			running |= in;
+		}
+		pthread_mutex_unlock(&G.lock);
+		ns = running ? SLICE_NS : ns * 2 < SLICE_IDLE_NS ? ns * 2 : SLICE_IDLE_NS;
+		struct timespec t = {0, ns};
+		nanosleep(&t, NULL);
+	}
+	return arg;
+}
+
+int kr__img_preempted(void)
+{
+	return tvp && __atomic_exchange_n(&tvp->preempt, 0, __ATOMIC_SEQ_CST);
+}
+
 static int ready(void)
 {
 	pthread_mutex_lock(&G.lock);
@@ -317,19 +377,57 @@ static int ready(void)
 		G.state = e ? e : 1;
 	}
 	int st = G.state;
+	if (st == 1 && !G.ticking) {
+		/* its signals blocked: it takes none of the process's */
+		pthread_t th;
+		pthread_attr_t a;
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&a, 64 << 10);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		G.ticking = !pthread_create(&th, &a, ticker, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+	}
 	pthread_mutex_unlock(&G.lock);
 	return st == 1 ? 0 : st;
 }
 
-struct kr_uproc *kr__uproc_self(void)
+struct kr__uthr *kr__uthr_self(void)
 {
 	kr_mp *mp = kr_mp_self();
-	struct kr_uproc *up = mp ? kr_mp_udata(mp) : NULL;
-	if (!up || up->magic != KR_UPROC_MAGIC)
+	struct kr__uthr *t = mp ? kr_mp_udata(mp) : NULL;
+	if (!t || t->magic != KR_UTHR_MAGIC)
 		return NULL;
-	while (up->vchild) /* a vfork child runs on its parent's microprocess */
-		up = up->vchild;
-	return up;
+	while (t->vchild) /* a vfork child runs on its parent's microprocess */
+		t = &t->vchild->main;
+	return t;
+}
+
+struct kr_uproc *kr__uproc_self(void)
+{
+	struct kr__uthr *t = kr__uthr_self();
+	return t ? t->up : NULL;
+}
+
+void kr__uproc_lock(void)
+{
+	pthread_mutex_lock(&G.lock);
+}
+
+void kr__uproc_unlock(void)
+{
+	pthread_mutex_unlock(&G.lock);
+}
+
+pid_t kr__uproc_new_pid(void)
+{
+	pthread_mutex_lock(&G.lock);
+	pid_t pid = G.next_pid++;
+	pthread_mutex_unlock(&G.lock);
+	return pid;
 }
 
 /* ---------------- regions: what a μprocess has mapped ---------------- */
@@ -482,9 +580,9 @@ static void release(struct kr_uproc *up)
 	mem_release(up);
 	kr__fd_close_all(&up->fds);
 	pthread_mutex_lock(&G.lock); /* against kr_uproc_kill's write */
-	if (up->killfd >= 0)
-		close(up->killfd);
-	up->killfd = -1;
+	if (up->main.killfd >= 0)
+		close(up->main.killfd);
+	up->main.killfd = -1;
 	pthread_mutex_unlock(&G.lock);
 	if (up->cwdfd >= 0)
 		close(up->cwdfd);
@@ -492,13 +590,33 @@ static void release(struct kr_uproc *up)
 	free(up->cwd);
 	up->cwd = NULL;
 	free_vectors(up);
-	free(up->vframe);
-	up->vframe = NULL;
+	free(up->main.vframe);
+	up->main.vframe = NULL;
 }
+
+/* A new μprocess's first thread, and its threads' bookkeeping. */
+static void thr_init(struct kr_uproc *up)
+{
+	up->main.magic = KR_UTHR_MAGIC;
+	up->main.up = up;
+	up->main.killfd = -1;
+	up->main.altstack.ss_flags = SS_DISABLE;
+	up->nthreads = 1;
+	kr_sem_init(&up->kids_sem, 0);
+	kr_sem_init(&up->thr_sem, 0);
+}
+
+static void live_unlink(struct kr_uproc *up);
 
 static void uproc_free(struct kr_uproc *up)
 {
+	pthread_mutex_lock(&G.lock);
+	if (up->live)
+		live_unlink(up);
+	pthread_mutex_unlock(&G.lock);
 	kr_sem_destroy(&up->kids_sem);
+	kr_sem_destroy(&up->thr_sem);
+	up->main.magic = 0;
 	up->magic = 0;
 	free(up);
 }
@@ -520,7 +638,7 @@ static void orphan_kids(struct kr_uproc *up)
 		}
 		k->parent = NULL;
 		k->orphan = 1;
-		kr_mp_detach(k->mp);
+		kr_mp_detach(k->main.mp);
 	}
 	pthread_mutex_unlock(&G.lock);
 	while ((k = dead)) {
@@ -528,7 +646,7 @@ static void orphan_kids(struct kr_uproc *up)
 		if (k->vparent)
 			release(k);
 		else if (k->own_mp)
-			kr_mp_join(k->mp, NULL);
+			kr_mp_join(k->main.mp, NULL);
 		uproc_free(k);
 	}
 }
@@ -537,14 +655,20 @@ static void orphan_kids(struct kr_uproc *up)
  * for its parent's wait4 (or is collected at once when its parent ignores
  * SIGCHLD, as the kernel does); 1: up is to be freed by its own end (an
  * orphan, or collected at once), whose microprocess is detached. */
+static void poke(struct kr__uthr *o);
+
 static int family_end(struct kr_uproc *up)
 {
 	int self = 0;
 	pthread_mutex_lock(&G.lock);
 	struct kr_uproc *p = up->parent;
 	if (p) {
-		/* SIGCHLD would be sent to p here: its default action is to
-		 * ignore it, and a μprocess's handlers do not run (sys_sig.c) */
+		/* SIGCHLD, with how it ended (its siginfo's si_status) */
+		int killed = !up->exited && up->status > 128;
+		struct kr__uthr *w = kr__sig_queue(p, NULL, SIGCHLD, killed ? CLD_KILLED : CLD_EXITED,
+						   up->pid, killed ? up->status - 128 : up->status);
+		if (w)
+			poke(w);
 		if (__atomic_load_n(&p->sig[SIGCHLD].handler, __ATOMIC_RELAXED) == (uint64_t)SIG_IGN ||
 		    (__atomic_load_n(&p->sig[SIGCHLD].flags, __ATOMIC_RELAXED) & SA_NOCLDWAIT)) {
 			struct kr_uproc **pp = &p->kids;
@@ -561,7 +685,7 @@ static int family_end(struct kr_uproc *up)
 		self = 1;
 	}
 	if (self && up->own_mp && !up->orphan)
-		kr_mp_detach(up->mp); /* set under the lock by its creator */
+		kr_mp_detach(up->main.mp); /* set under the lock by its creator */
 	pthread_mutex_unlock(&G.lock);
 	return self;
 }
@@ -593,7 +717,7 @@ long kr__uproc_reap(struct kr_uproc *up, pid_t pid, int nohang, int nowait,
 		if (found) {
 			if (!nowait) {
 				if (found->own_mp)
-					kr_mp_join(found->mp, NULL);
+					kr_mp_join(found->main.mp, NULL);
 				uproc_free(found);
 			}
 			return r->pid;
@@ -609,7 +733,9 @@ long kr__uproc_reap(struct kr_uproc *up, pid_t pid, int nohang, int nowait,
 
 static void vfork_end(struct kr_uproc *c);
 
-static __attribute__((noreturn, used)) void end_here(struct kr_uproc *up, int status)
+/* The μprocess ends, its threads all ended: on its first thread's
+ * microprocess's stack. */
+static __attribute__((noreturn)) void end_here(struct kr_uproc *up, int status)
 {
 	up->status = status & 0xff;
 	if (up->vparent) {
@@ -629,20 +755,82 @@ static __attribute__((noreturn, used)) void end_here(struct kr_uproc *up, int st
 	__builtin_unreachable();
 }
 
-void kr__uproc_end(struct kr_uproc *up, int status)
+/* Tell thread o to end now: its wait cut short, its VP kicked.  Under
+ * G.lock, which keeps o (and its killfd) from going meanwhile. */
+static void poke(struct kr__uthr *o)
 {
-	/* the μprocess's stack is one of its regions, which end_here unmaps */
+	kr_mp_cancel(o->mp); /* ESRCH if it has ended: nothing to do */
+	int kfd = __atomic_load_n(&o->killfd, __ATOMIC_SEQ_CST);
+	if (kfd >= 0) {
+		uint64_t one = 1;
+		ssize_t w = write(kfd, &one, sizeof one);
+		(void)w; /* an eventfd's count cannot overflow here */
+	}
+	struct kr__img_vp *v = __atomic_load_n(&o->vp, __ATOMIC_ACQUIRE);
+	if (v && v->tid && __atomic_load_n(&v->selector, __ATOMIC_SEQ_CST) == 1)
+		syscall(SYS_tgkill, getpid(), v->tid, KR__SIGKICK);
+}
+
+void kr__thr_stop_others(struct kr_uproc *up, struct kr__uthr *keep, int stop)
+{
+	KR__FOR_THREADS(up, o) {
+		if (o == keep || __atomic_load_n(&o->gone, __ATOMIC_RELAXED))
+			continue;
+		if (stop)
+			__atomic_store_n(&o->stop, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&o->attn, 1, __ATOMIC_SEQ_CST);
+		poke(o);
+	}
+}
+
+/* On t's microprocess's stack (kr__uthr_end). */
+static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int status, int how)
+{
+	struct kr_uproc *up = t->up;
+	pthread_mutex_lock(&G.lock);
+	if (how != KR__END_THREAD && !up->dying) {
+		/* the μprocess ends: every thread, as each comes back from karui */
+		up->status = status & 0xff;
+		up->exited = how == KR__END_EXIT;
+		__atomic_store_n(&up->dying, 1, __ATOMIC_SEQ_CST);
+		kr__thr_stop_others(up, t, 0);
+	} else if (how == KR__END_THREAD && t == &up->main && !up->dying) {
+		up->status = status & 0xff; /* the μprocess's, as the kernel's leader's */
+		up->exited = 1;
+	}
+	__atomic_store_n(&t->gone, 1, __ATOMIC_SEQ_CST);
+	if (t != &up->main) {
+		pthread_mutex_unlock(&G.lock);
+		kr__thr_gone(t); /* off the count, with what it holds */
+	}
+	up->nthreads--;
+	pthread_mutex_unlock(&G.lock);
+	/* the first thread: the μprocess's end, once the others have ended */
+	for (;;) {
+		pthread_mutex_lock(&G.lock);
+		int n = up->nthreads;
+		pthread_mutex_unlock(&G.lock);
+		if (!n)
+			break;
+		kr_sem_wait(&up->thr_sem);
+	}
+	end_here(up, up->status);
+}
+
+void kr__uthr_end(struct kr__uthr *t, int status, int how)
+{
+	/* the thread's stack is the μprocess's, which the end unmaps */
 	__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
 			 :
-			 : "r"(up->die_sp), "r"(end_here), "D"(up), "S"(status)
+			 : "r"(t->die_sp), "r"(thr_end), "D"(t), "S"(status), "d"(how)
 			 : "memory");
 	__builtin_unreachable();
 }
 
-/* Where a μprocess whose code faulted goes, on its microprocess's stack. */
+/* Where a thread whose code faulted goes, on its microprocess's stack. */
 static __attribute__((noreturn, used)) void die(int status)
 {
-	kr__uproc_end(kr__uproc_self(), status);
+	kr__uproc_end(kr__uthr_self(), status);
 	__builtin_unreachable();
 }
 
@@ -663,13 +851,14 @@ int kr__sig_ends(int sig)
 	}
 }
 
-long kr__uproc_signal(struct kr_uproc *up, int sig)
+long kr__uproc_signal(int sig)
 {
 	if (sig == 0)
 		return 0;
 	if (sig < 1 || sig > 64)
 		return -EINVAL;
-	kr__sig_queue(up, sig, SI_TKILL, up->pid, 0);
+	struct kr__uthr *t = kr__uthr_self();
+	kr__sig_queue(t->up, t, sig, SI_TKILL, t->up->pid, 0);
 	return 0;
 }
 
@@ -683,7 +872,8 @@ __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void
 {
 	ucontext_t *uc = ucv;
 	greg_t *g = uc->uc_mcontext.gregs;
-	struct kr_uproc *up = in_uproc ? kr__uproc_self() : NULL;
+	struct kr__uthr *t = in_uproc ? kr__uthr_self() : NULL;
+	struct kr_uproc *up = t ? t->up : NULL;
 	if (up && sig == SIGSEGV && kr__rw_cpuid_trap(up, (uintptr_t)g[REG_RIP])) {
 		uint32_t r[4];
 		kr__cpuid_lookup((uint32_t)g[REG_RAX], (uint32_t)g[REG_RCX], r);
@@ -692,13 +882,13 @@ __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void
 		g[REG_RCX] = r[2];
 		g[REG_RDX] = r[3];
 		g[REG_RIP] += 2;
-		return (struct kr__fast){1, up->fs};
+		return (struct kr__fast){1, t->fs};
 	}
-	if (up && kr__sig_fault(up, uc, si))
-		return (struct kr__fast){1, up->fs}; /* into its handler */
+	if (up && kr__sig_fault(t, uc, si))
+		return (struct kr__fast){1, t->fs}; /* into its handler */
 	if (up) {
 		g[REG_RIP] = (greg_t)(uintptr_t)die;
-		g[REG_RSP] = (greg_t)(up->die_sp - 8);
+		g[REG_RSP] = (greg_t)(t->die_sp - 8);
 		g[REG_RDI] = 128 + sig;
 		return (struct kr__fast){0, 0};
 	}
@@ -717,10 +907,23 @@ __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void
 	return (struct kr__fast){0, 0};
 }
 
+/* The way back to thread t's code, on this VP: armed (else t's μprocess
+ * cannot go on here), its record naming t (gate.S, fast.c). */
+static void back_to(struct kr__uthr *t)
+{
+	if (!tvp && arm()) {
+		kr__uproc_end(t, 128 + SIGSYS);
+		__builtin_unreachable();
+	}
+	tvp->thr = t;
+	__atomic_store_n(&t->vp, tvp, __ATOMIC_RELEASE);
+}
+
 /* A system call of a μprocess (gate.S).  Returns its thread pointer. */
 __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 {
-	struct kr_uproc *up = kr__uproc_self();
+	struct kr__uthr *t = kr__uthr_self();
+	struct kr_uproc *up = t->up;
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = {g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10], g[REG_R8], g[REG_R9]};
 	struct kr__img_vp *vp = tvp;
@@ -729,37 +932,40 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		/* a rewritten site's way back, to deliver signals (gate.S) */
 		g[REG_RAX] = (greg_t)vp->stash;
 		if (kr__sig_uret(g)) {
-			kr__uproc_end(up, 128 + SIGSEGV);
+			kr__uproc_end(t, 128 + SIGSEGV);
 			__builtin_unreachable();
 		}
-		return up->fs;
+		return t->fs;
+	}
+	if (nr == KR__NR_YIELD && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_yield_ret) {
+		kr_mp_yield(); /* its time slice ended (kr__img_signal) */
+		g[REG_RAX] = 0;
+		goto back;
 	}
 	up->nsys++;
 	if (nr == KR__NR_HANDOVER && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_handover_ret) {
 		g[REG_RAX] = (greg_t)kr__img_snapshot(up, uc);
-		return up->fs;
+		return t->fs;
 	}
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
-	/* a vfork child has no image of its own; a vfork needs the trap's
-	 * frame (kr__uproc_vfork), so its site is never made hot; nor is
-	 * rt_sigreturn's, which needs the frame too */
+	/* a vfork child has no image of its own; a vfork or a thread's clone
+	 * needs the trap's frame (kr__uproc_vfork, kr__thr_clone), so its site
+	 * is never made hot; nor is rt_sigreturn's, which needs the frame too */
 	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone &&
 	    nr != SYS_rt_sigreturn && ((const uint8_t *)site)[0] == 0x0f &&
 	    ((const uint8_t *)site)[1] == 0x05)
 		kr__rw_trapped(up, site);
-	up->uc = uc;
-	up->callsp = (uintptr_t)uc;
-	up->usp = (uintptr_t)g[REG_RSP];
-	g[REG_RAX] = kr__sys(up, nr, a);
-	up->uc = NULL;
-	up = kr__uproc_self(); /* after a vfork: the child */
+	t->uc = uc;
+	t->callsp = (uintptr_t)uc;
+	t->usp = (uintptr_t)g[REG_RSP];
+	g[REG_RAX] = kr__sys(t, nr, a);
+	t->uc = NULL;
+	t = kr__uthr_self(); /* after a vfork: the child's */
 	if (kr__img_trace)
-		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", up->pid, nr, a[0], a[1],
+		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", t->tid, nr, a[0], a[1],
 			a[2], a[3], (long)g[REG_RAX]);
-	if (!tvp && arm()) {
-		kr__uproc_end(up, 128 + SIGSYS); /* cannot go on here */
-		__builtin_unreachable();
-	}
+back:
+	back_to(t);
 	if (tvp != vp) {
 		/* It waited and goes on on another VP, whose rt_sigreturn would
 		 * install the first one's alternate stack and signal mask from
@@ -772,9 +978,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
 			memcpy(&uc->uc_sigmask, &m, 8);
 	}
-	tvp->attn = &up->attn; /* what the way back looks at (gate.S) */
-	__atomic_store_n(&up->vp, tvp, __ATOMIC_RELEASE);
-	return up->fs;
+	return t->fs;
 }
 
 /* A system call from a rewritten site that kr__sys_fast declined (gate.S):
@@ -782,23 +986,18 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
  * pointer to run the μprocess with. */
 __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 {
-	struct kr_uproc *up = kr__uproc_self();
+	struct kr__uthr *t = kr__uthr_self();
 	long a[6] = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5]};
-	up->nsys++;
-	up->uc = NULL;
-	up->callsp = (uintptr_t)regs;
-	up->usp = (uintptr_t)regs + 200; /* above the fastcall's frame and the red zone */
-	long rv = kr__sys(up, nr, a);
+	t->up->nsys++;
+	t->uc = NULL;
+	t->callsp = (uintptr_t)regs;
+	t->usp = (uintptr_t)regs + 200; /* above the fastcall's frame and the red zone */
+	long rv = kr__sys(t, nr, a);
 	if (kr__img_trace)
-		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", up->pid, nr,
+		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", t->tid, nr,
 			a[0], a[1], a[2], a[3], rv);
-	if (!tvp && arm()) {
-		kr__uproc_end(up, 128 + SIGSYS);
-		__builtin_unreachable();
-	}
-	tvp->attn = &up->attn;
-	__atomic_store_n(&up->vp, tvp, __ATOMIC_RELEASE);
-	return (struct kr__fast){rv, up->fs};
+	back_to(t);
+	return (struct kr__fast){rv, t->fs};
 }
 
 /* ---------------- start ---------------- */
@@ -882,11 +1081,10 @@ static uintptr_t lay_stack(struct kr_uproc *up, uint64_t at_entry)
 static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 {
 	if (arm()) {
-		kr__uproc_end(up, 126);
+		kr__uproc_end(&up->main, 126);
 		__builtin_unreachable();
 	}
-	tvp->attn = &up->attn;
-	__atomic_store_n(&up->vp, tvp, __ATOMIC_RELEASE);
+	back_to(&up->main);
 	const struct kr__elf_img *p = &up->ld.prog;
 	STACK_CLEAN(up);
 	uintptr_t sp = lay_stack(up, up->snap ? (uint64_t)kr__img_handover : p->entry);
@@ -898,7 +1096,7 @@ static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] start: %lu cpuid instructions answered by karui\n", up->pid,
 			up->cpuid_sites);
-	up->fs = 0;
+	up->main.fs = 0;
 	kr__img_start(entry, sp, 0, 0);
 }
 
@@ -907,7 +1105,7 @@ static void *run(void *arg)
 {
 	struct kr_uproc *up = arg;
 	char here;
-	up->die_sp = ((uintptr_t)&here - 256) & ~(uintptr_t)15;
+	up->main.die_sp = ((uintptr_t)&here - 256) & ~(uintptr_t)15;
 	start_image(up);
 }
 
@@ -982,6 +1180,9 @@ static int has_caps(int dirfd, const char *path)
 /* The registry of handles kr_uproc_kill accepts; under G.lock. */
 static void live_link(struct kr_uproc *up)
 {
+	if (!G.live)
+		pthread_cond_signal(&G.live_cv); /* the ticker's wait ends */
+	up->live = 1;
 	up->live_prev = NULL;
 	up->live_next = G.live;
 	if (G.live)
@@ -991,6 +1192,7 @@ static void live_link(struct kr_uproc *up)
 
 static void live_unlink(struct kr_uproc *up)
 {
+	up->live = 0;
 	if (up->live_prev)
 		up->live_prev->live_next = up->live_next;
 	else
@@ -1067,10 +1269,9 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	if (!up)
 		return ENOMEM;
 	up->magic = KR_UPROC_MAGIC;
+	thr_init(up);
 	up->cwdfd = -1;
-	up->killfd = -1;
 	up->own_mp = 1;
-	kr_sem_init(&up->kids_sem, 0);
 	const char *cwd = attr && attr->cwd ? attr->cwd : ".";
 	up->cwdfd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (up->cwdfd < 0) {
@@ -1107,7 +1308,6 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	}
 	for (int i = 1; i < 65; i++)
 		up->sig[i].handler = (uint64_t)SIG_DFL;
-	up->altstack.ss_flags = SS_DISABLE;
 	err = 0;
 	up->argv = copyv(argv, &err);
 	extern char **environ;
@@ -1126,12 +1326,12 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	if ((err = setup_fds(up, attr)))
 		goto fail;
 	pthread_mutex_lock(&G.lock);
-	up->pid = G.next_pid++;
+	up->pid = up->main.tid = G.next_pid++;
 	up->ppid = getpid();
 	live_link(up);
 	pthread_mutex_unlock(&G.lock);
-	kr_attr ma = {.stack_size = MP_STACK, .udata = up};
-	if ((err = kr_mp_create(&up->mp, &ma, run, up))) {
+	kr_attr ma = {.stack_size = KR__MP_STACK, .udata = &up->main};
+	if ((err = kr_mp_create(&up->main.mp, &ma, run, up))) {
 		pthread_mutex_lock(&G.lock);
 		live_unlink(up);
 		pthread_mutex_unlock(&G.lock);
@@ -1150,7 +1350,7 @@ int kr_uproc_wait(kr_uproc *up, int *status)
 {
 	if (!up || up->magic != KR_UPROC_MAGIC)
 		return EINVAL;
-	int err = kr_mp_join(up->mp, NULL);
+	int err = kr_mp_join(up->main.mp, NULL);
 	if (err)
 		return err;
 	if (status)
@@ -1159,31 +1359,27 @@ int kr_uproc_wait(kr_uproc *up, int *status)
 	live_unlink(up);
 	up->magic = 0;
 	pthread_mutex_unlock(&G.lock);
-	kr_sem_destroy(&up->kids_sem);
-	free(up);
+	uproc_free(up);
 	return 0;
 }
 
-/* A signal queued for up (signal.c) that it is to see now: a wait it is
- * in ends (a karui wait by kr_mp_cancel, a wait in the kernel by its
- * killfd), and a VP running its code is kicked (KR__SIGKICK; gate.S), so
- * that a μprocess that makes no system call gets it too.  Under G.lock,
- * which keeps up from being freed (kr_uproc_wait) and its killfd from
- * being closed (release) meanwhile. */
-static void send_locked(struct kr_uproc *up, int sig, int code, pid_t from)
+/* A signal for up (t NULL) or its thread t, queued (signal.c) and seen
+ * now by the thread it goes to: the wait it is in ends, its VP is kicked
+ * (poke), so that a thread that makes no system call gets it too.  Under
+ * G.lock, which keeps up from being freed (kr_uproc_wait) and its threads
+ * from going meanwhile. */
+static void send_locked(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from)
 {
-	if (!sig || !kr__sig_queue(up, sig, code, from, 0))
-		return;
-	kr_mp_cancel(up->mp); /* ESRCH if it has ended: nothing to do */
-	int kfd = __atomic_load_n(&up->killfd, __ATOMIC_SEQ_CST);
-	if (kfd >= 0) {
-		uint64_t one = 1;
-		ssize_t w = write(kfd, &one, sizeof one);
-		(void)w; /* an eventfd's count cannot overflow here */
-	}
-	struct kr__img_vp *v = __atomic_load_n(&up->vp, __ATOMIC_ACQUIRE);
-	if (v && v->tid && __atomic_load_n(&v->selector, __ATOMIC_SEQ_CST) == 1)
-		syscall(SYS_tgkill, getpid(), v->tid, KR__SIGKICK);
+	struct kr__uthr *w;
+	if (sig && (w = kr__sig_queue(up, t, sig, code, from, 0)))
+		poke(w);
+}
+
+void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from)
+{
+	pthread_mutex_lock(&G.lock);
+	send_locked(up, t, sig, code, from);
+	pthread_mutex_unlock(&G.lock);
 }
 
 /* A signal from outside (see image.h). */
@@ -1196,19 +1392,39 @@ int kr_uproc_kill(kr_uproc *up, int sig)
 	while (u && u != up)
 		u = u->live_next;
 	if (u)
-		send_locked(up, sig, SI_USER, getpid());
+		send_locked(up, NULL, sig, SI_USER, getpid());
 	pthread_mutex_unlock(&G.lock);
 	return u ? 0 : ESRCH;
 }
 
-int kr__uproc_kill_pid(pid_t pid, int sig, int code, pid_t from)
+/* The live thread tid of up, or NULL.  Under G.lock. */
+static struct kr__uthr *thread_of(struct kr_uproc *up, pid_t tid)
+{
+	KR__FOR_THREADS(up, o)
+		if (o->tid == tid && !__atomic_load_n(&o->gone, __ATOMIC_RELAXED))
+			return o;
+	return NULL;
+}
+
+int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from)
 {
 	pthread_mutex_lock(&G.lock);
 	struct kr_uproc *u = G.live;
-	while (u && u->pid != pid)
-		u = u->live_next;
+	struct kr__uthr *t = NULL;
+	if (pid) { /* kill: the μprocess of that pid, or of a thread of that tid */
+		while (u && u->pid != pid)
+			u = u->live_next;
+		for (struct kr_uproc *v = G.live; !u && v; v = v->live_next)
+			if (thread_of(v, pid))
+				u = v;
+		if (u && tid && !(t = thread_of(u, tid)))
+			u = NULL;
+	} else { /* tkill: the thread of that tid, in whichever μprocess */
+		for (; u && !(t = thread_of(u, tid)); u = u->live_next)
+			;
+	}
 	if (u)
-		send_locked(u, sig, code, from);
+		send_locked(u, t, sig, code, from);
 	pthread_mutex_unlock(&G.lock);
 	return u ? 0 : -ESRCH;
 }
@@ -1223,9 +1439,9 @@ pid_t kr_uproc_pid(const kr_uproc *up)
 /* What of a μprocess is its image, which exec replaces: its memory, the
  * state karui keeps of it, and the vectors it was started with. */
 #define IMAGE_FIELDS(X)                                                                        \
-	X(ld) X(brk) X(reg) X(wr) X(stk_lo) X(stk_hi) X(tidaddr) X(img) X(fmaps) X(nfmaps)       \
-	X(capfmaps) X(snap) X(reused) X(xmap) X(nxmap) X(rw) X(cpuid_sites) X(argv) X(envp)     \
-	X(sigkeep)
+	X(ld) X(brk) X(reg) X(wr) X(stk_lo) X(stk_hi) X(img) X(fmaps) X(nfmaps) X(capfmaps)     \
+	X(snap) X(reused) X(xmap) X(nxmap) X(rw) X(cpuid_sites) X(argv) X(envp) X(sigkeep)      \
+	X(threaded)
 
 static void image_move(struct kr_uproc *to, struct kr_uproc *from)
 {
@@ -1240,18 +1456,12 @@ static void image_move(struct kr_uproc *to, struct kr_uproc *from)
  * frame for kr__img_sigreturn: the kernel's ucontext (and a siginfo's
  * room) after the return address's word, then its x87/SSE/AVX state,
  * 64-byte aligned for XRSTOR. */
-struct kr__vframe {
-	uintptr_t sp;       /* the frame + 8, where rt_sigreturn wants %rsp */
-	uintptr_t top;      /* the top of the stack the child runs on (0: the parent's) */
-	unsigned char pad[48];
-	unsigned char frame[];
-};
 #define KUC 304         /* the kernel's struct ucontext: flags, link, stack, sigcontext, mask */
 #define FRAME_HEAD 448  /* return address, ucontext, siginfo: the fp state after */
 _Static_assert(offsetof(ucontext_t, uc_sigmask) + 8 == KUC, "the kernel's ucontext");
 _Static_assert(offsetof(struct kr__vframe, frame) % 64 == 0, "XRSTOR's alignment");
 
-static struct kr__vframe *frame_save(const ucontext_t *uc)
+struct kr__vframe *kr__frame_save(const ucontext_t *uc)
 {
 	const unsigned char *fp = (const unsigned char *)uc->uc_mcontext.fpregs;
 	uint32_t fpsz = 0, sw[2];
@@ -1276,17 +1486,12 @@ static struct kr__vframe *frame_save(const ucontext_t *uc)
 	return vf;
 }
 
-/* The parent p of a vfork goes on from its call, which returns pid, with
- * every register as it was (callsp: where the child's last call was,
- * whose frames the sanitizer forgets). */
-static __attribute__((noreturn)) void resume(struct kr_uproc *p, struct kr__vframe *vf, pid_t pid,
-					     uintptr_t callsp)
+void kr__thr_resume(struct kr__uthr *t, long rax, uintptr_t callsp)
 {
-	p->vchild = NULL;
-	free(p->vframe); /* the last one's rt_sigreturn is long done */
-	p->vframe = vf;
+	struct kr__vframe *vf = t->vframe;
 	ucontext_t *uc = (ucontext_t *)(vf->frame + 8);
-	uc->uc_mcontext.gregs[REG_RAX] = pid;
+	uc->uc_mcontext.gregs[REG_RAX] = rax;
+	back_to(t); /* armed first: its mask lets the kick in */
 	/* rt_sigreturn installs them: this VP's own */
 	stack_t ss;
 	sigset_t m;
@@ -1294,33 +1499,41 @@ static __attribute__((noreturn)) void resume(struct kr_uproc *p, struct kr__vfra
 		uc->uc_stack = ss;
 	if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
 		memcpy(&uc->uc_sigmask, &m, 8);
-	if (arm()) {
-		kr__uproc_end(p, 128 + SIGSYS);
-		__builtin_unreachable();
-	}
-	kr__sig_fatal(p); /* a kr_uproc_kill while its child ran, that ends it */
-	STACK_CLEAN(p);
+	kr__sig_fatal(t); /* what came meanwhile, that ends it */
+	STACK_CLEAN(kr__mm(t->up));
 #if defined(__SANITIZE_ADDRESS__)
 	if (vf->top && callsp && callsp < vf->top && vf->top - callsp < ((size_t)1 << 30))
 		__asan_unpoison_memory_region((void *)(callsp - 65536), vf->top - callsp + 65536);
 #else
 	(void)callsp;
 #endif
-	kr__img_sigreturn(vf->sp, p->fs);
+	kr__img_sigreturn(vf->sp, t->fs);
+}
+
+/* The parent thread p of a vfork goes on from its call, which returns pid,
+ * with every register as it was (callsp: where the child's last call was,
+ * whose frames the sanitizer forgets). */
+static __attribute__((noreturn)) void resume(struct kr__uthr *p, struct kr__vframe *vf, pid_t pid,
+					     uintptr_t callsp)
+{
+	p->vchild = NULL;
+	free(p->vframe); /* the last one's rt_sigreturn is long done */
+	p->vframe = vf;
+	kr__thr_resume(p, pid, callsp);
 }
 
 /* A vfork child ends before it execs (its status set), on its parent's
  * microprocess: a zombie for its parent, which goes on. */
 static void vfork_end(struct kr_uproc *c)
 {
-	struct kr_uproc *p = c->vparent;
-	struct kr__vframe *vf = c->vframe;
+	struct kr__uthr *p = c->vparent;
+	struct kr__vframe *vf = c->main.vframe;
 	pid_t pid = c->pid;
-	uintptr_t callsp = c->callsp;
+	uintptr_t callsp = c->main.callsp;
 	c->vparent = NULL;
-	c->vframe = NULL;
+	c->main.vframe = NULL;
 	c->own_mp = 0;
-	c->mp = NULL;
+	c->main.mp = NULL;
 	release(c);
 	orphan_kids(c);
 	if (family_end(c))
@@ -1328,17 +1541,17 @@ static void vfork_end(struct kr_uproc *c)
 	resume(p, vf, pid, callsp);
 }
 
-long kr__uproc_vfork(struct kr_uproc *up, unsigned long flags, uintptr_t stack, uintptr_t ptid,
+long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uintptr_t ptid,
 		     uintptr_t ctid, uint64_t tls)
 {
-	if (!up->uc)
+	struct kr_uproc *up = t->up;
+	if (!t->uc)
 		return -ENOSYS;
 	struct kr_uproc *c = calloc(1, sizeof *c);
 	if (!c)
 		return -ENOMEM;
 	c->magic = KR_UPROC_MAGIC;
-	c->killfd = -1;
-	kr_sem_init(&c->kids_sem, 0);
+	thr_init(c);
 	long err = -ENOMEM;
 	c->cwdfd = fcntl(up->cwdfd, F_DUPFD_CLOEXEC, 3);
 	if (c->cwdfd < 0) {
@@ -1358,22 +1571,20 @@ long kr__uproc_vfork(struct kr_uproc *up, unsigned long flags, uintptr_t stack, 
 		}
 	}
 	err = -ENOMEM;
-	if (!(c->vframe = frame_save(up->uc)))
+	if (!(c->main.vframe = kr__frame_save(t->uc)))
 		goto fail;
-	c->vframe->top = stack;
+	c->main.vframe->top = stack;
 	c->umask = up->umask;
 	memcpy(c->sig, up->sig, sizeof c->sig);
-	c->sigmask = up->sigmask;
-	c->altstack = up->altstack;
-	c->fs = flags & CLONE_SETTLS ? tls : up->fs;
-	c->die_sp = up->die_sp;
-	c->mp = up->mp;
+	c->main.sigmask = t->sigmask;
+	c->main.altstack = t->altstack;
+	c->main.fs = flags & CLONE_SETTLS ? tls : t->fs;
+	c->main.die_sp = t->die_sp;
+	c->main.mp = t->mp;
 	c->ppid = up->pid;
 	if (flags & CLONE_CHILD_CLEARTID)
-		c->tidaddr = ctid;
-	pthread_mutex_lock(&G.lock);
-	c->pid = G.next_pid++;
-	pthread_mutex_unlock(&G.lock);
+		c->main.tidaddr = ctid;
+	c->pid = c->main.tid = kr__uproc_new_pid();
 	err = -EFAULT;
 	if ((flags & CLONE_PARENT_SETTID) && kr__ucopy((void *)ptid, &c->pid, sizeof c->pid))
 		goto fail;
@@ -1383,11 +1594,12 @@ long kr__uproc_vfork(struct kr_uproc *up, unsigned long flags, uintptr_t stack, 
 	c->parent = up;
 	c->sib = up->kids;
 	up->kids = c;
+	live_link(c);
 	pthread_mutex_unlock(&G.lock);
 	if (stack)
-		up->uc->uc_mcontext.gregs[REG_RSP] = (greg_t)stack;
-	c->vparent = up;
-	up->vchild = c; /* its calls are the child's from here on */
+		t->uc->uc_mcontext.gregs[REG_RSP] = (greg_t)stack;
+	c->vparent = t;
+	t->vchild = c; /* its calls are the child's from here on */
 	return 0;
 fail:
 	release(c);
@@ -1408,8 +1620,11 @@ static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struc
 	start_image(up);
 }
 
-long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **argv, char **envp)
+long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv, char **envp)
 {
+	struct kr_uproc *up = t->up;
+	if (t != &up->main)
+		return -ENOSYS; /* sys_exec.c says so */
 	struct kr_uproc *old = calloc(1, sizeof *old);
 	if (!old) {
 		struct kr_uproc v = {.argv = argv, .envp = envp};
@@ -1420,7 +1635,7 @@ long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **arg
 	up->argv = argv;
 	up->envp = envp;
 	/* what the new image starts with: the mask, and the signals ignored */
-	int keep = up->sigmask != 0;
+	int keep = t->sigmask != 0;
 	for (int i = 1; i < 65; i++)
 		keep |= up->sig[i].handler == (uint64_t)SIG_IGN;
 	up->sigkeep = keep;
@@ -1433,7 +1648,19 @@ long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **arg
 		free(old);
 		return -err;
 	}
-	/* No way back: what exec keeps of the process, and what it does not. */
+	/* No way back: its other threads end first, as the kernel's de_thread */
+	pthread_mutex_lock(&G.lock);
+	kr__thr_stop_others(up, t, 1);
+	pthread_mutex_unlock(&G.lock);
+	for (;;) {
+		pthread_mutex_lock(&G.lock);
+		int n = up->nthreads;
+		pthread_mutex_unlock(&G.lock);
+		if (n == 1)
+			break;
+		kr_sem_wait(&up->thr_sem);
+	}
+	/* what exec keeps of the process, and what it does not */
 	for (int fd = 0; fd < up->fds.n; fd++)
 		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)
 			kr__fd_close(&up->fds, fd);
@@ -1442,13 +1669,14 @@ long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **arg
 			up->sig[i] = (struct sigaction_k){.handler = (uint64_t)SIG_DFL};
 			__atomic_store_n(&up->sig[i].handler, (uint64_t)SIG_DFL, __ATOMIC_RELAXED);
 		}
-	up->altstack = (stack_t){.ss_flags = SS_DISABLE};
+	t->altstack = (stack_t){.ss_flags = SS_DISABLE};
+	t->tidaddr = 0;
 	up->exited = 0;
-	up->fs = 0;
+	t->fs = 0;
 	if (!up->vparent) {
 		__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
 				 :
-				 : "r"(up->die_sp), "r"(exec_here), "D"(up), "S"(old)
+				 : "r"(t->die_sp), "r"(exec_here), "D"(up), "S"(old)
 				 : "memory");
 		__builtin_unreachable();
 	}
@@ -1456,24 +1684,24 @@ long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **arg
 	 * own, and its parent goes on.  Its microprocess is set under the
 	 * lock, which its end takes before it reads it. */
 	free(old);
-	struct kr_uproc *p = up->vparent;
-	struct kr__vframe *vf = up->vframe;
+	struct kr__uthr *p = up->vparent;
+	struct kr__vframe *vf = t->vframe;
 	pid_t pid = up->pid;
-	uintptr_t callsp = up->callsp;
+	uintptr_t callsp = t->callsp;
 	up->vparent = NULL;
-	up->vframe = NULL;
+	t->vframe = NULL;
 	up->own_mp = 1;
 	p->vchild = NULL;
-	kr_attr ma = {.stack_size = MP_STACK, .udata = up};
+	kr_attr ma = {.stack_size = KR__MP_STACK, .udata = t};
 	kr_mp *mp;
 	pthread_mutex_lock(&G.lock);
 	err = kr_mp_create(&mp, &ma, run, up);
 	if (!err)
-		up->mp = mp;
+		t->mp = mp;
 	pthread_mutex_unlock(&G.lock);
 	if (err) { /* it cannot run: it ends as the kernel ends an exec gone wrong */
 		up->vparent = p;
-		up->vframe = vf;
+		t->vframe = vf;
 		p->vchild = up;
 		up->status = 128 + SIGKILL;
 		vfork_end(up);

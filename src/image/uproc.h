@@ -12,6 +12,8 @@
 #include <karui.h>
 #include <karui/image.h>
 
+#include "../arch/spin.h"
+
 /* A file as it was when mapped: what lets a plan or a site learnt in one
  * image serve another image of the same file (rewrite.c). */
 struct kr__file_id {
@@ -111,11 +113,73 @@ struct kr__xmap {        /* code mapped from an ELF file, and that image's base 
 	struct kr__file_id file; /* all 0: not known */
 	int seeded;         /* the file's known sites are rewritten here (rewrite.c) */
 };
+/* A thread of a μprocess: its microprocess, and what the kernel keeps per
+ * thread.  The first, `main`, is part of its struct kr_uproc and has the
+ * μprocess's pid for its tid; the others (clone with CLONE_THREAD:
+ * thread.c) are made and freed by themselves. */
+struct kr__uthr {
+	/* offset 0: a signal for it is pending that it does not block (or
+	 * the call's end has more to do: a restart, rt_sigreturn), read on
+	 * every way back to its code, by gate.S too, through its VP's record
+	 * (gs:24, which names the thread whose code the VP last ran); atomic */
+	int attn;
+	uint32_t magic;
+	struct kr_uproc *up;    /* its μprocess */
+	kr_mp *mp;
+	pid_t tid;
+	uint64_t fs;            /* its thread pointer, installed whenever it runs */
+	uintptr_t tidaddr;      /* set_tid_address's, CLONE_CHILD_CLEARTID's */
+	uint64_t sigmask;       /* atomic */
+	stack_t altstack;       /* sigaltstack's (signal.c delivers on it) */
+	/* the signals sent to this thread (tgkill, its faults), as up's
+	 * sigpending and sigi for the μprocess's, under up's siglock */
+	uint64_t sigpending;
+	struct kr__sigi {
+		int code, pid, uid;
+		uint64_t addr;
+	} sigi[65];
+	/* an eventfd that a wait in the kernel polls beside its fd (sys_fd.c),
+	 * written when `attn` is set from outside, made for the first such
+	 * wait, -1 till then; atomic */
+	int killfd;
+	/* the call being served: its number, whether it returned -EINTR for a
+	 * signal (KR__RESTART_*), its stack pointer (sigaltstack's SS_ONSTACK) */
+	long sys_nr;
+	int restart;
+	int sigreturn;          /* rt_sigreturn asked at a rewritten site */
+	uintptr_t usp;
+	/* the mask before a call's own (sigsuspend, ppoll, pselect6,
+	 * epoll_pwait), put back at its end or saved in the frame of the
+	 * handler that ends it, as the kernel's saved_sigmask */
+	uint64_t saved_mask;
+	int has_saved_mask;
+	uint64_t waitset;       /* rt_sigtimedwait's signals while it waits; atomic */
+	struct kr__img_vp *vp;  /* the VP it last ran on (the kick); atomic */
+	uintptr_t die_sp;       /* where its end runs: its microprocess's stack */
+	ucontext_t *uc;         /* the trap frame of the call being served; NULL
+				 * for a rewritten site's (kr__img_fast) */
+	uintptr_t callsp;       /* where that call's frame is */
+	/* vfork (uproc.c): the child that runs on this thread's microprocess
+	 * (its calls are the child's: kr__uthr_self); the frame this thread
+	 * last resumed or started from, freed at the next (or, in a vfork
+	 * child's main thread, its parent's registers) */
+	struct kr_uproc *vchild;
+	struct kr__vframe *vframe;
+	/* threads other than the first (thread.c): the μprocess's list, under
+	 * the layer's lock; `gone`: it has ended (or, the first, waits for the
+	 * others to end: the end of the μprocess is its); `stop`: it is to
+	 * end, without ending the μprocess (an exec in another thread) */
+	struct kr__uthr *next;
+	int gone, stop;
+	uintptr_t stk_lo, stk_hi; /* the stack clone gave it (its region) */
+};
+#define KR_UTHR_MAGIC 0x6b755448u
+_Static_assert(__builtin_offsetof(struct kr__uthr, attn) == 0, "gate.S reads attn at gs:24's");
+
 struct kr_uproc {
 	uint32_t magic;
-	kr_mp *mp;
+	struct kr__uthr main;   /* its first thread */
 	pid_t pid, ppid;    /* ppid: the host's pid */
-	uint64_t fs;        /* its thread pointer, installed whenever it runs */
 	struct kr__elf_load ld;
 	char **argv, **envp;    /* copies, freed at start */
 	struct kr__fdtab fds;
@@ -127,7 +191,6 @@ struct kr_uproc {
 	struct kr__rlist wr;      /* of that, what is writable: kept only while
 				   * `snap` (reuse.c) */
 	uintptr_t stk_lo, stk_hi; /* its stack, a region like the others */
-	uintptr_t tidaddr;        /* set_tid_address's */
 	struct kr__image *img;    /* its image, to keep at the end (reuse.c) */
 	struct kr__fmap *fmaps;   /* its read-only file mappings since the
 				   * handover, unchanged (reuse.c) */
@@ -138,8 +201,6 @@ struct kr_uproc {
 	struct sigaction_k {
 		uint64_t handler, flags, restorer, mask;
 	} sig[65];
-	uint64_t sigmask;
-	stack_t altstack;   /* sigaltstack's (signal.c delivers on it) */
 	/* its ITIMER_REAL (alarm, setitimer): SIGALRM at `at` (kr_now; 0:
 	 * none), then every `every` ns; sent by the microprocess `mp`,
 	 * made for the first one (sys_sig.c) */
@@ -148,38 +209,26 @@ struct kr_uproc {
 		int stop;           /* atomic */
 		kr_mp *mp;
 	} alarm;
-	/* Its signals (signal.c).  `sigpending`: the signals sent to it and not
-	 * yet delivered, each with what its siginfo says (`sigi`, under
-	 * `siglock`, which also orders the senders against `sig`); `attn`: one
-	 * it does not block is pending (or the call's end has more to do: a
-	 * restart, rt_sigreturn), read on every way back to its code, by
-	 * gate.S too, through its VP's record; `killfd`, an eventfd that a wait
-	 * in the kernel polls beside its fd (sys_fd.c), written when `attn` is
-	 * set from outside, made for the first such wait, -1 till then.  All
-	 * atomic. */
+	/* Its signals (signal.c).  `sigpending`: the signals sent to the
+	 * μprocess (each thread's own are its) and not yet delivered, each
+	 * with what its siginfo says (`sigi`, under `siglock`, which also
+	 * orders the senders against `sig` and the threads' masks).  Atomic. */
 	uint64_t sigpending;
-	int attn;
-	int siglock;
-	int killfd;
-	struct kr__sigi {
-		int code, pid, uid;
-		uint64_t addr;
-	} sigi[65];
-	/* the call being served: its number, whether it returned -EINTR for a
-	 * signal (KR__RESTART_*), its stack pointer (sigaltstack's SS_ONSTACK) */
-	long sys_nr;
-	int restart;
-	int sigreturn;       /* rt_sigreturn asked at a rewritten site */
-	uintptr_t usp;
-	/* the mask before a call's own (sigsuspend, ppoll, pselect6,
-	 * epoll_pwait), put back at its end or saved in the frame of the
-	 * handler that ends it, as the kernel's saved_sigmask */
-	uint64_t saved_mask;
-	int has_saved_mask;
-	uint64_t waitset;    /* rt_sigtimedwait's signals while it waits; atomic */
-	struct kr__img_vp *vp; /* the VP it last ran on (kr_uproc_kill's kick) */
-	struct kr_uproc *live_next, *live_prev; /* kr_uproc_kill's registry */
-	uintptr_t die_sp;   /* where the end of a crashed μprocess runs */
+	kr_spin siglock;
+	struct kr__sigi sigi[65];
+	/* Its threads (thread.c), under the layer's lock: the others than
+	 * `main`, how many have not ended (main among them until it ends),
+	 * `thr_sem` posted as each other one ends; `dying`: it ends (exit_group,
+	 * a signal, a fault) with `status`, and every thread ends as it comes
+	 * back from karui; `threaded`: it made a thread (its image is not
+	 * kept: reuse.c) */
+	struct kr__uthr *threads;
+	int nthreads;
+	kr_sem thr_sem;
+	int dying;
+	int threaded;
+	struct kr_uproc *live_next, *live_prev; /* the registry of kill and */
+	int live;                               /* kr_uproc_kill: every μprocess */
 	int status;
 	unsigned long nsys;       /* system calls it made */
 	unsigned long rewritten;  /* call sites rewritten (rewrite.c) */
@@ -197,58 +246,67 @@ struct kr_uproc {
 	int zombie, orphan;
 	int own_mp;               /* 0: a vfork child that ended on its parent's microprocess */
 	kr_sem kids_sem;
-	/* vfork (uproc.c): a child runs on its parent's microprocess and
-	 * memory until it execs or ends; the parent's `vchild` is it (its
-	 * calls are the child's: kr__uproc_self), the child's `vparent` its
-	 * parent, whose registers to resume it holds in `vframe`.  A parent's
-	 * `vframe` is the last frame it resumed from, freed at the next. */
-	struct kr_uproc *vparent, *vchild;
-	struct kr__vframe *vframe;
-	ucontext_t *uc;           /* the trap frame of the call being served; NULL
-				   * for a rewritten site's (kr__img_fast) */
-	uintptr_t callsp;         /* where that call's frame is */
+	/* vfork (uproc.c): a child runs on the microprocess of its parent's
+	 * thread `vparent` and on its memory until it execs or ends; that
+	 * thread's `vchild` is the child. */
+	struct kr__uthr *vparent;
 	int sigkeep;              /* started by exec with a signal state of its own
 				   * (ignored signals, a mask): not the kept image's */
 };
 #define KR_UPROC_MAGIC 0x6b755052u
+/* each thread o of up, the first first */
+#define KR__FOR_THREADS(up, o)                                                                 \
+	for (struct kr__uthr *o = &(up)->main; o; o = o == &(up)->main ? (up)->threads : o->next)
 
 /* SIGKILL and SIGSTOP, which no mask blocks */
 #define KR__UNBLOCKABLE (((uint64_t)1 << (SIGKILL - 1)) | ((uint64_t)1 << (SIGSTOP - 1)))
-/* After a change of up->sigmask by the μprocess (a seq_cst store, against
+/* After a change of t->sigmask by the thread (a seq_cst store, against
  * a sender's seq_cst set of the pending bit and load of the mask): a
  * pending signal it no longer blocks is delivered on its way back.
  * Inline, no call: fast.c uses it. */
-static inline void kr__sig_recheck(struct kr_uproc *up)
+static inline void kr__sig_recheck(struct kr__uthr *t)
 {
-	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) &
-		     ~__atomic_load_n(&up->sigmask, __ATOMIC_RELAXED);
+	uint64_t p = (__atomic_load_n(&t->sigpending, __ATOMIC_SEQ_CST) |
+		      __atomic_load_n(&t->up->sigpending, __ATOMIC_SEQ_CST)) &
+		     ~__atomic_load_n(&t->sigmask, __ATOMIC_RELAXED);
 	if (p)
-		__atomic_store_n(&up->attn, 1, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
 }
-/* a signal for it is to be delivered (a wait ends for it) */
-static inline int kr__sig_intr(struct kr_uproc *up)
-{
-	return __atomic_load_n(&up->attn, __ATOMIC_SEQ_CST);
-}
-/* The μprocess whose call this is: a vfork child while one runs on the
- * microprocess. */
+/* The thread whose call this is (a vfork child's while one runs on the
+ * microprocess), and its μprocess. */
+struct kr__uthr *kr__uthr_self(void);
 struct kr_uproc *kr__uproc_self(void);
+/* The thread whose code the VP last ran, through its record (gs:24):
+ * the calling thread, in a call from a rewritten site (fast.c). */
+#if defined(__x86_64__)
+static inline struct kr__uthr *kr__uthr_cur(void)
+{
+	struct kr__uthr *t;
+	__asm__("mov %%gs:24, %0" : "=r"(t));
+	return t;
+}
+#endif
+/* a signal for the calling thread is to be delivered (a wait ends for it) */
+static inline int kr__sig_intr(void)
+{
+	return __atomic_load_n(&kr__uthr_self()->attn, __ATOMIC_SEQ_CST);
+}
 /* The μprocess whose memory up's calls change: a vfork child's parent. */
 static inline struct kr_uproc *kr__mm(struct kr_uproc *up)
 {
 	while (up->vparent)
-		up = up->vparent;
+		up = up->vparent->up;
 	return up;
 }
-/* exec (sys_exec.c resolves the path and reads the vectors): replace up's
- * image with the program at dirfd/path (a host fd), with argv and envp
- * (malloc'ed vectors of malloc'ed strings, taken).  Returns -errno, the
- * old image going on, or does not return; a vfork child's returns 0 to
- * no one: its parent resumes. */
-long kr__uproc_exec(struct kr_uproc *up, int dirfd, const char *path, char **argv, char **envp);
-/* vfork, clone(CLONE_VM | CLONE_VFORK): up's child runs from here on up's
- * microprocess, on `stack` (0: up's own); 0 or -errno. */
-long kr__uproc_vfork(struct kr_uproc *up, unsigned long flags, uintptr_t stack, uintptr_t ptid,
+/* exec (sys_exec.c resolves the path and reads the vectors): replace the
+ * image of t's μprocess with the program at dirfd/path (a host fd), with
+ * argv and envp (malloc'ed vectors of malloc'ed strings, taken).  Returns
+ * -errno, the old image going on, or does not return; a vfork child's
+ * returns 0 to no one: its parent resumes. */
+long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv, char **envp);
+/* vfork, clone(CLONE_VM | CLONE_VFORK): a child of t's μprocess runs from
+ * here on t's microprocess, on `stack` (0: t's own); 0 or -errno. */
+long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uintptr_t ptid,
 		     uintptr_t ctid, uint64_t tls);
 /* A child of up that has ended (pid > 0: that one; else any): its pid,
  * 0 (nohang, none yet), -ECHILD, -EINTR; `nowait`: left to collect. */
@@ -259,10 +317,20 @@ struct kr__reaped {
 };
 long kr__uproc_reap(struct kr_uproc *up, pid_t pid, int nohang, int nowait,
 		    struct kr__reaped *r);
-/* The end of the μprocess: on its microprocess's own stack, whatever stack
- * it is called on.  Not declared noreturn, so that the sanitizers do not
- * take the μprocess's stack for the one they know (it never returns). */
-void kr__uproc_end(struct kr_uproc *up, int status);
+/* The end of thread t, on its microprocess's own stack, whatever stack
+ * it is called on: of t alone (KR__END_THREAD: exit, or told to end; the
+ * μprocess's with that status when t is the last), or of its μprocess
+ * with that status, every thread of it ending (KR__END_EXIT: exit_group;
+ * KR__END_KILLED: a signal, a fault, a start that failed).  The μprocess's
+ * end is its first thread's, once the others have ended.  Not declared
+ * noreturn, so that the sanitizers do not take the μprocess's stack for
+ * the one they know (it never returns). */
+enum { KR__END_THREAD, KR__END_EXIT, KR__END_KILLED };
+void kr__uthr_end(struct kr__uthr *t, int status, int how);
+static inline void kr__uproc_end(struct kr__uthr *t, int status)
+{
+	kr__uthr_end(t, status, KR__END_KILLED);
+}
 int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
@@ -273,35 +341,76 @@ void kr__rl_unmap(const struct kr__rlist *l);
 int kr__uproc_mapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
 void kr__uproc_unmapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot);
-/* a signal the μprocess sends itself (kill, tgkill, SIGPIPE): delivered
- * on the way back from the call; 0 or -EINVAL */
-long kr__uproc_signal(struct kr_uproc *up, int sig);
+/* a signal the calling thread sends itself (tgkill, raise, SIGPIPE):
+ * delivered on the way back from the call; 0 or -EINVAL */
+long kr__uproc_signal(int sig);
 /* Default actions (signal(7)): 1 ends the process, 0 nothing (stop and
  * continue are nothing too: μprocesses have no job control). */
 int kr__sig_ends(int sig);
 /* The registry: the live μprocess with that pid (under G.lock, which
- * kr__uproc_kill_pid takes), and a signal sent to it from outside. */
-int kr__uproc_kill_pid(pid_t pid, int sig, int code, pid_t from);
+ * kr__uproc_kill_pid takes), and a signal sent to it from outside; with
+ * `tid`, to its thread of that tid alone (tgkill; pid 0: tkill, any
+ * μprocess's thread).  0 or -ESRCH. */
+int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from);
+/* A signal for up (t NULL) or its thread t, from a thread of its own. */
+void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from);
+
+/* ---- thread.c: threads of a μprocess, futexes ---- */
+#define KR__MP_STACK ((size_t)64 << 10) /* a thread's microprocess's own: its end */
+/* clone(CLONE_THREAD): another thread of t's μprocess, from the call's
+ * trap frame (t->uc); its tid, or -errno. */
+long kr__thr_clone(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uintptr_t ptid,
+		   uintptr_t ctid, uint64_t tls);
+/* A thread other than the first ends (on its microprocess's stack): its
+ * CLONE_CHILD_CLEARTID word cleared and woken, its struct freed. */
+__attribute__((noreturn)) void kr__thr_gone(struct kr__uthr *t);
+/* Every thread of up but `keep` is told to end (attn, its wait cut
+ * short, its VP kicked): the μprocess's end, or (`stop`) an exec's.
+ * Under the layer's lock. */
+void kr__thr_stop_others(struct kr_uproc *up, struct kr__uthr *keep, int stop);
+/* futex(2) on the μprocess's words, keyed by address (one address space) */
+long kr__futex_wake(uintptr_t addr, int n, uint32_t bits);
+/* The registers of a call's trap frame in a signal frame of karui's, which
+ * kr__img_sigreturn resumes (uproc.c); the thread's `vframe` holds it:
+ * the kernel's ucontext at frame + 8. */
+struct kr__vframe {
+	uintptr_t sp;       /* the frame + 8, where rt_sigreturn wants %rsp */
+	uintptr_t top;      /* the top of the stack it resumes on (0: the caller's) */
+	unsigned char pad[48];
+	unsigned char frame[];
+};
+struct kr__vframe *kr__frame_save(const ucontext_t *uc);
+/* Resume t's code from its `vframe` on the calling VP, with %rax `rax`
+ * (uproc.c). */
+__attribute__((noreturn)) void kr__thr_resume(struct kr__uthr *t, long rax, uintptr_t callsp);
+/* The layer's lock (uproc.c): the registry, the families, the threads. */
+void kr__uproc_lock(void);
+void kr__uproc_unlock(void);
+pid_t kr__uproc_new_pid(void);
 
 /* ---- signal.c: delivery to the μprocess's handlers ---- */
 enum { KR__RESTART_NO, KR__RESTART_EINTR, KR__RESTART_SA };
-/* Queue sig (1..64) for up with its siginfo's code, pid and address:
- * nothing if it is ignored and not blocked; 1 if up must be woken (it
- * does not block it, or waits for it in rt_sigtimedwait), else 0. */
-int kr__sig_queue(struct kr_uproc *up, int sig, int code, pid_t pid, uint64_t addr);
-/* Take the lowest pending signal of `set` (rt_sigtimedwait): its number
- * and siginfo, or 0. */
-int kr__sig_take(struct kr_uproc *up, uint64_t set, siginfo_t *si);
-/* A pending signal it does not block whose action ends it: ends it now
- * (on the μprocess's stack, in a call). */
-void kr__sig_fatal(struct kr_uproc *up);
+/* Queue sig (1..64) for up (t NULL: the μprocess's, which any thread
+ * that does not block it takes) or for its thread t, with its siginfo's
+ * code, pid and address: nothing if it is ignored and not blocked.  The
+ * thread to wake (its attn set: it does not block it; or it waits for it
+ * in rt_sigtimedwait), or NULL.  Under the layer's lock, which keeps the
+ * threads. */
+struct kr__uthr *kr__sig_queue(struct kr_uproc *up, struct kr__uthr *t, int sig, int code,
+			       pid_t pid, uint64_t addr);
+/* Take the lowest pending signal of `set` for t (rt_sigtimedwait): its
+ * number and siginfo, or 0. */
+int kr__sig_take(struct kr__uthr *t, uint64_t set, siginfo_t *si);
+/* A pending signal t does not block whose action ends its μprocess, or
+ * its μprocess's end: ends it now (on t's stack, in a call). */
+void kr__sig_fatal(struct kr__uthr *t);
 /* attn again from what is pending, unblocked or left to do */
-void kr__sig_rearm(struct kr_uproc *up);
-/* A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in its code, uc the kernel's
+void kr__sig_rearm(struct kr__uthr *t);
+/* A fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL) in t's code, uc the kernel's
  * context of it: 1 when its handler is to run there (uc now enters it),
  * 0 when the default action ends it (as the kernel forces a fault that is
  * blocked or ignored). */
-int kr__sig_fault(struct kr_uproc *up, ucontext_t *uc, const siginfo_t *si);
+int kr__sig_fault(struct kr__uthr *t, ucontext_t *uc, const siginfo_t *si);
 /* Whether ip is the μprocess's code (its mappings, the vDSO). */
 int kr__sig_ucode(struct kr_uproc *up, uintptr_t ip);
 /* A rewritten site's return (the trampoline's call, rewrite.c) as the
@@ -415,7 +524,7 @@ int kr__x86_decode(const uint8_t *p, size_t max, struct kr__insn *out);
 long kr__proc_open(struct kr_uproc *up, const char *path, long flags);
 
 /* ---- sys.c and sys_*.c (sys.h): what each system call does ---- */
-long kr__sys(struct kr_uproc *up, long nr, long a[6]);
+long kr__sys(struct kr__uthr *t, long nr, long a[6]);
 void kr__sys_init(void);                  /* at the layer's start: the index */
 /* docs/uproc.md's table of every intercepted call, in Markdown: 0, EIO,
  * ENOTSUP where there are no μprocesses */
@@ -456,9 +565,23 @@ struct kr__img_vp {
 	int32_t tid;        /* offset 4: the thread it arms; 0: free (uproc.c) */
 	uint64_t host_fs;   /* offset 8: the VP's own thread pointer */
 	struct kr__img_vp *next; /* every record made, free ones too */
-	int *attn;          /* offset 24: the attn of the μprocess it runs */
+	struct kr__uthr *thr; /* offset 24: the thread whose code it runs (its
+			       * attn first) */
 	uint64_t stash;     /* offset 32: %rax across kr__img_deliver's trap */
+	/* the time slice (uproc.c): the code it runs is to yield its VP
+	 * (kr__img_signal, at the kick that follows); it ran a μprocess's
+	 * code at the last tick.  Atomic. */
+	uint8_t preempt, seen;
 };
+_Static_assert(sizeof(struct kr__img_vp) <= 64, "a VP's record is 64 bytes");
+/* The time slice's end (kr__img_signal): the thread is to run
+ * kr__img_yield, whose call (KR__NR_YIELD) yields its microprocess, then
+ * returns through its rt_sigreturn to where it was. */
+#define KR__NR_YIELD 0x4b54
+void kr__img_yield(void);
+extern char kr__img_yield_ret[], kr__img_yield_end[]; /* after its two calls */
+/* 1 once when the VP is to yield the thread it runs (and it is no more) */
+int kr__img_preempted(void);
 /* A call that kr__img_deliver makes: the way back from a rewritten site
  * has signals to deliver, which needs the kernel's frame of a trap. */
 #define KR__NR_DELIVER 0x4b53

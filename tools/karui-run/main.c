@@ -4,7 +4,8 @@
  * 128 + the signal that ended it).  PROGRAM without a slash is looked up
  * in PATH.  A program that cannot run as a μprocess (a script, a setuid
  * program, another architecture) is an error here: karui-run exists to
- * run μprocesses, and says why not.
+ * run μprocesses, and says why not.  It runs a VP per processor, which
+ * the program's threads share.
  *
  * karui-run --syscall-table — print, in Markdown, the table of every
  * system call a μprocess makes and what karui does with it, from the
@@ -97,7 +98,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	args = argv + i;
-	kr_config cfg = {0};
+	/* a VP per processor, for a program's threads (as karui-sh) */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	kr_config cfg = {.vps = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus};
 	int err = kr_init(&cfg);
 	if (err) {
 		fprintf(stderr, "karui-run: kr_init: %s\n", strerror(err));

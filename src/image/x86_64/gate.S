@@ -150,6 +150,23 @@ kr__img_deliver:
 kr__img_deliver_ret:
 	ud2
 
+/* kr__img_yield: a thread whose time slice has ended enters here as a
+ * handler of a signal (signal.c: kr__img_signal), %rsp at its frame's
+ * return address.  Outside the gate: its first system call traps, and
+ * kr__img_trap yields its microprocess; its second is the restorer's
+ * rt_sigreturn, back to where the slice ended. */
+	.globl kr__img_yield, kr__img_yield_ret, kr__img_yield_end
+	.p2align 4
+kr__img_yield:
+	mov $0x4b54, %eax               /* KR__NR_YIELD */
+	syscall
+kr__img_yield_ret:
+	add $8, %rsp                    /* to the ucontext, as after a return */
+	mov $15, %eax                   /* rt_sigreturn */
+	syscall
+kr__img_yield_end:
+	ud2
+
 /* void kr__img_sigfault(int sig, siginfo_t *si, void *uc): a fault, on the
  * VP's alternate stack.  In karui's access to a μprocess's memory
  * (uaccess.S): that access returns -EFAULT.  In a μprocess's code (the %gs base is a record

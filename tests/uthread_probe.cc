@@ -1,0 +1,300 @@
+/*
+ * A small ordinary C++ program with threads, which test_uproc runs as a
+ * μprocess and natively and compares: std::thread, std::mutex,
+ * std::condition_variable, std::async, thread_local, pthread barriers,
+ * per-thread signal masks and signals to one thread or to the process.
+ * Built as a plain PIE with no sanitizer, as a distribution binary.
+ *   uthread_probe run              a line per check (natively the same)
+ *   uthread_probe exit-in-thread N a thread calls exit(N) while the main
+ *                                  thread waits in a join for ever: "bye"
+ *                                  from its atexit handler, status N
+ *   uthread_probe crash-in-thread  a thread writes through NULL while the
+ *                                  others wait
+ *   uthread_probe main-exits-first the main thread ends by pthread_exit;
+ *                                  a thread says "worker done" 50 ms later
+ *   uthread_probe spin N           N threads and the main one compute for
+ *                                  ever without system calls ("spinning")
+ *   uthread_probe exec PATH ARG    a thread waits in a read of its stdin,
+ *                                  another sleeps; the main thread execs
+ *                                  PATH ARG
+ *   uthread_probe exec-in-thread PATH   a thread other than the first
+ *                                  execs PATH: its errno
+ */
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static pid_t tid() { return (pid_t)syscall(SYS_gettid); }
+
+static thread_local int tl = -1;
+
+static void counters()
+{
+	std::mutex mu;
+	long sum = 0;
+	std::vector<std::thread> ts;
+	for (int i = 0; i < 4; i++)
+		ts.emplace_back([&] {
+			for (int k = 0; k < 20000; k++) {
+				std::lock_guard<std::mutex> g(mu);
+				sum++;
+			}
+		});
+	for (auto &t : ts)
+		t.join();
+	printf("sum %ld\n", sum);
+}
+
+static void tls_and_ids()
+{
+	std::mutex mu;
+	std::set<pid_t> tids;
+	std::atomic<int> bad{0};
+	pid_t pid = getpid(), me = tid();
+	std::vector<std::thread> ts;
+	for (int i = 0; i < 4; i++)
+		ts.emplace_back([&, i] {
+			tl = i * 10;
+			std::this_thread::sleep_for(std::chrono::milliseconds(2));
+			if (tl != i * 10 || getpid() != pid)
+				bad++;
+			std::lock_guard<std::mutex> g(mu);
+			tids.insert(tid());
+		});
+	for (auto &t : ts)
+		t.join();
+	printf("tls %s, main's %d\n", bad ? "mixed" : "own", tl);
+	printf("tids %zu distinct, main's not among them %d, main's is the pid %d\n", tids.size(),
+	       !tids.count(me), me == pid);
+}
+
+static void pingpong()
+{
+	std::mutex mu;
+	std::condition_variable cv;
+	int turn = 0, rounds = 1000;
+	std::thread a([&] {
+		for (int i = 0; i < rounds; i++) {
+			std::unique_lock<std::mutex> l(mu);
+			cv.wait(l, [&] { return turn == 0; });
+			turn = 1;
+			cv.notify_all();
+		}
+	});
+	int n = 0;
+	for (int i = 0; i < rounds; i++) {
+		std::unique_lock<std::mutex> l(mu);
+		cv.wait(l, [&] { return turn == 1; });
+		turn = 0;
+		n++;
+		cv.notify_all();
+	}
+	a.join();
+	printf("pingpong %d\n", n);
+	std::unique_lock<std::mutex> l(mu);
+	auto r = cv.wait_for(l, std::chrono::milliseconds(20));
+	printf("wait_for %s\n", r == std::cv_status::timeout ? "timeout" : "woken");
+}
+
+static void async_and_barrier()
+{
+	auto f = std::async(std::launch::async, [] { return 6 * 7; });
+	printf("async %d\n", f.get());
+	pthread_barrier_t b;
+	pthread_barrier_init(&b, nullptr, 3);
+	std::atomic<int> serial{0};
+	auto body = [&] {
+		for (int i = 0; i < 100; i++)
+			if (pthread_barrier_wait(&b) == PTHREAD_BARRIER_SERIAL_THREAD)
+				serial++;
+	};
+	std::thread x(body), y(body);
+	body();
+	x.join();
+	y.join();
+	pthread_barrier_destroy(&b);
+	printf("barrier %d\n", serial.load());
+}
+
+static std::atomic<pid_t> handled_by{0};
+static void on_sig(int) { handled_by = tid(); }
+
+static int has_pending(int sig)
+{
+	sigset_t p;
+	sigpending(&p);
+	return sigismember(&p, sig);
+}
+
+/* A signal to one thread waits for it; one to the process goes to a thread
+ * that does not block it. */
+static void signals()
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_sig;
+	sigaction(SIGUSR1, &sa, nullptr);
+	sigaction(SIGUSR2, &sa, nullptr);
+	std::atomic<int> stage{0};
+	std::atomic<pid_t> atid{0};
+	std::thread a([&] {
+		sigset_t s;
+		sigemptyset(&s);
+		sigaddset(&s, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &s, nullptr);
+		atid = tid();
+		stage = 1;
+		while (stage != 2)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+		printf("pending in the thread %d\n", has_pending(SIGUSR1));
+		pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+		printf("handled in the thread %d\n", handled_by.load() == atid);
+	});
+	while (stage != 1)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	pthread_kill(a.native_handle(), SIGUSR1);
+	printf("pending in main %d\n", has_pending(SIGUSR1));
+	stage = 2;
+	a.join();
+
+	/* to the process, main blocking it: the thread takes it */
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &s, nullptr);
+	handled_by = 0;
+	std::atomic<pid_t> btid{0};
+	std::thread b([&] {
+		pthread_sigmask(SIG_UNBLOCK, &s, nullptr); /* it had main's */
+		btid = tid();
+		for (int i = 0; i < 5000 && !handled_by; i++)
+			std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	});
+	while (!btid)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	kill(getpid(), SIGUSR2);
+	b.join();
+	printf("to the process: handled by the thread %d\n", handled_by.load() == btid);
+	pthread_sigmask(SIG_UNBLOCK, &s, nullptr);
+}
+
+static void joined()
+{
+	pthread_t t;
+	pthread_create(
+		&t, nullptr, [](void *) -> void * { return (void *)7; }, nullptr);
+	void *r;
+	pthread_join(t, &r);
+	printf("joined %ld\n", (long)r);
+	pthread_t d;
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	std::atomic<int> ran{0};
+	pthread_create(
+		&d, &at,
+		[](void *p) -> void * {
+			*(std::atomic<int> *)p = 1;
+			return nullptr;
+		},
+		&ran);
+	while (!ran)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	printf("detached ran\n");
+}
+
+static void forever()
+{
+	for (;;)
+		pause();
+}
+
+static void bye() { printf("bye\n"); }
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	setvbuf(stdout, nullptr, _IOLBF, 0);
+	const char *m = argv[1];
+	if (!strcmp(m, "run")) {
+		counters();
+		tls_and_ids();
+		pingpong();
+		async_and_barrier();
+		signals();
+		joined();
+		return 0;
+	}
+	if (!strcmp(m, "exit-in-thread") && argc > 2) {
+		atexit(bye);
+		int code = atoi(argv[2]);
+		std::thread w(forever);
+		std::thread x([code] {
+			std::this_thread::sleep_for(std::chrono::milliseconds(10));
+			exit(code);
+		});
+		w.join();
+		return 99;
+	}
+	if (!strcmp(m, "crash-in-thread")) {
+		std::thread w(forever);
+		std::thread x([] { *(volatile int *)(uintptr_t)(getpid() & 1) = 1; });
+		w.join();
+		return 99;
+	}
+	if (!strcmp(m, "main-exits-first")) {
+		std::thread x([] {
+			std::this_thread::sleep_for(std::chrono::milliseconds(50));
+			printf("worker done\n");
+		});
+		x.detach();
+		pthread_exit(nullptr);
+	}
+	if (!strcmp(m, "spin") && argc > 2) {
+		static volatile unsigned long sink;
+		for (int i = 0; i < atoi(argv[2]); i++)
+			std::thread([] {
+				for (;;)
+					sink++;
+			}).detach();
+		printf("spinning\n");
+		for (;;)
+			sink++;
+	}
+	if (!strcmp(m, "exec") && argc > 3) {
+		std::thread r([] {
+			char c;
+			while (read(0, &c, 1) != 0)
+				;
+		});
+		std::thread s(forever);
+		std::this_thread::sleep_for(std::chrono::milliseconds(10));
+		execl(argv[2], argv[2], argv[3], (char *)nullptr);
+		printf("exec: %s\n", strerror(errno));
+		return 1;
+	}
+	if (!strcmp(m, "exec-in-thread") && argc > 2) {
+		std::thread x([argv] {
+			execl(argv[2], argv[2], "x", (char *)nullptr);
+			printf("%s\n", strerrorname_np(errno));
+		});
+		x.join();
+		return 0;
+	}
+	return 2;
+}
