@@ -75,11 +75,12 @@ void kb_seed004_real(const kb_ctx *c);
 void kb_carea_stop(const kb_ctx *c);
 
 /* exp_uproc.c: seed 003's μprocesses against processes */
-void kb_uproc_start(const kb_ctx *c);
+void kb_seed003_table2(const kb_ctx *c);
 void kb_seed003_pipe(const kb_ctx *c);
 void kb_seed003_pipeline(const kb_ctx *c);
 void kb_uproc_syscall(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
+void kb_seed003_table6(const kb_ctx *c);
 /* exp_cgi.c: CGI programs as μprocesses (cgi_httpd) against lighttpd's mod_cgi */
 void kb_seed003_cgi(const kb_ctx *c);
 

@@ -2,14 +2,16 @@
  * karui-bench: μprocesses (seed 003 §6, include/karui/image.h) against
  * processes, in the same run.
  *
- *   uproc.start        /usr/bin/true started and waited for: as a μprocess
+ *   seed003.table2     seed 003's null program (karui-bench-null, main
+ *                      returns 0) started and waited for: as a μprocess
  *                      (kr_uproc_spawn + kr_uproc_wait) from its kept image
- *                      (karui), loaded afresh with its image taken and then
- *                      dropped (karui-first), loaded afresh with no image
- *                      kept (karui-cold); by fork + execve + waitpid, by
- *                      posix_spawn + waitpid; a thread by pthread_create +
- *                      pthread_join; µs per program (seed 003 Table 2:
- *                      reused, reusable, not reusable, POSIX thread)
+ *                      (karui), loaded afresh with its image taken to keep
+ *                      and then dropped (karui-kept), loaded afresh with no
+ *                      image kept (karui-not-kept); by fork + execve +
+ *                      waitpid, by posix_spawn + waitpid; a thread that
+ *                      does nothing by pthread_create + pthread_join; µs
+ *                      per program (Table 2: reused, reusable, not
+ *                      reusable, UNIX fork&exec, POSIX thread)
  *   seed003.pipe       5000 blocks of 4 KiB from one program to another
  *                      (karui-bench-uprog write | read): two μprocesses
  *                      joined by a kr_upipe on 2 VPs (karui) and on 1
@@ -37,6 +39,14 @@
  *                      space, page tables, and how much of the address space
  *                      is shared libraries; 1000 cat processes on pipes
  *                      beside them (Table 6)
+ *   seed003.table6     seed 003's hello program (karui-bench-hello, which
+ *                      then waits on its stdin) by region, while it waits:
+ *                      as a μprocess loaded afresh (karui), what it added
+ *                      to the host; as a process (process), all it has;
+ *                      address space, resident, private and shared KiB per
+ *                      region, its mappings, and how many such μprocesses
+ *                      the host's mappings left under vm.max_map_count
+ *                      allow (Table 6, §6.7's count)
  *
  * karui's side runs in a child process of karui-bench, one per system: a
  * thread that has run a μprocess keeps Syscall User Dispatch switched on,
@@ -45,10 +55,20 @@
  * at the first spawn, so each setting needs a fresh library; and
  * uproc.count may leave a process short of mappings.  The child starts
  * karui (outside every timing), runs a warm-up and c->reps timed repeats
- * (uproc.count: one cat run first, then one measurement),
+ * (uproc.count, seed003.table6: one run first, then one measurement),
  * and hands the figures back through a pipe.  The peers run in
  * karui-bench itself.  Processes are started with fork + execv; every
  * program's exit status is checked, and a wrong one fails the row.
+ *
+ * seed003.table6 reads a program's memory page by page from its pagemap
+ * (present; mapped there alone, the kernel's "exclusively mapped", which
+ * smaps counts as private), over its mappings as maps lists them.  The
+ * μprocess's are the parts of the host's mappings that were not there
+ * before its spawn: the kernel merges a new anonymous mapping with an old
+ * neighbour of the same kind, so smaps' figures per mapping cannot be
+ * split between the μprocess and the host.  What the host gained besides
+ * them (karui's microprocess stack, its records) is karui's own.  The
+ * count of μprocesses that fit is computed, not tried: uproc.count tries.
  *
  * Rejected: timing the start of a μprocess together with karui's own start
  * (a shell, karui-sh, starts karui once and then runs many commands; its
@@ -60,6 +80,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,7 +94,6 @@
 
 extern char **environ;
 
-#define TRUE_PATH "/usr/bin/true"
 #define WORDS "/usr/share/dict/words"
 #define WORDS_MIN 2400000L /* seed 003: "about 2.4 MB" */
 #define PATTERN "zonation"
@@ -81,7 +101,7 @@ extern char **environ;
 	"μprocesses unavailable here: kr_uproc_spawn returns ENOTSUP (no Syscall User "         \
 	"Dispatch or FSGSBASE)"
 
-enum { PIPE_BLOCKS = 5000, KID_MAXV = 48, COUNT_PROCS = 1000 };
+enum { PIPE_BLOCKS = 5000, KID_MAXV = 64, COUNT_PROCS = 1000 };
 
 /* ---------------- karui's side, in a child process ---------------- */
 
@@ -265,49 +285,63 @@ static int run_proc(const char *path, char *const argv[], char *buf, size_t cap,
 	return e ? -1 : st;
 }
 
-static const char *uprog_path(const kb_ctx *c, char *buf, size_t n)
+/* build/bin/karui-bench-NAME, next to karui-bench, or NULL (kb_row_none
+ * said so) */
+static const char *prog_path(const kb_ctx *c, const char *exp, const char *name, char *buf,
+			     size_t n)
 {
-	snprintf(buf, n, "%s/karui-bench-uprog", c->dir);
-	return access(buf, X_OK) == 0 ? buf : NULL;
+	snprintf(buf, n, "%s/karui-bench-%s", c->dir, name);
+	if (access(buf, X_OK) == 0)
+		return buf;
+	char why[64];
+	snprintf(why, sizeof why, "karui-bench-%s is not built", name);
+	kb_row_none(exp, "all", "failed", why);
+	return NULL;
 }
 
-/* ---------------- uproc.start ---------------- */
+/* ---------------- seed003.table2 ---------------- */
 
-#define START "uproc.start"
+#define TABLE2 "seed003.table2"
 
-static long start_n(const kb_ctx *c)
+static long table2_n(const kb_ctx *c)
 {
-	return c->n ? c->n : c->quick ? 100 : 500;
+	return c->n ? c->n : c->quick ? 50 : 100;
 }
 
-/* arg: START_REUSED (the image kept by the warm-up's runs), START_COLD
- * (none kept: loaded afresh each time), START_TAKEN (loaded afresh, its
- * image taken and then dropped: what a first start costs). */
-enum { START_REUSED, START_COLD, START_TAKEN };
+/* How karui's side starts the null program: from the image kept by the
+ * warm-up's runs (REUSED); loaded afresh with no image kept (NOT_KEPT);
+ * loaded afresh with its image taken to keep, then dropped (KEPT: what a
+ * first start costs when images are kept). */
+enum { START_REUSED, START_NOT_KEPT, START_KEPT };
+
+struct start_arg {
+	const char *prog;
+	int mode;
+};
 
 static int start_kid(const kb_ctx *c, void *arg, struct kid *k)
 {
-	long n = start_n(c);
-	int mode = *(const int *)arg;
-	char *argv[] = {"true", NULL};
-	if (mode == START_COLD)
+	const struct start_arg *a = arg;
+	long n = table2_n(c);
+	char *argv[] = {"karui-bench-null", NULL};
+	if (a->mode == START_NOT_KEPT)
 		kr_uproc_keep(0);
 	for (int r = -1; r < c->reps; r++) {
 		double t0 = kb_now_ns();
 		for (long i = 0; i < n; i++) {
 			kr_uproc *up;
-			int st = -1, e = kr_uproc_spawn(&up, TRUE_PATH, argv, NULL);
-			if (!e && kr_uproc_reused(up) != (mode == START_REUSED && (r >= 0 || i > 0))) {
+			int st = -1, e = kr_uproc_spawn(&up, a->prog, argv, NULL);
+			if (!e && kr_uproc_reused(up) != (a->mode == START_REUSED && (r >= 0 || i > 0))) {
 				snprintf(k->why, sizeof k->why, "a start %s a kept image",
-					 mode == START_REUSED ? "did not use" : "used");
+					 a->mode == START_REUSED ? "did not use" : "used");
 				kr_uproc_wait(up, &st);
 				return -1;
 			}
 			if (e || (e = kr_uproc_wait(up, &st)))
 				return e;
 			if (st)
-				return bad_status(k, TRUE_PATH, st, 0);
-			if (mode == START_TAKEN) {
+				return bad_status(k, "karui-bench-null", st, 0);
+			if (a->mode == START_KEPT) {
 				kr_uproc_keep(0);
 				kr_uproc_keep(8);
 			}
@@ -318,15 +352,24 @@ static int start_kid(const kb_ctx *c, void *arg, struct kid *k)
 	return 0;
 }
 
-static int start_fork_exec(void)
+static int start_fork_exec(const char *prog)
 {
-	char *argv[] = {"true", NULL};
+	char *argv[] = {"karui-bench-null", NULL};
 	pid_t pid = fork();
 	if (pid == 0) {
-		execve(TRUE_PATH, argv, environ);
+		execve(prog, argv, environ);
 		_exit(127);
 	}
 	return pid < 0 ? -1 : wait_proc(pid);
+}
+
+static int start_posix_spawn(const char *prog)
+{
+	char *argv[] = {"karui-bench-null", NULL};
+	pid_t pid;
+	if (posix_spawn(&pid, prog, NULL, NULL, argv, environ))
+		return -1;
+	return wait_proc(pid);
 }
 
 static void *nothing(void *a)
@@ -336,65 +379,64 @@ static void *nothing(void *a)
 
 /* a thread started and joined: what the paper's reused μprocess is set
  * against (SPEC P5: "about as much as creating a thread") */
-static int start_pthread(void)
+static int start_pthread(const char *prog)
 {
+	(void)prog;
 	pthread_t t;
 	return pthread_create(&t, NULL, nothing, NULL) || pthread_join(t, NULL) ? -1 : 0;
 }
 
-static int start_posix_spawn(void)
+void kb_seed003_table2(const kb_ctx *c)
 {
-	char *argv[] = {"true", NULL};
-	pid_t pid;
-	if (posix_spawn(&pid, TRUE_PATH, NULL, NULL, argv, environ))
-		return -1;
-	return wait_proc(pid);
-}
-
-void kb_uproc_start(const kb_ctx *c)
-{
+	char path[PATH_MAX];
+	const char *prog = prog_path(c, TABLE2, "null", path, sizeof path);
+	if (!prog)
+		return;
 	double karui = 0;
-	long n = start_n(c);
+	long n = table2_n(c);
 	static const struct {
 		const char *sys;
 		int mode;
-	} K[] = {{"karui", START_REUSED}, {"karui-first", START_TAKEN}, {"karui-cold", START_COLD}};
+	} K[] = {{"karui", START_REUSED},
+		 {"karui-kept", START_KEPT},
+		 {"karui-not-kept", START_NOT_KEPT}};
 	for (size_t i = 0; i < sizeof K / sizeof *K; i++) {
-		if (!kb_want(c, START, K[i].sys))
+		if (!kb_want(c, TABLE2, K[i].sys))
 			continue;
+		struct start_arg a = {prog, K[i].mode};
 		struct kid k;
-		kid_run(c, 1, NULL, start_kid, (void *)&K[i].mode, &k);
-		if (kid_failed(START, K[i].sys, &k))
+		kid_run(c, 1, NULL, start_kid, &a, &k);
+		if (kid_failed(TABLE2, K[i].sys, &k))
 			continue;
-		double m = kb_row(c, START, K[i].sys, "start+exit", "us", k.v, k.nv, karui, -1);
+		double m = kb_row(c, TABLE2, K[i].sys, "start+exit", "us", k.v, k.nv, karui, -1);
 		if (!karui)
 			karui = m;
 	}
 	static const struct {
 		const char *sys;
-		int (*once)(void);
+		int (*once)(const char *prog);
 	} P[] = {{"fork-exec", start_fork_exec},
 		 {"posix-spawn", start_posix_spawn},
 		 {"pthread", start_pthread}};
 	for (size_t i = 0; i < sizeof P / sizeof *P; i++) {
-		if (!kb_want(c, START, P[i].sys))
+		if (!kb_want(c, TABLE2, P[i].sys))
 			continue;
 		double v[16];
 		int st = 0;
 		for (int r = -1; r < c->reps && !st; r++) {
 			double t0 = kb_now_ns();
 			for (long j = 0; j < n && !st; j++)
-				st = P[i].once();
+				st = P[i].once(prog);
 			if (r >= 0)
 				v[r] = (kb_now_ns() - t0) / n / 1e3;
 		}
 		if (st) {
 			char why[96];
-			snprintf(why, sizeof why, TRUE_PATH " ended with status %d", st);
-			kb_row_none(START, P[i].sys, "failed", why);
+			snprintf(why, sizeof why, "karui-bench-null ended with status %d", st);
+			kb_row_none(TABLE2, P[i].sys, "failed", why);
 			continue;
 		}
-		kb_row(c, START, P[i].sys, "start+exit", "us", v, c->reps, karui, -1);
+		kb_row(c, TABLE2, P[i].sys, "start+exit", "us", v, c->reps, karui, -1);
 	}
 }
 
@@ -525,10 +567,8 @@ void kb_seed003_pipe(const kb_ctx *c)
 {
 	struct pipe_arg a;
 	char path[PATH_MAX];
-	if (!(a.prog = uprog_path(c, path, sizeof path))) {
-		kb_row_none(PIPE, "all", "failed", "karui-bench-uprog is not built");
+	if (!(a.prog = prog_path(c, PIPE, "uprog", path, sizeof path)))
 		return;
-	}
 	snprintf(a.n, sizeof a.n, "%ld", c->n ? c->n : (long)PIPE_BLOCKS);
 	double karui[2] = {0, 0};
 	for (unsigned vps = 2; vps >= 1; vps--) {
@@ -894,10 +934,8 @@ void kb_uproc_syscall(const kb_ctx *c)
 {
 	struct sc_arg a;
 	char path[PATH_MAX];
-	if (!(a.prog = uprog_path(c, path, sizeof path))) {
-		kb_row_none(SYSCALL, "all", "failed", "karui-bench-uprog is not built");
+	if (!(a.prog = prog_path(c, SYSCALL, "uprog", path, sizeof path)))
 		return;
-	}
 	snprintf(a.n, sizeof a.n, "%ld", c->n ? c->n : c->quick ? 20000L : 200000L);
 	double karui = 0;
 	static const struct {
@@ -952,16 +990,22 @@ static int is_lib(const char *path)
 	return so && (so[3] == 0 || so[3] == '.' || so[3] == '\n');
 }
 
+/* /proc/PID/FILE, /proc/self/FILE for pid 0 */
+static const char *proc_file(char *buf, size_t n, pid_t pid, const char *file)
+{
+	if (pid)
+		snprintf(buf, n, "/proc/%d/%s", (int)pid, file);
+	else
+		snprintf(buf, n, "/proc/self/%s", file);
+	return buf;
+}
+
 /* /proc/PID/smaps and VmPTE of /proc/PID/status ("self" for pid 0) */
 static int mem_of(pid_t pid, struct mem *m)
 {
 	char path[64], line[512];
 	memset(m, 0, sizeof *m);
-	if (pid)
-		snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
-	else
-		snprintf(path, sizeof path, "/proc/self/smaps");
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(proc_file(path, sizeof path, pid, "smaps"), "r");
 	if (!f)
 		return errno;
 	int lib = 0;
@@ -991,11 +1035,7 @@ static int mem_of(pid_t pid, struct mem *m)
 		}
 	}
 	fclose(f);
-	if (pid)
-		snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	else
-		snprintf(path, sizeof path, "/proc/self/status");
-	if (!(f = fopen(path, "r")))
+	if (!(f = fopen(proc_file(path, sizeof path, pid, "status"), "r")))
 		return errno;
 	while (fgets(line, sizeof line, f))
 		if (sscanf(line, "VmPTE: %lf", &v) == 1)
@@ -1285,4 +1325,355 @@ void kb_uproc_count(const kb_ctx *c)
 	}
 	for (int i = 1; i < NCM; i++)
 		kb_row(c, COUNT, "process", CM[i].metric, CM[i].unit, &v[i], 1, karui[i], -1);
+}
+
+/* ---------------- seed003.table6 ---------------- */
+
+#define TABLE6 "seed003.table6"
+#define HELLO "Hello, World\n"
+
+/* The rows of Table 6: where a program's memory is. */
+enum { R_TEXT, R_DATA, R_BSS, R_HEAP, R_STACK, R_LIBC, R_LDSO, R_OTHER, R_KARUI, R_KERNEL,
+       R_TOTAL, NREG };
+static const char *const REGION[NREG] = {"text", "data", "bss", "heap", "stack", "libc",
+					 "ld.so", "other files", "karui", "kernel", "total"};
+/* and what is measured of each, in KiB */
+enum { M_SPACE, M_RSS, M_PRIVATE, M_SHARED, NMEAS };
+static const char *const MEASURE[NMEAS] = {"address space", "rss", "private", "shared"};
+enum { T6_MAPS = NREG * NMEAS, T6_FIT, T6_NV }; /* struct kid's values */
+
+/* karui gives a μprocess's stack 8 MiB and 2 MiB of argument room
+ * (docs/uproc.md); nothing else a hello program maps comes near */
+#define STACK_MIN ((uintptr_t)8 << 20)
+
+/* A mapping of /proc/PID/maps, or the part of one that is new. */
+struct piece {
+	uintptr_t lo, hi;
+	int exec;
+	char path[PATH_MAX];
+};
+
+/* A host's maps, read into room set aside before anything is measured:
+ * the reading adds nothing to what it reads. */
+enum { MAXMAPS = 256 };
+struct maps {
+	size_t n;
+	struct piece p[MAXMAPS];
+};
+
+/* /proc/PID/maps ("self" for 0), sorted by address; 0 or an errno code */
+static int read_maps(pid_t pid, struct maps *m)
+{
+	char path[64], line[PATH_MAX + 128];
+	FILE *f = fopen(proc_file(path, sizeof path, pid, "maps"), "r");
+	if (!f)
+		return errno;
+	int e = 0;
+	m->n = 0;
+	while (!e && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char perm[5];
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &lo, &hi, perm, &at) < 3 || !at)
+			continue;
+		if (m->n == MAXMAPS) {
+			e = E2BIG;
+			break;
+		}
+		struct piece *p = &m->p[m->n++];
+		p->lo = lo;
+		p->hi = hi;
+		p->exec = perm[2] == 'x';
+		snprintf(p->path, sizeof p->path, "%s", line + at);
+		p->path[strcspn(p->path, "\n")] = 0;
+	}
+	fclose(f);
+	return e;
+}
+
+/* The parts of `now`'s mappings that no mapping of `old` covered, in
+ * place: the kernel merges a new anonymous mapping with an old neighbour
+ * of the same kind, so a line of maps may be partly old. */
+static void only_new(struct maps *now, const struct maps *old)
+{
+	size_t out = 0, j = 0;
+	for (size_t i = 0; i < now->n; i++) {
+		struct piece p = now->p[i];
+		while (j < old->n && old->p[j].hi <= p.lo)
+			j++;
+		for (size_t o = j; o < old->n && old->p[o].lo < p.hi && p.lo < p.hi; o++) {
+			if (old->p[o].lo > p.lo) { /* a new part below the old mapping */
+				now->p[out] = p;
+				now->p[out++].hi = old->p[o].lo;
+			}
+			p.lo = old->p[o].hi < p.hi ? old->p[o].hi : p.hi;
+		}
+		if (p.lo < p.hi)
+			now->p[out++] = p;
+	}
+	now->n = out;
+}
+
+static int starts(const char *path, const char *name)
+{
+	const char *b = strrchr(path, '/');
+	return !strncmp(b ? b + 1 : path, name, strlen(name));
+}
+
+/* Each piece's region, by the file it maps: the program's executable
+ * pages are its text, its other pages its data; anonymous memory right
+ * above a file's last mapping is that file's bss; an anonymous executable
+ * page is karui's (its trampolines); the rest of the anonymous memory is
+ * the stack (the kernel's [stack], or a μprocess's, by its size) or the
+ * heap (malloc's, ld.so's, the TLS). */
+static int region_of(const struct piece *p, const struct piece *below, int below_region,
+		     const char *prog)
+{
+	if (p->path[0] == '/') {
+		if (!strcmp(p->path, prog))
+			return p->exec ? R_TEXT : R_DATA;
+		if (starts(p->path, "libc.so"))
+			return R_LIBC;
+		return starts(p->path, "ld-linux") ? R_LDSO : R_OTHER;
+	}
+	if (!strcmp(p->path, "[stack]"))
+		return R_STACK;
+	if (p->path[0] == '[' && strcmp(p->path, "[heap]"))
+		return R_KERNEL; /* [vdso], [vvar], [vsyscall] */
+	if (!p->path[0] && below && below->path[0] == '/' && below->hi == p->lo)
+		return below_region == R_TEXT || below_region == R_DATA ? R_BSS : below_region;
+	if (p->exec)
+		return R_KARUI;
+	return p->hi - p->lo >= STACK_MIN ? R_STACK : R_HEAP;
+}
+
+/* Add [lo, hi) of the process whose pagemap is fd to m[NMEAS] (KiB): a page
+ * is resident when present; private when mapped there alone (the
+ * kernel's "exclusively mapped", which smaps counts as Private_*), shared
+ * otherwise. */
+static int count_pages(int fd, uintptr_t lo, uintptr_t hi, double *m)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t e[512];
+	m[M_SPACE] += (double)(hi - lo) / 1024;
+	for (uintptr_t a = lo; a < hi;) {
+		size_t want = (hi - a) / (uintptr_t)pg;
+		want = want < 512 ? want : 512;
+		ssize_t got = pread(fd, e, want * sizeof *e, (off_t)(a / (uintptr_t)pg * sizeof *e));
+		if (got < 0)
+			return errno;
+		if (!got) /* above the user's address space: [vsyscall] */
+			break;
+		for (size_t i = 0; i < (size_t)got / sizeof *e; i++) {
+			if (!(e[i] >> 63))
+				continue;
+			m[M_RSS] += (double)pg / 1024;
+			m[(e[i] >> 56 & 1) ? M_PRIVATE : M_SHARED] += (double)pg / 1024;
+		}
+		a += (uintptr_t)got / sizeof *e * (uintptr_t)pg;
+	}
+	return 0;
+}
+
+/* The figures of m's pieces by region into v[NREG * NMEAS] (added to),
+ * the total of all included; pid 0: this process. */
+static int count_regions(pid_t pid, const struct maps *m, const char *prog, double *v)
+{
+	char path[64];
+	int fd = open(proc_file(path, sizeof path, pid, "pagemap"), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	int e = 0, reg = -1;
+	for (size_t i = 0; i < m->n && !e; i++) {
+		reg = region_of(&m->p[i], i ? &m->p[i - 1] : NULL, reg, prog);
+		e = count_pages(fd, m->p[i].lo, m->p[i].hi, &v[reg * NMEAS]);
+	}
+	close(fd);
+	for (int r = 0; r < R_TOTAL; r++)
+		for (int j = 0; j < NMEAS; j++)
+			v[R_TOTAL * NMEAS + j] += v[r * NMEAS + j];
+	return e;
+}
+
+/* All of this process's memory (its maps read into *m), by pagemap:
+ * karui's own is what the host gained besides the μprocess's mappings. */
+static int host_total(struct maps *m, double *t)
+{
+	double v[NREG * NMEAS] = {0};
+	int e = read_maps(0, m);
+	if (!e)
+		e = count_regions(0, m, "", v);
+	memcpy(t, &v[R_TOTAL * NMEAS], NMEAS * sizeof *t);
+	return e;
+}
+
+/* Is b[0..n) what karui-bench-hello prints? */
+static int said_hello(const char *b, size_t n)
+{
+	return n == sizeof HELLO - 1 && !memcmp(b, HELLO, n);
+}
+
+/* The μprocess's side: karui-bench-hello run once first (what the first
+ * μprocess of a process sets up is not a μprocess's own) and its image
+ * dropped; then, with no image kept, started afresh on two karui pipes made
+ * beforehand and measured once it has said hello and waits on its stdin:
+ * what it added to the host's mappings, by region, karui's own figures
+ * being what the host gained besides them; the mappings it added, and how
+ * many such μprocesses the mappings left under vm.max_map_count allow. */
+static int table6_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	(void)c;
+	const char *prog = arg;
+	char *argv[] = {"karui-bench-hello", NULL};
+	kr_uproc_attr at;
+	kr_uproc_attr_init(&at);
+	kr_uproc_attr_fd_close(&at, 0);
+	kr_uproc_attr_fd_close(&at, 1);
+	kr_uproc *up;
+	int st = -1, e = kr_uproc_spawn(&up, prog, argv, &at);
+	if (e || (e = kr_uproc_wait(up, &st)))
+		return e;
+	if (st)
+		return bad_status(k, "karui-bench-hello", st, 0);
+	kr_uproc_keep(0);
+	struct maps *old = malloc(sizeof *old), *now = malloc(sizeof *now);
+	kr_upipe *in = NULL, *out = NULL;
+	if (!old || !now || (e = warm_upipe(&in)) || (e = warm_upipe(&out)))
+		goto done;
+	memset(old, 0, sizeof *old);
+	memset(now, 0, sizeof *now);
+	double t0[NMEAS], t1[NMEAS];
+	if ((e = host_total(old, t0)))
+		goto done;
+	kr_uproc_attr_fd_pipe(&at, 0, in, KR_UPIPE_READ);
+	kr_uproc_attr_fd_pipe(&at, 1, out, KR_UPIPE_WRITE);
+	if ((e = kr_uproc_spawn(&up, prog, argv, &at)))
+		goto done;
+	kr_upipe_close(in, KR_UPIPE_READ);
+	kr_upipe_close(out, KR_UPIPE_WRITE);
+	char b[sizeof HELLO];
+	size_t n = 0, got = 1;
+	while (n < sizeof HELLO - 1 && got && !kr_upipe_read(out, b + n, sizeof HELLO - 1 - n, &got))
+		n += got;
+	if (!said_hello(b, n)) {
+		snprintf(k->why, sizeof k->why, "karui-bench-hello did not say hello");
+		e = -1;
+	}
+	if (!e && !(e = host_total(now, t1))) {
+		long max = read_long("/proc/sys/vm/max_map_count");
+		k->v[T6_MAPS] = (double)now->n - (double)old->n;
+		k->v[T6_FIT] = now->n > old->n ? (double)((max - (long)old->n) /
+							  (long)(now->n - old->n)) : 0;
+		only_new(now, old);
+		memset(k->v, 0, T6_MAPS * sizeof *k->v);
+		e = count_regions(0, now, prog, k->v);
+		for (int m = 0; m < NMEAS; m++) {
+			double own = t1[m] - t0[m] - k->v[R_TOTAL * NMEAS + m];
+			k->v[R_KARUI * NMEAS + m] += own;
+			k->v[R_TOTAL * NMEAS + m] += own;
+		}
+		k->nv = T6_NV;
+	}
+	kr_upipe_close(in, KR_UPIPE_WRITE);
+	kr_upipe_close(out, KR_UPIPE_READ);
+	in = out = NULL;
+	int we = kr_uproc_wait(up, &st);
+	if (!e && (e = we) == 0 && st)
+		e = bad_status(k, "karui-bench-hello", st, 0);
+done:
+	for (int end = KR_UPIPE_READ; end <= KR_UPIPE_WRITE; end++) {
+		if (in)
+			kr_upipe_close(in, end);
+		if (out)
+			kr_upipe_close(out, end);
+	}
+	free(old);
+	free(now);
+	return e ? e : old && now ? 0 : ENOMEM;
+}
+
+/* The process's side: karui-bench-hello on two pipes, measured by its own
+ * maps and pagemap once it has said hello; v[] as the kid's.  An error
+ * message or NULL. */
+static const char *table6_proc(const char *prog, double *v)
+{
+	static char why[96];
+	int in[2], out[2];
+	if (pipe2(in, O_CLOEXEC))
+		return strerror(errno);
+	if (pipe2(out, O_CLOEXEC)) {
+		close(in[0]);
+		close(in[1]);
+		return strerror(errno);
+	}
+	pid_t pid = start_proc(prog, (char *[]){"karui-bench-hello", NULL}, in[0], out[1]);
+	close(in[0]);
+	close(out[1]);
+	const char *err = pid < 0 ? "fork failed" : NULL;
+	char b[sizeof HELLO];
+	size_t n = 0;
+	ssize_t got = 1;
+	while (!err && n < sizeof HELLO - 1 && (got = read(out[0], b + n, sizeof HELLO - 1 - n)) > 0)
+		n += (size_t)got;
+	if (!err && !said_hello(b, n))
+		err = "karui-bench-hello did not say hello";
+	struct maps *m = err ? NULL : malloc(sizeof *m);
+	int e = err ? 0 : !m ? ENOMEM : read_maps(pid, m);
+	if (!err && !e)
+		e = count_regions(pid, m, prog, v);
+	if (!err && e) {
+		snprintf(why, sizeof why, "its maps or pagemap: %s", strerror(e));
+		err = why;
+	}
+	v[T6_MAPS] = m ? (double)m->n : 0;
+	free(m);
+	close(in[1]);
+	close(out[0]);
+	int st = pid < 0 ? -1 : wait_proc(pid);
+	if (!err && st) {
+		snprintf(why, sizeof why, "karui-bench-hello ended with status %d", st);
+		err = why;
+	}
+	return err;
+}
+
+void kb_seed003_table6(const kb_ctx *c)
+{
+	char path[PATH_MAX];
+	const char *prog = prog_path(c, TABLE6, "hello", path, sizeof path);
+	if (!prog)
+		return;
+	double karui[T6_NV] = {0};
+	char metric[64];
+	if (kb_want(c, TABLE6, "karui")) {
+		struct kid k;
+		kid_run(c, 1, NULL, table6_kid, (void *)prog, &k);
+		if (!kid_failed(TABLE6, "karui", &k)) {
+			memcpy(karui, k.v, sizeof karui);
+			for (int i = 0; i < T6_MAPS; i++) {
+				snprintf(metric, sizeof metric, "%s %s", REGION[i / NMEAS],
+					 MEASURE[i % NMEAS]);
+				kb_row(c, TABLE6, "karui", metric, "KiB", &k.v[i], 1, 0, -1);
+			}
+			kb_row(c, TABLE6, "karui", "mappings", "maps", &k.v[T6_MAPS], 1, 0, -1);
+			snprintf(metric, sizeof metric, "vm.max_map_count %ld",
+				 read_long("/proc/sys/vm/max_map_count"));
+			kb_row_note(c, TABLE6, "karui", "fit", "uprocs", &k.v[T6_FIT], 1, 0, -1,
+				    metric);
+		}
+	}
+	if (!kb_want(c, TABLE6, "process"))
+		return;
+	double v[T6_NV] = {0};
+	const char *why = table6_proc(prog, v);
+	if (why) {
+		kb_row_none(TABLE6, "process", "failed", why);
+		return;
+	}
+	for (int i = 0; i <= T6_MAPS; i++) {
+		if (i < T6_MAPS)
+			snprintf(metric, sizeof metric, "%s %s", REGION[i / NMEAS], MEASURE[i % NMEAS]);
+		kb_row(c, TABLE6, "process", i < T6_MAPS ? metric : "mappings",
+		       i < T6_MAPS ? "KiB" : "maps", &v[i], 1, karui[i], -1);
+	}
 }

@@ -231,8 +231,9 @@ static const struct seed {
 	 "a microprocess stopped in the middle by the C-area, or a thread preempted by "
 	 "another program: us until it runs again (--n: the other program's visits)",
 	 "karui-carea pthread", kb_carea_stop},
-	{"uproc.start", "/usr/bin/true started and waited for, us per program (--n: programs "
-	 "per repeat)", "karui karui-first karui-cold fork-exec posix-spawn pthread", kb_uproc_start},
+	{"seed003.table2", "a null program started and waited for, us per program (--n: "
+	 "programs per repeat)", "karui karui-kept karui-not-kept fork-exec posix-spawn pthread",
+	 kb_seed003_table2},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
 	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
 	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
@@ -244,6 +245,8 @@ static const struct seed {
 	 "karui karui-trap native", kb_uproc_syscall},
 	{"uproc.count", "cat programs alive at once, each blocked on its stdin, and memory per "
 	 "program (--n: how many)", "karui process", kb_uproc_count},
+	{"seed003.table6", "a hello-world program's memory by region while it waits on its "
+	 "stdin, and how many fit in vm.max_map_count", "karui process", kb_seed003_table6},
 	{"seed003.cgi", "CGI programs (hello.c, hello.pl) over HTTP under wrk, --n connections "
 	 "(16): req/s, latency, CPU per request", "karui lighttpd", kb_seed003_cgi},
 	{"io.files", "many small files read from the page cache, "
