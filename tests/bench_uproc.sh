@@ -4,10 +4,16 @@
 # longer than the total, the peer's with its ratio to karui (a reader that
 # counted a wrong number of bytes fails its row instead).  uproc.count
 # --n 100: all 100 cats alive at once, a positive private memory per
-# μprocess and the processes' rows beside it.  Skipped where μprocesses
-# are not available.
+# μprocess and the processes' rows beside it.  seed003.table2 --n 5: a
+# row for every system, the peers' with their ratio to karui (a start that
+# did not reuse the kept image fails karui's row instead).  seed003.table6:
+# the μprocess and the process map the same program and C library alike,
+# the μprocess's stack has the 8 MiB and more that karui gives it, and a
+# count of μprocesses that fit.  Skipped where μprocesses are not
+# available.
 kb=$1
-out=$("$kb" run seed003.pipe --quick --json && "$kb" run uproc.count --n 100 --json) ||
+out=$("$kb" run seed003.pipe --quick --json && "$kb" run uproc.count --n 100 --json &&
+	"$kb" run seed003.table2 --quick --n 5 --json && "$kb" run seed003.table6 --json) ||
 	{ echo "$out"; exit 1; }
 echo "$out"
 case $out in *'"skipped":"μprocesses unavailable here'*) exit 77 ;; esac
@@ -30,4 +36,22 @@ done
 need '^[{]"experiment":"uproc.count","system":"karui","metric":"count","value":100,'
 need '^[{]"experiment":"uproc.count","system":"karui","metric":"private dirty","value":[1-9]'
 need "^[{]\"experiment\":\"uproc.count\",\"system\":\"process\",\"metric\":\"private dirty\",\"value\":[1-9].*\"ratio_to_karui\":$num[}]$"
+for sys in karui karui-kept karui-not-kept fork-exec posix-spawn pthread; do
+	pat="^[{]\"experiment\":\"seed003.table2\",\"system\":\"$sys\",\"metric\":\"start\+exit\",\"value\":$num,\"unit\":\"us\""
+	[ $sys = karui ] || pat="$pat.*\"ratio_to_karui\":$num[}]$"
+	need "$pat"
+done
+t6() { # the value of seed003.table6's row of system $1, metric $2
+	echo "$out" | sed -n "s/^{\"experiment\":\"seed003.table6\",\"system\":\"$1\",\"metric\":\"$2\",\"value\":\([^,]*\),.*/\1/p"
+}
+for m in "text address space" "data address space" "libc address space"; do
+	k=$(t6 karui "$m")
+	p=$(t6 process "$m")
+	[ -n "$k" ] && [ "$k" = "$p" ] && [ "$k" != 0 ] ||
+		{ echo "seed003.table6 $m: μprocess '$k', process '$p'"; fail=1; }
+done
+awk -v s="$(t6 karui "stack address space")" 'BEGIN { exit !(s + 0 >= 8192) }' ||
+	{ echo "seed003.table6: the μprocess's stack is not 8 MiB or more"; fail=1; }
+need '^[{]"experiment":"seed003.table6","system":"karui","metric":"fit","value":[1-9][0-9]*,.*"note":"vm.max_map_count [0-9]+"[}]$'
+need "^[{]\"experiment\":\"seed003.table6\",\"system\":\"process\",\"metric\":\"total rss\",\"value\":[1-9].*\"ratio_to_karui\":$num[}]$"
 exit $fail

@@ -7,6 +7,8 @@
 # ratio column's header says so, and for http rows written here (requests
 # per second, where the better side is below 1×) the plot of ratios draws
 # the very ratios of the table.
+# seed003.table2's targets and seed003.table6's table, from rows written
+# here: a target met and one not, a region, a system that failed.
 # seed001.ipc's section, from rows written here: the seed's figures beside
 # today's, ratios to karui's EPC-S row, a failed system's reason.
 # Skipped when matplotlib is not installed (the Markdown is checked first).
@@ -32,7 +34,8 @@ need '^\| command \| `.*karui-bench run yield --quick --only bare-switch --json`
 need '^\| \*\*karui\*\* \| yield \| [0-9.]+ ns \|'
 need '^\| bare-switch \| yield \| [0-9.]+ ns \| .* \| [0-9.]+× \|$'
 need '^### Table 2: process creation and termination$'
-need '^### Table 2: starting and ending a program$'
+need '^### Table 2: starting and ending a null program$'
+need '^### Table 6: the memory of a hello program$'
 need '^### CGI programs over HTTP \(§7\.2\)$'
 need '^\*not run \(this run has no rows for it\)\*$'
 need '^\*\*Ratios\.\*\* Every ratio in this report, in its tables and its plots, is \*\*peer / karui\*\*'
@@ -83,6 +86,26 @@ for line in '| hello.c | lighttpd | 2,000 req/s | 10 ms | – | 4× |' \
 	"Target: karui ≥ 3× lighttpd's requests per second with hello.c: met (4×)."; do
 	grep -Fqx "$line" "$dir/cgi/REPORT.md" || { echo "seed003.cgi: no line $line"; fail=1; }
 done
+# seed003.table2's targets and seed003.table6's table from rows written here.
+mkdir "$dir/t26"
+for r in 'table2","system":"karui","metric":"start+exit","value":15,"unit":"us"' \
+	'table2","system":"pthread","metric":"start+exit","value":10,"unit":"us"' \
+	'table2","system":"fork-exec","metric":"start+exit","value":120,"unit":"us"' \
+	'table6","system":"karui","metric":"text address space","value":4,"unit":"KiB"' \
+	'table6","system":"karui","metric":"total address space","value":13000,"unit":"KiB"' \
+	'table6","system":"process","metric":"text address space","value":4,"unit":"KiB"' \
+	'table6","system":"karui","metric":"fit","value":3000,"unit":"uprocs","note":"vm.max_map_count 65530"' \
+	'table6","system":"process","failed":"its maps or pagemap: Permission denied"'; do
+	echo "{\"experiment\":\"seed003.$r}"
+done >"$dir/t26/results.jsonl"
+"$report" --out "$dir/t26" "$dir/t26/results.jsonl" || exit 1
+for line in "Targets for a reused μprocess: at most 2× a thread's start + join: met (1.5×); at least 10× faster than fork + exec: not met (8×)." \
+	'| text | 4 | – | – | – | 4 | – | – | – | 8 KB (text + data) |' \
+	'*process: failed: its maps or pagemap: Permission denied*'; do
+	grep -Fqx "$line" "$dir/t26/REPORT.md" || { echo "seed003: no line $line"; fail=1; }
+done
+grep -q '^Mappings: .* hold 3,000 such μprocesses (vm.max_map_count 65530)\.' "$dir/t26/REPORT.md" ||
+	{ echo "seed003.table6: no count of μprocesses that fit"; fail=1; }
 # seed001.ipc's section from rows written here: today's 8 KiB figures beside
 # the seed's in ms, NullProc without a size, ratios to karui's EPC-S row.
 mkdir "$dir/seed001"
