@@ -71,60 +71,63 @@ if not (table == want and plot == want and [b[0] for b in higher] ==
         ["http: requests, 2 threads (req/s)"]):
     sys.exit(f"http ratios: table {table}, plot {plot}, higher is better: {higher}")
 EOF
+# written NAME PREFIX ROW...: a report in $dir/NAME of the rows written here,
+# each a JSON object that starts {"experiment":"PREFIX then ROW
+written() {
+	d=$dir/$1 prefix=$2
+	shift 2
+	mkdir "$d"
+	for r; do
+		echo "{\"experiment\":\"$prefix$r}"
+	done >"$d/results.jsonl"
+	"$report" --out "$d" "$d/results.jsonl" >/dev/null || exit 1
+}
+# has NAME LINE...: $dir/NAME/REPORT.md has each LINE whole
+has() {
+	d=$dir/$1
+	shift
+	for line; do
+		grep -Fqx "$line" "$d/REPORT.md" || { echo "$d: no line $line"; fail=1; }
+	done
+}
 # seed003.cgi's section from rows written here: karui / lighttpd, the target.
-mkdir "$dir/cgi"
-for r in 'karui","metric":"hello.c requests","value":8000,"unit":"req/s"' \
+written cgi 'seed003.cgi","system":"' \
+	'karui","metric":"hello.c requests","value":8000,"unit":"req/s"' \
 	'lighttpd","metric":"hello.c requests","value":2000,"unit":"req/s"' \
 	'lighttpd","metric":"hello.c latency","value":10,"unit":"ms"' \
 	'karui","metric":"hello.pl requests","value":300,"unit":"req/s"' \
-	'lighttpd","failed":"wrk reported errors"'; do
-	echo "{\"experiment\":\"seed003.cgi\",\"system\":\"$r}"
-done >"$dir/cgi/results.jsonl"
-"$report" --out "$dir/cgi" "$dir/cgi/results.jsonl" || exit 1
-for line in '| hello.c | lighttpd | 2,000 req/s | 10 ms | – | 4× |' \
+	'lighttpd","failed":"wrk reported errors"'
+has cgi '| hello.c | lighttpd | 2,000 req/s | 10 ms | – | 4× |' \
 	'| hello.pl | lighttpd | failed: wrk reported errors |  |  |  |' \
-	"Target: karui ≥ 3× lighttpd's requests per second with hello.c: met (4×)."; do
-	grep -Fqx "$line" "$dir/cgi/REPORT.md" || { echo "seed003.cgi: no line $line"; fail=1; }
-done
+	"Target: karui ≥ 3× lighttpd's requests per second with hello.c: met (4×)."
 # seed003.table2's targets and seed003.table6's table from rows written here.
-mkdir "$dir/t26"
-for r in 'table2","system":"karui","metric":"start+exit","value":15,"unit":"us"' \
+written seed003 'seed003.' \
+	'table2","system":"karui","metric":"start+exit","value":15,"unit":"us"' \
 	'table2","system":"pthread","metric":"start+exit","value":10,"unit":"us"' \
 	'table2","system":"fork-exec","metric":"start+exit","value":120,"unit":"us"' \
 	'table6","system":"karui","metric":"text address space","value":4,"unit":"KiB"' \
 	'table6","system":"karui","metric":"total address space","value":13000,"unit":"KiB"' \
 	'table6","system":"process","metric":"text address space","value":4,"unit":"KiB"' \
 	'table6","system":"karui","metric":"fit","value":3000,"unit":"uprocs","note":"vm.max_map_count 65530"' \
-	'table6","system":"process","failed":"its maps or pagemap: Permission denied"'; do
-	echo "{\"experiment\":\"seed003.$r}"
-done >"$dir/t26/results.jsonl"
-"$report" --out "$dir/t26" "$dir/t26/results.jsonl" || exit 1
-for line in "Targets for a reused μprocess: at most 2× a thread's start + join: met (1.5×); at least 10× faster than fork + exec: not met (8×)." \
+	'table6","system":"process","failed":"its maps or pagemap: Permission denied"'
+has seed003 "Targets for a reused μprocess: at most 2× a thread's start + join: met (1.5×); at least 10× faster than fork + exec: not met (8×)." \
 	'| text | 4 | – | – | – | 4 | – | – | – | 8 KB (text + data) |' \
-	'*process: failed: its maps or pagemap: Permission denied*'; do
-	grep -Fqx "$line" "$dir/t26/REPORT.md" || { echo "seed003: no line $line"; fail=1; }
-done
-grep -q '^Mappings: .* hold 3,000 such μprocesses (vm.max_map_count 65530)\.' "$dir/t26/REPORT.md" ||
+	'*process: failed: its maps or pagemap: Permission denied*'
+grep -q '^Mappings: .* hold 3,000 such μprocesses (vm.max_map_count 65530)\.' "$dir/seed003/REPORT.md" ||
 	{ echo "seed003.table6: no count of μprocesses that fit"; fail=1; }
 # seed001.ipc's section from rows written here: today's 8 KiB figures beside
 # the seed's in ms, NullProc without a size, ratios to karui's EPC-S row.
-mkdir "$dir/seed001"
-for r in 'karui-epc-s","metric":"ArgRtn_Copy","value":2,"unit":"us","x":8' \
+written seed001 'seed001.ipc","system":"' \
+	'karui-epc-s","metric":"ArgRtn_Copy","value":2,"unit":"us","x":8' \
 	'udp-rpc","metric":"NullProc","value":5,"unit":"us"' \
 	'udp-rpc","metric":"ArgRtn_Copy","value":10,"unit":"us","x":8' \
 	'udp-rpc","metric":"ArgRtn_Copy","value":7,"unit":"us","x":2' \
-	'sysv-msgq","failed":"starting its server: No space left on device"'; do
-	echo "{\"experiment\":\"seed001.ipc\",\"system\":\"$r}"
-done >"$dir/seed001/results.jsonl"
-"$report" --out "$dir/seed001" "$dir/seed001/results.jsonl" || exit 1
-s1=$dir/seed001/REPORT.md
-for line in '| udp-rpc | UDP socket | 5 µs | – | – | 10 µs (5×) |' \
+	'sysv-msgq","failed":"starting its server: No space left on device"'
+has seed001 '| udp-rpc | UDP socket | 5 µs | – | – | 10 µs (5×) |' \
 	'| sysv-msgq | – | failed: starting its server: No space left on device |  |  |  |' \
 	'| *seed 001, 486DX2-66* | UDP socket | 0.953 ms (5.85×) | 3.18 ms (19.5×) | 5.3 ms (32.5×) | 5.53 ms (5.17×) |' \
 	'| *seed 001, 486DX2-66* | EPC-H | 0.001 ms (0.00613×) † | 0.001 ms (0.00613×) † | 0.001 ms (0.00613×) † | 0.62 ms (0.579×) |' \
-	'| udp-rpc | ArgRtn_Copy | 7 µs | – | 10 µs (5×) |'; do
-	grep -Fqx "$line" "$s1" || { echo "seed001: no line $line"; fail=1; }
-done
+	'| udp-rpc | ArgRtn_Copy | 7 µs | – | 10 µs (5×) |'
 grep -q '^### IPC: synchronous calls between a client and a server$' "$md" &&
 	grep -A8 '^### IPC: synchronous' "$md" | grep -q '^\*not run' ||
 	{ echo "REPORT.md: seed001.ipc's section does not say it was not run"; fail=1; }

@@ -56,6 +56,8 @@ double kb_row_note(const kb_ctx *c, const char *exp, const char *sys, const char
 		   const char *unit, double *v, int nv, double karui, double x, const char *note);
 /* kind: "skipped" (not available here) or "failed" (ran, reported an error) */
 void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why);
+/* Two pipes (close-on-exec), or neither: 0 or an errno code */
+int kb_two_pipes(int a[2], int b[2]);
 
 /* exp_seeds.c */
 void kb_seed000_table2(const kb_ctx *c);

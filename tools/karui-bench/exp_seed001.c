@@ -348,15 +348,9 @@ static void chan_close(void *st)
 
 static int pipe_make(chan *ch)
 {
-	int c2s[2], s2c[2];
-	if (pipe2(c2s, O_CLOEXEC))
-		return errno;
-	if (pipe2(s2c, O_CLOEXEC)) {
-		int err = errno;
-		close(c2s[0]);
-		close(c2s[1]);
+	int c2s[2], s2c[2], err = kb_two_pipes(c2s, s2c);
+	if (err)
 		return err;
-	}
 	int e[4] = {s2c[0], c2s[1], c2s[0], s2c[1]};
 	memcpy(ch->e, e, sizeof e);
 	return 0;

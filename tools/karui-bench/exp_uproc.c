@@ -531,14 +531,9 @@ static int pipe_kid(const kb_ctx *c, void *arg, struct kid *k)
 static const char *pipe_procs(const struct pipe_arg *a, double *total, double *transfer)
 {
 	static char why[96];
-	int mid[2], out[2];
-	if (pipe2(mid, O_CLOEXEC))
-		return strerror(errno);
-	if (pipe2(out, O_CLOEXEC)) {
-		close(mid[0]);
-		close(mid[1]);
-		return strerror(errno);
-	}
+	int mid[2], out[2], e = kb_two_pipes(mid, out);
+	if (e)
+		return strerror(e);
 	char *wargv[] = {"karui-bench-uprog", "write", (char *)a->n, NULL};
 	char *rargv[] = {"karui-bench-uprog", "read", (char *)a->n, NULL};
 	double t0 = kb_now_ns();
@@ -1598,14 +1593,9 @@ done:
 static const char *table6_proc(const char *prog, double *v)
 {
 	static char why[96];
-	int in[2], out[2];
-	if (pipe2(in, O_CLOEXEC))
-		return strerror(errno);
-	if (pipe2(out, O_CLOEXEC)) {
-		close(in[0]);
-		close(in[1]);
-		return strerror(errno);
-	}
+	int in[2], out[2], e = kb_two_pipes(in, out);
+	if (e)
+		return strerror(e);
 	pid_t pid = start_proc(prog, (char *[]){"karui-bench-hello", NULL}, in[0], out[1]);
 	close(in[0]);
 	close(out[1]);
@@ -1618,7 +1608,7 @@ static const char *table6_proc(const char *prog, double *v)
 	if (!err && !said_hello(b, n))
 		err = "karui-bench-hello did not say hello";
 	struct maps *m = err ? NULL : malloc(sizeof *m);
-	int e = err ? 0 : !m ? ENOMEM : read_maps(pid, m);
+	e = err ? 0 : !m ? ENOMEM : read_maps(pid, m);
 	if (!err && !e)
 		e = count_regions(pid, m, prog, v);
 	if (!err && e) {

@@ -27,6 +27,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -378,6 +379,19 @@ double kb_row(const kb_ctx *c, const char *exp, const char *sys, const char *met
 void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why)
 {
 	emit_none(exp, sys, kind, why);
+}
+
+int kb_two_pipes(int a[2], int b[2])
+{
+	if (pipe2(a, O_CLOEXEC))
+		return errno;
+	if (pipe2(b, O_CLOEXEC)) {
+		int e = errno;
+		close(a[0]);
+		close(a[1]);
+		return e;
+	}
+	return 0;
 }
 
 /* Run the Go program; fills ns[], rss[] and peak[] with one value per
