@@ -100,6 +100,11 @@ typedef struct kr_config {
 	                                 &kr_carea; vps 0 then means one per
 	                                 processor the process may use); NULL:
 	                                 none, all vps run */
+	const char *trace;            /* write a scheduling trace to this file at
+	                                 kr_fini (docs/trace.md); NULL: the
+	                                 environment's KARUI_TRACE, if set */
+	size_t trace_size;            /* bytes of trace buffer per VP; 0:
+	                                 KARUI_TRACE_SIZE, or 1 MiB */
 } kr_config;
 
 /* Start karui on the calling thread.  EINVAL: vps > KR_VP_MAX, or an ops

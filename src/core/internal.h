@@ -103,6 +103,8 @@ struct kr_mp {
 	uint32_t wgen;          /* served.c: its latest served wait's generation
 	                           (odd), even once a wait ended unserved;
 	                           atomic, written by its own microprocess only */
+	uint32_t trace_vp;      /* trace.c, while tracing: the VP it last ran
+	                           on (or was made on), plus 1; atomic */
 };
 _Static_assert(offsetof(struct kr_mp, served) + 4 <= 64 && offsetof(struct kr_mp, upper) + 8 <= 128,
 	       "the hot fields of a record fit its first two cache lines");
@@ -176,8 +178,15 @@ struct kr_worker {
 	uint32_t away_timers;   /* parked as a spare with timers armed, and
 	                           counted in naway (blocking.c; atomic) */
 	void *tsan_idle;        /* ThreadSanitizer: the idle loop's fiber */
+	struct kr_trace_buf *trace; /* trace.c: this VP's events, NULL when
+	                           not tracing */
+	int waking;             /* who makes microprocesses ready here besides
+	                           the running one: KR_BY_TIMER while its
+	                           timers fire, KR_BY_IO in a poll (trace.c) */
 	struct kr_timers timers;
 };
+
+enum { KR_BY_MP, KR_BY_TIMER, KR_BY_IO };
 
 #define KR_KEPT_UNDATED 1 /* kept_at until its poll or wait returns */
 

@@ -244,6 +244,7 @@ static __attribute__((noinline)) kr_ctx_transfer end_next(struct kr_worker *w, k
 {
 	timers_poll(w);
 	kr_mp *next = seam_next(w, NULL);
+	trace_switch(w, self, next, KR_WHY_EXIT);
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
@@ -260,8 +261,10 @@ static __attribute__((noinline)) kr_ctx_transfer end_detached(struct kr_worker *
 	return end_next(w, self);
 }
 
+/* `traced`: end_slow's copy, which the trace may see (trace.h). */
 static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_worker *w,
-									 kr_mp *self, void *result)
+									 kr_mp *self, void *result,
+									 int traced)
 {
 	self->result = result;
 	struct counters *c = w->cnt;
@@ -286,13 +289,16 @@ static inline __attribute__((always_inline)) kr_ctx_transfer end_rest(struct kr_
 	}
 	if (!next)
 		return end_next(w, self);
+	if (traced)
+		trace_switch(w, self, next, KR_WHY_EXIT);
 	kr_ctx *to;
 	next = route(w, next, &to);
 	ASAN_START(w, NULL, next);
 	return (kr_ctx_transfer){to, left_word(w, self)};
 }
 
-/* Keys to destroy, or a blocking section left open. */
+/* Keys to destroy, a blocking section left open, or no fast paths
+ * (another scheduler, a trace). */
 static __attribute__((noinline)) kr_ctx_transfer end_slow(kr_mp *self, void *result)
 {
 	if (self->keys)
@@ -300,7 +306,7 @@ static __attribute__((noinline)) kr_ctx_transfer end_slow(kr_mp *self, void *res
 	struct kr_worker *w = W();
 	if (w->blocked)
 		kr__blocking_end(w);
-	return end_rest(w, self, result);
+	return end_rest(w, self, result, 1);
 }
 
 /* Like the other fast paths (see kr_mp_yield), no call when a joiner waits and
@@ -308,9 +314,9 @@ static __attribute__((noinline)) kr_ctx_transfer end_slow(kr_mp *self, void *res
 static kr_ctx_transfer mp_end(kr_mp *self, void *result)
 {
 	struct kr_worker *w = W();
-	if (__builtin_expect(self->keys || w->blocked, 0))
+	if (__builtin_expect(self->keys || !w->fast, 0))
 		return end_slow(self, result);
-	return end_rest(w, self, result);
+	return end_rest(w, self, result, 0);
 }
 
 int kr_mp_exit(void *result)
@@ -402,7 +408,7 @@ int kr_mp_join(kr_mp *h, void **result)
 	}
 	/* Not a kr_mp_park: the joiner is in no queue and its permit is
 	 * untouched, so nothing but mp's exit resumes it. */
-	block(w, self);
+	block(w, self, KR_WHY_JOIN);
 	__atomic_store_n(&self->joining, 0, __ATOMIC_RELAXED);
 	return reap(mp, result);
 }

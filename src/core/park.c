@@ -17,22 +17,24 @@
 #include "rt.h"
 
 /* block's general path (rt.h). */
-__attribute__((noinline)) void kr__block_slow(struct kr_worker *w, kr_mp *self, int due)
+__attribute__((noinline)) void kr__block_slow(struct kr_worker *w, kr_mp *self, int why, int due)
 {
 	if (due)
 		kr__timers_run(w);
 	kr_mp *next = seam_next(w, NULL);
 	if (next == self)
 		return; /* woken and popped again before we even left */
-	sw(w, self, next);
+	sw(w, self, next, why);
 }
 
 /* ---------------- sleep / wakeup ---------------- */
 
-/* Returns 0: `return sleep_self(...)` makes the switch a tail call. */
-static inline int sleep_self(struct kr_worker *w, kr_mp *self, uint32_t mode)
+/* Returns 0: `return sleep_self(...)` makes the switch a tail call.
+ * `why`, here and below, is what the trace records (trace.h): a constant
+ * in each copy of the parks, which only their general paths read. */
+static inline int sleep_self(struct kr_worker *w, kr_mp *self, int why, uint32_t mode)
 {
-	return permit_sleep(self, mode) ? block(w, self) : 0;
+	return permit_sleep(self, mode) ? block(w, self, why) : 0;
 }
 
 /* The calls below, when wakeups posted to the one VP wait: they go first,
@@ -44,16 +46,16 @@ static __attribute__((noinline)) int park_posted(void)
 	return kr_mp_park();
 }
 
-static __attribute__((noinline)) int park_until_posted(uint64_t deadline)
+static __attribute__((noinline)) int park_until_posted(uint64_t deadline, int why)
 {
 	kr__permits_apply();
-	return kr_mp_park_until(deadline);
+	return kr__park_until_why(deadline, why);
 }
 
-static __attribute__((noinline)) int park_cancellable_posted(uint64_t deadline)
+static __attribute__((noinline)) int park_cancellable_posted(uint64_t deadline, int why)
 {
 	kr__permits_apply();
-	return kr_mp_park_cancellable_until(deadline);
+	return kr__park_cancellable_why(deadline, why);
 }
 
 int kr_mp_park(void)
@@ -64,17 +66,17 @@ int kr_mp_park(void)
 	uint32_t mode = permit_mode();
 	if (permit_posted(mode))
 		return park_posted();
-	return sleep_self(w, w->cur, mode);
+	return sleep_self(w, w->cur, KR_WHY_PARK, mode);
 }
 
 /* Back out of a sleep that has been announced (SLEEP) but not started.
  * 1: done; 0: a wakeup came in between and made us ready, so we block
  * (returning at once or soon) to keep the ready queue consistent. */
-static int unsleep(struct kr_worker *w, kr_mp *self, uint32_t mode)
+static int unsleep(struct kr_worker *w, kr_mp *self, uint32_t mode, int why)
 {
 	if (permit_claim(self, __atomic_load_n(&self->wstate, __ATOMIC_RELAXED), mode))
 		return 1;
-	block(w, self);
+	block(w, self, why);
 	return 0;
 }
 
@@ -83,40 +85,42 @@ static int unsleep(struct kr_worker *w, kr_mp *self, uint32_t mode)
  * with block(), which the on_cpu protocol already handles.  Out of line,
  * so that the timer's frame stays off the untimed sleeps' path. */
 static __attribute__((noinline)) int sleep_deadline(struct kr_worker *w, kr_mp *self,
-						    uint64_t deadline, uint32_t mode)
+						    uint64_t deadline, uint32_t mode, int why)
 {
 	if (!permit_sleep(self, mode))
 		return 0;
 	if (kr_now() >= deadline)
-		return unsleep(w, self, mode) ? ETIMEDOUT : 0;
+		return unsleep(w, self, mode, why) ? ETIMEDOUT : 0;
 	struct kr_timer t = {.when = deadline, .mp = self};
 	int err = kr__timer_arm(&w->timers, &t);
 	if (err)
-		return unsleep(w, self, mode) ? err : 0;
-	block(w, self);
+		return unsleep(w, self, mode, why) ? err : 0;
+	block(w, self, why);
 	if (kr__timer_cancel(&t))
 		return 0;
 	return t.won ? ETIMEDOUT : 0;
 }
 
 static inline int sleep_timed(struct kr_worker *w, kr_mp *self, uint64_t deadline,
-			      uint32_t mode)
+			      uint32_t mode, int why)
 {
 	if (deadline == KR_FOREVER)
-		return sleep_self(w, self, mode);
-	return sleep_deadline(w, self, deadline, mode);
+		return sleep_self(w, self, why, mode);
+	return sleep_deadline(w, self, deadline, mode, why);
 }
 
-int kr_mp_park_until(uint64_t deadline)
+static inline __attribute__((always_inline)) int park_until_as(uint64_t deadline, int why)
 {
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
 	uint32_t mode = permit_mode();
 	if (permit_posted(mode))
-		return park_until_posted(deadline);
-	return sleep_timed(w, w->cur, deadline, mode);
+		return park_until_posted(deadline, why);
+	return sleep_timed(w, w->cur, deadline, mode, why);
 }
+
+int kr_mp_park_until(uint64_t deadline) { return park_until_as(deadline, KR_WHY_PARK); }
 
 /* kr_mp_park_cancellable_until's end with wakeups posted meanwhile to the one
  * VP, maybe a cancel: they are applied first. */
@@ -130,21 +134,44 @@ static __attribute__((noinline)) int cancellable_end_posted(int err)
  * ends, or that a permit it left ends at once.  The record is read again
  * after the sleep rather than kept in a register across it (see block),
  * and so is kr__solo: the state may have ended meanwhile. */
-int kr_mp_park_cancellable_until(uint64_t deadline)
+static inline __attribute__((always_inline)) int park_cancellable_as(uint64_t deadline, int why)
 {
 	struct kr_worker *w = W();
 	if (!w)
 		return EPERM;
 	uint32_t mode = permit_mode();
 	if (permit_posted(mode))
-		return park_cancellable_posted(deadline);
+		return park_cancellable_posted(deadline, why);
 	if (permit_take_cancel(w->cur, mode))
 		return ECANCELED;
-	int err = sleep_timed(w, w->cur, deadline, mode);
+	int err = sleep_timed(w, w->cur, deadline, mode, why);
 	mode = permit_mode();
 	if (permit_posted(mode))
 		return cancellable_end_posted(err);
 	return permit_take_cancel(W()->cur, mode) ? ECANCELED : err;
+}
+
+int kr_mp_park_cancellable_until(uint64_t deadline)
+{
+	return park_cancellable_as(deadline, KR_WHY_PARK);
+}
+
+/* The parks of L3 (trace.h: kr__park_for), each a copy with its reason, so
+ * that the reason costs them nothing; the two with a variable reason are
+ * for their rarer waits. */
+int kr__park_sem(uint64_t deadline) { return park_cancellable_as(deadline, KR_WHY_SEM); }
+int kr__park_cond(uint64_t deadline) { return park_cancellable_as(deadline, KR_WHY_COND); }
+int kr__park_stream(uint64_t deadline) { return park_cancellable_as(deadline, KR_WHY_STREAM); }
+int kr__park_entry(uint64_t deadline) { return park_cancellable_as(deadline, KR_WHY_ENTRY); }
+int kr__park_mutex(uint64_t deadline) { return park_until_as(deadline, KR_WHY_MUTEX); }
+int kr__park_barrier(uint64_t deadline) { return park_until_as(deadline, KR_WHY_BARRIER); }
+__attribute__((noinline)) int kr__park_cancellable_why(uint64_t deadline, int why)
+{
+	return park_cancellable_as(deadline, why);
+}
+__attribute__((noinline)) int kr__park_until_why(uint64_t deadline, int why)
+{
+	return park_until_as(deadline, why);
 }
 
 int kr_mp_sleep_until(uint64_t deadline)
@@ -152,7 +179,7 @@ int kr_mp_sleep_until(uint64_t deadline)
 	if (!W())
 		return EPERM;
 	int woken = 0, err;
-	while ((err = kr_mp_park_cancellable_until(deadline)) == 0)
+	while ((err = kr__park_cancellable_why(deadline, KR_WHY_SLEEP)) == 0)
 		woken = 1;
 	if (woken) /* the last wait's end applied what was posted */
 		permit_keep(W()->cur);
@@ -293,13 +320,13 @@ static __attribute__((noinline)) int not_taken(const kr_mp *h)
  * wake an idle VP for self, which is queued (SELF_UNPARK), then switch. */
 enum { SELF_QUEUED, SELF_READY, SELF_UNPARK };
 static __attribute__((noinline)) int direct_slow(struct kr_worker *w, kr_mp *self, kr_mp *mp,
-						 int how)
+						 int how, int why)
 {
 	if (how == SELF_READY)
 		seam_ready(w, self);
 	else if (how == SELF_UNPARK)
 		kr_sched_unpark(1);
-	return sw(w, self, mp);
+	return sw(w, self, mp, why);
 }
 
 /* What a direct switch still owes for self after seam_ready_try. */
@@ -313,7 +340,7 @@ static __attribute__((noinline)) int switch_to_slow(struct kr_worker *w, kr_mp *
 	kr_mp *mp = kr__rec(h);
 	if (seam_take(w, mp, self) != 0)
 		return not_taken(h);
-	return direct_slow(w, self, mp, SELF_QUEUED);
+	return direct_slow(w, self, mp, SELF_QUEUED, KR_WHY_RUNNABLE);
 }
 
 /* A direct switch to a sleeper while wakeups posted to the one VP wait:
@@ -341,7 +368,7 @@ int kr_mp_switch_to(kr_mp *h)
 	if (permit_claim(mp, s, mode)) {
 		int how = owed(seam_requeue_try(w, self));
 		if (how != SELF_QUEUED || w->blocked)
-			return direct_slow(w, self, mp, how);
+			return direct_slow(w, self, mp, how, KR_WHY_RUNNABLE);
 	} else {
 		int r = seam_take_try(w, mp, self);
 		if (r == SEAM_ABSENT)
@@ -349,7 +376,7 @@ int kr_mp_switch_to(kr_mp *h)
 		if (r == SEAM_BUSY)
 			return switch_to_slow(w, self, h);
 		if (w->blocked)
-			return direct_slow(w, self, mp, SELF_QUEUED);
+			return direct_slow(w, self, mp, SELF_QUEUED, KR_WHY_RUNNABLE);
 	}
 	return sw_plain(w, self, mp);
 }
@@ -360,8 +387,9 @@ static __attribute__((noinline)) int sleep_and_wakeup_slow(struct kr_worker *w, 
 	kr_mp *mp = kr__rec(h);
 	if (seam_take(w, mp, NULL) != 0)
 		return not_taken(h);
-	return direct_slow(w, self, mp,
-			   permit_sleep(self, kr__solo_on()) ? SELF_QUEUED : SELF_READY);
+	if (permit_sleep(self, kr__solo_on()))
+		return direct_slow(w, self, mp, SELF_QUEUED, KR_WHY_SWITCH);
+	return direct_slow(w, self, mp, SELF_READY, KR_WHY_RUNNABLE);
 }
 
 static __attribute__((noinline)) int park_and_switch_posted(kr_mp *h)
@@ -377,7 +405,7 @@ static __attribute__((noinline)) int park_and_switch_permit(struct kr_worker *w,
 {
 	int how = owed(seam_requeue_try(w, self));
 	if (how != SELF_QUEUED || w->blocked)
-		return direct_slow(w, self, mp, how);
+		return direct_slow(w, self, mp, how, KR_WHY_RUNNABLE);
 	return sw_plain(w, self, mp);
 }
 
@@ -397,8 +425,8 @@ static inline __attribute__((always_inline)) int park_and_switch_as(struct kr_wo
 	}
 	if (!permit_sleep(self, mode))
 		return park_and_switch_permit(w, self, mp);
-	if (w->blocked)
-		return direct_slow(w, self, mp, SELF_QUEUED);
+	if (!w->fast) /* a blocking section, another scheduler, a trace */
+		return direct_slow(w, self, mp, SELF_QUEUED, KR_WHY_SWITCH);
 	return sw_plain(w, self, mp);
 }
 
@@ -428,7 +456,7 @@ static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 		kr__timers_run(w);
 	if (due || !(next = seam_next_try(w, self)))
 		next = seam_next(w, self);
-	return next != self ? sw(w, self, next) : 0;
+	return next != self ? sw(w, self, next, KR_WHY_RUNNABLE) : 0;
 }
 
 /* kr_mp_yield found its VP's slot and list empty, and is in the slot now:
@@ -437,7 +465,7 @@ static __attribute__((noinline)) int yield_slow(struct kr_worker *w, int due)
 static __attribute__((noinline)) int yield_alone(struct kr_worker *w, kr_mp *self)
 {
 	if (!seam_turn_back(w, self))
-		kr__block_slow(w, self, 0);
+		kr__block_slow(w, self, KR_WHY_RUNNABLE, 0);
 	return 0;
 }
 

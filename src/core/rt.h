@@ -46,6 +46,7 @@
 
 #include "internal.h"
 #include "permit.h"
+#include "trace.h"
 #include "../arch/ctx_init.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -253,8 +254,11 @@ void kr__blocking_end(struct kr_worker *w);
 void kr__spares_kick(void);
 int kr__vp_retire(struct kr_worker *w, uint64_t deadline);
 
-static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *self, kr_mp *next)
+/* The general paths' switch: self stops for `why` (trace.h). */
+static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *self, kr_mp *next,
+						    int why)
 {
+	trace_switch(w, self, next, why);
 	if (__builtin_expect(w->blocked, 0)) {
 		kr__sw_blocked(w, self, next);
 		return 0;
@@ -272,7 +276,9 @@ static inline void kr__poll(struct kr_worker *w)
 	if (!__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
 		return;
 	w->own_source = G.poller.flags & KR_POLLER_PER_VP;
+	w->waking = KR_BY_IO;
 	G.poller.poll(G.poller.arg);
+	w->waking = KR_BY_MP;
 	w->own_source = 0;
 	if (w->kept_at == KR_KEPT_UNDATED)
 		w->kept_at = kr_now();
@@ -318,18 +324,19 @@ static inline __attribute__((always_inline)) void timers_poll(struct kr_worker *
  * runnable (it sleeps).  kr__block_slow is the general path: the timers' turn
  * (`due`), another scheduler, a busy lock, an empty queue (steal or go
  * idle), a blocking section. */
-void kr__block_slow(struct kr_worker *w, kr_mp *self, int due);
+void kr__block_slow(struct kr_worker *w, kr_mp *self, int why, int due);
 
 /* Inline, with no call in the common case but the switch; callers keep
  * nothing in registers across it (they re-read W()), so that they need
- * not save any of their own.  Returns 0: `return block(...)` makes the
- * switch a tail call. */
-static inline __attribute__((always_inline)) int block(struct kr_worker *w, kr_mp *self)
+ * not save any of their own.  `why` (trace.h), a constant, reaches only
+ * the general path.  Returns 0: `return block(...)` makes the switch a
+ * tail call. */
+static inline __attribute__((always_inline)) int block(struct kr_worker *w, kr_mp *self, int why)
 {
 	kr_mp *next;
 	int due = timers_due(w);
 	if (due || !(next = seam_next_fast(w))) {
-		kr__block_slow(w, self, due);
+		kr__block_slow(w, self, why, due);
 		return 0;
 	}
 	return next != self ? sw_plain(w, self, next) : 0;

@@ -152,6 +152,7 @@ static void idle_loop(struct kr_worker *w)
 {
 	for (;;) {
 		kr_mp *mp = w->pending; /* handed over by route() */
+		int routed = mp != NULL; /* its switch is traced already */
 		w->pending = NULL;
 		release_dead(w);
 		if (!mp && G.alloc) {
@@ -176,6 +177,8 @@ static void idle_loop(struct kr_worker *w)
 			mp = seam_idle(w);
 		if (!mp)
 			continue;
+		if (!routed)
+			trace_switch(w, NULL, mp, KR_WHY_RUNNABLE);
 		claim_cpu(w, mp);
 #if defined(__SANITIZE_ADDRESS__)
 		void *fake;
@@ -404,6 +407,7 @@ int kr_init(const kr_config *cfg)
 		unclaim();
 		return err;
 	}
+	kr__trace_start(cfg);
 
 	kr_vp *vp0;
 	/* 64-byte aligned, as the records on stacks are (the mutex's tokens) */
@@ -412,6 +416,7 @@ int kr_init(const kr_config *cfg)
 		memset(main, 0, sizeof *main);
 	if (!main || (err = kr_vp_adopt(&vp0)) != 0) {
 		free(main);
+		kr__trace_stop();
 		G.sched.ops->fini(SCHED);
 		kr__stacks_fini();
 		unclaim();
@@ -425,6 +430,7 @@ int kr_init(const kr_config *cfg)
 		vp0->upper = NULL;
 		kr_vp_release();
 		free(main);
+		kr__trace_stop();
 		G.sched.ops->fini(SCHED);
 		kr__stacks_fini();
 		unclaim();
@@ -446,6 +452,7 @@ int kr_init(const kr_config *cfg)
 	main->join = (uintptr_t)1 << KR_GEN_SHIFT | JS_DETACHED;
 	main->id = vp0->id;
 	w->cur = main;
+	trace_switch(w, NULL, main, KR_WHY_RUNNABLE);
 	G.main = main;
 	G.w0 = w;
 	kr__w = w;
@@ -528,6 +535,7 @@ static void teardown(void)
 	G.w0 = NULL;
 	vp0->upper = NULL;
 	kr_vp_release();
+	kr__trace_stop();
 	kr__stacks_fini();
 }
 
@@ -555,7 +563,7 @@ int kr_fini(void)
 		__atomic_store_n(&G.stopping, 1, __ATOMIC_RELEASE);
 		kr_sched_unpark(G.nvps + G.nspares + 1);
 		kr__spares_kick(); /* VP 0 may be parked (alloc.h) */
-		block(w, self);
+		block(w, self, KR_WHY_PARK);
 	}
 	teardown();
 	unclaim();

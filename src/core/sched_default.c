@@ -291,6 +291,8 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 	return NULL;
 }
 
+/* Worker w's instance (its kr_sched_vp_data). */
+static inline struct inst *inst_of(struct kr_worker *w) { return w->sched_vp; }
 
 /* VP w, at a scheduling point while it keeps what its own event source
  * made ready ("Completions stay"): once its queue is empty they have all
@@ -300,7 +302,7 @@ kr_mp *kr__d_steal(struct dsched *d, kr_vp *vp)
 static int d_kept(kr_sched *s, struct kr_worker *w)
 {
 	struct dsched *d = D(s);
-	struct inst *i = w->dq;
+	struct inst *i = inst_of(w);
 	if (!w->kept_at)
 		return 0;
 	if (i->slotted ? slot_free(i) : list_empty(i)) {
@@ -494,50 +496,51 @@ const kr_sched_ops kr_sched_default = {
 	.reprio = h_reprio,
 };
 
-/* The seam (seam.h): the core calls the default scheduler here, and
- * inline through the fast forms, on the worker's instance w->dq. */
+/* The seam (seam.h): the core calls the default scheduler here, on the
+ * worker's instance, and inline through the fast forms, on w->dq, the
+ * same while no trace hides it from them (trace.c). */
 static int s_vp_init(kr_sched *s, struct kr_worker *w)
 {
 	int e = d_vp_init(s, w->vp);
 	if (!e)
-		w->dq = w->sched_vp;
+		w->dq = inst_of(w);
 	return e;
 }
 
 static void s_ready(kr_sched *s, struct kr_worker *w, kr_mp *mp)
 {
-	kr__d_ready_in(s, w ? w->dq : NULL, mp);
+	kr__d_ready_in(s, w ? inst_of(w) : NULL, mp);
 }
 
 static void s_spawn(kr_sched *s, struct kr_worker *w, kr_mp *mp)
 {
-	kr__d_spawn_in(s, w->dq, mp);
+	kr__d_spawn_in(s, inst_of(w), mp);
 }
 
 static kr_mp *s_next(kr_sched *s, struct kr_worker *w, kr_mp *prev)
 {
-	return kr__d_next_in(s, w->vp, w->dq, prev);
+	return kr__d_next_in(s, w->vp, inst_of(w), prev);
 }
 
 static int s_take(kr_sched *s, struct kr_worker *w, kr_mp *mp, kr_mp *prev)
 {
-	return kr__d_take_in(s, w->dq, mp, prev);
+	return kr__d_take_in(s, inst_of(w), mp, prev);
 }
 
 static kr_mp *s_idle(kr_sched *s, struct kr_worker *w) { return d_idle(s, w->vp); }
 
-static void s_away(kr_sched *s, struct kr_worker *w, uint32_t how) { d_away(s, w->dq, how); }
+static void s_away(kr_sched *s, struct kr_worker *w, uint32_t how) { d_away(s, inst_of(w), how); }
 
 static void s_adopt(kr_sched *s, struct kr_worker *w, struct kr_worker *o)
 {
-	d_adopt(s, w->dq, o->dq);
+	d_adopt(s, inst_of(w), inst_of(o));
 }
 
 /* the one VP's instance: RMWs on its slot from now on */
 static void s_several(kr_sched *s, struct kr_worker *w)
 {
 	(void)s;
-	w->dq->solo = 0;
+	inst_of(w)->solo = 0;
 }
 
 const struct kr__seam kr__seam_default = {

@@ -214,7 +214,7 @@ void kr__served_fire(struct kr_timer *t)
 int kr__served_block(void)
 {
 	struct kr_worker *w = W();
-	return block(w, w->cur);
+	return block(w, w->cur, KR_WHY_CHAN);
 }
 
 /* S ends its own wait as a third party would, without a ready: `why` if
@@ -225,7 +225,7 @@ static __attribute__((noinline)) int self_end(struct kr_worker *w, kr_mp *self, 
 {
 	if (third(kr__handle(self), g))
 		return why;
-	block(w, self);
+	block(w, self, KR_WHY_CHAN);
 	return 0;
 }
 
@@ -236,7 +236,7 @@ int kr__served_block_until(uint32_t g, uint64_t deadline)
 	struct kr_timer t = {.when = deadline, .mp = self, .served = g};
 	if (kr__timer_arm(&w->timers, &t))
 		return self_end(w, self, g, ENOMEM);
-	block(w, self);
+	block(w, self, KR_WHY_CHAN);
 	kr__timer_cancel(&t);
 	return 0;
 }
@@ -267,7 +267,7 @@ int kr__served_abort(void)
 	__atomic_store_n(&self->wgen, g + 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&self->served, 0, __ATOMIC_RELAXED);
 	if (served_clear(self) & WS_INTR)
-		block(w, self);
+		block(w, self, KR_WHY_CHAN);
 	return ECANCELED;
 }
 

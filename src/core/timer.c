@@ -182,8 +182,12 @@ static void run_of(struct kr_worker *o, uint64_t *now)
 		return;
 	if (!*now)
 		*now = kr_now();
-	if (*now >= next)
+	if (*now >= next) {
+		struct kr_worker *w = W();
+		w->waking = KR_BY_TIMER;
 		kr__timers_expire(&o->timers, *now, timer_fire);
+		w->waking = KR_BY_MP;
+	}
 }
 
 __attribute__((noinline)) void kr__timers_run(struct kr_worker *w)

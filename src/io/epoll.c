@@ -298,7 +298,7 @@ static int wait_ready(struct fdrec *r, unsigned want, const uint32_t seen[2], ui
 			status = d0 ? w[0].status : w[1].status;
 			break;
 		}
-		int err = cancellable ? kr_mp_park_cancellable_until(deadline) : kr_mp_park_until(deadline);
+		int err = kr__park_for(KR_WHY_IO, cancellable, deadline);
 		if (err) {
 			kr__spin_lock(&r->lock);
 			int still = 1;

@@ -91,7 +91,7 @@
 
 #include "karui/vp.h"
 #include "io_internal.h"
-#include "../core/internal.h" /* kr__poll_now */
+#include "../core/trace.h" /* kr__poll_now, the parks' reasons */
 
 /* ThreadSanitizer cannot see the kernel carry a message from one ring to
  * another (IORING_OP_MSG_RING), nor so the order it gives: what the
@@ -614,8 +614,8 @@ static long u_run(struct kr_ioreq *r)
 		 * next wait. */
 		while (!__atomic_load_n(&d.done, __ATOMIC_ACQUIRE)) {
 			if (cancelled) {
-				kr_mp_park();
-			} else if (kr_mp_park_cancellable_until(KR_FOREVER) == ECANCELED) {
+				kr__park_until_why(KR_FOREVER, KR_WHY_IO);
+			} else if (kr__park_cancellable_why(KR_FOREVER, KR_WHY_IO) == ECANCELED) {
 				cancelled = 1;
 				cancel_req(&d);
 			}
@@ -693,7 +693,7 @@ static int u_cancel(int fd)
 	io_uring_submit(from);
 	if (me) {
 		while (__atomic_load_n(&x.pending, __ATOMIC_ACQUIRE))
-			kr_mp_park();
+			kr__park_until_why(KR_FOREVER, KR_WHY_IO);
 		return 0;
 	}
 	uint32_t left;

@@ -54,5 +54,5 @@ int kr_barrier_wait(kr_barrier *b, int *serial)
 	struct kr_waiter w = {.mp = self};
 	wq_push(&b->q, &w);
 	kr__spin_unlock(&b->lock);
-	return wq_wait(&w, &b->lock, KR_FOREVER, 0);
+	return wq_wait(&w, &b->lock, KR_FOREVER, 0, KR_WHY_BARRIER);
 }

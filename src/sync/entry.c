@@ -117,7 +117,7 @@ static __attribute__((noinline)) int entry_call(kr_entry *e, void *msg, uint64_t
 		wq_push(&e->callers, &w);
 		kr__spin_unlock(&e->lock);
 	}
-	err = wq_wait(&w, &e->lock, deadline, 1);
+	err = wq_wait(&w, &e->lock, deadline, 1, KR_WHY_ENTRY);
 	if (err && w.state == W_WAITING)
 		return give_up(e, &e->callers, &w, err);
 	return err;
@@ -150,7 +150,7 @@ static __attribute__((noinline)) int entry_accept(kr_entry *e, kr_call **call, u
 	struct kr_waiter w = {.mp = self};
 	wq_push(&e->acceptors, &w);
 	kr__spin_unlock(&e->lock);
-	err = wq_wait(&w, &e->lock, deadline, 1);
+	err = wq_wait(&w, &e->lock, deadline, 1, KR_WHY_ENTRY);
 	if (err && w.state == W_WAITING)
 		return give_up(e, &e->acceptors, &w, err);
 	if (!err)

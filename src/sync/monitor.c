@@ -115,7 +115,7 @@ static __attribute__((noinline)) int lock_slow(kr_mutex *m, kr_mp *self, uintptr
 	struct kr_waiter w = {.mp = self};
 	if (enqueue_or_take(m, &w))
 		return 0;
-	int err = wq_wait(&w, &m->lock, deadline, 0);
+	int err = wq_wait(&w, &m->lock, deadline, 0, KR_WHY_MUTEX);
 	if (err && w.state == W_WAITING) {
 		wq_remove(&m->q, &w);
 		if (!m->q.head) { /* stable: bit 0 is set and we hold m->lock */
@@ -269,7 +269,7 @@ static __attribute__((noinline)) int cond_wait(kr_cond *c, kr_mutex *m, uint64_t
 		wq_wake_and_block(next, 0);
 	else if (next)
 		wq_wake(next, 0);
-	int err = wq_wait(&w, &c->lock, deadline, 1);
+	int err = wq_wait(&w, &c->lock, deadline, 1, KR_WHY_COND);
 	if (err && w.state == W_WAITING) {
 		/* not signalled: leave c, then take m back as a plain locker */
 		wq_remove(&c->q, &w);

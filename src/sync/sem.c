@@ -34,7 +34,7 @@ int kr_sem_destroy(kr_sem *s)
 static __attribute__((noinline)) int wait_locked(kr_sem *s, kr_mp *self, uint64_t deadline)
 {
 	struct kr_waiter w = {.mp = self};
-	return wq_block(&s->q, &s->lock, &w, deadline);
+	return wq_block(&s->q, &s->lock, &w, deadline, KR_WHY_SEM);
 }
 
 static __attribute__((noinline)) int sem_wait(kr_sem *s, uint64_t deadline, int try)

@@ -152,7 +152,7 @@ static __attribute__((noinline)) int write_until(kr_stream *s, const void *buf, 
 	wq_push(&s->writers, &w);
 	kr__spin_unlock(&s->lock);
 	wq_wake_all(&wake, 0);
-	err = wq_wait(&w, &s->lock, deadline, 1);
+	err = wq_wait(&w, &s->lock, deadline, 1, KR_WHY_STREAM);
 	if (err && w.state == W_WAITING) { /* what is in stays in */
 		wq_remove(&s->writers, &w);
 		kr__spin_unlock(&s->lock);
@@ -215,7 +215,7 @@ static __attribute__((noinline)) int read_until(kr_stream *s, void *buf, size_t 
 	}
 	if (!n) {
 		struct kr_waiter w = {.mp = self, .buf = buf, .len = len};
-		err = wq_block(&s->readers, &s->lock, &w, deadline);
+		err = wq_block(&s->readers, &s->lock, &w, deadline, KR_WHY_STREAM);
 		*got = w.done; /* 0 if it gave up: nothing was moved */
 		return err;
 	}

@@ -47,6 +47,7 @@
 #include "karui/sync.h"
 #include "../arch/blocking.h" /* KR_BLOCKING */
 #include "../core/served.h" /* kr__self, served waits */
+#include "../core/trace.h" /* the parks' reasons */
 
 enum { W_WAITING = 0, W_MOVED, W_DONE, W_LEFT };
 
@@ -169,12 +170,13 @@ static inline void wq_wake_and_block(struct kr_waiter *w, int status)
  * WAITING, return ETIMEDOUT / ECANCELED (or ENOMEM: no room for the timer)
  * with *lock held and w still queued: the caller unlinks it, restores the
  * object and unlocks.  A wait being served completes; a cancel it
- * consumed then stays pending for the next one. */
+ * consumed then stays pending for the next one.  `why`, a constant, is
+ * the trace's reason for the park (core/trace.h). */
 static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline,
-			  int cancellable)
+			  int cancellable, int why)
 {
 	while (__atomic_load_n(&w->state, __ATOMIC_ACQUIRE) != W_DONE) {
-		int err = cancellable ? kr_mp_park_cancellable_until(deadline) : kr_mp_park_until(deadline);
+		int err = kr__park_for(why, cancellable, deadline);
 		if (err) {
 			kr__spin_lock(lock);
 			if (__atomic_load_n(&w->state, __ATOMIC_RELAXED) == W_WAITING)
@@ -192,11 +194,12 @@ static inline int wq_wait(struct kr_waiter *w, kr_spin *lock, uint64_t deadline,
 /* The common wait of a call: queue w in q (the object's lock held),
  * unlock, wait (cancellable) until the deadline, and on a timeout or a
  * cancel leave q again and unlock.  Inline, so that it costs no frame. */
-static inline int wq_block(kr_waitq *q, kr_spin *lock, struct kr_waiter *w, uint64_t deadline)
+static inline int wq_block(kr_waitq *q, kr_spin *lock, struct kr_waiter *w, uint64_t deadline,
+			   int why)
 {
 	wq_push(q, w);
 	kr__spin_unlock(lock);
-	int err = wq_wait(w, lock, deadline, 1);
+	int err = wq_wait(w, lock, deadline, 1, why);
 	if (err && w->state == W_WAITING) {
 		wq_remove(q, w);
 		kr__spin_unlock(lock);
