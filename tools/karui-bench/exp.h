@@ -89,6 +89,9 @@ void kb_seed003_cgi(const kb_ctx *c);
 /* exp_files.c: kr_read_until of files in the page cache, io_uring against epoll */
 void kb_io_files(const kb_ctx *c);
 
+/* exp_trace.c: a switch traced against untraced (docs/trace.md) */
+void kb_trace(const kb_ctx *c);
+
 /* exp_ssf.c */
 void kb_seed002_ssf(const kb_ctx *c);
 

@@ -252,6 +252,8 @@ static const struct seed {
 	 "(16): req/s, latency, CPU per request", "karui lighttpd", kb_seed003_cgi},
 	{"io.files", "many small files read from the page cache, "
 	 "ms per pass (--n: files)", "karui karui-epoll read", kb_io_files},
+	{"trace", "a yield's switch with the scheduling trace on (karui-trace) and off, ns per "
+	 "switch and per event", "karui karui-trace", kb_trace},
 };
 #define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
 
