@@ -44,7 +44,7 @@ build: deps
 # The suite three times: native, AddressSanitizer + UBSan, and aarch64 under
 # qemu-user; each ends with ctest's "N tests failed out of M" line.  Then
 # the suites of L1 to L3, I/O (on both back ends), the API and the
-# seed 000 Table 5 query under
+# seed 000 Table 5 query and the trace under
 # ThreadSanitizer (TSAN_TESTS; test_syscalls forbids the system calls its
 # runtime makes, test_scale and test_alloc_fail outgrow it).
 test: deps test-native test-asan test-tsan test-aarch64
@@ -63,7 +63,8 @@ test-asan: deps
 CORE_TESTS := test_life test_runtime test_park test_sched test_key test_stack test_timer test_blocking
 SYNC_TESTS := test_sem test_monitor test_barrier test_chan test_stream test_entry test_wait
 IO_TESTS   := test_io_pipes test_io_cancel test_io_sockets test_io_idle test_io_fork
-TSAN_TESTS := test_ctx test_vp $(CORE_TESTS) test_onevp $(SYNC_TESTS) $(IO_TESTS) test_api test_dbquery
+TSAN_TESTS := test_ctx test_vp $(CORE_TESTS) test_onevp $(SYNC_TESTS) $(IO_TESTS) test_api test_dbquery \
+              test_trace
 empty :=
 space := $(empty) $(empty)
 

@@ -7,51 +7,39 @@
  *
  * Usage: trace_target VPS N M
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "karui.h"
 
-static kr_sem ping_sem, pong_sem;
-static kr_chan to_b, to_a;
+static kr_sem sem[2]; /* side i of the semaphore pair waits on sem[i] */
+static kr_chan chan[2]; /* side i of the channel pair receives on chan[i] */
 static long n_rounds, m_rounds;
 
-static void *ping(void *arg)
+/* Side 0 starts each round, side 1 answers it. */
+static void *sem_side(void *arg)
 {
-	(void)arg;
+	int me = (int)(intptr_t)arg;
 	for (long i = 0; i < n_rounds; i++) {
-		kr_sem_post(&pong_sem);
-		kr_sem_wait(&ping_sem);
+		if (me == 0)
+			kr_sem_post(&sem[1]);
+		kr_sem_wait(&sem[me]);
+		if (me == 1)
+			kr_sem_post(&sem[0]);
 	}
 	return NULL;
 }
 
-static void *pong(void *arg)
+static void *chan_side(void *arg)
 {
-	(void)arg;
-	for (long i = 0; i < n_rounds; i++) {
-		kr_sem_wait(&pong_sem);
-		kr_sem_post(&ping_sem);
-	}
-	return NULL;
-}
-
-static void *chan_a(void *arg)
-{
-	(void)arg;
-	for (long i = 0, v; i < m_rounds; i++) {
-		kr_chan_send(&to_b, &i);
-		kr_chan_recv(&to_a, &v);
-	}
-	return NULL;
-}
-
-static void *chan_b(void *arg)
-{
-	(void)arg;
-	for (long i = 0, v; i < m_rounds; i++) {
-		kr_chan_recv(&to_b, &v);
-		kr_chan_send(&to_a, &v);
+	int me = (int)(intptr_t)arg;
+	for (long i = 0, v = 0; i < m_rounds; i++) {
+		if (me == 0)
+			kr_chan_send(&chan[1], &i);
+		kr_chan_recv(&chan[me], &v);
+		if (me == 1)
+			kr_chan_send(&chan[0], &v);
 	}
 	return NULL;
 }
@@ -80,15 +68,15 @@ int main(int argc, char **argv)
 	int err = kr_init(&cfg);
 	if (err)
 		return fprintf(stderr, "kr_init: %d\n", err), 1;
-	kr_sem_init(&ping_sem, 0);
-	kr_sem_init(&pong_sem, 0);
-	kr_chan_init(&to_b, sizeof(long), 0);
-	kr_chan_init(&to_a, sizeof(long), 0);
+	for (int i = 0; i < 2; i++) {
+		kr_sem_init(&sem[i], 0);
+		kr_chan_init(&chan[i], sizeof(long), 0);
+	}
 	kr_mp *mp[6];
-	void *(*fn[6])(void *) = {ping, pong, chan_a, chan_b, sleeper, yielder};
+	void *(*fn[6])(void *) = {sem_side, sem_side, chan_side, chan_side, sleeper, yielder};
 	static const char *const name[6] = {"ping", "pong", "chan_a", "chan_b", "sleeper", "yielder"};
 	for (int i = 0; i < 6; i++)
-		if ((err = kr_mp_create(&mp[i], NULL, fn[i], NULL)))
+		if ((err = kr_mp_create(&mp[i], NULL, fn[i], (void *)(intptr_t)(i & 1))))
 			return fprintf(stderr, "create: %d\n", err), 1;
 	printf("{\"main\":%lu", kr_mp_id(kr_mp_self()));
 	for (int i = 0; i < 6; i++)

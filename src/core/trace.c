@@ -64,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rt.h"
 
@@ -102,6 +103,7 @@ static struct {
 	struct kr_trace_buf *buf[KR_VP_MAX + 1];
 	pthread_mutex_t lock;   /* the foreign buffer, and buf[] */
 	uint64_t unbuffered;    /* events of VPs without a buffer: atomic */
+	pid_t pid;              /* the process tracing: not a child of its fork */
 	int atexit_set;
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -208,7 +210,7 @@ static void write_out(void);
 
 static void at_exit(void)
 {
-	if (T.f)
+	if (T.f && getpid() == T.pid)
 		write_out();
 }
 
@@ -236,6 +238,7 @@ void kr__trace_start(const kr_config *cfg)
 	T.size = size;
 	T.t0 = kr_now();
 	T.unbuffered = 0;
+	T.pid = getpid();
 	if ((T.buf[FOREIGN] = malloc(sizeof *T.buf[FOREIGN] + size)))
 		*T.buf[FOREIGN] = (struct kr_trace_buf){.cap = size / sizeof(struct ev)};
 	T.in = G.seam;
