@@ -60,7 +60,7 @@ for f in live; do
 		check $out "^BT $fn #.* in $fn () at .*gdb_target.c" "$f: bt of $fn shows it"
 		check $out "^BT $fn #.* in mp_entry ()" "$f: bt of $fn reaches karui's entry"
 	done
-	check $out "^BT sleeping_in_gamma #.* in kr_mp_park_until ()" "$f: gamma's bt shows its wait"
+	check $out "^BT sleeping_in_gamma #.* in [a-z_]* () at .*src/core/park.c" "$f: gamma's bt shows its wait in the core"
 	check $out '^SEL #1 .* parked_in_beta' "$f: microprocess N selects its frame"
 	check $out '^UP #2 .* mp_entry' "$f: up goes to its caller"
 done
