@@ -39,9 +39,11 @@
  * The written pages become the μprocess's own (copy on write, written
  * through /proc/self/mem so that no mapping is split); the image's other
  * pages stay shared.  The trampoline pages are the μprocess's
- * regions and go with it.  Single-threaded μprocesses make this safe:
- * the code is changed only by the μprocess itself, in its handler, while
- * no other thread runs it.  KARUI_UPROC_REWRITE=0 turns rewriting off.
+ * regions and go with it.  Only a μprocess with one thread rewrites
+ * (uproc.c): the code is changed by that thread itself, in its handler,
+ * while no other thread runs it or uses the table of its sites; a site of
+ * a μprocess with threads keeps trapping until it is rewritten.
+ * KARUI_UPROC_REWRITE=0 turns rewriting off.
  *
  * Rejected: replacing `syscall` with `call *%rax` and a trampoline at
  * address 0 (needs vm.mmap_min_addr = 0); rewriting `mov $nr,%eax;

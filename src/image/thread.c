@@ -125,7 +125,7 @@ long kr__thr_clone(struct kr__uthr *p, unsigned long flags, uintptr_t stack, uin
 		kr_mp_detach(t->mp);
 		t->next = up->threads;
 		up->threads = t;
-		up->nthreads++;
+		__atomic_add_fetch(&up->nthreads, 1, __ATOMIC_RELAXED);
 		up->threaded = 1;
 	}
 	kr__uproc_unlock();
@@ -159,7 +159,7 @@ void kr__thr_gone(struct kr__uthr *t)
 	*pp = t->next;
 	if (t->killfd >= 0)
 		close(t->killfd);
-	up->nthreads--;
+	__atomic_sub_fetch(&up->nthreads, 1, __ATOMIC_RELAXED);
 	kr_sem_post(&up->thr_sem);
 	kr__uproc_unlock();
 	free(t->vframe);

@@ -803,7 +803,7 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 		pthread_mutex_unlock(&G.lock);
 		kr__thr_gone(t); /* off the count, with what it holds */
 	}
-	up->nthreads--;
+	__atomic_sub_fetch(&up->nthreads, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&G.lock);
 	/* the first thread: the μprocess's end, once the others have ended */
 	for (;;) {
@@ -951,7 +951,10 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	/* a vfork child has no image of its own; a vfork or a thread's clone
 	 * needs the trap's frame (kr__uproc_vfork, kr__thr_clone), so its site
 	 * is never made hot; nor is rt_sigreturn's, which needs the frame too */
+	/* nor while it has other threads, which may run the code it rewrites
+	 * and trap into its sites' table at once (rewrite.c) */
 	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone &&
+	    __atomic_load_n(&up->nthreads, __ATOMIC_RELAXED) == 1 &&
 	    nr != SYS_rt_sigreturn && ((const uint8_t *)site)[0] == 0x0f &&
 	    ((const uint8_t *)site)[1] == 0x05)
 		kr__rw_trapped(up, site);
