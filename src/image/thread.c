@@ -83,6 +83,7 @@ long kr__thr_clone(struct kr__uthr *p, unsigned long flags, uintptr_t stack, uin
 		return -ENOSYS;
 	if (up->vparent) /* a vfork child runs on its parent's memory and thread */
 		return -EAGAIN;
+	kr__thr_reap(up);
 	struct kr__uthr *t = calloc(1, sizeof *t);
 	if (!t)
 		return -EAGAIN;
@@ -122,7 +123,6 @@ long kr__thr_clone(struct kr__uthr *p, unsigned long flags, uintptr_t stack, uin
 	/* linked with its microprocess set, which a signal's sender reads */
 	if (!__atomic_load_n(&up->dying, __ATOMIC_SEQ_CST) &&
 	    !(e = kr_mp_create(&t->mp, &ma, thr_run, t))) {
-		kr_mp_detach(t->mp);
 		t->next = up->threads;
 		up->threads = t;
 		__atomic_add_fetch(&up->nthreads, 1, __ATOMIC_RELAXED);
@@ -150,23 +150,41 @@ void kr__thr_gone(struct kr__uthr *t)
 	if (t->stk_hi)
 		__asan_unpoison_memory_region((void *)t->stk_lo, t->stk_hi - t->stk_lo);
 #endif
-	/* Off the list under the lock, where senders find it; then nothing
-	 * of up is touched: its first thread may release it at once. */
+	free(t->vframe);
+	t->vframe = NULL;
+	/* Off the list under the lock, where senders find it, onto the ended
+	 * ones, which kr__thr_reap joins; then nothing of up is touched: its
+	 * first thread may release it at once. */
 	kr__uproc_lock();
 	struct kr__uthr **pp = &up->threads;
 	while (*pp != t)
 		pp = &(*pp)->next;
 	*pp = t->next;
+	t->next = up->ended;
+	up->ended = t;
 	if (t->killfd >= 0)
 		close(t->killfd);
+	t->killfd = -1;
 	__atomic_sub_fetch(&up->nthreads, 1, __ATOMIC_RELAXED);
 	kr_sem_post(&up->thr_sem);
 	kr__uproc_unlock();
-	free(t->vframe);
-	t->magic = 0;
-	free(t);
 	kr_mp_exit(NULL);
 	__builtin_unreachable();
+}
+
+void kr__thr_reap(struct kr_uproc *up)
+{
+	kr__uproc_lock();
+	struct kr__uthr *t = up->ended;
+	up->ended = NULL;
+	kr__uproc_unlock();
+	while (t) {
+		struct kr__uthr *n = t->next;
+		kr_mp_join(t->mp, NULL); /* it may be on its way out still */
+		t->magic = 0;
+		free(t);
+		t = n;
+	}
 }
 
 /* ---------------- futexes ---------------- */

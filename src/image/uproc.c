@@ -814,6 +814,7 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 			break;
 		kr_sem_wait(&up->thr_sem);
 	}
+	kr__thr_reap(up);
 	end_here(up, up->status);
 }
 
@@ -1663,6 +1664,7 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 			break;
 		kr_sem_wait(&up->thr_sem);
 	}
+	kr__thr_reap(up);
 	/* what exec keeps of the process, and what it does not */
 	for (int fd = 0; fd < up->fds.n; fd++)
 		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)

@@ -222,7 +222,7 @@ struct kr_uproc {
 	 * a signal, a fault) with `status`, and every thread ends as it comes
 	 * back from karui; `threaded`: it made a thread (its image is not
 	 * kept: reuse.c) */
-	struct kr__uthr *threads;
+	struct kr__uthr *threads, *ended;
 	int nthreads;
 	kr_sem thr_sem;
 	int dying;
@@ -362,8 +362,11 @@ void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, 
 long kr__thr_clone(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uintptr_t ptid,
 		   uintptr_t ctid, uint64_t tls);
 /* A thread other than the first ends (on its microprocess's stack): its
- * CLONE_CHILD_CLEARTID word cleared and woken, its struct freed. */
+ * CLONE_CHILD_CLEARTID word cleared and woken, its struct on up's `ended`
+ * list; kr__thr_reap joins their microprocesses and frees them (at the
+ * next clone, at exec, at the μprocess's end). */
 __attribute__((noreturn)) void kr__thr_gone(struct kr__uthr *t);
+void kr__thr_reap(struct kr_uproc *up);
 /* Every thread of up but `keep` is told to end (attn, its wait cut
  * short, its VP kicked): the μprocess's end, or (`stop`) an exec's.
  * Under the layer's lock. */
