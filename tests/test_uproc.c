@@ -400,13 +400,6 @@ static void identity_changes_fail_with_eperm(void)
 }
 
 /* What a μprocess cannot do yet fails at once, with an errno, not a hang. */
-static void fork_fails_with_a_clear_error(void)
-{
-	start(1);
-	need_uprocs();
-	probe_says("fork", NULL, "ENOSYS\n");
-	KT_EQ(kr_fini(), 0);
-}
 
 /* More than the 2 MiB of arguments a μprocess's stack has room for:
  * E2BIG, as execve says, and nothing is started. */
@@ -2304,6 +2297,62 @@ static void uprocs_signal_each_other_by_pid(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* fork gives a real child process running the μprocess alone, which
+ * exits as it will and is waited for; dash and bash, which fork for
+ * pipelines, subshells, $(...) and background jobs, and Python's os.fork
+ * with a pipe between the two, print what they print natively. */
+static void fork_gives_a_real_child(void)
+{
+	start(2);
+	need_uprocs();
+	probe_says("fork", NULL, "forked\n");
+	char dir[] = "/tmp/karui-fork-XXXXXX", sh[128], py[128];
+	KT_CHECK(mkdtemp(dir));
+	snprintf(sh, sizeof sh, "%s/s.sh", dir);
+	snprintf(py, sizeof py, "%s/f.py", dir);
+	FILE *f = fopen(sh, "w");
+	KT_CHECK(f);
+	fputs("x=$(echo sub; echo shell); echo \"got: $x\"\n"
+	      "echo a b c | tr a-z A-Z | sed 's/B/b/'\n"
+	      "( cd /; pwd; exit 3 ); echo \"status $?\"\n"
+	      "for i in 1 2 3; do echo n$i; done | sort -r\n"
+	      "sleep 0.05 & wait; echo \"waited $?\"\n"
+	      "printf '%s\\n' z y x | while read l; do echo \"line $l\"; done\n"
+	      "seq 1 20000 | wc -l; (exit 4) | cat; echo \"pipe $?\"\n",
+	      f);
+	KT_EQ(fclose(f), 0);
+	f = fopen(py, "w");
+	KT_CHECK(f);
+	fputs("import os\n"
+	      "r, w = os.pipe()\n"
+	      "pid = os.fork()\n"
+	      "if pid == 0:\n"
+	      "    os.close(r); os.write(w, b'from the child'); os._exit(7)\n"
+	      "os.close(w)\n"
+	      "d = os.read(r, 100)\n"
+	      "_, st = os.waitpid(pid, 0)\n"
+	      "print(d.decode(), os.WEXITSTATUS(st), pid != os.getpid())\n",
+	      f);
+	KT_EQ(fclose(f), 0);
+	const char *progs[][3] = {{"/usr/bin/dash", sh}, {"/bin/bash", sh}, {"/usr/bin/python3", py}};
+	for (unsigned i = 0; i < 3; i++) {
+		char cmd[4200], *out;
+		snprintf(cmd, sizeof cmd, "%s %s", progs[i][0], progs[i][1]);
+		char *native = native_out(cmd);
+		char *argv[] = {(char *)progs[i][0], (char *)progs[i][1], NULL};
+		KT_EQ(run(progs[i][0], argv, NULL, &out, NULL), 0);
+		if (strcmp(out, native))
+			fprintf(stderr, "  %s natively:\n%s  as a μprocess:\n%s", cmd, native, out);
+		KT_CHECK(strcmp(out, native) == 0 && strlen(out) > 20);
+		free(out);
+		free(native);
+	}
+	unlink(sh);
+	unlink(py);
+	rmdir(dir);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---- threads ---- */
 
 static int run_tprobe(const char *mode, const char *arg, const char *arg2, char **out)
@@ -2467,7 +2516,7 @@ int main(int argc, char **argv)
 	KT_RUN(each_uproc_sees_a_pid_of_its_own);
 	KT_RUN(cwd_umask_and_environment_are_the_uprocs_own);
 	KT_RUN(identity_changes_fail_with_eperm);
-	KT_RUN(fork_fails_with_a_clear_error);
+	KT_RUN(fork_gives_a_real_child);
 	KT_RUN(scripts_and_setuid_programs_are_not_loaded);
 	KT_RUN(a_program_with_file_capabilities_is_not_loaded);
 	KT_RUN(too_many_arguments_are_refused);

@@ -55,6 +55,16 @@ struct kr__fast kr__sys_fast(struct kr_uproc *img, long nr, const long *a)
 {
 	long r;
 	int h;
+	if (__builtin_expect(kr__img_forked, 0)) { /* a plain process now (fork.c) */
+		long r;
+		register long r10 __asm__("r10") = a[3], r8 __asm__("r8") = a[4],
+					     r9 __asm__("r9") = a[5];
+		__asm__ volatile("syscall"
+				 : "=a"(r)
+				 : "a"(nr), "D"(a[0]), "S"(a[1]), "d"(a[2]), "r"(r10), "r"(r8), "r"(r9)
+				 : "rcx", "r11", "memory");
+		return (struct kr__fast){r, 0};
+	}
 	/* the calling thread (the image's μprocess, img, may have several) */
 	struct kr__uthr *t = kr__uthr_cur();
 	struct kr_uproc *up = t->up;

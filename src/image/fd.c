@@ -110,6 +110,25 @@ void kr__upipe_state(kr_upipe *p, size_t *buffered, size_t *room, unsigned *clos
 	kr_stream_poll(&p->s, buffered, room, closed);
 }
 
+void kr__upipe_end_put(kr_upipe *p, int end)
+{
+	end_put(p, end);
+}
+
+int kr__ufile_to_kernel(struct kr__ufile *f, int hostfd, kr_upipe **p, int *end)
+{
+	if (f->kind != UF_PIPE)
+		return EINVAL;
+	*p = f->pipe;
+	*end = f->end;
+	f->hostfd = hostfd;
+	f->flags = f->end == KR_UPIPE_READ ? O_RDONLY : O_WRONLY;
+	__atomic_store_n(&f->waits, 1, __ATOMIC_RELAXED);
+	f->pipe = NULL;
+	__atomic_store_n(&f->kind, UF_HOST, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* ---------------- what a μprocess gets at spawn ---------------- */
 
 int kr_uproc_attr_init(kr_uproc_attr *a)

@@ -29,9 +29,9 @@
  *    memory it maps, which is recorded so that it goes with the μprocess,
  *    uname, getrandom, ...), passed to the kernel;
  * and what a μprocess may not do: calls on the whole process's
- * identity (setuid and the like: EPERM) and those not done yet (fork,
- * and any call not listed: ENOSYS, with one line on the μprocess's
- * stderr for the ones a program means to use).
+ * identity (setuid and the like: EPERM) and those not done yet (any call
+ * not listed: ENOSYS, with one line on the μprocess's stderr for the ones
+ * a program means to use).
  *
  * Every pointer a μprocess passes is its own word: what karui reads or
  * writes there goes through uaccess.S (GET, PUT, kr__ustr, kr__uprobe),
@@ -263,9 +263,11 @@ static const char
 		   "when it execs, the new program is a μprocess of its own and the parent goes "
 		   "on from its call with the child's pid and every register as it was; when it "
 		   "ends first, it is a zombie and the parent goes on likewise. `fork`, and "
-		   "`clone` without `CLONE_VM`: `ENOSYS`, and one line on its stderr: `karui: "
-		   "fork is not supported in a μprocess yet` (its memory is in the host's "
-		   "address space). `clone` of a thread (`CLONE_VM | CLONE_FS | CLONE_FILES | "
+		   "`clone` without `CLONE_VM`: a real child process, the host's fork, in which "
+		   "the μprocess runs alone as a plain process (its fds, working directory, "
+		   "umask, dispositions and mask; its karui pipes' ends made kernel pipes' "
+		   "first); the parent gets its pid, a child for `wait4`, SIGCHLD and `kill`. "
+		   "`clone` of a thread (`CLONE_VM | CLONE_FS | CLONE_FILES | "
 		   "CLONE_SIGHAND | CLONE_THREAD`, as `pthread_create`): another thread of the "
 		   "μprocess, a microprocess of its own that starts from the call with the "
 		   "stack and thread pointer it gives and every other register as the "

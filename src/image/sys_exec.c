@@ -307,9 +307,17 @@ long kr__sys_fork(struct kr_uproc *up, long nr, long a[6])
 		if (flags & CLONE_THREAD)
 			return kr__thr_clone(kr__uthr_self(), flags, stack, ptid, ctid, tls);
 	}
-	if ((flags & (CLONE_VM | CLONE_VFORK)) != (CLONE_VM | CLONE_VFORK)) {
-		kr__say(up, "fork");
-		return -ENOSYS;
+	if (nr == SYS_fork)
+		flags = SIGCHLD;
+	if (!(flags & CLONE_VM)) { /* a real child (fork.c) */
+		long r = kr__uproc_fork(kr__uthr_self(), flags, ptid, ctid);
+		if (r == -ENOSYS)
+			kr__say(up, "fork from a rewritten call site or a vfork child");
+		return r;
+	}
+	if ((flags & CLONE_VFORK) != CLONE_VFORK) {
+		kr__say(up, "clone with CLONE_VM but neither CLONE_VFORK nor CLONE_THREAD");
+		return -EINVAL;
 	}
 	if (flags & (CLONE_THREAD | CLONE_SIGHAND | CLONE_FILES | CLONE_FS | CLONE_PARENT |
 		     CLONE_PIDFD | CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |

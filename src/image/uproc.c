@@ -92,6 +92,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
@@ -104,6 +105,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -606,6 +608,7 @@ static void thr_init(struct kr_uproc *up)
 	kr_sem_init(&up->thr_sem, 0);
 }
 
+static void live_link(struct kr_uproc *up);
 static void live_unlink(struct kr_uproc *up);
 
 static void uproc_free(struct kr_uproc *up)
@@ -688,6 +691,63 @@ static int family_end(struct kr_uproc *up)
 		kr_mp_detach(up->main.mp); /* set under the lock by its creator */
 	pthread_mutex_unlock(&G.lock);
 	return self;
+}
+
+/* The microprocess of a real child's record: its end, as family_end
+ * tells the parent of a μprocess's. */
+static void *real_wait(void *arg)
+{
+	struct kr_uproc *c = arg;
+	short rev;
+	siginfo_t si;
+	int e;
+	while ((e = kr_poll(c->pidfd, POLLIN, &rev)) == ECANCELED || e == EINTR)
+		;
+	memset(&si, 0, sizeof si);
+	while (waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED) && errno == EINTR)
+		;
+	c->exited = si.si_code == CLD_EXITED;
+	c->status = c->exited ? si.si_status & 0xff : 128 + si.si_status;
+	pthread_mutex_lock(&G.lock); /* against kill's use of it */
+	close(c->pidfd);
+	c->pidfd = -1;
+	pthread_mutex_unlock(&G.lock);
+	if (family_end(c))
+		uproc_free(c);
+	return NULL;
+}
+
+int kr__uproc_real_child(struct kr_uproc *up, pid_t pid, int pidfd)
+{
+	struct kr_uproc *c = calloc(1, sizeof *c);
+	if (!c) {
+		close(pidfd);
+		return ENOMEM;
+	}
+	c->magic = KR_UPROC_MAGIC;
+	thr_init(c);
+	c->main.gone = 1; /* no thread of its own: signals go to its pidfd */
+	c->nthreads = 0;
+	c->real = 1;
+	c->pidfd = pidfd;
+	c->pid = pid;
+	c->ppid = up->pid;
+	c->cwdfd = -1;
+	c->own_mp = 1;
+	pthread_mutex_lock(&G.lock);
+	int e = kr_mp_create(&c->main.mp, NULL, real_wait, c);
+	if (!e) {
+		c->parent = up;
+		c->sib = up->kids;
+		up->kids = c;
+		live_link(c);
+	}
+	pthread_mutex_unlock(&G.lock);
+	if (e) {
+		close(pidfd);
+		uproc_free(c);
+	}
+	return e;
 }
 
 long kr__uproc_reap(struct kr_uproc *up, pid_t pid, int nohang, int nowait,
@@ -954,7 +1014,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	 * is never made hot; nor is rt_sigreturn's, which needs the frame too */
 	/* nor while it has other threads, which may run the code it rewrites
 	 * and trap into its sites' table at once (rewrite.c) */
-	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone &&
+	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone && nr != SYS_fork &&
 	    __atomic_load_n(&up->nthreads, __ATOMIC_RELAXED) == 1 &&
 	    nr != SYS_rt_sigreturn && ((const uint8_t *)site)[0] == 0x0f &&
 	    ((const uint8_t *)site)[1] == 0x05)
@@ -1427,7 +1487,9 @@ int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from)
 		for (; u && !(t = thread_of(u, tid)); u = u->live_next)
 			;
 	}
-	if (u)
+	if (u && u->real && sig && u->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0); /* a real child */
+	else if (u)
 		send_locked(u, t, sig, code, from);
 	pthread_mutex_unlock(&G.lock);
 	return u ? 0 : -ESRCH;

@@ -96,6 +96,12 @@ void kr__fd_close_all(struct kr__fdtab *t);
 int kr__uproc_spawn_check(kr_uproc **out, const char *path, char *const argv[],
 			  const kr_uproc_attr *attr);
 long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
+void kr__upipe_end_put(kr_upipe *p, int end);              /* an end's holder lets go */
+/* A karui pipe's end f, which a process outside is to share (fork.c),
+ * becomes a file of the kernel's, hostfd (a kernel pipe's end), for every
+ * fd that names it: its pipe and end, which the caller now holds, are
+ * returned.  0, or EINVAL: not a karui pipe's end. */
+int kr__ufile_to_kernel(struct kr__ufile *f, int hostfd, kr_upipe **p, int *end);
 /* what kr_stream_poll says of the pipe's stream */
 void kr__upipe_state(kr_upipe *p, size_t *buffered, size_t *room, unsigned *closed);
 
@@ -244,6 +250,9 @@ struct kr_uproc {
 	 * `kids_sem` is posted at each end of a child. */
 	struct kr_uproc *parent, *kids, *sib;
 	int zombie, orphan;
+	int pidfd;                /* a real child of a fork (fork.c): its pidfd
+				   * while it runs, else -1; 0: a μprocess */
+	int real;
 	int own_mp;               /* 0: a vfork child that ended on its parent's microprocess */
 	kr_sem kids_sem;
 	/* vfork (uproc.c): a child runs on the microprocess of its parent's
@@ -354,6 +363,16 @@ int kr__sig_ends(int sig);
 int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from);
 /* A signal for up (t NULL) or its thread t, from a thread of its own. */
 void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from);
+
+/* ---- fork.c: a real child process ---- */
+/* fork, clone without CLONE_VM: the host forks, and the child runs t's
+ * μprocess alone, as a plain process; the child's pid, or -errno. */
+long kr__uproc_fork(struct kr__uthr *t, unsigned long flags, uintptr_t ptid, uintptr_t ctid);
+/* 1 in such a child: a rewritten call site calls the kernel (fast.c) */
+extern int kr__img_forked;
+/* up's child pid, a real process (its pidfd, taken): a child for wait4,
+ * waitid, SIGCHLD and kill (uproc.c).  0 or ENOMEM. */
+int kr__uproc_real_child(struct kr_uproc *up, pid_t pid, int pidfd);
 
 /* ---- thread.c: threads of a μprocess, futexes ---- */
 #define KR__MP_STACK ((size_t)64 << 10) /* a thread's microprocess's own: its end */
