@@ -35,18 +35,14 @@ static inline long raw(long nr, long a, long b, long c, long d)
 /* A karui pipe's end that fd names, opened for `end`, or NULL. */
 static inline kr_stream *pipe_end(const struct kr_uproc *up, long fd, int end)
 {
-	if (fd < 0 || fd >= up->fds.n)
-		return NULL;
-	const struct kr__ufile *f = up->fds.fd[fd].f;
+	const struct kr__ufile *f = kr__fd_peek(&up->fds, fd);
 	return f && f->kind == UF_PIPE && f->end == end ? &f->pipe->s : NULL;
 }
 
 /* A host fd that a plain system call serves (no pipe, nothing that waits). */
 static inline int plain_fd(const struct kr_uproc *up, long fd)
 {
-	if (fd < 0 || fd >= up->fds.n)
-		return -1;
-	const struct kr__ufile *f = up->fds.fd[fd].f;
+	const struct kr__ufile *f = kr__fd_peek(&up->fds, fd);
 	return f && f->kind == UF_HOST && !__atomic_load_n(&f->waits, __ATOMIC_RELAXED) ? f->hostfd
 										      : -1;
 }

@@ -236,6 +236,17 @@ void kr__ufile_put(struct kr__ufile *f)
 
 /* ---------------- the table ---------------- */
 
+void kr__fd_lock(struct kr__fdtab *t)
+{
+	kr__spin_lock(&t->lock);
+}
+
+void kr__fd_unlock(struct kr__fdtab *t)
+{
+	kr__spin_unlock(&t->lock);
+}
+
+/* Under the lock. */
 static int grow(struct kr__fdtab *t, int need)
 {
 	if (need <= t->n)
@@ -247,12 +258,31 @@ static int grow(struct kr__fdtab *t, int need)
 		n *= 2;
 	if (n > KR_UFD_MAX)
 		n = KR_UFD_MAX;
-	struct kr__ufd *fd = realloc(t->fd, n * sizeof *fd);
+	struct kr__ufd *fd = calloc((size_t)n, sizeof *fd);
 	if (!fd)
 		return -ENOMEM;
-	memset(fd + t->n, 0, (n - t->n) * sizeof *fd);
-	t->fd = fd;
-	t->n = n;
+	if (t->fd) {
+		memcpy(fd, t->fd, (size_t)t->n * sizeof *fd);
+		unsigned i = 0;
+		while (t->old[i])
+			i++;
+		t->old[i] = t->fd; /* a lookup may read it still */
+	}
+	__atomic_store_n(&t->fd, fd, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->n, n, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Under the lock: what was at fd, to put once it is released. */
+static int set_locked(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec,
+		      struct kr__ufile **old)
+{
+	int e = grow(t, fd + 1);
+	if (e)
+		return e;
+	*old = t->fd[fd].f;
+	t->fd[fd].cloexec = cloexec;
+	__atomic_store_n(&t->fd[fd].f, f, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -260,24 +290,25 @@ int kr__fd_set(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec)
 {
 	if (fd < 0 || fd >= KR_UFD_MAX)
 		return -EBADF;
-	int e = grow(t, fd + 1);
-	if (e)
-		return e;
-	struct kr__ufile *old = t->fd[fd].f;
-	t->fd[fd].f = f;
-	t->fd[fd].cloexec = cloexec;
+	struct kr__ufile *old = NULL;
+	kr__spin_lock(&t->lock);
+	int e = set_locked(t, fd, f, cloexec, &old);
+	kr__spin_unlock(&t->lock);
 	if (old)
 		kr__ufile_put(old);
-	return 0;
+	return e;
 }
 
 /* The lowest free fd >= lowest, or -errno.  Takes f's reference. */
 int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int cloexec)
 {
+	struct kr__ufile *old = NULL;
+	kr__spin_lock(&t->lock);
 	int fd = lowest;
 	while (fd < t->n && t->fd[fd].f)
 		fd++;
-	int e = kr__fd_set(t, fd, f, cloexec);
+	int e = fd < KR_UFD_MAX ? set_locked(t, fd, f, cloexec, &old) : -EMFILE;
+	kr__spin_unlock(&t->lock);
 	if (e) {
 		kr__ufile_put(f);
 		return e == -EBADF ? -EMFILE : e;
@@ -287,7 +318,7 @@ int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int clo
 
 struct kr__ufile *kr__fd_get(struct kr__fdtab *t, int fd)
 {
-	return fd >= 0 && fd < t->n ? t->fd[fd].f : NULL;
+	return kr__fd_peek(t, fd);
 }
 
 int kr__fd_cloexec(struct kr__fdtab *t, int fd)
@@ -302,26 +333,34 @@ void kr__fd_set_cloexec(struct kr__fdtab *t, int fd, int cloexec)
 
 int kr__fd_close(struct kr__fdtab *t, int fd)
 {
-	struct kr__ufile *f = kr__fd_get(t, fd);
+	kr__spin_lock(&t->lock);
+	struct kr__ufile *f = fd >= 0 && fd < t->n ? t->fd[fd].f : NULL;
+	if (f)
+		__atomic_store_n(&t->fd[fd].f, NULL, __ATOMIC_RELEASE);
+	kr__spin_unlock(&t->lock);
 	if (!f)
 		return -EBADF;
-	t->fd[fd].f = NULL;
 	kr__ufile_put(f);
 	return 0;
 }
 
 void kr__fd_close_range(struct kr__fdtab *t, long lo, long hi)
 {
-	for (long fd = lo; fd <= hi && fd < t->n; fd++)
+	for (long fd = lo; fd <= hi && fd < __atomic_load_n(&t->n, __ATOMIC_ACQUIRE); fd++)
 		kr__fd_close(t, (int)fd);
 }
 
+/* At the μprocess's end, or its exec's: no other thread. */
 void kr__fd_close_all(struct kr__fdtab *t)
 {
 	for (int fd = 0; fd < t->n; fd++)
 		if (t->fd[fd].f)
 			kr__fd_close(t, fd);
 	free(t->fd);
+	for (unsigned i = 0; i < sizeof t->old / sizeof *t->old; i++) {
+		free(t->old[i]);
+		t->old[i] = NULL;
+	}
 	t->fd = NULL;
 	t->n = 0;
 }

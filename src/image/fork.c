@@ -91,7 +91,9 @@ static void *pump(void *arg)
  * pump (started by the parent after the fork: pumps[]). */
 static int bridge_pipes(struct kr_uproc *up, struct bridge **pumps, int *n)
 {
-	for (int fd = 0; fd < up->fds.n; fd++) {
+	int e = 0;
+	kr__fd_lock(&up->fds); /* against its other threads */
+	for (int fd = 0; fd < up->fds.n && !e; fd++) {
 		struct kr__ufile *f = up->fds.fd[fd].f;
 		int k[2];
 		if (!f || f->kind != UF_PIPE)
@@ -99,14 +101,16 @@ static int bridge_pipes(struct kr_uproc *up, struct bridge **pumps, int *n)
 		struct bridge *b = calloc(1, sizeof *b);
 		if (!b || pipe2(k, O_CLOEXEC)) {
 			free(b);
-			return EAGAIN;
+			e = EAGAIN;
+			break;
 		}
 		int read = f->end == KR_UPIPE_READ;
 		kr__ufile_to_kernel(f, k[!read], &b->p, &b->end);
 		b->kfd = k[read];
 		pumps[(*n)++] = b;
 	}
-	return 0;
+	kr__fd_unlock(&up->fds);
+	return e;
 }
 
 /* In the child: the μprocess's fds at their numbers, nothing else. */

@@ -1626,16 +1626,19 @@ long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, u
 	}
 	if (!(c->cwd = strdup(up->cwd)))
 		goto fail;
-	for (int fd = 0; fd < up->fds.n; fd++) {
+	err = 0;
+	kr__fd_lock(&up->fds); /* against its other threads */
+	for (int fd = 0; fd < up->fds.n && !err; fd++) {
 		struct kr__ufile *f = up->fds.fd[fd].f;
 		if (!f)
 			continue;
 		__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
-		if ((err = kr__fd_set(&c->fds, fd, f, up->fds.fd[fd].cloexec))) {
+		if ((err = kr__fd_set(&c->fds, fd, f, up->fds.fd[fd].cloexec)))
 			kr__ufile_put(f);
-			goto fail;
-		}
 	}
+	kr__fd_unlock(&up->fds);
+	if (err)
+		goto fail;
 	err = -ENOMEM;
 	if (!(c->main.vframe = kr__frame_save(t->uc)))
 		goto fail;

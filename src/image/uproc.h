@@ -72,13 +72,25 @@ struct kr__ufile {
 	int end;            /* UF_PIPE: KR_UPIPE_READ or _WRITE */
 };
 #define KR_UFD_MAX 1024 /* RLIMIT_NOFILE as a μprocess sees it */
+/* A μprocess's threads share it: a change is made under `lock`, and a
+ * lookup reads without it (kr__fd_peek).  A grown table is a new array,
+ * published before its size; the old ones stay until the table goes (at
+ * most 6: 16 slots to 1024), so that a lookup never reads freed memory. */
 struct kr__fdtab {
-	int n;              /* slots allocated */
+	int n;              /* slots allocated; atomic */
 	struct kr__ufd {
 		struct kr__ufile *f;
 		int cloexec;
-	} *fd;
+	} *fd;              /* atomic */
+	kr_spin lock;
+	struct kr__ufd *old[7];
 };
+static inline struct kr__ufile *kr__fd_peek(const struct kr__fdtab *t, long fd)
+{
+	if (fd < 0 || fd >= __atomic_load_n(&t->n, __ATOMIC_ACQUIRE))
+		return NULL;
+	return __atomic_load_n(&__atomic_load_n(&t->fd, __ATOMIC_ACQUIRE)[fd].f, __ATOMIC_ACQUIRE);
+}
 /* The fd table and the pipes' reads and writes answer as the kernel
  * does, for kr__sys: an fd, a count or 0, or -errno. */
 struct kr__ufile *kr__ufile_host(int hostfd, int flags);    /* takes hostfd */
@@ -93,6 +105,8 @@ void kr__fd_set_cloexec(struct kr__fdtab *t, int fd, int cloexec);
 int kr__fd_close(struct kr__fdtab *t, int fd);
 void kr__fd_close_range(struct kr__fdtab *t, long lo, long hi); /* the open ones */
 void kr__fd_close_all(struct kr__fdtab *t);
+void kr__fd_lock(struct kr__fdtab *t);   /* a walk of the table, against changes */
+void kr__fd_unlock(struct kr__fdtab *t);
 int kr__uproc_spawn_check(kr_uproc **out, const char *path, char *const argv[],
 			  const kr_uproc_attr *attr);
 long kr__upipe_rw(kr_upipe *p, int write, void *buf, size_t len);
