@@ -4,7 +4,8 @@
  * std::condition_variable, std::async, thread_local, pthread barriers,
  * per-thread signal masks and signals to one thread or to the process.
  * Built as a plain PIE with no sanitizer, as a distribution binary.
- *   uthread_probe run              a line per check (natively the same)
+ *   uthread_probe run              a line per check (natively the same),
+ *                                  timer_create's SIGEV_THREAD too
  *   uthread_probe exit-in-thread N a thread calls exit(N) while the main
  *                                  thread waits in a join for ever: "bye"
  *                                  from its atexit handler, status N
@@ -36,6 +37,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static pid_t tid() { return (pid_t)syscall(SYS_gettid); }
@@ -217,6 +219,32 @@ static void joined()
 	printf("detached ran\n");
 }
 
+static std::atomic<int> fired{0};
+static void on_timer(union sigval v) { fired += v.sival_int; }
+
+/* timer_create with SIGEV_THREAD: glibc's helper thread runs it */
+static void timer_thread()
+{
+	timer_t t;
+	struct sigevent ev;
+	memset(&ev, 0, sizeof ev);
+	ev.sigev_notify = SIGEV_THREAD;
+	ev.sigev_notify_function = on_timer;
+	ev.sigev_value.sival_int = 1;
+	if (timer_create(CLOCK_MONOTONIC, &ev, &t)) {
+		printf("timer_create: %s\n", strerror(errno));
+		return;
+	}
+	struct itimerspec ts = {{0, 10000000}, {0, 10000000}}, g;
+	timer_settime(t, 0, &ts, nullptr);
+	while (fired < 3)
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
+	timer_gettime(t, &g);
+	printf("timer: fired, interval %ld ns, overrun %d\n", g.it_interval.tv_nsec,
+	       timer_getoverrun(t));
+	timer_delete(t);
+}
+
 static void forever()
 {
 	for (;;)
@@ -238,6 +266,7 @@ int main(int argc, char **argv)
 		async_and_barrier();
 		signals();
 		joined();
+		timer_thread();
 		return 0;
 	}
 	if (!strcmp(m, "exit-in-thread") && argc > 2) {

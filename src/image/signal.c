@@ -182,6 +182,8 @@ static void fill_info(siginfo_t *si, int sig, const struct kr__sigi *i)
 	if (i->code == SI_USER || i->code == SI_TKILL || i->code == SI_QUEUE) {
 		si->si_pid = i->pid;
 		si->si_uid = (uid_t)i->uid;
+	} else if (i->code == SI_TIMER) { /* a timer_create timer's (sys_sig.c) */
+		si->si_value.sival_ptr = (void *)i->addr;
 	} else if (sig == SIGCHLD && (i->code == CLD_EXITED || i->code == CLD_KILLED)) {
 		si->si_pid = i->pid; /* a child's end (uproc.c): addr its status */
 		si->si_uid = (uid_t)i->uid;

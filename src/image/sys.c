@@ -233,6 +233,12 @@ static const char
 	N_ITIMER[] = "`ITIMER_REAL`: its own, kept by a microprocess of its own that sends it "
 		     "SIGALRM (`SI_KERNEL`; the default action ends it with 142) when the time "
 		     "comes; `ITIMER_VIRTUAL`, `ITIMER_PROF`: `EINVAL`",
+	N_TIMER[] = "its own, up to 32, each kept as `ITIMER_REAL` is: on `CLOCK_REALTIME`, "
+		    "`CLOCK_MONOTONIC` or `CLOCK_BOOTTIME` (others: `EINVAL`), relative or "
+		    "`TIMER_ABSTIME`; its signal (`SI_TIMER`, its `sigev_value`) to the "
+		    "μprocess (`SIGEV_SIGNAL`), to one of its threads (`SIGEV_THREAD_ID`: "
+		    "glibc's `SIGEV_THREAD`), or none (`SIGEV_NONE`); the overrun count is 0; "
+		    "deleted at an exec",
 	N_KILL[] = "to itself or to another μprocess of the host by its pid, as "
 		   "`kr_uproc_kill` (`SI_USER`; `tkill`, `tgkill`: `SI_TKILL`, and the tgid "
 		   "must be the tid); its process group (`kill(0)`) is itself, a group `-N` the "
@@ -461,6 +467,11 @@ static const struct sysent {
 	E(alarm, kr__sys_alarm, N_ITIMER),
 	E(setitimer, kr__sys_setitimer, N_ITIMER),
 	E(getitimer, kr__sys_getitimer, N_ITIMER),
+	E(timer_create, kr__sys_timer_create, N_TIMER),
+	E(timer_settime, kr__sys_timer_settime, N_TIMER),
+	E(timer_gettime, kr__sys_timer_gettime, N_TIMER),
+	E(timer_getoverrun, kr__sys_timer_getoverrun, N_TIMER),
+	E(timer_delete, kr__sys_timer_delete, N_TIMER),
 	E(kill, kr__sys_kill, N_KILL),
 	E(tkill, kr__sys_tkill, N_KILL),
 	E(tgkill, kr__sys_tgkill, N_KILL),

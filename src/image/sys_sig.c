@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -168,21 +169,21 @@ long kr__sys_sigaltstack(struct kr_uproc *up, long nr, long a[6])
 	return 0;
 }
 
-/* ---------------- ITIMER_REAL ---------------- */
+/* ---------------- timers: ITIMER_REAL, timer_create ---------------- */
 
-/* A microprocess of the μprocess's sends it SIGALRM, as kr_uproc_kill
- * would, when the time comes; a change unparks it. */
-static void *alarm_main(void *arg)
+/* A microprocess of the μprocess's sends a timer's signal, as
+ * kr_uproc_kill would, when the time comes; a change unparks it. */
+static void *timer_main(void *arg)
 {
-	struct kr_uproc *up = arg;
-	struct kr__alarm *al = &up->alarm;
+	struct kr__alarm *al = arg;
 	while (!__atomic_load_n(&al->stop, __ATOMIC_ACQUIRE)) {
 		uint64_t at = __atomic_load_n(&al->at, __ATOMIC_ACQUIRE);
 		if (at && kr_now() >= at) {
 			uint64_t every = __atomic_load_n(&al->every, __ATOMIC_RELAXED);
 			__atomic_compare_exchange_n(&al->at, &at, every ? at + every : 0, 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
-			kr__uproc_kill_pid(up->pid, 0, SIGALRM, SI_KERNEL, 0);
+			if (al->signo)
+				kr__uproc_send_timer(al->up, al->tid, al->signo, al->code, al->sival);
 		} else {
 			kr_mp_park_until(at ? at : KR_FOREVER);
 		}
@@ -190,14 +191,50 @@ static void *alarm_main(void *arg)
 	return NULL;
 }
 
+/* Armed to fire in `left` ns (0: disarmed), then every `every` ns. */
+static long timer_arm(struct kr__alarm *al, uint64_t left, uint64_t every)
+{
+	if (left && !al->mp) {
+		kr_attr ma = {.stack_size = 16 << 10};
+		int e = kr_mp_create(&al->mp, &ma, timer_main, al);
+		if (e)
+			return -e;
+	}
+	__atomic_store_n(&al->every, left ? every : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&al->at, left ? kr_now() + left : 0, __ATOMIC_RELEASE);
+	if (al->mp)
+		kr_mp_unpark(al->mp);
+	return 0;
+}
+
+static void timer_stop(struct kr__alarm *al)
+{
+	if (!al->mp)
+		return;
+	__atomic_store_n(&al->stop, 1, __ATOMIC_RELEASE);
+	kr_mp_unpark(al->mp);
+	kr_mp_join(al->mp, NULL);
+	al->mp = NULL;
+}
+
+void kr__timers_delete(struct kr_uproc *up)
+{
+	for (unsigned i = 0; i < sizeof up->timers / sizeof *up->timers; i++) {
+		kr__uproc_lock();
+		struct kr__alarm *al = up->timers[i];
+		up->timers[i] = NULL;
+		kr__uproc_unlock();
+		if (al) {
+			timer_stop(al);
+			free(al);
+		}
+	}
+}
+
 void kr__alarm_stop(struct kr_uproc *up)
 {
-	if (!up->alarm.mp)
-		return;
-	__atomic_store_n(&up->alarm.stop, 1, __ATOMIC_RELEASE);
-	kr_mp_unpark(up->alarm.mp);
-	kr_mp_join(up->alarm.mp, NULL);
-	up->alarm.mp = NULL;
+	timer_stop(&up->alarm);
+	kr__timers_delete(up);
 }
 
 static uint64_t ns_of_tv(const struct timeval *t)
@@ -221,18 +258,11 @@ static struct itimerval itimer_now(struct kr_uproc *up)
 
 static long itimer_set(struct kr_uproc *up, const struct itimerval *v)
 {
-	uint64_t left = ns_of_tv(&v->it_value);
-	if (left && !up->alarm.mp) {
-		kr_attr ma = {.stack_size = 16 << 10};
-		int e = kr_mp_create(&up->alarm.mp, &ma, alarm_main, up);
-		if (e)
-			return -e;
-	}
-	__atomic_store_n(&up->alarm.every, left ? ns_of_tv(&v->it_interval) : 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&up->alarm.at, left ? kr_now() + left : 0, __ATOMIC_RELEASE);
-	if (up->alarm.mp)
-		kr_mp_unpark(up->alarm.mp);
-	return 0;
+	struct kr__alarm *al = &up->alarm;
+	al->up = up;
+	al->signo = SIGALRM;
+	al->code = SI_KERNEL;
+	return timer_arm(al, ns_of_tv(&v->it_value), ns_of_tv(&v->it_interval));
 }
 
 static long setitimer_(struct kr_uproc *up, long which, const struct itimerval *unew,
@@ -280,6 +310,133 @@ long kr__sys_alarm(struct kr_uproc *up, long nr, long a[6])
 	/* what was left, in seconds, rounded as the kernel does */
 	return old.it_value.tv_sec + (old.it_value.tv_usec >= 500000 ||
 				      (!old.it_value.tv_sec && old.it_value.tv_usec));
+}
+
+/* timer_create's: on CLOCK_REALTIME, CLOCK_MONOTONIC or CLOCK_BOOTTIME,
+ * a signal to the μprocess (SIGEV_SIGNAL), to one of its threads
+ * (SIGEV_THREAD_ID: glibc's SIGEV_THREAD is one) or none (SIGEV_NONE). */
+struct ksigevent {
+	uint64_t value;
+	int signo, notify, tid;
+	int pad[11];
+};
+
+static struct kr__alarm *timer_of(struct kr_uproc *up, long id)
+{
+	if (id < 0 || id >= (long)(sizeof up->timers / sizeof *up->timers))
+		return NULL;
+	return __atomic_load_n(&up->timers[id], __ATOMIC_ACQUIRE);
+}
+
+long kr__sys_timer_create(struct kr_uproc *up, long nr, long a[6])
+{
+	long clock = a[0];
+	struct ksigevent ev = {.signo = SIGALRM, .notify = SIGEV_SIGNAL};
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC && clock != CLOCK_BOOTTIME)
+		return -EINVAL;
+	if (a[1] && GET(ev, a[1]))
+		return -EFAULT;
+	if (ev.notify != SIGEV_NONE && ev.notify != SIGEV_SIGNAL && ev.notify != SIGEV_THREAD_ID)
+		return -EINVAL;
+	if (ev.notify != SIGEV_NONE && (ev.signo < 1 || ev.signo > 64))
+		return -EINVAL;
+	if (ev.notify == SIGEV_THREAD_ID && ev.tid <= 0)
+		return -EINVAL;
+	struct kr__alarm *al = calloc(1, sizeof *al);
+	if (!al)
+		return -EAGAIN;
+	int id = -1;
+	kr__uproc_lock();
+	for (unsigned i = 0; i < sizeof up->timers / sizeof *up->timers && id < 0; i++)
+		if (!up->timers[i])
+			id = (int)i;
+	*al = (struct kr__alarm){.up = up,
+				 .signo = ev.notify == SIGEV_NONE ? 0 : ev.signo,
+				 .code = SI_TIMER,
+				 .tid = ev.notify == SIGEV_THREAD_ID ? ev.tid : 0,
+				 .clock = (clockid_t)clock,
+				 .sival = a[1] ? ev.value : (uint64_t)id};
+	if (id >= 0)
+		__atomic_store_n(&up->timers[id], al, __ATOMIC_RELEASE);
+	kr__uproc_unlock();
+	if (id < 0) {
+		free(al);
+		return -EAGAIN;
+	}
+	if (PUT(a[2], id)) {
+		kr__uproc_lock();
+		up->timers[id] = NULL;
+		kr__uproc_unlock();
+		free(al);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static struct itimerspec timer_now(struct kr__alarm *al)
+{
+	uint64_t at = __atomic_load_n(&al->at, __ATOMIC_ACQUIRE), now = kr_now();
+	uint64_t left = at > now ? at - now : at ? 1 : 0, every = __atomic_load_n(&al->every, __ATOMIC_RELAXED);
+	return (struct itimerspec){{(time_t)(every / 1000000000u), (long)(every % 1000000000u)},
+				   {(time_t)(left / 1000000000u), (long)(left % 1000000000u)}};
+}
+
+long kr__sys_timer_settime(struct kr_uproc *up, long nr, long a[6])
+{
+	struct kr__alarm *al = timer_of(up, a[0]);
+	struct itimerspec v, old;
+	if (!al || (a[1] & ~(long)TIMER_ABSTIME))
+		return -EINVAL;
+	if (GET(v, a[2]))
+		return -EFAULT;
+	if (v.it_value.tv_sec < 0 || v.it_value.tv_nsec < 0 || v.it_value.tv_nsec >= 1000000000 ||
+	    v.it_interval.tv_sec < 0 || v.it_interval.tv_nsec < 0 ||
+	    v.it_interval.tv_nsec >= 1000000000)
+		return -EINVAL;
+	old = timer_now(al);
+	if (a[3] && PUT(a[3], old))
+		return -EFAULT;
+	for (struct timespec *ts = &v.it_interval; ts <= &v.it_value; ts++)
+		if (ts->tv_sec > SLEEP_MAX_S)
+			ts->tv_sec = SLEEP_MAX_S;
+	uint64_t left = (uint64_t)v.it_value.tv_sec * 1000000000u + (uint64_t)v.it_value.tv_nsec;
+	uint64_t every = (uint64_t)v.it_interval.tv_sec * 1000000000u + (uint64_t)v.it_interval.tv_nsec;
+	if (left && (a[1] & TIMER_ABSTIME)) {
+		struct timespec c;
+		clock_gettime(al->clock, &c);
+		uint64_t now = (uint64_t)c.tv_sec * 1000000000u + (uint64_t)c.tv_nsec;
+		left = left > now ? left - now : 1; /* passed: at once */
+	}
+	return timer_arm(al, left, every);
+}
+
+long kr__sys_timer_gettime(struct kr_uproc *up, long nr, long a[6])
+{
+	struct kr__alarm *al = timer_of(up, a[0]);
+	if (!al)
+		return -EINVAL;
+	struct itimerspec v = timer_now(al);
+	return PUT(a[1], v);
+}
+
+long kr__sys_timer_getoverrun(struct kr_uproc *up, long nr, long a[6])
+{
+	return timer_of(up, a[0]) ? 0 : -EINVAL;
+}
+
+long kr__sys_timer_delete(struct kr_uproc *up, long nr, long a[6])
+{
+	if (a[0] < 0 || a[0] >= (long)(sizeof up->timers / sizeof *up->timers))
+		return -EINVAL;
+	kr__uproc_lock();
+	struct kr__alarm *al = up->timers[a[0]];
+	up->timers[a[0]] = NULL;
+	kr__uproc_unlock();
+	if (!al)
+		return -EINVAL;
+	timer_stop(al);
+	free(al);
+	return 0;
 }
 
 /* ---------------- signals it sends ---------------- */

@@ -1439,6 +1439,22 @@ static void send_locked(struct kr_uproc *up, struct kr__uthr *t, int sig, int co
 		poke(w);
 }
 
+static struct kr__uthr *thread_of(struct kr_uproc *up, pid_t tid);
+
+int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, uint64_t sival)
+{
+	struct kr__uthr *t = NULL, *w;
+	pthread_mutex_lock(&G.lock);
+	if (tid && !(t = thread_of(up, tid))) {
+		pthread_mutex_unlock(&G.lock);
+		return -ESRCH;
+	}
+	if ((w = kr__sig_queue(up, t, sig, code, 0, sival)))
+		poke(w);
+	pthread_mutex_unlock(&G.lock);
+	return 0;
+}
+
 void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from)
 {
 	pthread_mutex_lock(&G.lock);
@@ -1717,7 +1733,8 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		free(old);
 		return -err;
 	}
-	/* No way back: its other threads end first, as the kernel's de_thread */
+	/* No way back: its other threads end first, as the kernel's de_thread;
+	 * its timer_create timers go */
 	pthread_mutex_lock(&G.lock);
 	kr__thr_stop_others(up, t, 1);
 	pthread_mutex_unlock(&G.lock);
@@ -1730,6 +1747,7 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		kr_sem_wait(&up->thr_sem);
 	}
 	kr__thr_reap(up);
+	kr__timers_delete(up);
 	/* what exec keeps of the process, and what it does not */
 	for (int fd = 0; fd < up->fds.n; fd++)
 		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)

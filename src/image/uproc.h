@@ -221,14 +221,21 @@ struct kr_uproc {
 	struct sigaction_k {
 		uint64_t handler, flags, restorer, mask;
 	} sig[65];
-	/* its ITIMER_REAL (alarm, setitimer): SIGALRM at `at` (kr_now; 0:
-	 * none), then every `every` ns; sent by the microprocess `mp`,
-	 * made for the first one (sys_sig.c) */
+	/* its timers (sys_sig.c): ITIMER_REAL's (alarm, setitimer), and
+	 * timer_create's, made on demand: each sends `signo` (0: none) to it,
+	 * or to its thread `tid`, with `code` and `sival`, at `at` (kr_now; 0:
+	 * disarmed), then every `every` ns; sent by the microprocess `mp`,
+	 * made for its first arming */
 	struct kr__alarm {
 		uint64_t at, every; /* atomic */
 		int stop;           /* atomic */
 		kr_mp *mp;
-	} alarm;
+		struct kr_uproc *up;
+		int signo, code;
+		pid_t tid;
+		clockid_t clock;
+		uint64_t sival;
+	} alarm, *timers[32];
 	/* Its signals (signal.c).  `sigpending`: the signals sent to the
 	 * μprocess (each thread's own are its) and not yet delivered, each
 	 * with what its siginfo says (`sigi`, under `siglock`, which also
@@ -377,6 +384,9 @@ int kr__sig_ends(int sig);
 int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from);
 /* A signal for up (t NULL) or its thread t, from a thread of its own. */
 void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from);
+/* A timer's signal for up, or its thread of that tid (none: dropped), its
+ * siginfo's si_value `sival`; 0 or -ESRCH (no such thread). */
+int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, uint64_t sival);
 
 /* ---- fork.c: a real child process ---- */
 /* fork, clone without CLONE_VM: the host forks, and the child runs t's
@@ -565,7 +575,8 @@ void kr__sys_init(void);                  /* at the layer's start: the index */
 /* docs/uproc.md's table of every intercepted call, in Markdown: 0, EIO,
  * ENOTSUP where there are no μprocesses */
 int kr__sys_table_md(FILE *out);
-void kr__alarm_stop(struct kr_uproc *up); /* at its end: no SIGALRM after (sys_sig.c) */
+void kr__alarm_stop(struct kr_uproc *up); /* at its end: no timer's signal after (sys_sig.c) */
+void kr__timers_delete(struct kr_uproc *up); /* timer_create's, at an exec */
 
 /* ---- x86_64/uaccess.S: the μprocess's memory, a fault an -EFAULT ---- */
 long kr__ucopy(void *dst, const void *src, size_t n);       /* 0 or -EFAULT */
