@@ -2407,6 +2407,20 @@ static void a_thread_ends_itself_or_its_uproc(void)
 	KT_EQ(run_tprobe("exec-in-thread", "/bin/echo", NULL, &out), 0);
 	KT_CHECK(strcmp(out, "ENOSYS\n") == 0);
 	free(out);
+	/* a thread on a stack that is not mapped (a raw clone, from a call
+	 * site made hot by other calls): SIGSEGV, as natively */
+	KT_EQ(run_tprobe("bad-stack", NULL, NULL, &out), 128 + SIGSEGV);
+	free(out);
+	/* futex and clone with bad arguments: the errors they give natively */
+	char cmd[4200];
+	snprintf(cmd, sizeof cmd, "%s abuse 2>/dev/null", tprobe);
+	char *native = native_out(cmd);
+	KT_EQ(run_tprobe("abuse", NULL, NULL, &out), 0);
+	if (strcmp(out, native))
+		fprintf(stderr, "  native:\n%s  as a μprocess:\n%s", native, out);
+	KT_CHECK(strcmp(out, native) == 0 && strstr(out, "wait on NULL: EFAULT"));
+	free(out);
+	free(native);
 	need_uprocs();
 	KT_EQ(kr_fini(), 0);
 }

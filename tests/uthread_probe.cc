@@ -20,6 +20,10 @@
  *                                  PATH ARG
  *   uthread_probe exec-in-thread PATH   a thread other than the first
  *                                  execs PATH: its errno
+ *   uthread_probe abuse            futex and clone with bad arguments: each
+ *                                  one's errno (natively the same)
+ *   uthread_probe bad-stack        a thread started on a stack that is not
+ *                                  mapped: the process ends by SIGSEGV
  */
 #include <atomic>
 #include <chrono>
@@ -34,7 +38,9 @@
 #include <vector>
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -245,6 +251,29 @@ static void timer_thread()
 	timer_delete(t);
 }
 
+static const char *err(long r) { return r < 0 ? strerrorname_np(errno) : "ok"; }
+
+/* futex and clone as an attacker would call them */
+static void abuse()
+{
+	int w = 0;
+	struct timespec *bad = (struct timespec *)16;
+	printf("wait on NULL: %s\n", err(syscall(SYS_futex, nullptr, FUTEX_WAIT, 0, nullptr, 0, 0)));
+	printf("wait unaligned: %s\n",
+	       err(syscall(SYS_futex, (char *)&w + 1, FUTEX_WAIT, 0, nullptr, 0, 0)));
+	printf("wait bad timeout: %s\n", err(syscall(SYS_futex, &w, FUTEX_WAIT, 0, bad, 0, 0)));
+	printf("wait changed: %s\n", err(syscall(SYS_futex, &w, FUTEX_WAIT, 1, nullptr, 0, 0)));
+	printf("wait bitset 0: %s\n",
+	       err(syscall(SYS_futex, &w, FUTEX_WAIT_BITSET, 0, nullptr, 0, 0)));
+	printf("wake none: %ld\n", syscall(SYS_futex, &w, FUTEX_WAKE, 5, nullptr, 0, 0));
+	printf("cmp_requeue changed: %s\n",
+	       err(syscall(SYS_futex, &w, FUTEX_CMP_REQUEUE, 1, 1, &w + 1, 7)));
+	printf("clone thread without vm: %s\n",
+	       err(syscall(SYS_clone, CLONE_THREAD | CLONE_SIGHAND, 0, 0, 0, 0)));
+	printf("clone thread without sighand: %s\n",
+	       err(syscall(SYS_clone, CLONE_THREAD | CLONE_VM, 0, 0, 0, 0)));
+}
+
 static void forever()
 {
 	for (;;)
@@ -316,6 +345,17 @@ int main(int argc, char **argv)
 		execl(argv[2], argv[2], argv[3], (char *)nullptr);
 		printf("exec: %s\n", strerror(errno));
 		return 1;
+	}
+	if (!strcmp(m, "abuse")) {
+		abuse();
+		return 0;
+	}
+	if (!strcmp(m, "bad-stack")) {
+		std::thread w(forever);
+		syscall(SYS_clone, CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD,
+			(void *)4096, 0, 0, 0);
+		w.join();
+		return 99;
 	}
 	if (!strcmp(m, "exec-in-thread") && argc > 2) {
 		std::thread x([argv] {

@@ -196,8 +196,8 @@ long kr__uproc_fork(struct kr__uthr *t, unsigned long flags, uintptr_t ptid, uin
 		kr__say(up, "clone with shared tables or namespaces");
 		return -EINVAL;
 	}
-	if (!t->uc || up->vparent)
-		return -ENOSYS; /* sys_exec.c says so */
+	if (!t->uc || up->vparent) /* (a rewritten site's call has its frame: uproc.c) */
+		return -ENOSYS;            /* sys_exec.c says so */
 	struct bridge *pumps[KR_UFD_MAX];
 	int npumps = 0;
 	long err = -bridge_pipes(up, pumps, &npumps);

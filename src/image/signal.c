@@ -237,7 +237,7 @@ void kr__sig_rearm(struct kr__uthr *t)
 {
 	__atomic_store_n(&t->attn, 0, __ATOMIC_SEQ_CST);
 	if ((pending(t) & ~__atomic_load_n(&t->sigmask, __ATOMIC_SEQ_CST)) || t->restart ||
-	    t->sigreturn || t->has_saved_mask || told_to_end(t))
+	    t->sigreturn || t->has_saved_mask || t->redo || told_to_end(t))
 		__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
 }
 

@@ -312,7 +312,7 @@ long kr__sys_fork(struct kr_uproc *up, long nr, long a[6])
 	if (!(flags & CLONE_VM)) { /* a real child (fork.c) */
 		long r = kr__uproc_fork(kr__uthr_self(), flags, ptid, ctid);
 		if (r == -ENOSYS)
-			kr__say(up, "fork from a rewritten call site or a vfork child");
+			kr__say(up, "fork from a vfork child");
 		return r;
 	}
 	if ((flags & CLONE_VFORK) != CLONE_VFORK) {
@@ -325,10 +325,7 @@ long kr__sys_fork(struct kr_uproc *up, long nr, long a[6])
 		kr__say(up, "clone with shared tables or namespaces");
 		return -EINVAL;
 	}
-	long r = kr__uproc_vfork(kr__uthr_self(), flags, stack, ptid, ctid, tls);
-	if (r == -ENOSYS)
-		kr__say(up, "vfork from a rewritten call site");
-	return r;
+	return kr__uproc_vfork(kr__uthr_self(), flags, stack, ptid, ctid, tls);
 }
 
 /* ---------------- wait4, waitid ---------------- */

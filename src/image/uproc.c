@@ -996,7 +996,17 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 			kr__uproc_end(t, 128 + SIGSEGV);
 			__builtin_unreachable();
 		}
-		return t->fs;
+		if (!t->redo)
+			return t->fs;
+		/* the call of a rewritten site that wants this frame: as a trap's,
+		 * the site's return in it */
+		t->redo = 0;
+		nr = t->redo_nr;
+		memcpy(a, t->redo_a, sizeof a);
+		t->uc = uc;
+		t->callsp = (uintptr_t)uc;
+		t->usp = (uintptr_t)g[REG_RSP];
+		goto call;
 	}
 	if (nr == KR__NR_YIELD && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_yield_ret) {
 		kr_mp_yield(); /* its time slice ended (kr__img_signal) */
@@ -1022,6 +1032,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	t->uc = uc;
 	t->callsp = (uintptr_t)uc;
 	t->usp = (uintptr_t)g[REG_RSP];
+call:
 	g[REG_RAX] = kr__sys(t, nr, a);
 	t->uc = NULL;
 	t = kr__uthr_self(); /* after a vfork: the child's */
@@ -1052,6 +1063,16 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 {
 	struct kr__uthr *t = kr__uthr_self();
 	long a[6] = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5]};
+	if (nr == SYS_clone || nr == SYS_fork || nr == SYS_vfork) {
+		/* it needs the registers of a trap's frame: made on the way
+		 * back's trap (kr__img_deliver), with the frame it gets */
+		t->redo = 1;
+		t->redo_nr = nr;
+		memcpy(t->redo_a, a, sizeof a);
+		__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
+		back_to(t);
+		return (struct kr__fast){0, t->fs};
+	}
 	t->up->nsys++;
 	t->uc = NULL;
 	t->callsp = (uintptr_t)regs;

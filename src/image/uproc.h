@@ -179,6 +179,10 @@ struct kr__uthr {
 	ucontext_t *uc;         /* the trap frame of the call being served; NULL
 				 * for a rewritten site's (kr__img_fast) */
 	uintptr_t callsp;       /* where that call's frame is */
+	/* a call from a rewritten site that needs its trap frame (clone,
+	 * fork, vfork), made again on the way back's trap (uproc.c) */
+	int redo;
+	long redo_nr, redo_a[6];
 	/* vfork (uproc.c): the child that runs on this thread's microprocess
 	 * (its calls are the child's: kr__uthr_self); the frame this thread
 	 * last resumed or started from, freed at the next (or, in a vfork
