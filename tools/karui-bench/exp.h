@@ -83,6 +83,23 @@ void kb_seed003_pipeline(const kb_ctx *c);
 void kb_uproc_syscall(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
 void kb_seed003_table6(const kb_ctx *c);
+/* Processes, for the μprocess experiments' peers (exp_uproc.c).  Start
+ * path with argv by fork + execv, `in`, `out` and `err` as its fds 0, 1
+ * and 2 (-1: karui-bench's); every other fd of karui-bench is
+ * close-on-exec.  The pid, or -1. */
+pid_t kb_start(const char *path, char *const argv[], int in, int out, int err);
+/* Wait for pid (wait4: *ru, if not NULL, gets its rusage, which counts
+ * all its threads and the children it reaped); its status as a shell
+ * shows it, or -1. */
+struct rusage;
+int kb_wait(pid_t pid, struct rusage *ru);
+/* name looked up in PATH as a shell does it, into out: 0 or ENOENT */
+int kb_find_prog(const char *name, char *out, size_t n);
+/* exp_uprun.c: Debian's programs natively and as μprocesses, through
+ * karui-run and karui-sh */
+void kb_uproc_threads(const kb_ctx *c);
+void kb_uproc_make(const kb_ctx *c);
+void kb_uproc_script(const kb_ctx *c);
 /* exp_cgi.c: CGI programs as μprocesses (cgi_httpd) against lighttpd's mod_cgi */
 void kb_seed003_cgi(const kb_ctx *c);
 

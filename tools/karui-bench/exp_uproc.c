@@ -84,6 +84,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,13 +248,12 @@ static int drain_fd(int fd, char *buf, size_t cap, long *lines)
 
 /* ---------------- processes ---------------- */
 
-/* fork + execv with `in` as fd 0 and `out` as fd 1 (-1: karui-bench's);
- * every other fd of karui-bench is close-on-exec. */
-static pid_t start_proc(const char *path, char *const argv[], int in, int out)
+pid_t kb_start(const char *path, char *const argv[], int in, int out, int err)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
-		if ((in >= 0 && dup2(in, 0) < 0) || (out >= 0 && dup2(out, 1) < 0))
+		if ((in >= 0 && dup2(in, 0) < 0) || (out >= 0 && dup2(out, 1) < 0) ||
+		    (err >= 0 && dup2(err, 2) < 0))
 			_exit(127);
 		execv(path, argv);
 		_exit(127);
@@ -261,11 +261,10 @@ static pid_t start_proc(const char *path, char *const argv[], int in, int out)
 	return pid;
 }
 
-/* waitpid; the status as a shell shows it, or -1 */
-static int wait_proc(pid_t pid)
+int kb_wait(pid_t pid, struct rusage *ru)
 {
 	int st;
-	while (waitpid(pid, &st, 0) < 0)
+	while (wait4(pid, &st, 0, ru) < 0)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -277,11 +276,11 @@ static int run_proc(const char *path, char *const argv[], char *buf, size_t cap,
 	int p[2];
 	if (pipe2(p, O_CLOEXEC))
 		return -1;
-	pid_t pid = start_proc(path, argv, -1, p[1]);
+	pid_t pid = kb_start(path, argv, -1, p[1], -1);
 	close(p[1]);
 	int e = pid < 0 ? errno : drain_fd(p[0], buf, cap, lines);
 	close(p[0]);
-	int st = pid < 0 ? -1 : wait_proc(pid);
+	int st = pid < 0 ? -1 : kb_wait(pid, NULL);
 	return e ? -1 : st;
 }
 
@@ -360,7 +359,7 @@ static int start_fork_exec(const char *prog)
 		execve(prog, argv, environ);
 		_exit(127);
 	}
-	return pid < 0 ? -1 : wait_proc(pid);
+	return pid < 0 ? -1 : kb_wait(pid, NULL);
 }
 
 static int start_posix_spawn(const char *prog)
@@ -369,7 +368,7 @@ static int start_posix_spawn(const char *prog)
 	pid_t pid;
 	if (posix_spawn(&pid, prog, NULL, NULL, argv, environ))
 		return -1;
-	return wait_proc(pid);
+	return kb_wait(pid, NULL);
 }
 
 static void *nothing(void *a)
@@ -537,8 +536,8 @@ static const char *pipe_procs(const struct pipe_arg *a, double *total, double *t
 	char *wargv[] = {"karui-bench-uprog", "write", (char *)a->n, NULL};
 	char *rargv[] = {"karui-bench-uprog", "read", (char *)a->n, NULL};
 	double t0 = kb_now_ns();
-	pid_t w = start_proc(a->prog, wargv, -1, mid[1]);
-	pid_t r = start_proc(a->prog, rargv, mid[0], out[1]);
+	pid_t w = kb_start(a->prog, wargv, -1, mid[1], -1);
+	pid_t r = kb_start(a->prog, rargv, mid[0], out[1], -1);
 	close(mid[0]);
 	close(mid[1]);
 	close(out[1]);
@@ -546,7 +545,7 @@ static const char *pipe_procs(const struct pipe_arg *a, double *total, double *t
 	long lines;
 	drain_fd(out[0], buf, sizeof buf, &lines);
 	close(out[0]);
-	int ws = w < 0 ? -1 : wait_proc(w), rs = r < 0 ? -1 : wait_proc(r);
+	int ws = w < 0 ? -1 : kb_wait(w, NULL), rs = r < 0 ? -1 : kb_wait(r, NULL);
 	double t1 = kb_now_ns();
 	if (ws || rs) {
 		snprintf(why, sizeof why, "the %s ended with status %d", ws ? "writer" : "reader",
@@ -664,8 +663,7 @@ static const char *words_file(struct line_arg *a, int *tmp)
 	return NULL;
 }
 
-/* PATH search, as a shell does it */
-static int find_prog(const char *name, char *out, size_t n)
+int kb_find_prog(const char *name, char *out, size_t n)
 {
 	const char *path = getenv("PATH");
 	if (!path)
@@ -762,7 +760,7 @@ static double line_shells(const kb_ctx *c, const struct line_arg *a, const char 
 		double v[16];
 		if (i == 0)
 			snprintf(path, sizeof path, "%s", ksh);
-		if (i == 0 ? access(path, X_OK) != 0 : find_prog(SH[i], path, sizeof path) != 0)
+		if (i == 0 ? access(path, X_OK) != 0 : kb_find_prog(SH[i], path, sizeof path) != 0)
 			kb_row_none(PIPELINE, sys, "skipped", i ? "not installed" : "karui-sh not built");
 		else if ((why = line_shell(c, a, path, script, times, v)))
 			kb_row_none(PIPELINE, sys, "failed", why);
@@ -790,7 +788,7 @@ static const char *line_floor(const kb_ctx *c, const struct line_arg *a, double 
 {
 	static char why[160];
 	char truep[PATH_MAX];
-	if (find_prog("true", truep, sizeof truep))
+	if (kb_find_prog("true", truep, sizeof truep))
 		return "no true in PATH";
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (null < 0)
@@ -805,8 +803,8 @@ static const char *line_floor(const kb_ctx *c, const struct line_arg *a, double 
 			char buf[64];
 			long lines = 0;
 			double t0 = kb_now_ns();
-			int st = i == 0 ? wait_proc(start_proc(truep, targv, -1, null))
-			       : i == 1 ? wait_proc(start_proc(a->cat, cargv, -1, null))
+			int st = i == 0 ? kb_wait(kb_start(truep, targv, -1, null, -1), NULL)
+			       : i == 1 ? kb_wait(kb_start(a->cat, cargv, -1, null, -1), NULL)
 					: run_proc(a->grep, gargv, buf, sizeof buf, &lines);
 			t[i] = (kb_now_ns() - t0) / 1e6;
 			if (st != (i == 2 ? !a->matches : 0) || (i == 2 && lines != a->matches)) {
@@ -830,8 +828,8 @@ void kb_seed003_pipeline(const kb_ctx *c)
 	static struct line_arg a;
 	int tmp;
 	const char *why = words_file(&a, &tmp);
-	if (!why && (find_prog("cat", a.cat, sizeof a.cat) ||
-		     find_prog("grep", a.grep, sizeof a.grep)))
+	if (!why && (kb_find_prog("cat", a.cat, sizeof a.cat) ||
+		     kb_find_prog("grep", a.grep, sizeof a.grep)))
 		why = "no cat or grep in PATH";
 	if (why) {
 		kb_row_none(PIPELINE, "all", "skipped", why);
@@ -1276,7 +1274,7 @@ static const char *count_procs(const char *cat, long n, double *v)
 		per(&zero, &sum, (double)started, v);
 	for (long i = 0; i < started; i++) {
 		close(in[i]);
-		int s = wait_proc(pid[i]);
+		int s = kb_wait(pid[i], NULL);
 		if (!err && s) {
 			snprintf(why, sizeof why, "cat ended with status %d", s);
 			err = why;
@@ -1293,7 +1291,7 @@ done:
 void kb_uproc_count(const kb_ctx *c)
 {
 	struct count_arg a;
-	if (find_prog("cat", a.cat, sizeof a.cat)) {
+	if (kb_find_prog("cat", a.cat, sizeof a.cat)) {
 		kb_row_none(COUNT, "all", "skipped", "no cat in PATH");
 		return;
 	}
@@ -1596,7 +1594,7 @@ static const char *table6_proc(const char *prog, double *v)
 	int in[2], out[2], e = kb_two_pipes(in, out);
 	if (e)
 		return strerror(e);
-	pid_t pid = start_proc(prog, (char *[]){"karui-bench-hello", NULL}, in[0], out[1]);
+	pid_t pid = kb_start(prog, (char *[]){"karui-bench-hello", NULL}, in[0], out[1], -1);
 	close(in[0]);
 	close(out[1]);
 	const char *err = pid < 0 ? "fork failed" : NULL;
@@ -1619,7 +1617,7 @@ static const char *table6_proc(const char *prog, double *v)
 	free(m);
 	close(in[1]);
 	close(out[0]);
-	int st = pid < 0 ? -1 : wait_proc(pid);
+	int st = pid < 0 ? -1 : kb_wait(pid, NULL);
 	if (!err && st) {
 		snprintf(why, sizeof why, "karui-bench-hello ended with status %d", st);
 		err = why;

@@ -252,6 +252,13 @@ static const struct seed {
 	 "(16): req/s, latency, CPU per request", "karui lighttpd", kb_seed003_cgi},
 	{"io.files", "many small files read from the page cache, "
 	 "ms per pass (--n: files)", "karui karui-epoll read", kb_io_files},
+	{"uproc.threads", "Debian's threaded programs (xz -T2, zstd -T2, pigz -p 2, sort "
+	 "--parallel=2) and a std::thread loop, natively and under karui-run: wall and CPU ms "
+	 "(--n: MB of input)", "karui native", kb_uproc_threads},
+	{"uproc.make", "make -j2 of a C project of 8 files, natively and under karui-run (its "
+	 "compilers μprocesses too): wall and CPU ms (--n: files)", "karui native", kb_uproc_make},
+	{"uproc.script", "a shell script of 1000 external commands run by karui-sh, dash and "
+	 "bash: wall and CPU ms (--n: commands)", "karui-sh dash bash", kb_uproc_script},
 	{"trace", "a yield's switch with the scheduling trace on (karui-trace) and off, ns per "
 	 "switch and per event", "karui karui-trace", kb_trace},
 };
