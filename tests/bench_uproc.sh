@@ -9,11 +9,16 @@
 # did not reuse the kept image fails karui's row instead).  seed003.table6:
 # the μprocess and the process map the same program and C library alike,
 # the μprocess's stack has the 8 MiB and more that karui gives it, and a
-# count of μprocesses that fit.  Skipped where μprocesses are not
-# available.
+# count of μprocesses that fit.  uproc.threads --n 1, uproc.make --n 2
+# and uproc.script --n 100, quick: every program's and shell's rows, or a
+# row that says why not (a program not installed; a karui run that
+# failed, with its reason), and no output that differs from the native
+# run's.  Skipped where μprocesses are not available.
 kb=$1
 out=$("$kb" run seed003.pipe --quick --json && "$kb" run uproc.count --n 100 --json &&
-	"$kb" run seed003.table2 --quick --n 5 --json && "$kb" run seed003.table6 --json) ||
+	"$kb" run seed003.table2 --quick --n 5 --json && "$kb" run seed003.table6 --json &&
+	"$kb" run uproc.threads --quick --n 1 --json && "$kb" run uproc.make --quick --n 2 --json &&
+	"$kb" run uproc.script --quick --n 100 --json) ||
 	{ echo "$out"; exit 1; }
 echo "$out"
 case $out in *'"skipped":"μprocesses unavailable here'*) exit 77 ;; esac
@@ -54,4 +59,33 @@ awk -v s="$(t6 karui "stack address space")" 'BEGIN { exit !(s + 0 >= 8192) }' |
 	{ echo "seed003.table6: the μprocess's stack is not 8 MiB or more"; fail=1; }
 need '^[{]"experiment":"seed003.table6","system":"karui","metric":"fit","value":[1-9][0-9]*,.*"note":"vm.max_map_count [0-9]+"[}]$'
 need "^[{]\"experiment\":\"seed003.table6\",\"system\":\"process\",\"metric\":\"total rss\",\"value\":[1-9].*\"ratio_to_karui\":$num[}]$"
+# uproc.threads, uproc.make, uproc.script: each system's rows of its
+# program (wall, then cpu), the peers' with their ratio to karui, or the
+# row that says why not
+rows() { # experiment $1, metric $2, base system $3, peers $4...
+	exp=$1 metric=$2 base=$3
+	shift 3
+	pre="^[{]\"experiment\":\"$exp\",\"system\":"
+	if echo "$out" | grep -Eq "$pre\"$base\",\"failed\":\"$metric: "; then
+		echo "$exp: $base failed: $(echo "$out" | grep -E "$pre\"$base\",\"failed\"")"
+	else
+		need "$pre\"$base\",\"metric\":\"$metric\",\"value\":$num,\"unit\":\"ms\""
+		need "$pre\"$base\",\"metric\":\"$metric cpu\",\"value\":$num,\"unit\":\"ms\""
+	fi
+	for sys; do
+		echo "$out" | grep -Eq "$pre\"$sys\",\"skipped\":\"not installed\"" && continue
+		for m in "$metric" "$metric cpu"; do
+			pat="$pre\"$sys\",\"metric\":\"$m\",\"value\":$num,\"unit\":\"ms\""
+			echo "$out" | grep -Eq "$pre\"$base\",\"failed\"" || pat="$pat.*\"ratio_to_karui\":$num"
+			need "$pat"
+		done
+	done
+}
+for p in xz zstd pigz sort std::thread; do
+	echo "$out" | grep -Fq '{"experiment":"uproc.threads","system":"'$p'","skipped":"not installed"}' ||
+		rows uproc.threads $p karui native
+done
+rows uproc.make "make -j2" karui native
+rows uproc.script script karui-sh dash bash
+echo "$out" | grep -q DIFFERS && { echo "an output DIFFERS from the native run's"; fail=1; }
 exit $fail
