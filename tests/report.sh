@@ -11,6 +11,8 @@
 # here: a target met and one not, a region, a system that failed.
 # seed001.ipc's section, from rows written here: the seed's figures beside
 # today's, ratios to karui's EPC-S row, a failed system's reason.
+# The section of Debian's programs as μprocesses, from rows written here:
+# ratios, an output that differs, a program not installed, a failed make.
 # Skipped when matplotlib is not installed (the Markdown is checked first).
 kb=$1
 report=$2
@@ -37,6 +39,7 @@ need '^### Table 2: process creation and termination$'
 need '^### Table 2: starting and ending a null program$'
 need '^### Table 6: the memory of a hello program$'
 need '^### CGI programs over HTTP \(§7\.2\)$'
+need "^### Debian's programs as μprocesses$"
 need '^\*not run \(this run has no rows for it\)\*$'
 need '^\*\*Ratios\.\*\* Every ratio in this report, in its tables and its plots, is \*\*peer / karui\*\*'
 need '^\| system \| metric \| median \| min \.\. max \|( n \|)? peer/karui \|$'
@@ -115,6 +118,24 @@ has seed003 "Targets for a reused μprocess: at most 2× a thread's start + join
 	'*process: failed: its maps or pagemap: Permission denied*'
 grep -q '^Mappings: .* hold 3,000 such μprocesses (vm.max_map_count 65530)\.' "$dir/seed003/REPORT.md" ||
 	{ echo "seed003.table6: no count of μprocesses that fit"; fail=1; }
+# uproc.threads, uproc.make and uproc.script from rows written here: ratios
+# to karui (to karui-sh for the script), a run whose output differs, a
+# program not installed, a failed make, the time per command.
+written uprun 'uproc.' \
+	'threads","system":"karui","metric":"xz","value":200,"unit":"ms","note":"same output as native"' \
+	'threads","system":"native","metric":"xz","value":100,"unit":"ms"' \
+	'threads","system":"karui","failed":"pigz: output DIFFERS from native"' \
+	'threads","system":"native","metric":"pigz","value":30,"unit":"ms"' \
+	'threads","system":"pbzip2","skipped":"not installed"' \
+	'make","system":"karui","failed":"make -j2: karui-run ended with status 2: no cc1"' \
+	'make","system":"native","metric":"make -j2","value":500,"unit":"ms"' \
+	'script","system":"karui-sh","metric":"script","value":100,"unit":"ms","note":"1000 commands"' \
+	'script","system":"dash","metric":"script","value":1000,"unit":"ms"'
+has uprun '| xz | native | 100 ms (0.5×) | – | the reference |' \
+	'| pigz | karui | failed: pigz: output DIFFERS from native |  | **DIFFERS** |' \
+	'| pbzip2 |  | skipped: not installed |  |  |' \
+	'| karui | failed: make -j2: karui-run ended with status 2: no cc1 |  |  |' \
+	'| dash | 1,000 ms (10×) | – | same | 1,000 µs |'
 # seed001.ipc's section from rows written here: today's 8 KiB figures beside
 # the seed's in ms, NullProc without a size, ratios to karui's EPC-S row.
 written seed001 'seed001.ipc","system":"' \
