@@ -1,6 +1,7 @@
 /* karui-bench: karui's experiment functions beside the peers' (peers.h). */
 #ifndef KARUI_BENCH_EXP_H
 #define KARUI_BENCH_EXP_H
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
@@ -173,4 +174,7 @@ int kb_t1_count(const char *sys, const char *exp, long n);
 int kb_t1_karui(const kb_ctx *c, double v[5]);
 /* exp_sim.c: seed 004's emulator, Figures 6 and 7 */
 void kb_seed004_sim(const kb_ctx *c);
+/* splitmix64's mix of z + its increment: a hash of z (the emulator's
+ * grains, the μprocess experiments' generated text and code) */
+uint64_t kb_mix64(uint64_t z);
 #endif

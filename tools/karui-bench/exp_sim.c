@@ -234,7 +234,7 @@ static void charge(sim *s, int x, int64_t n)
 		s->cost += n;
 }
 
-static uint64_t mix64(uint64_t z)
+uint64_t kb_mix64(uint64_t z)
 {
 	z += 0x9e3779b97f4a7c15u;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
@@ -246,10 +246,10 @@ static int64_t grain(const sim *s, const ut *u)
 {
 	const proc *p = &s->p[u->p];
 	const struct wl *w = &WL[p->wl];
-	uint64_t h = mix64(SEED + (uint64_t)u->p);
-	h = mix64(h ^ p->run);
-	h = mix64(h ^ (uint64_t)(u - s->u - p->ut0));
-	h = mix64(h ^ (uint64_t)u->step);
+	uint64_t h = kb_mix64(SEED + (uint64_t)u->p);
+	h = kb_mix64(h ^ p->run);
+	h = kb_mix64(h ^ (uint64_t)(u - s->u - p->ut0));
+	h = kb_mix64(h ^ (uint64_t)u->step);
 	double r = (double)(h >> 11) / 9007199254740992.0; /* [0, 1) */
 	double g = w->grain * s->scale * (1 - w->spread + 2 * w->spread * r);
 	return g < 1 ? 1 : (int64_t)g;

@@ -377,13 +377,10 @@ static const char *karui_tool(const kb_ctx *c, const char *exp, const char *tool
 
 /* ---------------- uproc.threads ---------------- */
 
-/* splitmix64: the generated files' one source of variety */
+/* the generated files' one source of variety: a hash of a counter */
 static uint64_t next(uint64_t *s)
 {
-	uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-	return z ^ (z >> 31);
+	return kb_mix64((*s)++);
 }
 
 /* Lines of 1 to 3 words taken from 4096 made-up ones of 2 to 9 letters,
