@@ -2080,6 +2080,64 @@ static void make_builds_a_tiny_makefile(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* make -j2 of a C project in a μprocess: gcc's driver, cc1 and collect2
+ * are not position-independent, so where another μprocess holds their
+ * link address they run as processes, each μprocess standing for its
+ * program (its pid, its status); the program built prints what it does
+ * built natively, and a kill of a μprocess that stands for a process
+ * reaches the process. */
+static void make_j2_compiles_a_c_project(void)
+{
+	if (access("/usr/bin/make", X_OK) || access("/usr/bin/cc", X_OK))
+		KT_SKIP("no make or cc here");
+	start(2);
+	need_uprocs();
+	char dir[] = "/tmp/karui-cc-XXXXXX", path[160], cmd[512];
+	KT_CHECK(mkdtemp(dir));
+	for (int i = 0; i < 4; i++) {
+		char src[96];
+		snprintf(path, sizeof path, "%s/f%d.c", dir, i);
+		snprintf(src, sizeof src, "int f%d(int x) { return x * %d + 1; }\n", i, i + 2);
+		write_text(path, src);
+	}
+	snprintf(path, sizeof path, "%s/main.c", dir);
+	write_text(path, "#include <stdio.h>\nint f0(int), f1(int), f2(int), f3(int);\n"
+			 "int main(void) { printf(\"%d\\n\", f0(1) + f1(2) + f2(3) + f3(4)); }\n");
+	snprintf(path, sizeof path, "%s/Makefile", dir);
+	write_text(path, "OBJ = main.o f0.o f1.o f2.o f3.o\nprog: $(OBJ)\n\tcc -o $@ $(OBJ)\n"
+			 "%.o: %.c\n\tcc -O2 -c $<\n");
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	a.cwd = dir;
+	char *out, *argv[] = {"make", "-s", "-j2", NULL};
+	KT_EQ(run("/usr/bin/make", argv, NULL, &out, &a), 0);
+	KT_CHECK(strcmp(out, "") == 0);
+	free(out);
+	snprintf(cmd, sizeof cmd, "%s/prog", dir);
+	out = native_out(cmd);
+	KT_CHECK(strcmp(out, "44\n") == 0); /* 1*2+1 + 2*3+1 + 3*4+1 + 4*5+1 */
+	free(out);
+	/* a kill reaches the process a μprocess stands for: Python (not
+	 * position-independent) execs itself, whose link address the old
+	 * image holds at that moment */
+	kr_upipe *in, *o;
+	char *sargv[] = {"python3", "-c",
+			 "import os; os.execv('/usr/bin/python3', ['python3', '-c', "
+			 "'print(\"slept\", flush=True); import time; time.sleep(30)'])",
+			 NULL};
+	kr_uproc *up = spawn_piped("/usr/bin/python3", sargv, &in, &o);
+	KT_CHECK(strcmp(line_of(o), "slept") == 0);
+	KT_EQ(kr_uproc_kill(up, SIGTERM), 0);
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 128 + SIGTERM);
+	KT_EQ(kr_upipe_close(in, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_upipe_close(o, KR_UPIPE_READ), 0);
+	snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+	KT_EQ(system(cmd), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* Python's subprocess, in a μprocess, if Python can be one. */
 static void python_subprocess_runs_echo(void)
 {
@@ -2574,6 +2632,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_vfork_child_that_returns_never_crashes_the_host);
 	KT_RUN(a_thousand_execs_leave_fd_count_and_rss_flat);
 	KT_RUN(make_builds_a_tiny_makefile);
+	KT_RUN(make_j2_compiles_a_c_project);
 	KT_RUN(python_subprocess_runs_echo);
 	KT_RUN(handlers_run_as_natively);
 	KT_RUN(a_fault_runs_the_handler_which_may_longjmp_out);

@@ -113,10 +113,12 @@ static int bridge_pipes(struct kr_uproc *up, struct bridge **pumps, int *n)
 	return e;
 }
 
-/* In the child: the μprocess's fds at their numbers, nothing else. */
-static void child_fds(struct kr_uproc *up)
+/* In the child: the μprocess's fds at their numbers, nothing else (but
+ * `keep`, whose number then is returned: -1 for none). */
+static int child_fds(struct kr_uproc *up, int keep)
 {
-	int n = up->fds.n, hi[KR_UFD_MAX];
+	int n = up->fds.n, hi[KR_UFD_MAX + 1];
+	hi[n] = keep >= 0 ? fcntl(keep, F_DUPFD_CLOEXEC, n) : -1;
 	for (int fd = 0; fd < n; fd++) {
 		struct kr__ufile *f = up->fds.fd[fd].f;
 		int src = -1;
@@ -130,7 +132,7 @@ static void child_fds(struct kr_uproc *up)
 	int lo = 0;
 	for (;;) {
 		int next = -1;
-		for (int fd = 0; fd < n; fd++)
+		for (int fd = 0; fd <= n; fd++)
 			if (hi[fd] >= lo && (next < 0 || hi[fd] < next))
 				next = hi[fd];
 		if (next < 0)
@@ -152,12 +154,13 @@ static void child_fds(struct kr_uproc *up)
 				fcntl(fd, F_SETFL, (fl & ~O_NONBLOCK) | (f->flags & O_NONBLOCK));
 		}
 	}
+	return hi[n];
 }
 
-/* The child of the kernel's fork: a plain process running the thread t of
- * the μprocess up from its call, which returns 0 (see the top). */
-static __attribute__((noreturn)) void child(struct kr__uthr *t, unsigned long flags,
-					     uintptr_t ctid, uint64_t gs)
+/* In the child: a plain process of the μprocess's (see the top), its
+ * calls the kernel's from now on; 0, or -1 when its working directory is
+ * gone.  `exec`: its caught signals back to their default action. */
+static int plain_process(struct kr__uthr *t, int exec, uint64_t gs)
 {
 	struct kr_uproc *up = t->up;
 	kr__img_forked = 1;
@@ -167,12 +170,26 @@ static __attribute__((noreturn)) void child(struct kr__uthr *t, unsigned long fl
 	__asm__ volatile("wrgsbase %0" ::"r"(gs) : "memory");
 	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
 	if (fchdir(up->cwdfd))
-		_exit(127);
+		return -1;
 	umask(up->umask);
-	child_fds(up);
-	for (int sig = 1; sig < 65; sig++)
+	for (int sig = 1; sig < 65; sig++) {
+		struct sigaction_k ka = up->sig[sig];
+		if (exec && ka.handler != (uint64_t)SIG_IGN)
+			ka = (struct sigaction_k){.handler = (uint64_t)SIG_DFL};
 		if (sig != SIGKILL && sig != SIGSTOP)
-			syscall(SYS_rt_sigaction, sig, &up->sig[sig], NULL, 8);
+			syscall(SYS_rt_sigaction, sig, &ka, NULL, 8);
+	}
+	return 0;
+}
+
+/* The child of the kernel's fork: a plain process running the thread t of
+ * the μprocess up from its call, which returns 0 (see the top). */
+static __attribute__((noreturn)) void child(struct kr__uthr *t, unsigned long flags,
+					     uintptr_t ctid, uint64_t gs)
+{
+	if (plain_process(t, 0, gs))
+		_exit(127);
+	child_fds(t->up, -1);
 	pid_t self = (pid_t)syscall(SYS_gettid);
 	if (flags & CLONE_CHILD_SETTID)
 		(void)kr__ucopy((void *)ctid, &self, sizeof self);
@@ -187,6 +204,48 @@ static __attribute__((noreturn)) void child(struct kr__uthr *t, unsigned long fl
 	if (!vf)
 		_exit(127);
 	kr__img_sigreturn(vf->sp, t->fs);
+}
+
+/* The parent: the pumps of the pipes made the kernel's start. */
+static void start_pumps(struct bridge **pumps, int n)
+{
+	for (int i = 0; i < n; i++) {
+		kr_mp *mp;
+		if (kr_mp_create(&mp, NULL, pump, pumps[i]) || kr_mp_detach(mp)) {
+			kr_close(pumps[i]->kfd);
+			kr__upipe_end_put(pumps[i]->p, pumps[i]->end);
+			free(pumps[i]);
+		}
+	}
+}
+
+long kr__uproc_exec_process(struct kr__uthr *t, int dirfd, const char *path, char *const *argv,
+			    char *const *envp, int *pidfd)
+{
+	struct kr_uproc *up = t->up;
+	struct bridge *pumps[KR_UFD_MAX];
+	int npumps = 0, prog = openat(dirfd, path, O_PATH | O_CLOEXEC);
+	if (prog < 0)
+		return -errno;
+	long err = -bridge_pipes(up, pumps, &npumps);
+	uint64_t gs;
+	__asm__ volatile("rdgsbase %0" : "=r"(gs));
+	pid_t pid = err ? -1 : fork();
+	if (pid == 0) {
+		if (plain_process(t, 1, gs))
+			_exit(127);
+		int p = child_fds(up, prog);
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &t->sigmask, NULL, 8);
+		syscall(SYS_execveat, p, "", argv, envp, AT_EMPTY_PATH);
+		_exit(127);
+	}
+	close(prog);
+	if (pid < 0 && !err)
+		err = -errno;
+	if (pid > 0 && (*pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		err = -errno;
+	start_pumps(pumps, npumps);
+	return err ? err : pid;
 }
 
 long kr__uproc_fork(struct kr__uthr *t, unsigned long flags, uintptr_t ptid, uintptr_t ctid)
@@ -211,15 +270,7 @@ long kr__uproc_fork(struct kr__uthr *t, unsigned long flags, uintptr_t ptid, uin
 		err = -errno;
 	if (pid > 0 && (pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		err = -errno; /* the child runs on, not ours to wait for */
-	/* the pipes are the kernel's from now on, the fork or not */
-	for (int i = 0; i < npumps; i++) {
-		kr_mp *mp;
-		if (kr_mp_create(&mp, NULL, pump, pumps[i]) || kr_mp_detach(mp)) {
-			kr_close(pumps[i]->kfd);
-			kr__upipe_end_put(pumps[i]->p, pumps[i]->end);
-			free(pumps[i]);
-		}
-	}
+	start_pumps(pumps, npumps); /* the pipes are the kernel's now, the fork or not */
 	if (err)
 		return err;
 	if ((flags & CLONE_PARENT_SETTID) && kr__ucopy((void *)ptid, &pid, sizeof pid)) {

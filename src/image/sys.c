@@ -289,11 +289,13 @@ static const char
 		   "`envp` read from its memory (`EFAULT`; `E2BIG` past 2 MiB); the path "
 		   "against its working directory or `execveat`'s dirfd (`AT_EMPTY_PATH`: that "
 		   "fd's file); a `#!` script runs its interpreter, with the line's one "
-		   "argument, as in the kernel. `ENOENT`, `EACCES`, `EPERM` (setuid, setgid, "
-		   "file capabilities) and `ENOEXEC` (no script nor ELF program, or one karui "
-		   "cannot load: another architecture, or not position-independent with its "
-		   "link address held by another μprocess, with a line on its stderr) leave "
-		   "the old image running",
+		   "argument, as in the kernel. A program not position-independent whose link "
+		   "address another image holds (gcc's `cc1`, exec'd by gcc, itself one) runs "
+		   "as a process of its own, with the μprocess's fds and state, and the "
+		   "μprocess stands for it: its pid, its status, a kill sent to it. `ENOENT`, "
+		   "`EACCES`, `EPERM` (setuid, setgid, file capabilities) and `ENOEXEC` (no "
+		   "script nor ELF program, or one of another architecture, with a line on its "
+		   "stderr) leave the old image running",
 	N_WAIT[] = "its children (of `vfork` and `clone`): one by pid or any, `WNOHANG`, "
 		   "`WNOWAIT` (`waitid`), the status encoded as the kernel's, the rusage "
 		   "zeroed; `ECHILD` when it has none. A child's end sends it SIGCHLD "

@@ -268,10 +268,6 @@ static long exec_(struct kr_uproc *up, long dirfd, uintptr_t upath, uintptr_t ua
 	argv = envp = (struct vec){0};
 	if (r == -ENOSYS) {
 		kr__say(up, "exec from a thread other than the first");
-	} else if (r == -EADDRINUSE) { /* not an answer execve has */
-		kr__say(up, "exec of a program that is not position-independent, whose link "
-			    "address another μprocess holds");
-		r = -ENOEXEC;
 	} else if (r == -ENOEXEC && is_elf(hostdir, path)) {
 		kr__say(up, "exec of an ELF program that karui cannot load");
 	}

@@ -693,11 +693,9 @@ static int family_end(struct kr_uproc *up)
 	return self;
 }
 
-/* The microprocess of a real child's record: its end, as family_end
- * tells the parent of a μprocess's. */
-static void *real_wait(void *arg)
+/* The end of the process c stands for (its pidfd): its status c's. */
+static void real_end(struct kr_uproc *c)
 {
-	struct kr_uproc *c = arg;
 	short rev;
 	siginfo_t si;
 	int e;
@@ -712,9 +710,38 @@ static void *real_wait(void *arg)
 	close(c->pidfd);
 	c->pidfd = -1;
 	pthread_mutex_unlock(&G.lock);
+}
+
+/* The microprocess of a real child's record: its end, as family_end
+ * tells the parent of a μprocess's. */
+static void *real_wait(void *arg)
+{
+	struct kr_uproc *c = arg;
+	real_end(c);
 	if (family_end(c))
 		uproc_free(c);
 	return NULL;
+}
+
+/* A μprocess that stands for the process its exec became (exec_process):
+ * what it held goes, it waits for the process, and ends with its status. */
+static void *stand_in(void *arg)
+{
+	struct kr_uproc *up = arg;
+	STACK_CLEAN(up);
+	release(up); /* its fds: the process has its own, and pipes see their ends */
+	real_end(up);
+	orphan_kids(up);
+	if (family_end(up))
+		uproc_free(up);
+	return NULL;
+}
+
+static __attribute__((noreturn, used)) void stand_in_here(struct kr_uproc *up)
+{
+	stand_in(up);
+	kr_mp_exit(NULL);
+	__builtin_unreachable();
 }
 
 int kr__uproc_real_child(struct kr_uproc *up, pid_t pid, int pidfd)
@@ -1492,7 +1519,9 @@ int kr_uproc_kill(kr_uproc *up, int sig)
 	struct kr_uproc *u = G.live;
 	while (u && u != up)
 		u = u->live_next;
-	if (u)
+	if (u && u->real && sig && u->pidfd >= 0) /* it stands for a process */
+		syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0);
+	else if (u)
 		send_locked(up, NULL, sig, SI_USER, getpid());
 	pthread_mutex_unlock(&G.lock);
 	return u ? 0 : ESRCH;
@@ -1726,6 +1755,48 @@ static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struc
 	start_image(up);
 }
 
+/* exec's end when the program runs as a process of its own: up stands for
+ * it (a kill sent to up reaches it), on its microprocess's own stack (a
+ * vfork child on one of its own, its parent going on). */
+static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
+{
+	struct kr_uproc *up = t->up;
+	pthread_mutex_lock(&G.lock);
+	up->real = 1;
+	up->pidfd = pidfd;
+	pthread_mutex_unlock(&G.lock);
+	if (!up->vparent) {
+		__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
+				 :
+				 : "r"(t->die_sp), "r"(stand_in_here), "D"(up)
+				 : "memory");
+		__builtin_unreachable();
+	}
+	struct kr__uthr *p = up->vparent;
+	struct kr__vframe *vf = t->vframe;
+	uintptr_t callsp = t->callsp;
+	kr_attr ma = {.stack_size = KR__MP_STACK, .udata = t};
+	kr_mp *mp;
+	up->vparent = NULL;
+	t->vframe = NULL;
+	up->own_mp = 1;
+	p->vchild = NULL;
+	pthread_mutex_lock(&G.lock);
+	int err = kr_mp_create(&mp, &ma, stand_in, up);
+	if (!err)
+		t->mp = mp;
+	pthread_mutex_unlock(&G.lock);
+	if (err) { /* nobody waits for the process: it runs on alone */
+		up->vparent = p;
+		t->vframe = vf;
+		p->vchild = up;
+		up->status = 128 + SIGKILL;
+		vfork_end(up);
+	}
+	resume(p, vf, up->pid, callsp);
+	(void)pid;
+}
+
 long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv, char **envp)
 {
 	struct kr_uproc *up = t->up;
@@ -1746,13 +1817,20 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		keep |= up->sig[i].handler == (uint64_t)SIG_IGN;
 	up->sigkeep = keep;
 	int err = image(up, dirfd, path);
-	if (err) { /* the old image goes on */
+	long real = 0;
+	int pidfd = -1;
+	if (err == EADDRINUSE) { /* the program as a process of its own */
+		real = kr__uproc_exec_process(t, dirfd, path, up->argv, up->envp, &pidfd);
+		err = real < 0 ? (int)-real : 0;
+	}
+	if (err || real) { /* the old image goes on, or stands for the process */
 		kr__elf_unload(&up->ld);
 		mem_release(up);
 		free_vectors(up);
 		image_move(up, old);
 		free(old);
-		return -err;
+		if (err)
+			return -err;
 	}
 	/* No way back: its other threads end first, as the kernel's de_thread;
 	 * its timer_create timers go */
@@ -1769,6 +1847,8 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	}
 	kr__thr_reap(up);
 	kr__timers_delete(up);
+	if (real)
+		return stand_for(t, (pid_t)real, pidfd);
 	/* what exec keeps of the process, and what it does not */
 	for (int fd = 0; fd < up->fds.n; fd++)
 		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)

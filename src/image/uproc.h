@@ -396,6 +396,12 @@ int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, uint
 /* fork, clone without CLONE_VM: the host forks, and the child runs t's
  * μprocess alone, as a plain process; the child's pid, or -errno. */
 long kr__uproc_fork(struct kr__uthr *t, unsigned long flags, uintptr_t ptid, uintptr_t ctid);
+/* An exec that cannot be a μprocess's (a program not position-independent
+ * whose link address another image holds) as a process of its own: the
+ * host forks, and the child, the μprocess's fds and state, execs the
+ * program; its pid (*pidfd its pidfd), or -errno. */
+long kr__uproc_exec_process(struct kr__uthr *t, int dirfd, const char *path, char *const *argv,
+			    char *const *envp, int *pidfd);
 /* 1 in such a child: a rewritten call site calls the kernel (fast.c) */
 extern int kr__img_forked;
 /* up's child pid, a real process (its pidfd, taken): a child for wait4,
