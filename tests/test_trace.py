@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 TARGET = sys.argv[1]
+PREFIX = sys.argv[2:]  # the emulator of a cross build (qemu-aarch64 -L ...)
 N, M = 40, 25  # semaphore and channel round trips
 
 
@@ -21,7 +22,7 @@ def run(vps, path, env_extra=None, n=N, m=M):
     env = dict(os.environ, KARUI_TRACE=path)
     env.pop("KARUI_TRACE_SIZE", None)
     env.update(env_extra or {})
-    p = subprocess.run([TARGET, str(vps), str(n), str(m)], env=env, capture_output=True,
+    p = subprocess.run(PREFIX + [TARGET, str(vps), str(n), str(m)], env=env, capture_output=True,
                        text=True, timeout=120)
     assert p.returncode == 0, f"trace_target exited {p.returncode}: {p.stderr}"
     return json.loads(p.stdout), p.stderr
