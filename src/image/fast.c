@@ -47,7 +47,7 @@ static inline int plain_fd(const struct kr_uproc *up, long fd)
 										      : -1;
 }
 
-struct kr__fast kr__sys_fast(struct kr_uproc *img, long nr, const long *a)
+struct kr__fast kr__sys_fast(long nr, const long *a)
 {
 	long r;
 	int h;
@@ -61,10 +61,9 @@ struct kr__fast kr__sys_fast(struct kr_uproc *img, long nr, const long *a)
 				 : "rcx", "r11", "memory");
 		return (struct kr__fast){r, 0};
 	}
-	/* the calling thread (the image's μprocess, img, may have several) */
+	/* the calling thread, which the VP's record names */
 	struct kr__uthr *t = kr__uthr_cur();
 	struct kr_uproc *up = t->up;
-	(void)img;
 	if (kr__img_trace || __atomic_load_n(&t->attn, __ATOMIC_RELAXED) || up->vparent)
 		return (struct kr__fast){KR__SLOW, 0}; /* signals, a vfork child's call: the
 							  general path */

@@ -376,7 +376,6 @@ int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, 
 	up->main.tidaddr = im->tidaddr;
 	up->img = im;
 	up->reused = 1;
-	kr__rw_rebind(up);
 	return 1;
 }
 

@@ -14,7 +14,7 @@
  *   slot:   padding between two functions  ->  jmp rel32 to a trampoline
  *   trampoline: (a page karui maps within 2 GiB of the image)
  *           lea -128(%rsp),%rsp        step over the red zone
- *           mov uproc(%rip),%r11       the μprocess (a clobber of syscall)
+ *           nopl 0(%rax)               (7 bytes)
  *           call *fastcall(%rip)       gate.S: kr__img_fastcall
  *           lea 128(%rsp),%rsp
  *           jmp site+2
@@ -509,7 +509,6 @@ static struct tramppage *tramp_page(struct kr_uproc *up, struct kr__rw *rw, uint
 		}
 		kr__img_adopt(up, (uintptr_t)p, (uintptr_t)p + PG);
 		((uint64_t *)p)[0] = (uint64_t)kr__img_fastcall;
-		((uint64_t *)p)[1] = (uint64_t)up; /* %r11 for kr__img_fastcall */
 		((uint64_t *)p)[2] = (uint64_t)kr__img_cpuid;
 		((uint64_t *)p)[3] = (uint64_t)kr__img_fastcall_novec;
 		((uint64_t *)p)[4] = (uint64_t)kr__img_fastcall_nf;
@@ -556,19 +555,15 @@ static int poke(uintptr_t at, const void *src, size_t n, int prot)
 
 /* A trampoline for the site: the red zone stepped over, a call through the
  * page's table (`fn`: 0 kr__img_fastcall, 3 kr__img_fastcall_novec, 4 and
- * 5 their _nf forms, with the μprocess in %r11; 2 kr__img_cpuid), and back to the
- * instruction after the site. */
+ * 5 their _nf forms; 2 kr__img_cpuid), and back to the instruction after
+ * the site.  The 7 bytes of nop keep the layout that the offsets here and
+ * kept images' trampolines have. */
 static void tramp_code(uint8_t code[TRAMP], uintptr_t page, uintptr_t tramp, uintptr_t site, int fn)
 {
 	uint8_t *c = code;
 	memcpy(c, "\x48\x8d\x64\x24\x80", 5);                /* lea -128(%rsp),%rsp */
 	c += 5;
-	if (fn != 2) {
-		memcpy(c, "\x4c\x8b\x1d", 3);                /* mov page+8(%rip),%r11 */
-		put32(c + 3, (int32_t)(page + 8 - (tramp + 12)));
-	} else {
-		memcpy(c, "\x0f\x1f\x80\x00\x00\x00\x00", 7);  /* nop: cpuid keeps %r11 */
-	}
+	memcpy(c, "\x0f\x1f\x80\x00\x00\x00\x00", 7);          /* nop */
 	c += 7;
 	memcpy(c, "\xff\x15", 2);                            /* call *page+8*fn(%rip) */
 	put32(c + 2, (int32_t)(page + 8 * fn - (tramp + 18)));
@@ -812,11 +807,6 @@ void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld)
 	prepare_image(up, ld->interp.entry ? &ld->interp : &ld->prog);
 }
 
-void kr__rw_rebind(struct kr_uproc *up)
-{
-	for (unsigned i = 0; up->rw && i < up->rw->npages; i++)
-		poke(up->rw->pages[i].page + 8, &up, sizeof up, PROT_READ | PROT_EXEC);
-}
 
 /* ---- sites known per file ----
  *

@@ -510,8 +510,6 @@ void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t bas
 		  const struct kr__file_id *file);
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
-/* A kept image runs for another μprocess: its trampolines name it. */
-void kr__rw_rebind(struct kr_uproc *up);
 void kr__rw_free(struct kr_uproc *up);
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld);
 int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at);
@@ -525,7 +523,7 @@ struct kr__fast {
 	uint64_t fs;        /* the μprocess's thread pointer */
 };
 #define KR__SLOW (1l << 62)
-struct kr__fast kr__sys_fast(struct kr_uproc *up, long nr, const long *a);
+struct kr__fast kr__sys_fast(long nr, const long *a);
 extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
 extern uint8_t kr__img_avx;
 void kr__cpuid_lookup(uint32_t leaf, uint32_t sub, uint32_t out[4]);

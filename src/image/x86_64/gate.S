@@ -220,7 +220,8 @@ kr__img_sigfault:
 /* void kr__img_fastcall(void): a system call from a rewritten site
  * (rewrite.c), called by the site's trampoline below the μprocess's red zone,
  * with the call's number in %rax, its arguments in %rdi, %rsi, %rdx,
- * %r10, %r8, %r9, and the μprocess in %r11.  It keeps what the syscall
+ * %r10, %r8, %r9 (the calling thread is the one the VP's record names:
+ * gs:24).  It keeps what the syscall
  * instruction keeps: every register but %rax (the result), %rcx and %r11,
  * the flags and the vector state.  kr__sys_fast (fast.c, general
  * registers only) gets the call first, with the μprocess's %fs still in
@@ -269,9 +270,8 @@ kr__img_sigfault:
 	mov %rsp, %rbp
 	mov %rax, %rbx
 	and $-16, %rsp
-	mov %r11, %rdi
-	mov %rbx, %rsi
-	lea 16(%rbp), %rdx
+	mov %rbx, %rdi
+	lea 16(%rbp), %rsi
 	call kr__sys_fast               /* -> %rax result or KR__SLOW, %rdx %fs */
 	movabs $0x4000000000000000, %rcx
 	cmp %rcx, %rax
