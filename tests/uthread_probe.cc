@@ -19,7 +19,7 @@
  *                                  another sleeps; the main thread execs
  *                                  PATH ARG
  *   uthread_probe exec-in-thread PATH   a thread other than the first
- *                                  execs PATH: its errno
+ *                                  execs PATH x (its errno if it fails)
  *   uthread_probe abuse            futex and clone with bad arguments: each
  *                                  one's errno (natively the same)
  *   uthread_probe bad-stack        a thread started on a stack that is not

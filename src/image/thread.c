@@ -20,8 +20,10 @@
  * whose default action ends the process, or a fault with no handler end
  * the μprocess: each of its threads is told (attn, its wait cut short,
  * its VP kicked if it computes) and ends as it comes back from karui; the
- * first thread, which ends last, releases the μprocess.  An exec in the
- * first thread ends the others first, as the kernel's.
+ * first thread, which ends last, releases the μprocess.  An exec ends the
+ * other threads first, as the kernel's; one in a thread other than the
+ * first is taken over by the first once the others have ended (uproc.c),
+ * as the kernel's de_thread makes the exec's thread the leader.
  *
  * Futexes.  One address space holds the host and every μprocess, so a
  * futex is keyed by its address alone, private or shared: a table of
@@ -34,8 +36,9 @@
  * first, which counts.
  *
  * Not done: the robust list is not walked when a thread ends, the PI
- * futex operations and FUTEX_WAKE_OP are ENOSYS, and an exec in a thread
- * other than the first is ENOSYS (sys_exec.c says so).
+ * futex operations and FUTEX_WAKE_OP are ENOSYS, and an exec, from a
+ * thread other than the first, of a program that cannot be a μprocess's
+ * (uproc.c: stand_for) is ENOSYS (sys_exec.c says so).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -871,6 +871,9 @@ void kr__thr_stop_others(struct kr_uproc *up, struct kr__uthr *keep, int stop)
 }
 
 /* On t's microprocess's stack (kr__uthr_end). */
+static void exec_keep(struct kr_uproc *up, struct kr__uthr *t);
+static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struct kr_uproc *old);
+
 static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int status, int how)
 {
 	struct kr_uproc *up = t->up;
@@ -892,7 +895,8 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 	}
 	__atomic_sub_fetch(&up->nthreads, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&G.lock);
-	/* the first thread: the μprocess's end, once the others have ended */
+	/* the first thread: the μprocess's end, once the others have ended;
+	 * or the exec another thread made, which it takes over */
 	for (;;) {
 		pthread_mutex_lock(&G.lock);
 		int n = up->nthreads;
@@ -902,6 +906,15 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 		kr_sem_wait(&up->thr_sem);
 	}
 	kr__thr_reap(up);
+	if (__atomic_load_n(&t->stop, __ATOMIC_SEQ_CST) == 2 && !up->dying) {
+		struct kr_uproc *old = up->exec_old;
+		up->exec_old = NULL;
+		t->stop = t->gone = 0;
+		up->nthreads = 1;
+		t->sigmask = up->exec_mask;
+		exec_keep(up, t);
+		exec_here(up, old);
+	}
 	end_here(up, up->status);
 }
 
@@ -1797,11 +1810,28 @@ static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
 	(void)pid;
 }
 
+/* What an exec keeps of the process, and what it does not (its other
+ * threads have ended): t is the thread the new program starts on. */
+static void exec_keep(struct kr_uproc *up, struct kr__uthr *t)
+{
+	kr__timers_delete(up);
+	for (int fd = 0; fd < up->fds.n; fd++)
+		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)
+			kr__fd_close(&up->fds, fd);
+	for (int i = 1; i < 65; i++)
+		if (up->sig[i].handler != (uint64_t)SIG_IGN) {
+			up->sig[i] = (struct sigaction_k){.handler = (uint64_t)SIG_DFL};
+			__atomic_store_n(&up->sig[i].handler, (uint64_t)SIG_DFL, __ATOMIC_RELAXED);
+		}
+	t->altstack = (stack_t){.ss_flags = SS_DISABLE};
+	t->tidaddr = 0;
+	up->exited = 0;
+	t->fs = 0;
+}
+
 long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv, char **envp)
 {
 	struct kr_uproc *up = t->up;
-	if (t != &up->main)
-		return -ENOSYS; /* sys_exec.c says so */
 	struct kr_uproc *old = calloc(1, sizeof *old);
 	if (!old) {
 		struct kr_uproc v = {.argv = argv, .envp = envp};
@@ -1819,6 +1849,8 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	int err = image(up, dirfd, path);
 	long real = 0;
 	int pidfd = -1;
+	if (err == EADDRINUSE && t != &up->main)
+		err = ENOSYS; /* sys_exec.c says so */
 	if (err == EADDRINUSE) { /* the program as a process of its own */
 		real = kr__uproc_exec_process(t, dirfd, path, up->argv, up->envp, &pidfd);
 		err = real < 0 ? (int)-real : 0;
@@ -1833,10 +1865,22 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 			return -err;
 	}
 	/* No way back: its other threads end first, as the kernel's de_thread;
-	 * its timer_create timers go */
+	 * its timer_create timers go.  In a thread other than the first, the
+	 * first takes the exec over, once the others have ended (thr_end),
+	 * and this one ends. */
 	pthread_mutex_lock(&G.lock);
 	kr__thr_stop_others(up, t, 1);
+	if (t != &up->main) {
+		up->exec_old = old;
+		up->exec_mask = t->sigmask;
+		__atomic_store_n(&up->main.stop, 2, __ATOMIC_SEQ_CST);
+		kr_sem_post(&up->thr_sem); /* a first thread that ended waits there */
+	}
 	pthread_mutex_unlock(&G.lock);
+	if (t != &up->main) {
+		kr__uthr_end(t, 0, KR__END_THREAD);
+		__builtin_unreachable();
+	}
 	for (;;) {
 		pthread_mutex_lock(&G.lock);
 		int n = up->nthreads;
@@ -1846,22 +1890,11 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		kr_sem_wait(&up->thr_sem);
 	}
 	kr__thr_reap(up);
-	kr__timers_delete(up);
-	if (real)
+	if (real) {
+		kr__timers_delete(up);
 		return stand_for(t, (pid_t)real, pidfd);
-	/* what exec keeps of the process, and what it does not */
-	for (int fd = 0; fd < up->fds.n; fd++)
-		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)
-			kr__fd_close(&up->fds, fd);
-	for (int i = 1; i < 65; i++)
-		if (up->sig[i].handler != (uint64_t)SIG_IGN) {
-			up->sig[i] = (struct sigaction_k){.handler = (uint64_t)SIG_DFL};
-			__atomic_store_n(&up->sig[i].handler, (uint64_t)SIG_DFL, __ATOMIC_RELAXED);
-		}
-	t->altstack = (stack_t){.ss_flags = SS_DISABLE};
-	t->tidaddr = 0;
-	up->exited = 0;
-	t->fs = 0;
+	}
+	exec_keep(up, t);
 	if (!up->vparent) {
 		__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
 				 :

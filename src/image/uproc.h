@@ -258,6 +258,11 @@ struct kr_uproc {
 	kr_sem thr_sem;
 	int dying;
 	int threaded;
+	/* an exec in a thread other than the first, which the first takes
+	 * over once the others have ended (its `stop` 2): the old image, and
+	 * the mask the new program starts with */
+	struct kr_uproc *exec_old;
+	uint64_t exec_mask;
 	struct kr_uproc *live_next, *live_prev; /* the registry of kill and */
 	int live;                               /* kr_uproc_kill: every μprocess */
 	int status;
