@@ -42,8 +42,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sys.h"
@@ -159,19 +161,15 @@ static int child_fds(struct kr_uproc *up, int keep)
 
 /* In the child: a plain process of the μprocess's (see the top), its
  * calls the kernel's from now on; 0, or -1 when its working directory is
- * gone.  `exec`: its caught signals back to their default action. */
-static int plain_process(struct kr__uthr *t, int exec, uint64_t gs)
+ * gone.  `exec`: its caught signals back to their default action.  Raw
+ * calls: the child of exec_process shares its parent's memory, errno
+ * included. */
+static int plain_process(struct kr_uproc *up, int exec)
 {
-	struct kr_uproc *up = t->up;
-	kr__img_forked = 1;
-	/* the VP's record, which the fork's own handler (uproc.c) took off
-	 * the thread: the gate's code at a rewritten site writes its selector
-	 * and reads the attn of the thread it names */
-	__asm__ volatile("wrgsbase %0" ::"r"(gs) : "memory");
-	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
-	if (fchdir(up->cwdfd))
+	syscall(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
+	if (syscall(SYS_fchdir, up->cwdfd))
 		return -1;
-	umask(up->umask);
+	syscall(SYS_umask, up->umask);
 	for (int sig = 1; sig < 65; sig++) {
 		struct sigaction_k ka = up->sig[sig];
 		if (exec && ka.handler != (uint64_t)SIG_IGN)
@@ -187,7 +185,12 @@ static int plain_process(struct kr__uthr *t, int exec, uint64_t gs)
 static __attribute__((noreturn)) void child(struct kr__uthr *t, unsigned long flags,
 					     uintptr_t ctid, uint64_t gs)
 {
-	if (plain_process(t, 0, gs))
+	kr__img_forked = 1;
+	/* the VP's record, which the fork's own handler (uproc.c) took off
+	 * the thread: the gate's code at a rewritten site writes its selector
+	 * and reads the attn of the thread it names */
+	__asm__ volatile("wrgsbase %0" ::"r"(gs) : "memory");
+	if (plain_process(t->up, 0))
 		_exit(127);
 	child_fds(t->up, -1);
 	pid_t self = (pid_t)syscall(SYS_gettid);
@@ -219,31 +222,58 @@ static void start_pumps(struct bridge **pumps, int n)
 	}
 }
 
+/* exec_process's child: it shares its parent's memory until its exec
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn's), on a stack of its own, and
+ * says why its exec failed in `err`. */
+struct spawn {
+	struct kr__uthr *t;
+	int prog;
+	char *const *argv, *const *envp;
+	long err;
+};
+
+static int spawn_child(void *arg)
+{
+	struct spawn *s = arg;
+	if (plain_process(s->t->up, 1)) {
+		s->err = ENOENT;
+		return 127;
+	}
+	int p = child_fds(s->t->up, s->prog);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &s->t->sigmask, NULL, 8);
+	if (syscall(SYS_execveat, p, "", s->argv, s->envp, AT_EMPTY_PATH))
+		s->err = errno ? errno : ENOEXEC; /* its parent's errno: it waits */
+	return 127;
+}
+
 long kr__uproc_exec_process(struct kr__uthr *t, int dirfd, const char *path, char *const *argv,
 			    char *const *envp, int *pidfd)
 {
 	struct kr_uproc *up = t->up;
 	struct bridge *pumps[KR_UFD_MAX];
-	int npumps = 0, prog = openat(dirfd, path, O_PATH | O_CLOEXEC);
-	if (prog < 0)
+	struct spawn s = {t, openat(dirfd, path, O_PATH | O_CLOEXEC), argv, envp, 0};
+	if (s.prog < 0)
 		return -errno;
+	int npumps = 0;
 	long err = -bridge_pipes(up, pumps, &npumps);
-	uint64_t gs;
-	__asm__ volatile("rdgsbase %0" : "=r"(gs));
-	pid_t pid = err ? -1 : fork();
-	if (pid == 0) {
-		if (plain_process(t, 1, gs))
-			_exit(127);
-		int p = child_fds(up, prog);
-		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &t->sigmask, NULL, 8);
-		syscall(SYS_execveat, p, "", argv, envp, AT_EMPTY_PATH);
-		_exit(127);
-	}
-	close(prog);
+	size_t len = (size_t)64 << 10;
+	char *stk = err ? MAP_FAILED
+			: mmap(NULL, len, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (!err && stk == MAP_FAILED)
+		err = -ENOMEM;
+	pid_t pid = err ? -1 : clone(spawn_child, stk + len, CLONE_VM | CLONE_VFORK | SIGCHLD, &s);
+	if (stk != MAP_FAILED)
+		munmap(stk, len);
+	close(s.prog);
 	if (pid < 0 && !err)
 		err = -errno;
-	if (pid > 0 && (*pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+	if (pid > 0 && s.err) { /* its exec failed: the old image goes on */
+		waitpid(pid, NULL, 0);
+		err = -s.err;
+	} else if (pid > 0 && (*pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
 		err = -errno;
+	}
 	start_pumps(pumps, npumps);
 	return err ? err : pid;
 }
