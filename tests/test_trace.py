@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import traceback
 
 TARGET = sys.argv[1]
 PREFIX = sys.argv[2:]  # the emulator of a cross build (qemu-aarch64 -L ...)
@@ -99,22 +100,23 @@ def trace_of_one_vp_names_every_reason_and_waker():
         assert p and set(p) == {"channel"}, p
         u = unparks(t, me)
         assert len(u) == len(p) and all(a["by"] == partner for a in u), (p, u)
-    assert parks(t, ids["sleeper"]) == ["sleep"]
-    assert [a["by_kind"] for a in unparks(t, ids["sleeper"])] == ["timer"]
-    assert parks(t, ids["yielder"]) == []
+    assert parks(t, ids["sleeper"]) == ["sleep"], parks(t, ids["sleeper"])
+    assert [a["by_kind"] for a in unparks(t, ids["sleeper"])] == ["timer"], unparks(t, ids["sleeper"])
+    assert parks(t, ids["yielder"]) == [], parks(t, ids["yielder"])
     assert not mp_events(t, "migrate"), "one VP: nothing moves"
-    # main joins in reverse order of creation: each join that parked is
-    # ended by the one it joined, switching straight to main
+    # main joins in reverse order of creation: each join that parked (one
+    # whose microprocess had not ended yet: under load the sleeper's time
+    # may pass first) is ended by the one it joined
     joined = [a["by"] for a in unparks(t, ids["main"])]
-    assert set(parks(t, ids["main"])) == {"join"}
-    assert len(joined) == len(parks(t, ids["main"]))
-    assert set(joined) <= set(v for k, v in ids.items() if k != "main")
+    assert set(parks(t, ids["main"])) <= {"join"}, parks(t, ids["main"])
+    assert len(joined) == len(parks(t, ids["main"])), (joined, parks(t, ids["main"]))
+    assert set(joined) <= set(v for k, v in ids.items() if k != "main"), joined
     # every flow starts on its waker's track and ends on the wakee's
     flows = {}
     for e in t["traceEvents"]:
         if e["ph"] in "sf":
             flows.setdefault(e["id"], {})[e["ph"]] = e["tid"]
-    assert flows and all(set(f) == {"s", "f"} for f in flows.values())
+    assert flows and all(set(f) == {"s", "f"} for f in flows.values()), flows
 
 
 def trace_of_two_vps_is_whole_and_consistent():
@@ -176,6 +178,7 @@ for test in TESTS:
         print(f"ok   {test.__name__}")
     except Exception as e:  # a failed check names its test and goes on
         failed += 1
-        print(f"FAIL {test.__name__}: {type(e).__name__}: {e}")
+        line = traceback.extract_tb(e.__traceback__)[-1].lineno
+        print(f"FAIL {test.__name__} (line {line}): {type(e).__name__}: {e}")
 print(f"{passed} passed, {failed} failed, 0 skipped")
 sys.exit(1 if failed else 0)
