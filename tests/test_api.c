@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 
 #include "karui.h"
+#include "karui/uproc_export.h"
 #include "kt_karui.h"
 
 static void *thread_main(void *fn)
@@ -1060,6 +1061,19 @@ static void image_calls_refuse_bad_input(void)
 	KT_EQ(kr_uproc_keep(KR_UPROC_KEEP_MAX + 1), EINVAL);
 	KT_EQ(kr_uproc_keep(KR_UPROC_KEEP_MAX), 0);
 	KT_EQ(kr_uproc_keep(8), 0);
+	long args[7] = {0}, r;
+	KT_EQ(kr_uproc_call(NULL, 0, args, 1, &r), EINVAL);
+#if defined(__x86_64__)
+	KT_EQ(kr_uproc_call((kr_uproc *)&a, 0, args, 1, &r), EINVAL); /* no μprocess's handle */
+#else
+	KT_EQ(kr_uproc_call((kr_uproc *)&a, 0, args, 1, &r), ENOTSUP); /* no μprocesses here */
+#endif
+	KT_EQ(kr_uproc_call((kr_uproc *)&a, 0, args, 1, NULL), EINVAL);
+	KT_EQ(kr_uproc_call((kr_uproc *)&a, 0, NULL, 1, &r), EINVAL);
+	KT_EQ(kr_uproc_call((kr_uproc *)&a, 0, args, KR_UPROC_CALL_ARGS + 1, &r), EINVAL);
+	/* the exporter's calls (karui/uproc_export.h), outside a μprocess */
+	KT_EQ(kr_uproc_export(NULL, 1), ENOSYS);
+	KT_EQ(kr_uproc_call_pid(getpid(), 0, args, 1, &r), ENOSYS);
 	off_vp(image_off_vp);
 	KT_EQ(kr_fini(), 0);
 }
@@ -1192,6 +1206,10 @@ static struct api table[] = {
 	ACC(kr_uproc_pid),
 	API(kr_uproc_keep, image_calls_refuse_bad_input),
 	ACC(kr_uproc_reused),
+	API(kr_uproc_call, image_calls_refuse_bad_input),
+	/* uproc_export.h */
+	API(kr_uproc_export, image_calls_refuse_bad_input),
+	API(kr_uproc_call_pid, image_calls_refuse_bad_input),
 	API(kr_carea_configure, carea_calls_refuse_bad_input),
 	API(kr_carea_stats_get, carea_calls_refuse_bad_input),
 	API(kr_faults_create, carea_calls_refuse_bad_input),

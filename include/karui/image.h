@@ -109,6 +109,27 @@ int kr_uproc_kill(kr_uproc *up, int sig);
 /* The pid the μprocess sees as its own (getpid). */
 pid_t kr_uproc_pid(const kr_uproc *up);
 
+/* Calls between μprocesses (seed 003 §4.4.2; docs/uproc.md).  A program
+ * exports a table of procedures with kr_uproc_export (karui/uproc_export.h);
+ * this calls procedure `proc` of up's table with args[0..nargs) (at most
+ * KR_UPROC_CALL_ARGS words: ints, longs, pointers) and puts what it
+ * returns in *result.  The procedure runs on the calling microprocess, no
+ * switch to another: on a stack of up's, with up's thread pointer (its
+ * TLS, errno), its system calls served as up's (its fds, its pid), and
+ * returns here.  One call at a time per μprocess: the others wait for it
+ * (N μprocesses of one program serve N callers at once).  A call made
+ * before up's first export waits for it.  ESRCH: up has ended, before or
+ * during the call (its procedure's exit or abort() among the ways);
+ * EFAULT: the procedure faulted (SIGSEGV, SIGBUS, SIGFPE, SIGILL), which
+ * ended up with 128 + the signal, as a process's fault ends it; EINVAL:
+ * NULL up or result, args NULL with nargs, nargs above
+ * KR_UPROC_CALL_ARGS, a handle that names no μprocess, or no procedure
+ * `proc` in its table; EDEADLK: a call into up from inside a call into
+ * up; ENOMEM; ECANCELED: kr_mp_cancel ended the wait for its export;
+ * ENOTSUP: no μprocesses here. */
+#define KR_UPROC_CALL_ARGS 6
+int kr_uproc_call(kr_uproc *up, unsigned proc, const long *args, unsigned nargs, long *result);
+
 /* Kept images (docs/uproc.md).  A μprocess that ends by exit leaves its
  * image — its program and libraries mapped and relocated, as its ld.so
  * handed them to the program — to a later spawn of the same file with the

@@ -612,8 +612,13 @@ long kr__sys(struct kr__uthr *t, long nr, long a[6])
 	if (__atomic_load_n(&t->attn, __ATOMIC_SEQ_CST))
 		kr__sig_fatal(t);
 	t->sys_nr = nr;
-	const struct sysent *e = nr >= 0 && nr < NR_MAX ? bynr[nr] : NULL;
-	long r = e ? e->h(t->up, nr, a) : -ENOSYS;
+	long r = KR__NOT_CALL;
+	if (__builtin_expect((unsigned long)nr >= NR_MAX || t->xcall, 0))
+		r = kr__call_sys(t, nr, a); /* karui's own (call.c) */
+	if (r == KR__NOT_CALL) {
+		const struct sysent *e = nr >= 0 && nr < NR_MAX ? bynr[nr] : NULL;
+		r = e ? e->h(t->up, nr, a) : -ENOSYS;
+	}
 	if (r == -ECANCELED) /* a karui wait's word for it (kr_mp_cancel) */
 		r = -EINTR;
 	if (r == -EINTR && (t->restart = restarts(nr, a))) {

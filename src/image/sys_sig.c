@@ -451,6 +451,11 @@ static long send_to(struct kr_uproc *up, long pid, long tid, long sig, int code)
 		kr__uproc_send(up, NULL, (int)sig, code, up->pid);
 		return 0;
 	}
+	/* a call's thread (call.c) to the tid it shares with its exporter: to
+	 * itself (raise, abort() in a procedure) */
+	struct kr__uthr *t = kr__uthr_self();
+	if (t->xcall && tid == t->tid && (!pid || pid == up->pid))
+		return kr__uproc_signal((int)sig);
 	if (pid < 0 || pid > INT_MAX || tid < 0 || tid > INT_MAX || (!pid && !tid))
 		return -ESRCH;
 	return kr__uproc_kill_pid((pid_t)pid, (pid_t)tid, (int)sig, code, up->pid);

@@ -33,6 +33,14 @@ pid_t kr_uproc_pid(const kr_uproc *up)
 	return 0;
 }
 
+int kr_uproc_call(kr_uproc *up, unsigned proc, const long *args, unsigned nargs, long *result)
+{
+	(void)proc;
+	if (!up || !result || nargs > KR_UPROC_CALL_ARGS || (nargs && !args))
+		return EINVAL;
+	return ENOTSUP; /* no μprocess can exist */
+}
+
 int kr_uproc_keep(unsigned images)
 {
 	return images > KR_UPROC_KEEP_MAX ? EINVAL : 0; /* no image to keep */

@@ -14,7 +14,7 @@
  * spawn finds a kept image of the program (reuse.c) and starts it at the
  * program's entry instead.
  *
- * Interception.  Each VP that runs a μprocess is armed once (arm): its
+ * Interception.  Each VP that runs a μprocess is armed once (kr__img_arm): its
  * %gs base points at its struct kr__img_vp, whose first byte is the
  * selector of Syscall User Dispatch, switched on for the thread with the
  * gate (gate.S) as the only region whose system calls always pass.  The
@@ -38,7 +38,7 @@
  * when the VP it last ran on runs a μprocess's code, interrupt that VP
  * with KR__SIGKICK, whose handler (on the VP's alternate stack) delivers
  * into the code it interrupted: a thread that makes no system call gets
- * its signals too (poke).
+ * its signals too (kr__uthr_poke).
  *
  * Threads (thread.c).  A μprocess's threads are microprocesses of their
  * own, each with a struct kr__uthr (the first is part of the kr_uproc):
@@ -200,11 +200,11 @@ static void disarm(void *p)
  * A thread inherits the %gs base of the thread that created it, so one
  * created by an armed thread (a VP started later, a spare VP, a host
  * thread) starts pointing at its creator's record.  Records are never
- * freed, and each names the thread it arms: arm takes a %gs base that is
+ * freed, and each names the thread it arms: kr__img_arm takes a %gs base that is
  * one of them for inherited, and the fault handler (gate.S) acts for a
  * μprocess only on the thread its record names.  Any other non-zero base
  * is someone else's use of %gs. */
-static int arm(void)
+int kr__img_arm(void)
 {
 	if (tvp)
 		return 0;
@@ -399,8 +399,11 @@ static int ready(void)
 
 struct kr__uthr *kr__uthr_self(void)
 {
+	struct kr__uthr *t = kr__call_self(); /* a call in flight here (call.c) */
+	if (t)
+		return t;
 	kr_mp *mp = kr_mp_self();
-	struct kr__uthr *t = mp ? kr_mp_udata(mp) : NULL;
+	t = mp ? kr_mp_udata(mp) : NULL;
 	if (!t || t->magic != KR_UTHR_MAGIC)
 		return NULL;
 	while (t->vchild) /* a vfork child runs on its parent's microprocess */
@@ -619,6 +622,7 @@ static void uproc_free(struct kr_uproc *up)
 	pthread_mutex_unlock(&G.lock);
 	kr_sem_destroy(&up->kids_sem);
 	kr_sem_destroy(&up->thr_sem);
+	kr__call_free(up);
 	up->main.magic = 0;
 	up->magic = 0;
 	free(up);
@@ -658,7 +662,6 @@ static void orphan_kids(struct kr_uproc *up)
  * for its parent's wait4 (or is collected at once when its parent ignores
  * SIGCHLD, as the kernel does); 1: up is to be freed by its own end (an
  * orphan, or collected at once), whose microprocess is detached. */
-static void poke(struct kr__uthr *o);
 
 static int family_end(struct kr_uproc *up)
 {
@@ -671,7 +674,7 @@ static int family_end(struct kr_uproc *up)
 		struct kr__uthr *w = kr__sig_queue(p, NULL, SIGCHLD, killed ? CLD_KILLED : CLD_EXITED,
 						   up->pid, killed ? up->status - 128 : up->status);
 		if (w)
-			poke(w);
+			kr__uthr_poke(w);
 		if (__atomic_load_n(&p->sig[SIGCHLD].handler, __ATOMIC_RELAXED) == (uint64_t)SIG_IGN ||
 		    (__atomic_load_n(&p->sig[SIGCHLD].flags, __ATOMIC_RELAXED) & SA_NOCLDWAIT)) {
 			struct kr_uproc **pp = &p->kids;
@@ -729,6 +732,7 @@ static void *stand_in(void *arg)
 {
 	struct kr_uproc *up = arg;
 	STACK_CLEAN(up);
+	kr__call_close(up, 1);
 	release(up); /* its fds: the process has its own, and pipes see their ends */
 	real_end(up);
 	orphan_kids(up);
@@ -829,6 +833,7 @@ static __attribute__((noreturn)) void end_here(struct kr_uproc *up, int status)
 		vfork_end(up); /* its parent goes on */
 		__builtin_unreachable();
 	}
+	kr__call_close(up, 1); /* after the call in flight, which runs on its memory */
 	STACK_CLEAN(up);
 	kr__img_keep(up); /* or not: then release unmaps the image too */
 	release(up);
@@ -844,7 +849,7 @@ static __attribute__((noreturn)) void end_here(struct kr_uproc *up, int status)
 
 /* Tell thread o to end now: its wait cut short, its VP kicked.  Under
  * G.lock, which keeps o (and its killfd) from going meanwhile. */
-static void poke(struct kr__uthr *o)
+void kr__uthr_poke(struct kr__uthr *o)
 {
 	kr_mp_cancel(o->mp); /* ESRCH if it has ended: nothing to do */
 	int kfd = __atomic_load_n(&o->killfd, __ATOMIC_SEQ_CST);
@@ -858,16 +863,23 @@ static void poke(struct kr__uthr *o)
 		syscall(SYS_tgkill, getpid(), v->tid, KR__SIGKICK);
 }
 
+static void tell_to_end(struct kr__uthr *o, int stop)
+{
+	if (stop)
+		__atomic_store_n(&o->stop, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&o->attn, 1, __ATOMIC_SEQ_CST);
+	kr__uthr_poke(o);
+}
+
 void kr__thr_stop_others(struct kr_uproc *up, struct kr__uthr *keep, int stop)
 {
 	KR__FOR_THREADS(up, o) {
-		if (o == keep || __atomic_load_n(&o->gone, __ATOMIC_RELAXED))
-			continue;
-		if (stop)
-			__atomic_store_n(&o->stop, 1, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&o->attn, 1, __ATOMIC_SEQ_CST);
-		poke(o);
+		if (o != keep && !__atomic_load_n(&o->gone, __ATOMIC_RELAXED))
+			tell_to_end(o, stop);
 	}
+	struct kr__uthr *c = kr__call_poke(up, keep); /* a call in flight */
+	if (c)
+		tell_to_end(c, stop);
 }
 
 /* On t's microprocess's stack (kr__uthr_end). */
@@ -877,6 +889,8 @@ static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struc
 static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int status, int how)
 {
 	struct kr_uproc *up = t->up;
+	if (t->xcall && how == KR__END_THREAD && !__atomic_load_n(&up->dying, __ATOMIC_SEQ_CST))
+		how = KR__END_EXIT; /* exit in a procedure: its μprocess's end (call.c) */
 	pthread_mutex_lock(&G.lock);
 	if (how != KR__END_THREAD && !up->dying) {
 		/* the μprocess ends: every thread, as each comes back from karui */
@@ -889,6 +903,10 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 		up->exited = 1;
 	}
 	__atomic_store_n(&t->gone, 1, __ATOMIC_SEQ_CST);
+	if (t->xcall) { /* a call's: back to its caller */
+		pthread_mutex_unlock(&G.lock);
+		kr__call_gone(t, status, how);
+	}
 	if (t != &up->main) {
 		pthread_mutex_unlock(&G.lock);
 		kr__thr_gone(t); /* off the count, with what it holds */
@@ -1010,9 +1028,9 @@ __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void
 
 /* The way back to thread t's code, on this VP: armed (else t's μprocess
  * cannot go on here), its record naming t (gate.S, fast.c). */
-static void back_to(struct kr__uthr *t)
+void kr__uthr_here(struct kr__uthr *t)
 {
-	if (!tvp && arm()) {
+	if (!tvp && kr__img_arm()) {
 		kr__uproc_end(t, 128 + SIGSYS);
 		__builtin_unreachable();
 	}
@@ -1063,9 +1081,10 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	 * needs the trap's frame (kr__uproc_vfork, kr__thr_clone), so its site
 	 * is never made hot; nor is rt_sigreturn's, which needs the frame too */
 	/* nor while it has other threads, which may run the code it rewrites
-	 * and trap into its sites' table at once (rewrite.c) */
+	 * and trap into its sites' table at once (rewrite.c), or calls into
+	 * its exports (call.c), which are threads too */
 	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone && nr != SYS_fork &&
-	    __atomic_load_n(&up->nthreads, __ATOMIC_RELAXED) == 1 &&
+	    __atomic_load_n(&up->nthreads, __ATOMIC_RELAXED) == 1 && !up->xc &&
 	    nr != SYS_rt_sigreturn && ((const uint8_t *)site)[0] == 0x0f &&
 	    ((const uint8_t *)site)[1] == 0x05)
 		kr__rw_trapped(up, site);
@@ -1080,7 +1099,7 @@ call:
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld\n", t->tid, nr, a[0], a[1],
 			a[2], a[3], (long)g[REG_RAX]);
 back:
-	back_to(t);
+	kr__uthr_here(t);
 	if (tvp != vp) {
 		/* It waited and goes on on another VP, whose rt_sigreturn would
 		 * install the first one's alternate stack and signal mask from
@@ -1110,7 +1129,7 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 		t->redo_nr = nr;
 		memcpy(t->redo_a, a, sizeof a);
 		__atomic_store_n(&t->attn, 1, __ATOMIC_SEQ_CST);
-		back_to(t);
+		kr__uthr_here(t);
 		return (struct kr__fast){0, t->fs};
 	}
 	t->up->nsys++;
@@ -1121,7 +1140,7 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", t->tid, nr,
 			a[0], a[1], a[2], a[3], rv);
-	back_to(t);
+	kr__uthr_here(t);
 	return (struct kr__fast){rv, t->fs};
 }
 
@@ -1205,11 +1224,11 @@ static uintptr_t lay_stack(struct kr_uproc *up, uint64_t at_entry)
  * image's, from the program's entry).  On its microprocess's own stack. */
 static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 {
-	if (arm()) {
+	if (kr__img_arm()) {
 		kr__uproc_end(&up->main, 126);
 		__builtin_unreachable();
 	}
-	back_to(&up->main);
+	kr__uthr_here(&up->main);
 	const struct kr__elf_img *p = &up->ld.prog;
 	STACK_CLEAN(up);
 	uintptr_t sp = lay_stack(up, up->snap ? (uint64_t)kr__img_handover : p->entry);
@@ -1326,6 +1345,25 @@ static void live_unlink(struct kr_uproc *up)
 		up->live_next->live_prev = up->live_prev;
 }
 
+int kr__uproc_stack(struct kr_uproc *up, size_t size, uintptr_t *lo, uintptr_t *hi)
+{
+	size_t len = PG + size;
+	char *stk = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+	if (stk == MAP_FAILED)
+		return ENOMEM;
+	if (kr__uproc_mapped(up, (uintptr_t)stk, (uintptr_t)stk + len, PROT_READ | PROT_WRITE)) {
+		munmap(stk, len);
+		return ENOMEM;
+	}
+	/* the guard: inside the mapping where the kernel can (no split) */
+	if (madvise(stk, PG, MADV_GUARD_INSTALL) && mprotect(stk, PG, PROT_NONE))
+		return ENOMEM;
+	*lo = (uintptr_t)stk + PG;
+	*hi = (uintptr_t)stk + len;
+	return 0;
+}
+
 /* A cold start: the program and its ld.so mapped, a stack (with a guard
  * page below it) of the μprocess's own, the image to be taken at the
  * handover if images are kept. */
@@ -1349,20 +1387,8 @@ static int load(struct kr_uproc *up, int dirfd, const char *path)
 			     &up->ld.interp.file);
 	up->ld.prog.map = up->ld.interp.map = NULL; /* the regions own them now */
 
-	size_t len = PG + STACK_SIZE + ARG_ROOM;
-	char *stk = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-	if (stk == MAP_FAILED)
-		return ENOMEM;
-	if (kr__rl_add(&up->reg, (uintptr_t)stk, (uintptr_t)stk + len)) {
-		munmap(stk, len);
-		return ENOMEM;
-	}
-	/* the guard: inside the mapping where the kernel can (no split) */
-	if (madvise(stk, PG, MADV_GUARD_INSTALL) && mprotect(stk, PG, PROT_NONE))
-		return ENOMEM;
-	up->stk_lo = (uintptr_t)stk + PG;
-	up->stk_hi = (uintptr_t)stk + len;
+	if ((err = kr__uproc_stack(up, STACK_SIZE + ARG_ROOM, &up->stk_lo, &up->stk_hi)))
+		return err;
 	if (G.rewrite)
 		kr__rw_prepare(up, &up->ld);
 	if (!up->sigkeep) /* the image's signal state would be up's */
@@ -1490,14 +1516,14 @@ int kr_uproc_wait(kr_uproc *up, int *status)
 
 /* A signal for up (t NULL) or its thread t, queued (signal.c) and seen
  * now by the thread it goes to: the wait it is in ends, its VP is kicked
- * (poke), so that a thread that makes no system call gets it too.  Under
+ * (kr__uthr_poke), so that a thread that makes no system call gets it too.  Under
  * G.lock, which keeps up from being freed (kr_uproc_wait) and its threads
  * from going meanwhile. */
 static void send_locked(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from)
 {
 	struct kr__uthr *w;
 	if (sig && (w = kr__sig_queue(up, t, sig, code, from, 0)))
-		poke(w);
+		kr__uthr_poke(w);
 }
 
 static struct kr__uthr *thread_of(struct kr_uproc *up, pid_t tid);
@@ -1511,7 +1537,7 @@ int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, uint
 		return -ESRCH;
 	}
 	if ((w = kr__sig_queue(up, t, sig, code, 0, sival)))
-		poke(w);
+		kr__uthr_poke(w);
 	pthread_mutex_unlock(&G.lock);
 	return 0;
 }
@@ -1549,14 +1575,21 @@ static struct kr__uthr *thread_of(struct kr_uproc *up, pid_t tid)
 	return NULL;
 }
 
+struct kr_uproc *kr__uproc_by_pid(pid_t pid)
+{
+	struct kr_uproc *u = G.live;
+	while (u && u->pid != pid)
+		u = u->live_next;
+	return u;
+}
+
 int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from)
 {
 	pthread_mutex_lock(&G.lock);
 	struct kr_uproc *u = G.live;
 	struct kr__uthr *t = NULL;
 	if (pid) { /* kill: the μprocess of that pid, or of a thread of that tid */
-		while (u && u->pid != pid)
-			u = u->live_next;
+		u = kr__uproc_by_pid(pid);
 		for (struct kr_uproc *v = G.live; !u && v; v = v->live_next)
 			if (thread_of(v, pid))
 				u = v;
@@ -1636,7 +1669,7 @@ void kr__thr_resume(struct kr__uthr *t, long rax, uintptr_t callsp)
 	struct kr__vframe *vf = t->vframe;
 	ucontext_t *uc = (ucontext_t *)(vf->frame + 8);
 	uc->uc_mcontext.gregs[REG_RAX] = rax;
-	back_to(t); /* armed first: its mask lets the kick in */
+	kr__uthr_here(t); /* armed first: its mask lets the kick in */
 	/* rt_sigreturn installs them: this VP's own */
 	stack_t ss;
 	sigset_t m;
@@ -1815,6 +1848,7 @@ static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
 static void exec_keep(struct kr_uproc *up, struct kr__uthr *t)
 {
 	kr__timers_delete(up);
+	kr__call_close(up, 0); /* its exports were the old image's */
 	for (int fd = 0; fd < up->fds.n; fd++)
 		if (up->fds.fd[fd].f && up->fds.fd[fd].cloexec)
 			kr__fd_close(&up->fds, fd);
@@ -1892,6 +1926,7 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	kr__thr_reap(up);
 	if (real) {
 		kr__timers_delete(up);
+		kr__call_close(up, 0); /* its exports were the old image's */
 		return stand_for(t, (pid_t)real, pidfd);
 	}
 	exec_keep(up, t);

@@ -196,6 +196,9 @@ struct kr__uthr {
 	struct kr__uthr *next;
 	int gone, stop;
 	uintptr_t stk_lo, stk_hi; /* the stack clone gave it (its region) */
+	/* a call's thread (call.c): the calls of another party into this
+	 * μprocess's exports run as it, on the caller's microprocess */
+	struct kr__xcall *xcall;
 };
 #define KR_UTHR_MAGIC 0x6b755448u
 _Static_assert(__builtin_offsetof(struct kr__uthr, attn) == 0, "gate.S reads attn at gs:24's");
@@ -289,6 +292,11 @@ struct kr_uproc {
 	 * thread `vparent` and on its memory until it execs or ends; that
 	 * thread's `vchild` is the child. */
 	struct kr__uthr *vparent;
+	/* its exports and the calls into them (call.c), made at its first
+	 * export or the first call; under the layer's lock, as `xc_closed`
+	 * (it has ended: no call comes in) */
+	struct kr__xcall *xc;
+	int xc_closed;
 	int sigkeep;              /* started by exec with a signal state of its own
 				   * (ignored signals, a mask): not the kept image's */
 };
@@ -370,6 +378,9 @@ static inline void kr__uproc_end(struct kr__uthr *t, int status)
 {
 	kr__uthr_end(t, status, KR__END_KILLED);
 }
+/* A stack of `size` bytes with a guard page below, one of up's regions:
+ * [*lo, *hi).  0 or ENOMEM. */
+int kr__uproc_stack(struct kr_uproc *up, size_t size, uintptr_t *lo, uintptr_t *hi);
 int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
@@ -448,6 +459,53 @@ __attribute__((noreturn)) void kr__thr_resume(struct kr__uthr *t, long rax, uint
 void kr__uproc_lock(void);
 void kr__uproc_unlock(void);
 pid_t kr__uproc_new_pid(void);
+
+/* ---- call.c: calls between μprocesses (P4) ---- */
+/* The calls into a μprocess's exports: the table, the one lock a call
+ * holds, the thread it runs as and the stack it runs on.  gate.S's
+ * kr__img_call reads the first words (XC_* there). */
+struct kr__xcall {
+	uintptr_t sp;           /* 0: the caller's %rsp inside kr__img_call */
+	uintptr_t top;          /* 8: the top of the call stack */
+	uint64_t fn;            /* 16: the procedure */
+	uint64_t fs;            /* 24: the exporter's thread pointer */
+	long arg[6];            /* 32: its arguments */
+	uintptr_t *die_sp;      /* 80: &thr.die_sp, where kr__img_call puts it */
+	kr_mutex lock;          /* one call at a time: held for its whole run */
+	kr_cond cv;             /* an export, or the end */
+	uint64_t *tab;          /* the exported procedures (0: none), n of them */
+	unsigned n;
+	int closed;             /* the μprocess has ended (under lock) */
+	int poked;              /* its end told the call (atomic) */
+	int err;                /* how the call ended: 0, ESRCH, EFAULT */
+	int refs;               /* its μprocess's, and callers' by pid (layer's lock) */
+	uintptr_t stk_lo, stk_hi; /* the call stack, one of the μprocess's regions */
+	struct kr__uthr thr;    /* what a call runs as (its mp: the caller's) */
+};
+/* The thread of a call in flight on the calling microprocess, or NULL. */
+struct kr__uthr *kr__call_self(void);
+/* A system call of the image's own (KR__NR_EXPORT, KR__NR_CALL) from
+ * thread t: -errno, 0, or KR__NOT_CALL for any other number; a call that
+ * a procedure may not make (clone, fork, vfork, exec): -ENOSYS. */
+#define KR__NOT_CALL (-(1l << 41))
+long kr__call_sys(struct kr__uthr *t, long nr, long a[6]);
+/* Its end reaches the call in flight (under the layer's lock: stop as
+ * kr__thr_stop_others's) and the calls to come (kr__call_close: every
+ * call refused from then on, after the one in flight); an exec withdraws
+ * its exports (kr__call_close(up, 0)).  Its struct goes with it. */
+struct kr__uthr *kr__call_poke(struct kr_uproc *up, struct kr__uthr *keep);
+void kr__call_close(struct kr_uproc *up, int end);
+void kr__call_free(struct kr_uproc *up);
+/* The call's thread has ended (uproc.c: thr_end, on the caller's stack
+ * below the call): the call returns its error. */
+__attribute__((noreturn)) void kr__call_gone(struct kr__uthr *t, int status, int how);
+/* uproc.c's, for the calls: the calling VP armed (0 or an errno code),
+ * its record naming t; a thread told to end now (its wait cut short, its
+ * VP kicked); the μprocess of that pid (under the layer's lock). */
+int kr__img_arm(void);
+void kr__uthr_here(struct kr__uthr *t);
+void kr__uthr_poke(struct kr__uthr *o);
+struct kr_uproc *kr__uproc_by_pid(pid_t pid);
 
 /* ---- signal.c: delivery to the μprocess's handlers ---- */
 enum { KR__RESTART_NO, KR__RESTART_EINTR, KR__RESTART_SA };
@@ -617,6 +675,11 @@ __attribute__((noreturn)) void kr__img_sigreturn(uintptr_t sp, uint64_t fs);
 void kr__img_handover(void);
 extern char kr__img_handover_ret[];
 #define KR__NR_HANDOVER 0x4b52
+/* A call into a μprocess's exports (call.c): on its call stack with its
+ * thread pointer and BLOCK, back with the VP's and ALLOW; the result.
+ * kr__img_call_back returns from it at once (its thread ended). */
+long kr__img_call(struct kr__xcall *xc);
+__attribute__((noreturn)) void kr__img_call_back(struct kr__xcall *xc);
 
 /* per VP: what gs:0 holds on a thread armed for μprocesses */
 struct kr__img_vp {

@@ -173,7 +173,7 @@ kr__img_yield_end:
  * that names this thread, and its selector says BLOCK), first the VP's own
  * thread pointer and ALLOW; and if kr__img_fault resumes the μprocess (a
  * cpuid answered, its handler entered), kr__img_back.  A thread that inherited its creator's %gs
- * base (uproc.c: arm) is not the thread the record names. */
+ * base (uproc.c: kr__img_arm) is not the thread the record names. */
 	.globl kr__img_sigfault
 	.type kr__img_sigfault, @function
 	.p2align 4
@@ -446,6 +446,81 @@ kr__img_sigreturn:
 	movb $1, %gs:0                  /* PR_SYS_DISPATCH_FILTER_BLOCK */
 	jmp kr__img_restorer
 	.size kr__img_sigreturn, .-kr__img_sigreturn
+
+/* long kr__img_call(struct kr__xcall *xc): a call into a μprocess's
+ * exports (call.c), on the caller's microprocess.  The caller's
+ * callee-saved registers are pushed on its own stack, whose %rsp the call
+ * keeps (XC_SP) with the thread's die_sp below it; then the call stack
+ * (XC_TOP), the μprocess's thread pointer, BLOCK, and the procedure with
+ * its six arguments.  Its system calls trap as any of its code's, served
+ * for the call's thread, and may park the microprocess and resume it on
+ * another VP: the way back says ALLOW and installs the thread pointer of
+ * the VP it is on then (%gs names that VP's record), and returns the
+ * procedure's %rax.  %rbx, callee-saved, holds xc across the procedure.
+ *
+ * kr__img_call_back(xc): the call's thread ended instead (its fault, its
+ * μprocess's end: call.c), on the caller's stack below the call: back to
+ * kr__img_call's caller at once, as its return (%rax means nothing). */
+	.equ XC_SP, 0
+	.equ XC_TOP, 8
+	.equ XC_FN, 16
+	.equ XC_FS, 24
+	.equ XC_ARG, 32
+	.equ XC_DIE, 80
+	.globl kr__img_call
+	.type kr__img_call, @function
+	.p2align 4
+kr__img_call:
+	push %rbp
+	push %rbx
+	push %r12
+	push %r13
+	push %r14
+	push %r15
+	mov %rsp, XC_SP(%rdi)
+	lea -128(%rsp), %rax            /* its end's stack: below this frame */
+	and $-16, %rax
+	mov XC_DIE(%rdi), %rcx
+	mov %rax, (%rcx)
+	mov %rdi, %rbx
+	mov XC_TOP(%rbx), %rsp
+	mov XC_FS(%rbx), %rax
+	wrfsbase %rax
+	mov XC_FN(%rbx), %rax
+	mov XC_ARG(%rbx), %rdi
+	mov XC_ARG+8(%rbx), %rsi
+	mov XC_ARG+16(%rbx), %rdx
+	mov XC_ARG+24(%rbx), %rcx
+	mov XC_ARG+32(%rbx), %r8
+	mov XC_ARG+40(%rbx), %r9
+	movb $1, %gs:0                  /* PR_SYS_DISPATCH_FILTER_BLOCK */
+	call *%rax
+	movb $0, %gs:0                  /* ALLOW, on the VP it returns on */
+	mov %gs:8, %rcx
+	wrfsbase %rcx
+	mov XC_SP(%rbx), %rsp
+	pop %r15
+	pop %r14
+	pop %r13
+	pop %r12
+	pop %rbx
+	pop %rbp
+	ret
+	.size kr__img_call, .-kr__img_call
+
+	.globl kr__img_call_back
+	.type kr__img_call_back, @function
+	.p2align 4
+kr__img_call_back:
+	mov XC_SP(%rdi), %rsp
+	pop %r15
+	pop %r14
+	pop %r13
+	pop %r12
+	pop %rbx
+	pop %rbp
+	ret
+	.size kr__img_call_back, .-kr__img_call_back
 
 /* AT_ENTRY of a μprocess whose image is to be kept (reuse.c): ld.so jumps
  * here when it hands over to the program.  Outside the gate, so its
