@@ -22,6 +22,8 @@ have_cmd qemu-aarch64 || want qemu-user
 have_cmd aarch64-linux-gnu-gcc || want gcc-aarch64-linux-gnu
 [ -e /usr/aarch64-linux-gnu/include/stdio.h ] || want libc6-dev-arm64-cross
 [ -e /usr/include/liburing.h ] || want liburing-dev
+# examples/crypt_server and crypt_host: libcrypt's crypt() and crypt_r()
+[ -e /usr/include/crypt.h ] || want libcrypt-dev
 [ -e /usr/include/boost/context/detail/fcontext.hpp ] || want libboost-context-dev
 [ -e /usr/include/boost/fiber/all.hpp ] || want libboost-fiber-dev
 # seed001.ipc's Sun RPC peer: libtirpc and rpcgen, which makes its stubs
