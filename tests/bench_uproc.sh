@@ -9,7 +9,9 @@
 # did not reuse the kept image fails karui's row instead).  seed003.table6:
 # the μprocess and the process map the same program and C library alike,
 # the μprocess's stack has the 8 MiB and more that karui gives it, and a
-# count of μprocesses that fit.  uproc.threads --n 1, uproc.make --n 2
+# count of μprocesses that fit.  seed003.table5 --n 20000: every
+# system's call, the peers' with their ratio to karui (a procedure whose
+# results do not add up fails karui's row instead).  uproc.threads --n 1, uproc.make --n 2
 # and uproc.script --n 100, quick: every program's and shell's rows, or a
 # row that says why not (a program not installed; a karui run that
 # failed, with its reason), and no output that differs from the native
@@ -17,6 +19,7 @@
 kb=$1
 out=$("$kb" run seed003.pipe --quick --json && "$kb" run uproc.count --n 100 --json &&
 	"$kb" run seed003.table2 --quick --n 5 --json && "$kb" run seed003.table6 --json &&
+	"$kb" run seed003.table5 --quick --n 20000 --json &&
 	"$kb" run uproc.threads --quick --n 1 --json && "$kb" run uproc.make --quick --n 2 --json &&
 	"$kb" run uproc.script --quick --n 100 --json) ||
 	{ echo "$out"; exit 1; }
@@ -57,6 +60,11 @@ for m in "text address space" "data address space" "libc address space"; do
 done
 awk -v s="$(t6 karui "stack address space")" 'BEGIN { exit !(s + 0 >= 8192) }' ||
 	{ echo "seed003.table6: the μprocess's stack is not 8 MiB or more"; fail=1; }
+for sys in karui function msgq unix-socket; do
+	pat="^[{]\"experiment\":\"seed003.table5\",\"system\":\"$sys\",\"metric\":\"call\",\"value\":$num,\"unit\":\"ns\""
+	[ $sys = karui ] || pat="$pat.*\"ratio_to_karui\":$num[}]$"
+	need "$pat"
+done
 need '^[{]"experiment":"seed003.table6","system":"karui","metric":"fit","value":[1-9][0-9]*,.*"note":"vm.max_map_count [0-9]+"[}]$'
 need "^[{]\"experiment\":\"seed003.table6\",\"system\":\"process\",\"metric\":\"total rss\",\"value\":[1-9].*\"ratio_to_karui\":$num[}]$"
 # uproc.threads, uproc.make, uproc.script: each system's rows of its

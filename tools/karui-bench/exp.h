@@ -84,6 +84,7 @@ void kb_seed003_pipeline(const kb_ctx *c);
 void kb_uproc_syscall(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
 void kb_seed003_table6(const kb_ctx *c);
+void kb_seed003_table5(const kb_ctx *c);
 /* Processes, for the μprocess experiments' peers (exp_uproc.c).  Start
  * path with argv by fork + execv, `in`, `out` and `err` as its fds 0, 1
  * and 2 (-1: karui-bench's); every other fd of karui-bench is

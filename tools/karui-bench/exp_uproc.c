@@ -84,7 +84,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/msg.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1663,5 +1666,177 @@ void kb_seed003_table6(const kb_ctx *c)
 			snprintf(metric, sizeof metric, "%s %s", REGION[i / NMEAS], MEASURE[i % NMEAS]);
 		kb_row(c, TABLE6, "process", i < T6_MAPS ? metric : "mappings",
 		       i < T6_MAPS ? "KiB" : "maps", &v[i], 1, karui[i], -1);
+	}
+}
+
+/* ---------------- seed003.table5 ---------------- */
+
+#define TABLE5 "seed003.table5"
+
+/* seed 003 Table 5's dummy procedure, for the plain call and the peers */
+static __attribute__((noinline)) int foo(void)
+{
+	__asm__ volatile("");
+	return 1;
+}
+static int (*volatile foo_ptr)(void) = foo;
+
+struct t5_arg {
+	const char *prog;
+	long n;
+};
+
+/* karui: foo in karui-bench-uprog serve, a μprocess, called n times */
+static int table5_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	const struct t5_arg *a = arg;
+	char *argv[] = {"karui-bench-uprog", "serve", "1", NULL};
+	kr_uproc *up;
+	int e = kr_uproc_spawn(&up, a->prog, argv, NULL);
+	if (e)
+		return e;
+	for (int r = -1; r < c->reps && !e; r++) {
+		long res, sum = 0;
+		double t0 = kb_now_ns();
+		for (long i = 0; i < a->n && !e; i++) {
+			e = kr_uproc_call(up, 0, NULL, 0, &res);
+			sum += (int)res;
+		}
+		double t1 = kb_now_ns();
+		if (!e && sum != a->n) {
+			snprintf(k->why, sizeof k->why, "foo returned %ld in all, not %ld", sum, a->n);
+			e = -1;
+		}
+		if (r >= 0)
+			k->v[k->nv++] = (t1 - t0) / (double)a->n;
+	}
+	int st = -1;
+	kr_uproc_kill(up, SIGTERM);
+	kr_uproc_wait(up, &st);
+	return e ? e : st != 128 + SIGTERM ? bad_status(k, "karui-bench-uprog", st, 128 + SIGTERM) : 0;
+}
+
+/* The peers: a plain call, and a round trip to a child process that calls
+ * foo and answers, by SysV message queue or UNIX socket. */
+enum { T5_MSGQ, T5_SOCKET };
+struct t5_msg {
+	long type; /* 1: call, 2: its result */
+	int v;
+};
+
+static int t5_serve(int kind, int q, int fd, long n)
+{
+	struct t5_msg m;
+	for (long i = 0; i < n; i++) {
+		if (kind == T5_MSGQ) {
+			if (msgrcv(q, &m, sizeof m.v, 1, 0) < 0)
+				return 1;
+			m.type = 2;
+			m.v = foo_ptr();
+			if (msgsnd(q, &m, sizeof m.v, 0))
+				return 1;
+		} else {
+			int v;
+			if (read(fd, &v, sizeof v) != sizeof v)
+				return 1;
+			v = foo_ptr();
+			if (write(fd, &v, sizeof v) != sizeof v)
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* ns per round trip, c->reps times into v; 0 or an errno code */
+static int t5_ipc(const kb_ctx *c, int kind, long n, double *v)
+{
+	int q = -1, sv[2] = {-1, -1}, e = 0;
+	if (kind == T5_MSGQ && (q = msgget(IPC_PRIVATE, IPC_CREAT | 0600)) < 0)
+		return errno;
+	if (kind == T5_SOCKET && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return errno;
+	long total = n * (c->reps + 1);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(t5_serve(kind, q, sv[1], total));
+	if (pid < 0)
+		e = errno;
+	for (int r = -1; r < c->reps && !e; r++) {
+		struct t5_msg m = {1, 0};
+		long sum = 0;
+		double t0 = kb_now_ns();
+		for (long i = 0; i < n && !e; i++) {
+			if (kind == T5_MSGQ) {
+				if (msgsnd(q, &m, sizeof m.v, 0) || msgrcv(q, &m, sizeof m.v, 2, 0) < 0)
+					e = errno;
+				m.type = 1;
+			} else if (write(sv[0], &m.v, sizeof m.v) != sizeof m.v ||
+				   read(sv[0], &m.v, sizeof m.v) != sizeof m.v) {
+				e = EIO;
+			}
+			sum += m.v;
+		}
+		double t1 = kb_now_ns();
+		if (!e && sum != n)
+			e = EIO;
+		if (r >= 0)
+			v[r] = (t1 - t0) / (double)n;
+	}
+	if (pid > 0) {
+		if (e)
+			kill(pid, SIGKILL);
+		int st = kb_wait(pid, NULL);
+		if (!e && st)
+			e = EIO;
+	}
+	if (q >= 0)
+		msgctl(q, IPC_RMID, NULL);
+	if (sv[0] >= 0) {
+		close(sv[0]);
+		close(sv[1]);
+	}
+	return e;
+}
+
+void kb_seed003_table5(const kb_ctx *c)
+{
+	char path[PATH_MAX];
+	struct t5_arg a;
+	if (!(a.prog = prog_path(c, TABLE5, "uprog", path, sizeof path)))
+		return;
+	a.n = c->n ? c->n : c->quick ? 100000 : 1000000;
+	long nipc = a.n / 50 > 1000 ? a.n / 50 : 1000;
+	double karui = 0, v[16];
+	if (kb_want(c, TABLE5, "karui")) {
+		struct kid k;
+		kid_run(c, 1, NULL, table5_kid, &a, &k);
+		if (!kid_failed(TABLE5, "karui", &k))
+			karui = kb_row(c, TABLE5, "karui", "call", "ns", k.v, k.nv, 0, -1);
+	}
+	if (kb_want(c, TABLE5, "function")) {
+		for (int r = -1; r < c->reps; r++) {
+			long sum = 0;
+			double t0 = kb_now_ns();
+			for (long i = 0; i < a.n; i++)
+				sum += foo_ptr();
+			double t1 = kb_now_ns();
+			if (r >= 0)
+				v[r] = sum == a.n ? (t1 - t0) / (double)a.n : -1;
+		}
+		kb_row(c, TABLE5, "function", "call", "ns", v, c->reps, karui, -1);
+	}
+	static const struct {
+		const char *sys;
+		int kind;
+	} P[] = {{"msgq", T5_MSGQ}, {"unix-socket", T5_SOCKET}};
+	for (size_t i = 0; i < sizeof P / sizeof *P; i++) {
+		if (!kb_want(c, TABLE5, P[i].sys))
+			continue;
+		int e = t5_ipc(c, P[i].kind, nipc, v);
+		if (e)
+			kb_row_none(TABLE5, P[i].sys, "failed", strerror(e));
+		else
+			kb_row(c, TABLE5, P[i].sys, "call", "ns", v, c->reps, karui, -1);
 	}
 }

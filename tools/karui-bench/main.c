@@ -242,6 +242,10 @@ static const struct seed {
 	 "karui-sh bash dash karui-uproc karui-uproc-1vp karui-sh-script bash-script dash-script "
 	 "floor-serial floor-parallel",
 	 kb_seed003_pipeline},
+	{"seed003.table5", "a call of int foo(void), ns: as a function, into a μprocess "
+	 "(kr_uproc_call), by a SysV message queue and a UNIX socket round trip between two "
+	 "processes (--n: calls per run; IPC: n/50)", "karui function msgq unix-socket",
+	 kb_seed003_table5},
 	{"uproc.syscall", "ns per getppid() from a program's code (--n: calls per run)",
 	 "karui karui-trap native", kb_uproc_syscall},
 	{"uproc.count", "cat programs alive at once, each blocked on its stdin, and memory per "

@@ -11,6 +11,9 @@
  *                                first byte to end of file
  *   karui-bench-uprog getppid N  makes N getppid() calls through libc and
  *                                prints ns per call
+ *   karui-bench-uprog serve 1    exports seed 003 Table 5's int foo(void)
+ *                                as procedure 0 (karui/uproc_export.h) and
+ *                                waits for ever; outside a μprocess: exit 2
  *
  * Times come from clock_gettime(CLOCK_MONOTONIC), which the vDSO answers
  * without a system call, so they are comparable across the processes and
@@ -23,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <karui/uproc_export.h>
 
 enum { BLOCK = 4096 };
 
@@ -93,11 +98,23 @@ static int calls(long n)
 	return 0;
 }
 
+/* seed003.table5's dummy procedure */
+static int foo(void) { return 1; }
+static const kr_uproc_proc table[] = {(kr_uproc_proc)(void (*)(void))foo};
+
+static int serve(void)
+{
+	if (kr_uproc_export(table, 1))
+		return 2;
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	long n = argc == 3 ? atol(argv[2]) : 0;
 	if (n <= 0) {
-		fprintf(stderr, "usage: karui-bench-uprog write|read|getppid N\n");
+		fprintf(stderr, "usage: karui-bench-uprog write|read|getppid|serve N\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "write"))
@@ -106,6 +123,8 @@ int main(int argc, char **argv)
 		return reader(n);
 	if (!strcmp(argv[1], "getppid"))
 		return calls(n);
+	if (!strcmp(argv[1], "serve"))
+		return serve();
 	fprintf(stderr, "karui-bench-uprog: no mode '%s'\n", argv[1]);
 	return 2;
 }
