@@ -49,43 +49,49 @@ static long check(void)
 	return bad;
 }
 
-/* caller i hashes keys i, i + CALLERS, ... in instance i % ninst */
-static void *via_uprocs(void *arg)
+/* key k's hash into hash[k], by caller i: one way or the other */
+static int via_uproc(long i, long k, const char *key)
+{
+	long args[4] = {(long)key, (long)SALT, (long)hash[k], sizeof hash[k]}, n;
+	int e = kr_uproc_call(inst[i % ninst], 0, args, 4, &n);
+	return e ? e : n < 0 ? (int)-n : 0;
+}
+
+static int in_process(long i, long k, const char *key)
+{
+	(void)i;
+	kr_mutex_lock(&lib_lock);
+	const char *h = crypt(key, SALT);
+	snprintf(hash[k], sizeof hash[k], "%s", h ? h : "*");
+	kr_mutex_unlock(&lib_lock);
+	return 0;
+}
+
+static int (*way)(long i, long k, const char *key);
+
+/* caller i hashes keys i, i + CALLERS, ... (by instance i % ninst) */
+static void *caller(void *arg)
 {
 	long i = (long)arg;
 	for (long k = i; k < calls; k += CALLERS) {
 		char key[32];
 		key_of(k, key, sizeof key);
-		long args[4] = {(long)key, (long)SALT, (long)hash[k], sizeof hash[k]}, n;
-		int e = kr_uproc_call(inst[i % ninst], 0, args, 4, &n);
-		if (e || n < 0) {
-			fprintf(stderr, "crypt_host: call: %s\n", strerror(e ? e : (int)-n));
+		int e = way(i, k, key);
+		if (e) {
+			fprintf(stderr, "crypt_host: %s\n", strerror(e));
 			exit(1);
 		}
 	}
 	return NULL;
 }
 
-static void *in_process(void *arg)
+static double run(int (*fn)(long i, long k, const char *key))
 {
-	long i = (long)arg;
-	for (long k = i; k < calls; k += CALLERS) {
-		char key[32];
-		key_of(k, key, sizeof key);
-		kr_mutex_lock(&lib_lock);
-		const char *h = crypt(key, SALT);
-		snprintf(hash[k], sizeof hash[k], "%s", h ? h : "*");
-		kr_mutex_unlock(&lib_lock);
-	}
-	return NULL;
-}
-
-static double run(void *(*fn)(void *))
-{
+	way = fn;
 	kr_mp *m[CALLERS];
 	uint64_t t0 = kr_now();
 	for (long i = 0; i < CALLERS; i++)
-		if (kr_mp_create(&m[i], NULL, fn, (void *)i))
+		if (kr_mp_create(&m[i], NULL, caller, (void *)i))
 			exit(1);
 	for (int i = 0; i < CALLERS; i++)
 		kr_mp_join(m[i], NULL);
@@ -122,7 +128,7 @@ int main(int argc, char **argv)
 	}
 	if (!(hash = calloc((size_t)calls, sizeof *hash)))
 		return 1;
-	double tu = run(via_uprocs);
+	double tu = run(via_uproc);
 	long bad = check();
 	memset(hash, 0, (size_t)calls * sizeof *hash);
 	double tp = run(in_process);

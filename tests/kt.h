@@ -149,6 +149,19 @@ static inline void kt_nap_us(unsigned us)
 	nanosleep(&t, NULL);
 }
 
+/* The program `name` next to this one (build/bin), in a static buffer of
+ * the caller's (cap bytes). */
+static inline const char *kt_beside_me(char *buf, size_t cap, const char *name)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+	KT_CHECK(n > 0 && strrchr(buf, '/'));
+	buf[n] = 0;
+	char *slash = strrchr(buf, '/');
+	KT_CHECK((size_t)(slash + 1 - buf) + strlen(name) < cap);
+	strcpy(slash + 1, name);
+	return buf;
+}
+
 static inline pid_t kt_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
 /* A thread of this process, by kernel id: its state letter (stat), and

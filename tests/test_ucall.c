@@ -236,11 +236,7 @@ static void a_uproc_calls_another_by_pid(void)
 int main(int argc, char **argv)
 {
 	static char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 32);
-	KT_CHECK(n > 0);
-	self[n] = 0;
-	strcpy(strrchr(self, '/') + 1, "ucall_probe");
-	probe = self;
+	probe = kt_beside_me(self, sizeof self, "ucall_probe");
 	setenv("KARUI_CACHE_DIR", "", 1);
 	kt_args(argc, argv);
 	KT_RUN(calls_run_the_callees_code_with_its_tls_and_fds);

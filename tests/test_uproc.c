@@ -2576,16 +2576,9 @@ static void threaded_programs_give_what_they_give_natively(void)
 
 int main(int argc, char **argv)
 {
-	static char self[4096];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 32);
-	KT_CHECK(n > 0);
-	self[n] = 0;
-	static char tself[4096];
-	strcpy(tself, self);
-	strcpy(strrchr(self, '/') + 1, "uproc_probe");
-	strcpy(strrchr(tself, '/') + 1, "uthread_probe");
-	probe = self;
-	tprobe = tself;
+	static char self[4096], tself[4096];
+	probe = kt_beside_me(self, sizeof self, "uproc_probe");
+	tprobe = kt_beside_me(tself, sizeof tself, "uthread_probe");
 	/* no test meets what an earlier run learnt (src/image/cache.c), but
 	 * the one that makes a cache directory of its own */
 	setenv("KARUI_CACHE_DIR", "", 1);

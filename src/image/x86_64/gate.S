@@ -460,7 +460,8 @@ kr__img_sigreturn:
  *
  * kr__img_call_back(xc): the call's thread ended instead (its fault, its
  * μprocess's end: call.c), on the caller's stack below the call: back to
- * kr__img_call's caller at once, as its return (%rax means nothing). */
+ * kr__img_call's caller at once, as its return (%rax means nothing);
+ * kr__img_call's own way back falls through into it. */
 	.equ XC_SP, 0
 	.equ XC_TOP, 8
 	.equ XC_FN, 16
@@ -498,19 +499,11 @@ kr__img_call:
 	movb $0, %gs:0                  /* ALLOW, on the VP it returns on */
 	mov %gs:8, %rcx
 	wrfsbase %rcx
-	mov XC_SP(%rbx), %rsp
-	pop %r15
-	pop %r14
-	pop %r13
-	pop %r12
-	pop %rbx
-	pop %rbp
-	ret
+	mov %rbx, %rdi
 	.size kr__img_call, .-kr__img_call
 
 	.globl kr__img_call_back
 	.type kr__img_call_back, @function
-	.p2align 4
 kr__img_call_back:
 	mov XC_SP(%rdi), %rsp
 	pop %r15
