@@ -210,7 +210,8 @@ static int run(struct kr_uproc *up, struct kr__xcall *xc, uint64_t fn, const lon
 	t->sigmask = ~(uint64_t)0 & ~KR__UNBLOCKABLE;
 	xc->fn = fn;
 	memset(xc->arg, 0, sizeof xc->arg);
-	memcpy(xc->arg, args, nargs * sizeof *args);
+	if (nargs) /* args may be NULL then */
+		memcpy(xc->arg, args, nargs * sizeof *args);
 	xc->err = 0;
 	long r = 0;
 	/* in flight from here (kr__call_poke), unless its end began */
