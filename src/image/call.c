@@ -37,7 +37,8 @@
  * wait of karui's (pause()) and run none of that code meanwhile.  A call
  * into a μprocess from inside a call into it is EDEADLK.  While a call is
  * in flight the callee's code is that of a μprocess with two threads:
- * nothing of it is rewritten (rewrite.c), ever, once it has exported.
+ * nothing of it is rewritten (rewrite.c) once it has exported or been
+ * called.
  *
  * Signals.  The call's thread blocks every signal: one sent to the callee
  * goes to its own threads (kill, kr_uproc_kill, its timer), and a fault in
