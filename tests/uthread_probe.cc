@@ -266,6 +266,8 @@ static void abuse()
 	printf("wait bitset 0: %s\n",
 	       err(syscall(SYS_futex, &w, FUTEX_WAIT_BITSET, 0, nullptr, 0, 0)));
 	printf("wake none: %ld\n", syscall(SYS_futex, &w, FUTEX_WAKE, 5, nullptr, 0, 0));
+	printf("requeue to NULL: %s\n",
+	       err(syscall(SYS_futex, &w, FUTEX_REQUEUE, 1, 1, nullptr, 0)));
 	printf("cmp_requeue changed: %s\n",
 	       err(syscall(SYS_futex, &w, FUTEX_CMP_REQUEUE, 1, 1, &w + 1, 7)));
 	printf("clone thread without vm: %s\n",

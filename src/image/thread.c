@@ -336,6 +336,10 @@ static long futex_requeue(uintptr_t addr, int nwake, int nmove, uintptr_t addr2,
 {
 	if (nwake < 0 || nmove < 0 || (addr2 & 3))
 		return -EINVAL;
+	int probe;
+	if (kr__ucopy(&probe, (const void *)addr, sizeof probe) ||
+	    kr__ucopy(&probe, (const void *)addr2, sizeof probe))
+		return -EFAULT; /* both words must be the μprocess's, as the kernel's keys */
 	struct fbucket *a = bucket(addr), *b = bucket(addr2);
 	b_lock2(a, b);
 	int v;

@@ -1038,6 +1038,20 @@ void kr__uthr_here(struct kr__uthr *t)
 	__atomic_store_n(&t->vp, tvp, __ATOMIC_RELEASE);
 }
 
+/* The frame an rt_sigreturn on this VP goes back through: this VP's own
+ * alternate stack and signal mask in it, which rt_sigreturn installs (a
+ * frame made on another VP, or by karui, would install others; the
+ * kernel's frame holds 8 bytes of mask). */
+static void vp_frame(ucontext_t *uc)
+{
+	stack_t ss;
+	sigset_t m;
+	if (sigaltstack(NULL, &ss) == 0)
+		uc->uc_stack = ss;
+	if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
+		memcpy(&uc->uc_sigmask, &m, 8);
+}
+
 /* A system call of a μprocess (gate.S).  Returns its thread pointer. */
 __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 {
@@ -1100,18 +1114,8 @@ call:
 			a[2], a[3], (long)g[REG_RAX]);
 back:
 	kr__uthr_here(t);
-	if (tvp != vp) {
-		/* It waited and goes on on another VP, whose rt_sigreturn would
-		 * install the first one's alternate stack and signal mask from
-		 * the frame: this VP's own instead (the kernel's frame holds 8
-		 * bytes of mask). */
-		stack_t ss;
-		sigset_t m;
-		if (sigaltstack(NULL, &ss) == 0)
-			uc->uc_stack = ss;
-		if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
-			memcpy(&uc->uc_sigmask, &m, 8);
-	}
+	if (tvp != vp) /* it waited and goes on on another VP */
+		vp_frame(uc);
 	return t->fs;
 }
 
@@ -1670,13 +1674,7 @@ void kr__thr_resume(struct kr__uthr *t, long rax, uintptr_t callsp)
 	ucontext_t *uc = (ucontext_t *)(vf->frame + 8);
 	uc->uc_mcontext.gregs[REG_RAX] = rax;
 	kr__uthr_here(t); /* armed first: its mask lets the kick in */
-	/* rt_sigreturn installs them: this VP's own */
-	stack_t ss;
-	sigset_t m;
-	if (sigaltstack(NULL, &ss) == 0)
-		uc->uc_stack = ss;
-	if (pthread_sigmask(SIG_SETMASK, NULL, &m) == 0)
-		memcpy(&uc->uc_sigmask, &m, 8);
+	vp_frame(uc);
 	kr__sig_fatal(t); /* what came meanwhile, that ends it */
 	STACK_CLEAN(kr__mm(t->up));
 #if defined(__SANITIZE_ADDRESS__)
