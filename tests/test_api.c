@@ -1052,6 +1052,7 @@ static void image_calls_refuse_bad_input(void)
 	a.umask = 01000;
 	KT_EQ(kr_uproc_spawn(&up, "/bin/true", argv, &a), EINVAL);
 	KT_EQ(kr_uproc_wait(NULL, NULL), EINVAL);
+	KT_EQ(kr_uproc_wait_wstatus(NULL, NULL), EINVAL);
 	KT_EQ(kr_uproc_kill(NULL, SIGTERM), EINVAL);
 	KT_EQ(kr_uproc_kill((kr_uproc *)&a, 65), EINVAL);
 	KT_EQ(kr_uproc_kill((kr_uproc *)&a, -1), EINVAL);
@@ -1202,6 +1203,7 @@ static struct api table[] = {
 	API(kr_uproc_attr_fd_close, image_calls_refuse_bad_input),
 	API(kr_uproc_spawn, image_calls_refuse_bad_input),
 	API(kr_uproc_wait, image_calls_refuse_bad_input),
+	API(kr_uproc_wait_wstatus, image_calls_refuse_bad_input),
 	API(kr_uproc_kill, image_calls_refuse_bad_input),
 	ACC(kr_uproc_pid),
 	API(kr_uproc_keep, image_calls_refuse_bad_input),

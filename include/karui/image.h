@@ -91,6 +91,10 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
  * run on and free themselves.
  * EINVAL: NULL; as kr_mp_join otherwise. */
 int kr_uproc_wait(kr_uproc *up, int *status);
+/* The same, with *wstatus (may be NULL) as waitpid(2) gives it, so that
+ * WIFEXITED / WEXITSTATUS and WIFSIGNALED / WTERMSIG tell an exit(130)
+ * from an end by SIGINT (no core-dump flag: a μprocess dumps no core). */
+int kr_uproc_wait_wstatus(kr_uproc *up, int *wstatus);
 
 /* Send sig to the μprocess, as another process's kill(2) would (SI_USER,
  * the host's pid).  A signal it catches runs its handler; one it ignores,

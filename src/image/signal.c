@@ -437,6 +437,15 @@ static int setup_frame(struct kr__uthr *t, ucontext_t *uc, int sig, const siginf
 	if (here < sp && sp - here < ((uintptr_t)1 << 20) &&
 	    (!swit || here >= (uintptr_t)t->altstack.ss_sp))
 		sp = here - 16384;
+	/* and uc itself may be the context a frame on that stack holds (the
+	 * frame resolve() went through: a time slice's end that came while
+	 * the thread returned through one), made from the same stack pointer:
+	 * the new frame goes below that one (its return address below uc),
+	 * not over it */
+	uintptr_t held = (uintptr_t)uc - 8;
+	if (held < sp && sp - held < ((uintptr_t)1 << 20) &&
+	    (!swit || held >= (uintptr_t)t->altstack.ss_sp))
+		sp = held;
 	const uint8_t *kfp = (const uint8_t *)uc->uc_mcontext.fpregs;
 	size_t fsz = kfp ? fp_size(kfp) : 0;
 	sp = (sp - fsz) & ~(uintptr_t)63;

@@ -22,6 +22,13 @@ int kr_uproc_wait(kr_uproc *up, int *status)
 	return EINVAL; /* no μprocess can exist */
 }
 
+int kr_uproc_wait_wstatus(kr_uproc *up, int *wstatus)
+{
+	(void)up;
+	(void)wstatus;
+	return EINVAL; /* no μprocess can exist */
+}
+
 int kr_uproc_kill(kr_uproc *up, int sig)
 {
 	return !up || sig < 0 || sig > 64 ? EINVAL : ESRCH; /* no μprocess can exist */

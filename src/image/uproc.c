@@ -1503,13 +1503,24 @@ fail:
 
 int kr_uproc_wait(kr_uproc *up, int *status)
 {
+	int ws, err = kr_uproc_wait_wstatus(up, &ws);
+	if (!err && status)
+		*status = WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws);
+	return err;
+}
+
+int kr_uproc_wait_wstatus(kr_uproc *up, int *wstatus)
+{
 	if (!up || up->magic != KR_UPROC_MAGIC)
 		return EINVAL;
 	int err = kr_mp_join(up->main.mp, NULL);
 	if (err)
 		return err;
-	if (status)
-		*status = up->status;
+	/* ended by a signal: not by exit, and 128 + the signal (a status of
+	 * 126 or 127 without exit is karui's: the program could not start) */
+	int sig = !up->exited && up->status > 128 ? up->status - 128 : 0;
+	if (wstatus)
+		*wstatus = sig ? sig : (up->status & 0xff) << 8;
 	pthread_mutex_lock(&G.lock);
 	live_unlink(up);
 	up->magic = 0;
