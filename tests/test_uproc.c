@@ -2515,6 +2515,20 @@ static void a_kill_ends_every_thread_of_a_uproc_that_computes(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A call site that threads run on two VPs at once is rewritten under
+ * them (rewrite.c: poke_live): every call meanwhile gives the right
+ * result and keeps the registers, and the site ends rewritten. */
+static void a_site_is_rewritten_while_threads_run_it(void)
+{
+	start(2);
+	need_uprocs();
+	char *out = NULL;
+	KT_EQ(run_tprobe("live-rewrite", NULL, NULL, &out), 0);
+	KT_CHECK(out && strcmp(out, "ok\nrewritten\n") == 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* Debian's threaded compressors and GNU sort, each with two threads of
  * work, write what they write natively, byte for byte. */
 static void threaded_programs_give_what_they_give_natively(void)
@@ -2644,6 +2658,7 @@ int main(int argc, char **argv)
 	KT_RUN(uprocs_signal_each_other_by_pid);
 	KT_RUN(sigchld_runs_its_handler);
 	KT_RUN(threads_run_as_natively);
+	KT_RUN(a_site_is_rewritten_while_threads_run_it);
 	KT_RUN(a_thread_ends_itself_or_its_uproc);
 	KT_RUN(a_kill_ends_every_thread_of_a_uproc_that_computes);
 	KT_RUN(threaded_programs_give_what_they_give_natively);

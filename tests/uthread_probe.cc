@@ -13,6 +13,13 @@
  *                                  others wait
  *   uthread_probe main-exits-first the main thread ends by pthread_exit;
  *                                  a thread says "worker done" 50 ms later
+ *   uthread_probe live-rewrite     4 threads and the main one make the same
+ *                                  system call, from one site, 20000 times
+ *                                  each while it is rewritten: "ok" if each
+ *                                  result and the registers around it were
+ *                                  right, then "rewritten" or "trapping"
+ *                                  (the site's first byte, as the last
+ *                                  thread left it)
  *   uthread_probe spin N           N threads and the main one compute for
  *                                  ever without system calls ("spinning")
  *   uthread_probe exec PATH ARG    a thread waits in a read of its stdin,
@@ -47,6 +54,45 @@
 #include <unistd.h>
 
 static pid_t tid() { return (pid_t)syscall(SYS_gettid); }
+
+/* getppid through the syscall instruction at live_site, with registers
+ * that the call must keep set around it: 0 if all were kept. */
+extern "C" unsigned char live_site[];
+__attribute__((noinline)) static long live_call(long *ppid)
+{
+	long rax = SYS_getppid, r12 = 0x1212, rbx = 0x3434, rdi = 0x5656, rsi = 0x7878;
+	__asm__ volatile(".globl live_site\n"
+			 "live_site: syscall"
+			 : "+a"(rax), "+r"(r12), "+b"(rbx), "+D"(rdi), "+S"(rsi)
+			 :
+			 : "rcx", "r11", "memory");
+	*ppid = rax;
+	return (r12 != 0x1212) + (rbx != 0x3434) + (rdi != 0x5656) + (rsi != 0x7878);
+}
+
+static void live_rewrite()
+{
+	long want;
+	if (live_call(&want)) {
+		puts("registers changed");
+		return;
+	}
+	std::atomic<long> bad{0};
+	auto work = [&] {
+		for (int i = 0; i < 20000; i++) {
+			long got;
+			if (live_call(&got) || got != want)
+				bad++;
+		}
+	};
+	std::vector<std::thread> ts;
+	for (int i = 0; i < 4; i++)
+		ts.emplace_back(work);
+	work();
+	for (auto &t : ts)
+		t.join();
+	printf("%s\n%s\n", bad ? "bad" : "ok", live_site[0] == 0xeb ? "rewritten" : "trapping");
+}
 
 static thread_local int tl = -1;
 
@@ -324,6 +370,10 @@ int main(int argc, char **argv)
 		});
 		x.detach();
 		pthread_exit(nullptr);
+	}
+	if (!strcmp(m, "live-rewrite")) {
+		live_rewrite();
+		return 0;
 	}
 	if (!strcmp(m, "spin") && argc > 2) {
 		static volatile unsigned long sink;

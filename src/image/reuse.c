@@ -141,7 +141,7 @@ static void free_key_and_copy(struct kr__image *im)
 	for (int i = 0; im->envp && im->envp[i]; i++)
 		free(im->envp[i]);
 	free(im->envp);
-	free(im->reg.r);
+	kr__rl_free(&im->reg);
 }
 
 /* A kept image goes: everything of it. */
@@ -326,8 +326,7 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 out:
 	if (room)
 		live_done();
-	free(up->wr.r);
-	up->wr = (struct kr__rlist){0};
+	kr__rl_free(&up->wr);
 	return entry;
 }
 
@@ -526,7 +525,7 @@ int kr__img_keep(struct kr_uproc *up)
 	struct kr__rlist run = {0};
 	for (size_t i = 0; i < up->reg.n; i++)
 		if (kr__rl_add(&run, up->reg.r[i].lo, up->reg.r[i].hi)) {
-			free(run.r);
+			kr__rl_free(&run);
 			kr__img_drop(up);
 			return 0;
 		}
@@ -536,9 +535,8 @@ int kr__img_keep(struct kr_uproc *up)
 	for (size_t i = 0; i < run.n; i++)
 		kr__xmap_del(up, run.r[i].lo, run.r[i].hi);
 	kr__rl_unmap(&run);
-	free(run.r);
-	free(up->reg.r);
-	up->reg = (struct kr__rlist){0};
+	kr__rl_free(&run);
+	kr__rl_free(&up->reg);
 	swap_rw(up, im);
 	up->img = NULL;
 

@@ -58,7 +58,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "uproc.h"
@@ -384,7 +386,12 @@ static uintptr_t find_slot(struct kr__rw *rw, uintptr_t base, uintptr_t site)
  * table, and the wrapper's own code uses no x87, SSE, AVX or AVX-512
  * instruction.  Everything else keeps the full save. */
 
-static const char *const wrappers[] = {"read", "write", "readv", "writev", "pread64", "pwrite64"};
+static const char *const wrappers[] = {
+	"read",	     "write",	   "readv",	      "writev",	     "pread64",
+	"pwrite64",  "sched_yield", "__nanosleep",    "clock_nanosleep", "poll",
+	"ppoll",     "epoll_wait", "recv",	      "send",	     "recvfrom",
+	"sendto",    "recvmsg",	   "sendmsg",	      "accept",	     "accept4",
+	"connect",   "close"};
 
 static uint32_t gnu_hash(const char *s)
 {
@@ -584,6 +591,64 @@ static void jumps(uint8_t jmp5[5], uint8_t jmp2[2], uintptr_t site, uintptr_t sl
 	jmp2[1] = (uint8_t)(int8_t)((intptr_t)slot - (intptr_t)(site + 2));
 }
 
+/* Every thread of the process runs a serialising instruction before it
+ * runs code again (membarrier's SYNC_CORE): what it fetched before a
+ * write to code is not what it runs after.  0 where the kernel has no
+ * such command, or refuses it. */
+static int sync_cores(void)
+{
+	static int ok = -1; /* -1: not registered yet */
+	int v = __atomic_load_n(&ok, __ATOMIC_ACQUIRE);
+	if (v < 0) {
+		v = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0,
+			    0) == 0;
+		__atomic_store_n(&ok, v, __ATOMIC_RELEASE);
+	}
+	return v && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
+}
+
+/* The two bytes of a syscall at site become jmp2 while other threads may
+ * run them: one byte at a time, as a kernel patches its live code.  First
+ * int3 over the opcode's first byte, so that a thread that comes there
+ * traps (and is sent back to the site until the patch is done:
+ * kr__rw_patched); then the jump's offset into the second byte, which no
+ * thread runs as the start of an instruction now; then the jump's opcode
+ * over the int3.  Each write is seen by every processor before the next
+ * (sync_cores).  Where one fails, the site keeps trapping: the int3 goes
+ * back to the syscall's first byte. */
+static int poke_live(uintptr_t site, const uint8_t jmp2[2])
+{
+	static const uint8_t int3 = 0xcc, sys0 = 0x0f;
+	if (!sync_cores() || !poke(site, &int3, 1, PROT_READ | PROT_EXEC))
+		return 0;
+	if (!sync_cores() || !poke(site + 1, jmp2 + 1, 1, PROT_READ | PROT_EXEC) ||
+	    !sync_cores()) {
+		poke(site, &sys0, 1, PROT_READ | PROT_EXEC);
+		return 0;
+	}
+	if (!poke(site, jmp2, 1, PROT_READ | PROT_EXEC))
+		return 0; /* the int3 stays: kr__rw_patched retries for ever */
+	sync_cores();
+	return 1;
+}
+
+int kr__rw_patched(struct kr_uproc *up, uintptr_t at)
+{
+	struct kr__rw *rw = __atomic_load_n(&up->rw, __ATOMIC_ACQUIRE);
+	if (!rw)
+		return 0;
+	const unsigned mask = sizeof rw->site / sizeof *rw->site - 1;
+	unsigned h = (unsigned)((at * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+	for (unsigned k = 0; k <= mask; k++, h = (h + 1) & mask) {
+		uintptr_t s = __atomic_load_n(&rw->site[h].at, __ATOMIC_ACQUIRE);
+		if (!s)
+			return 0;
+		if (s == at)
+			return 1;
+	}
+	return 0;
+}
+
 /* The flags are dead after the syscall at site: the next instruction is
  * a cmp of %rax or %eax with an immediate (how a C library's wrappers test
  * the result) or a ret (the ABI keeps no flag across a call). */
@@ -593,7 +658,7 @@ static int flags_dead(uintptr_t site)
 	return p[0] == 0xc3 || p[0] == 0x3d || (p[0] == 0x48 && p[1] == 0x3d);
 }
 
-static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
+static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site, int threaded)
 {
 	uintptr_t base = image_of(up, site);
 	if (!base || rw->nslots == sizeof rw->slots / sizeof *rw->slots)
@@ -613,16 +678,23 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site)
 		return 0;
 	sp->used += TRAMP;
 	jumps(jmp5, jmp2, site, slot, tramp);
-	/* slot and site in one write, with the bytes between them as they are
-	 * (a rel8 apart: at most 134 bytes); the μprocess runs none of them
-	 * meanwhile, as it is here */
-	uintptr_t lo = slot < site ? slot : site, hi = slot + 5 > site + 2 ? slot + 5 : site + 2;
-	uint8_t both[160];
-	memcpy(both, (const void *)lo, hi - lo);
-	memcpy(both + (slot - lo), jmp5, 5);
-	memcpy(both + (site - lo), jmp2, 2);
-	if (!poke(lo, both, hi - lo, PROT_READ | PROT_EXEC))
-		return 0;
+	if (threaded) {
+		/* the slot runs nowhere yet; the site may, on another VP */
+		if (!poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) || !poke_live(site, jmp2))
+			return 0;
+	} else {
+		/* slot and site in one write, with the bytes between them as
+		 * they are (a rel8 apart: at most 134 bytes); the μprocess runs
+		 * none of them meanwhile, as it is here */
+		uintptr_t lo = slot < site ? slot : site,
+			  hi = slot + 5 > site + 2 ? slot + 5 : site + 2;
+		uint8_t both[160];
+		memcpy(both, (const void *)lo, hi - lo);
+		memcpy(both + (slot - lo), jmp5, 5);
+		memcpy(both + (site - lo), jmp2, 2);
+		if (!poke(lo, both, hi - lo, PROT_READ | PROT_EXEC))
+			return 0;
+	}
 	rw->slots[rw->nslots++] = slot;
 	up->rewritten++;
 	return 1;
@@ -915,14 +987,14 @@ static struct site *site_entry(struct kr__rw *rw, uintptr_t site)
 		struct site *s = &rw->site[h];
 		if (s->at && s->at != site)
 			continue;
-		s->at = site;
+		__atomic_store_n(&s->at, site, __ATOMIC_RELEASE); /* kr__rw_patched */
 		return s;
 	}
 	return NULL;
 }
 
 /* The known sites of xm's file, rewritten in this image (once). */
-static void seed(struct kr_uproc *up, struct kr__rw *rw, struct kr__xmap *xm)
+static void seed(struct kr_uproc *up, struct kr__rw *rw, struct kr__xmap *xm, int threaded)
 {
 	xm->seeded = 1;
 	if (!xm->file.ino)
@@ -942,23 +1014,25 @@ static void seed(struct kr_uproc *up, struct kr__rw *rw, struct kr__xmap *xm)
 		    !(s = site_entry(rw, at)) || s->traps == UINT32_MAX)
 			continue;
 		s->traps = UINT32_MAX; /* rewritten now, or never */
-		rewrite(up, rw, at);
+		rewrite(up, rw, at, threaded);
 	}
 	free(off);
 }
 
-void kr__rw_trapped(struct kr_uproc *up, uintptr_t site)
+void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded)
 {
-	if (!up->rw && !(up->rw = calloc(1, sizeof *up->rw)))
-		return;
+	pthread_mutex_lock(&up->mlock); /* against its other threads */
 	struct kr__rw *rw = up->rw;
-	struct kr__xmap *xm = xmap_of(up, site);
+	if (!rw && (rw = calloc(1, sizeof *rw)))
+		__atomic_store_n(&up->rw, rw, __ATOMIC_RELEASE);
+	struct kr__xmap *xm = rw ? xmap_of(up, site) : NULL;
 	if (xm && !xm->seeded)
-		seed(up, rw, xm); /* (xm stays valid: rewriting maps nothing here) */
-	struct site *s = site_entry(rw, site);
-	if (!s || s->traps == UINT32_MAX || ++s->traps < HOT)
-		return;
-	s->traps = UINT32_MAX; /* rewritten, or given up on */
-	if (rewrite(up, rw, site) && (xm = xmap_of(up, site)))
-		known_add(xm, site);
+		seed(up, rw, xm, threaded); /* (xm stays valid: rewriting maps nothing here) */
+	struct site *s = rw ? site_entry(rw, site) : NULL;
+	if (s && s->traps != UINT32_MAX && ++s->traps >= HOT) {
+		s->traps = UINT32_MAX; /* rewritten, or given up on */
+		if (rewrite(up, rw, site, threaded) && (xm = xmap_of(up, site)))
+			known_add(xm, site);
+	}
+	pthread_mutex_unlock(&up->mlock);
 }

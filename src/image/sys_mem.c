@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -23,11 +24,12 @@
 
 #define PG 4096ul
 
+static long mmap_locked(struct kr_uproc *up, long a[6], long b[6]);
+
 long kr__sys_mmap(struct kr_uproc *up, long nr, long a[6])
 {
 	long b[6];
 	memcpy(b, a, sizeof b);
-	size_t len = ((size_t)a[1] + PG - 1) & ~(PG - 1);
 	if (!(a[3] & MAP_ANONYMOUS)) {
 		FILE_OR(up, a[4], EBADF);
 		if (f->kind != UF_HOST)
@@ -35,6 +37,15 @@ long kr__sys_mmap(struct kr_uproc *up, long nr, long a[6])
 		b[4] = f->hostfd;
 	}
 	up = kr__mm(up); /* its fds are its own, its memory a vfork parent's */
+	pthread_mutex_lock(&up->mlock);
+	long r = mmap_locked(up, a, b);
+	pthread_mutex_unlock(&up->mlock);
+	return r;
+}
+
+static long mmap_locked(struct kr_uproc *up, long a[6], long b[6])
+{
+	size_t len = ((size_t)a[1] + PG - 1) & ~(PG - 1);
 	if ((a[3] & MAP_FIXED) && !kr__rl_covers(&up->reg, (uintptr_t)a[0], (uintptr_t)a[0] + len))
 		b[3] = (a[3] & ~MAP_FIXED) | MAP_FIXED_NOREPLACE; /* never over the host's */
 	if (a[3] & MAP_GROWSDOWN)
@@ -83,9 +94,8 @@ static long owned(struct kr_uproc *up, long addr, long len)
 	return (addr & (PG - 1)) == 0 && kr__rl_covers(&up->reg, (uintptr_t)addr, (uintptr_t)addr + l);
 }
 
-long kr__sys_munmap(struct kr_uproc *up, long nr, long a[6])
+static long munmap_locked(struct kr_uproc *up, long a[6])
 {
-	up = kr__mm(up);
 	if (!owned(up, a[0], a[1]))
 		return -EINVAL;
 	long r = kr__pass(SYS_munmap, a);
@@ -97,9 +107,8 @@ long kr__sys_munmap(struct kr_uproc *up, long nr, long a[6])
 	return r;
 }
 
-long kr__sys_mremap(struct kr_uproc *up, long nr, long a[6])
+static long mremap_locked(struct kr_uproc *up, long a[6])
 {
-	up = kr__mm(up);
 	if (!owned(up, a[0], a[1]) || (a[3] & MREMAP_FIXED))
 		return -EINVAL;
 	long r = kr__pass(SYS_mremap, a);
@@ -117,9 +126,8 @@ long kr__sys_mremap(struct kr_uproc *up, long nr, long a[6])
 }
 
 /* mprotect, madvise, ...: on its own mappings (its stack is one). */
-long kr__sys_on_own(struct kr_uproc *up, long nr, long a[6])
+static long on_own_locked(struct kr_uproc *up, long nr, long a[6])
 {
-	up = kr__mm(up);
 	if (!owned(up, a[0], a[1]))
 		return -EINVAL;
 	long r = kr__pass(nr, a);
@@ -135,6 +143,31 @@ long kr__sys_on_own(struct kr_uproc *up, long nr, long a[6])
 	if (r == 0 && (nr == SYS_mlock || nr == SYS_munlock))
 		kr__img_dirty(up, (uintptr_t)a[0], hi);
 	return r;
+}
+
+/* Each under its memory's lock, against its other threads. */
+#define LOCKED(call)                                                           \
+	({                                                                     \
+		up = kr__mm(up);                                               \
+		pthread_mutex_lock(&up->mlock);                                \
+		long r_ = (call);                                              \
+		pthread_mutex_unlock(&up->mlock);                              \
+		r_;                                                            \
+	})
+
+long kr__sys_munmap(struct kr_uproc *up, long nr, long a[6])
+{
+	return LOCKED(munmap_locked(up, a));
+}
+
+long kr__sys_mremap(struct kr_uproc *up, long nr, long a[6])
+{
+	return LOCKED(mremap_locked(up, a));
+}
+
+long kr__sys_on_own(struct kr_uproc *up, long nr, long a[6])
+{
+	return LOCKED(on_own_locked(up, nr, a));
 }
 
 /* It never grows: malloc maps instead. */

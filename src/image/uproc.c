@@ -48,7 +48,7 @@
  *
  * The end.  exit_group, a return from main (which calls it), a signal
  * whose default action ends a process (abort(), raise(), a kill), and a
- * fault in its code (SIGSEGV, SIGBUS, SIGFPE, SIGILL) that no handler of
+ * fault in its code (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP) that no handler of
  * its own takes (the fault's handler runs on the VP's alternate stack and
  * redirects the thread to `die` on its microprocess's stack) end the
  * μprocess alone; exit ends its calling thread.  kr__uthr_end moves to
@@ -300,7 +300,7 @@ static int install_handlers(void)
 				.restorer = kr__img_restorer};
 	if (syscall(SYS_rt_sigaction, SIGSYS, &ks, NULL, 8))
 		return errno;
-	static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
 	for (unsigned i = 0; i < sizeof faults / sizeof *faults; i++) {
 		int s = faults[i];
 		sigaction(s, NULL, &G.old[s]);
@@ -435,25 +435,84 @@ pid_t kr__uproc_new_pid(void)
 	return pid;
 }
 
+/* A zeroed μprocess record. */
+static struct kr_uproc *uproc_alloc(void)
+{
+	struct kr_uproc *up = calloc(1, sizeof *up);
+	if (up)
+		pthread_mutex_init(&up->mlock, NULL);
+	return up;
+}
+
 /* ---------------- regions: what a μprocess has mapped ---------------- */
 
-int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+/* A reader's view of l that no change overlapped: what f finds in it.
+ * A change in progress on this very thread (a signal handler that came
+ * in the middle of it) never ends while the reader waits: after a while
+ * it gives up, and the answer is 0. */
+static int rl_read(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi,
+		   int (*f)(const struct kr__region *, size_t, uintptr_t, uintptr_t))
 {
-	for (size_t i = 0; i < l->n && lo < hi; i++)
-		if (l->r[i].lo <= lo && lo < l->r[i].hi)
-			lo = l->r[i].hi;
+	for (unsigned spins = 0; spins < (1u << 22); spins++) {
+		unsigned s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE);
+		if (s & 1) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		/* cap before r: an r newer than its cap is larger still */
+		size_t cap = __atomic_load_n(&l->cap, __ATOMIC_ACQUIRE);
+		const struct kr__region *r = __atomic_load_n(&l->r, __ATOMIC_ACQUIRE);
+		size_t n = __atomic_load_n(&l->n, __ATOMIC_RELAXED);
+		int v = f(r, n < cap ? n : cap, lo, hi);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&l->seq, __ATOMIC_RELAXED) == s)
+			return v;
+	}
+	return 0;
+}
+
+static int covers(const struct kr__region *r, size_t n, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < n && lo < hi; i++) {
+		uintptr_t a = __atomic_load_n(&r[i].lo, __ATOMIC_RELAXED);
+		uintptr_t b = __atomic_load_n(&r[i].hi, __ATOMIC_RELAXED);
+		if (a <= lo && lo < b)
+			lo = b;
+	}
 	return lo >= hi;
 }
 
-int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+static int meets(const struct kr__region *r, size_t n, uintptr_t lo, uintptr_t hi)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (l->r[i].lo < hi && lo < l->r[i].hi)
+	for (size_t i = 0; i < n; i++)
+		if (__atomic_load_n(&r[i].lo, __ATOMIC_RELAXED) < hi &&
+		    lo < __atomic_load_n(&r[i].hi, __ATOMIC_RELAXED))
 			return 1;
 	return 0;
 }
 
-void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+{
+	return rl_read(l, lo, hi, covers);
+}
+
+int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+{
+	return rl_read(l, lo, hi, meets);
+}
+
+static void rl_begin(struct kr__rlist *l)
+{
+	__atomic_store_n(&l->seq, l->seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void rl_end(struct kr__rlist *l)
+{
+	__atomic_store_n(&l->seq, l->seq + 1, __ATOMIC_RELEASE);
+}
+
+static void rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
 	for (size_t i = 0; i < l->n;) {
 		struct kr__region *r = &l->r[i];
@@ -483,24 +542,47 @@ void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 	}
 }
 
+void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+{
+	rl_begin(l);
+	rl_del(l, lo, hi);
+	rl_end(l);
+}
+
 int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
-	kr__rl_del(l, lo, hi);
 	if (l->n + 2 > l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct kr__region *n = realloc(l->r, cap * sizeof *n);
+		struct kr__region *n = l->nold < sizeof l->old / sizeof *l->old
+					       ? malloc(cap * sizeof *n)
+					       : NULL;
 		if (!n)
 			return ENOMEM;
-		l->r = n;
-		l->cap = cap;
+		if (l->n)
+			memcpy(n, l->r, l->n * sizeof *n);
+		if (l->r)
+			l->old[l->nold++] = l->r; /* a reader may be in it */
+		__atomic_store_n(&l->r, n, __ATOMIC_RELEASE);
+		__atomic_store_n(&l->cap, cap, __ATOMIC_RELEASE);
 	}
+	rl_begin(l);
+	rl_del(l, lo, hi);
 	size_t i = 0;
 	while (i < l->n && l->r[i].lo < lo)
 		i++;
 	memmove(&l->r[i + 1], &l->r[i], (l->n - i) * sizeof *l->r);
 	l->r[i] = (struct kr__region){lo, hi};
 	l->n++;
+	rl_end(l);
 	return 0;
+}
+
+void kr__rl_free(struct kr__rlist *l)
+{
+	for (unsigned i = 0; i < l->nold; i++)
+		free(l->old[i]);
+	free(l->r);
+	memset(l, 0, sizeof *l);
 }
 
 /* Unmap every range of l: adjacent ones in one call, one TLB shoot-down
@@ -558,10 +640,8 @@ static void mem_release(struct kr_uproc *up)
 {
 	kr__img_drop(up); /* its regions are among up's */
 	kr__rl_unmap(&up->reg);
-	free(up->reg.r);
-	up->reg = (struct kr__rlist){0};
-	free(up->wr.r);
-	up->wr = (struct kr__rlist){0};
+	kr__rl_free(&up->reg);
+	kr__rl_free(&up->wr);
 	free(up->fmaps);
 	up->fmaps = NULL;
 	up->nfmaps = up->capfmaps = 0;
@@ -750,7 +830,7 @@ static __attribute__((noreturn, used)) void stand_in_here(struct kr_uproc *up)
 
 int kr__uproc_real_child(struct kr_uproc *up, pid_t pid, int pidfd)
 {
-	struct kr_uproc *c = calloc(1, sizeof *c);
+	struct kr_uproc *c = uproc_alloc();
 	if (!c) {
 		close(pidfd);
 		return ENOMEM;
@@ -1003,6 +1083,10 @@ __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void
 		g[REG_RIP] += 2;
 		return (struct kr__fast){1, t->fs};
 	}
+	if (up && sig == SIGTRAP && kr__rw_patched(up, (uintptr_t)g[REG_RIP] - 1)) {
+		g[REG_RIP] -= 1; /* a site karui patches while it runs: again */
+		return (struct kr__fast){1, t->fs};
+	}
 	if (up && kr__sig_fault(t, uc, si))
 		return (struct kr__fast){1, t->fs}; /* into its handler */
 	if (up) {
@@ -1023,6 +1107,8 @@ __attribute__((used)) struct kr__fast kr__img_fault(int sig, siginfo_t *si, void
 		return (struct kr__fast){0, 0};
 	}
 	signal(sig, SIG_DFL); /* the fault comes again and ends the process */
+	if (sig == SIGTRAP)
+		raise(sig); /* a trap does not come again */
 	return (struct kr__fast){0, 0};
 }
 
@@ -1094,14 +1180,13 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	/* a vfork child has no image of its own; a vfork or a thread's clone
 	 * needs the trap's frame (kr__uproc_vfork, kr__thr_clone), so its site
 	 * is never made hot; nor is rt_sigreturn's, which needs the frame too */
-	/* nor while it has other threads, which may run the code it rewrites
-	 * and trap into its sites' table at once (rewrite.c), or calls into
-	 * its exports (call.c), which are threads too */
+	/* while it has other threads, which may run the code it rewrites,
+	 * the rewrite is made live (rewrite.c); not while calls into its
+	 * exports (call.c) run its code */
 	if (G.rewrite && !up->vparent && nr != SYS_vfork && nr != SYS_clone && nr != SYS_fork &&
-	    __atomic_load_n(&up->nthreads, __ATOMIC_RELAXED) == 1 && !up->xc &&
-	    nr != SYS_rt_sigreturn && ((const uint8_t *)site)[0] == 0x0f &&
+	    !up->xc && nr != SYS_rt_sigreturn && ((const uint8_t *)site)[0] == 0x0f &&
 	    ((const uint8_t *)site)[1] == 0x05)
-		kr__rw_trapped(up, site);
+		kr__rw_trapped(up, site, __atomic_load_n(&up->nthreads, __ATOMIC_RELAXED) > 1);
 	t->uc = uc;
 	t->callsp = (uintptr_t)uc;
 	t->usp = (uintptr_t)g[REG_RSP];
@@ -1420,7 +1505,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		err = ready();
 	if (err)
 		return err;
-	struct kr_uproc *up = calloc(1, sizeof *up);
+	struct kr_uproc *up = uproc_alloc();
 	if (!up)
 		return ENOMEM;
 	up->magic = KR_UPROC_MAGIC;
@@ -1734,7 +1819,7 @@ long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, u
 	struct kr_uproc *up = t->up;
 	if (!t->uc)
 		return -ENOSYS;
-	struct kr_uproc *c = calloc(1, sizeof *c);
+	struct kr_uproc *c = uproc_alloc();
 	if (!c)
 		return -ENOMEM;
 	c->magic = KR_UPROC_MAGIC;
@@ -1875,7 +1960,7 @@ static void exec_keep(struct kr_uproc *up, struct kr__uthr *t)
 long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv, char **envp)
 {
 	struct kr_uproc *up = t->up;
-	struct kr_uproc *old = calloc(1, sizeof *old);
+	struct kr_uproc *old = uproc_alloc();
 	if (!old) {
 		struct kr_uproc v = {.argv = argv, .envp = envp};
 		free_vectors(&v);

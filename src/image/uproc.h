@@ -123,9 +123,17 @@ void kr__upipe_state(kr_upipe *p, size_t *buffered, size_t *room, unsigned *clos
 struct kr__region {
 	uintptr_t lo, hi;
 };
-struct kr__rlist {       /* sorted, disjoint */
+/* Sorted, disjoint.  Changed by one thread at a time (a μprocess's own
+ * lists: under its mm's mlock), read by any, without a lock, from signal
+ * handlers too: a change makes seq odd while it lasts, and an array
+ * outgrown is kept, not freed, until kr__rl_free, so that a reader never
+ * touches freed memory and retries what a change overlapped. */
+struct kr__rlist {
 	struct kr__region *r;
 	size_t n, cap;
+	unsigned seq;
+	unsigned nold;
+	struct kr__region *old[40]; /* outgrown arrays (each twice the last) */
 };
 struct kr__image;        /* reuse.c */
 struct kr__xmap {        /* code mapped from an ELF file, and that image's base */
@@ -214,6 +222,8 @@ struct kr_uproc {
 	char *cwd;
 	mode_t umask;
 	uint64_t brk;
+	pthread_mutex_t mlock;    /* its threads' changes to its memory:
+				   * reg, wr, its code mappings and sites */
 	struct kr__rlist reg;     /* what it mapped (its stack too) */
 	struct kr__rlist wr;      /* of that, what is writable: kept only while
 				   * `snap` (reuse.c) */
@@ -382,6 +392,7 @@ static inline void kr__uproc_end(struct kr__uthr *t, int status)
  * [*lo, *hi).  0 or ENOMEM. */
 int kr__uproc_stack(struct kr_uproc *up, size_t size, uintptr_t *lo, uintptr_t *hi);
 int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
+void kr__rl_free(struct kr__rlist *l); /* and empty it */
 void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
@@ -572,7 +583,12 @@ void kr__img_adopt(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
 void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t base,
 		  const struct kr__file_id *file);
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi);
-void kr__rw_trapped(struct kr_uproc *up, uintptr_t site);
+/* The syscall at site trapped; threaded: other threads may run its code
+ * now, so a rewrite patches it live (poke_live).  Under up's mlock. */
+void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded);
+/* at is a site karui rewrites, or rewrote: an int3 there is karui's, and
+ * the thread that met it goes back to at.  From any thread, lock-free. */
+int kr__rw_patched(struct kr_uproc *up, uintptr_t at);
 void kr__rw_free(struct kr_uproc *up);
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld);
 int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at);

@@ -233,8 +233,8 @@ kr__img_sigfault:
  *
  * kr__img_fastcall_novec: the same for a site where no vector register is
  * live (rewrite.c: inside a C library's system-call wrapper that uses
- * none): its general path saves no vector state, and leaves the AVX upper
- * halves clean on the way back.
+ * none): its general path saves no vector state but MXCSR and the x87
+ * control word, and leaves the AVX upper halves clean on the way back.
  *
  * kr__img_fastcall_nf and kr__img_fastcall_novec_nf: the same two for a
  * site whose flags are dead after it (rewrite.c: the next instruction sets
@@ -291,6 +291,10 @@ kr__img_sigfault:
 	mov $0xe7, %eax                 /* x87 SSE AVX opmask ZMM_Hi256 Hi16_ZMM */
 	xor %edx, %edx
 	xsavec (%rsp)
+.else
+	sub $16, %rsp                   /* the ABI's callee-saved control words, */
+	stmxcsr (%rsp)                  /* which another thread on this VP may */
+	fnstcw 4(%rsp)                  /* have changed meanwhile */
 .endif
 	mov %gs:8, %rax
 	wrfsbase %rax
@@ -306,6 +310,8 @@ kr__img_sigfault:
 	mov %rbx, %rax
 	mov 64(%rbp), %rdx
 .else
+	ldmxcsr (%rsp)
+	fldcw 4(%rsp)
 	cmpb $0, kr__img_avx(%rip)
 	je 1f
 	vzeroupper
