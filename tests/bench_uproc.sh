@@ -11,7 +11,11 @@
 # the μprocess's stack has the 8 MiB and more that karui gives it, and a
 # count of μprocesses that fit.  seed003.table5 --n 20000: every
 # system's call, the peers' with their ratio to karui (a procedure whose
-# results do not add up fails karui's row instead).  uproc.threads --n 1, uproc.make --n 2
+# results do not add up fails karui's row instead).  seed003.table3 --n 2000:
+# every system's hop and switch, the switch below the hop (it is the hop
+# less a write and a read), the peers' with their ratio to karui, the seed's
+# figures on the rows that stand for its systems (a byte that comes back
+# changed fails its row instead).  uproc.threads --n 1, uproc.make --n 2
 # and uproc.script --n 100, quick: every program's and shell's rows, or a
 # row that says why not (a program not installed; a karui run that
 # failed, with its reason), and no output that differs from the native
@@ -20,6 +24,7 @@ kb=$1
 out=$("$kb" run seed003.pipe --quick --json && "$kb" run uproc.count --n 100 --json &&
 	"$kb" run seed003.table2 --quick --n 5 --json && "$kb" run seed003.table6 --json &&
 	"$kb" run seed003.table5 --quick --n 20000 --json &&
+	"$kb" run seed003.table3 --quick --n 2000 --json &&
 	"$kb" run uproc.threads --quick --n 1 --json && "$kb" run uproc.make --quick --n 2 --json &&
 	"$kb" run uproc.script --quick --n 100 --json) ||
 	{ echo "$out"; exit 1; }
@@ -65,6 +70,20 @@ for sys in karui function msgq unix-socket; do
 	[ $sys = karui ] || pat="$pat.*\"ratio_to_karui\":$num[}]$"
 	need "$pat"
 done
+t3() { # the value of seed003.table3's row of system $1, metric $2
+	echo "$out" | sed -n "s/^{\"experiment\":\"seed003.table3\",\"system\":\"$1\",\"metric\":\"$2\",\"value\":\([^,]*\),.*/\1/p"
+}
+for sys in karui karui-threads karui-mp karui-2vp pthread process pthread-2cpu process-2cpu; do
+	for m in hop switch; do
+		pat="^[{]\"experiment\":\"seed003.table3\",\"system\":\"$sys\",\"metric\":\"$m\",\"value\":$num,\"unit\":\"ns\""
+		[ $sys = karui ] || pat="$pat.*\"ratio_to_karui\":$num"
+		need "$pat"
+	done
+	awk -v h="$(t3 $sys hop)" -v s="$(t3 $sys switch)" 'BEGIN { exit !(h + 0 > 0 && s != "" && s + 0 < h + 0) }' ||
+		{ echo "seed003.table3 $sys: hop '$(t3 $sys hop)', switch '$(t3 $sys switch)'"; fail=1; }
+done
+need '^[{]"experiment":"seed003.table3","system":"karui","metric":"switch",.*"note":"seed 003: ProcThread 1.95 us"'
+need '^[{]"experiment":"seed003.table3","system":"process","metric":"switch",.*"note":"seed 003: UNIX process 82 us'
 need '^[{]"experiment":"seed003.table6","system":"karui","metric":"fit","value":[1-9][0-9]*,.*"note":"vm.max_map_count [0-9]+"[}]$'
 need "^[{]\"experiment\":\"seed003.table6\",\"system\":\"process\",\"metric\":\"total rss\",\"value\":[1-9].*\"ratio_to_karui\":$num[}]$"
 # uproc.threads, uproc.make, uproc.script: each system's rows of its

@@ -7,9 +7,9 @@
 # ratio column's header says so, and for http rows written here (requests
 # per second, where the better side is below 1×) the plot of ratios draws
 # the very ratios of the table.
-# seed003.table2's and seed003.table5's targets and seed003.table6's table,
-# from rows written here: a target met and one not, a region, a system that
-# failed.
+# seed003.table2's and seed003.table5's targets, seed003.table6's table and
+# seed003.table3's rows beside the seed's, from rows written here: a target
+# met and one not, a region, a system that failed.
 # seed001.ipc's section, from rows written here: the seed's figures beside
 # today's, ratios to karui's EPC-S row, a failed system's reason.
 # The section of Debian's programs as μprocesses, from rows written here:
@@ -40,6 +40,7 @@ need '^### Table 2: process creation and termination$'
 need '^### Table 2: starting and ending a null program$'
 need '^### Table 6: the memory of a hello program$'
 need '^### Table 5: a procedure call between μprocesses$'
+need '^### Table 3: a context switch$'
 need '^### CGI programs over HTTP \(§7\.2\)$'
 need "^### Debian's programs as μprocesses$"
 need '^\*not run \(this run has no rows for it\)\*$'
@@ -117,8 +118,17 @@ written seed003 'seed003.' \
 	'table6","system":"process","failed":"its maps or pagemap: Permission denied"' \
 	'table5","system":"karui","metric":"call","value":80,"unit":"ns"' \
 	'table5","system":"function","metric":"call","value":2,"unit":"ns"' \
-	'table5","system":"msgq","metric":"call","value":3200,"unit":"ns"'
-has seed003 '| **karui** | μprocess procedure call | 80 ns |' \
+	'table5","system":"msgq","metric":"call","value":3200,"unit":"ns"' \
+	'table3","system":"karui","metric":"switch","value":250,"unit":"ns"' \
+	'table3","system":"karui","metric":"hop","value":320,"unit":"ns"' \
+	'table3","system":"process","metric":"switch","value":900,"unit":"ns"' \
+	'table3","system":"process","metric":"hop","value":1600,"unit":"ns"' \
+	'table3","system":"karui-threads","failed":"ping ended with status 1, not 0"'
+has seed003 '| **karui** | ProcThread | 250 ns | 320 ns |' \
+	'| process | UNIX process (lmbench) | 900 ns (3.6×) | 1,600 ns (5×) |' \
+	'| karui-threads | – | failed: ping ended with status 1, not 0 |  |' \
+	'| *paper, Pentium 133 MHz, NetBSD 1.4.1* | UNIX process (lmbench) | 82,000 ns (42.1×) |  |' \
+	'| **karui** | μprocess procedure call | 80 ns |' \
 	'| *paper, Pentium 133 MHz, NetBSD 1.4.1* | message queue | 125,000 ns (30.5×) |' \
 	"Targets for a call into a μprocess: at most 100 ns: met (80 ns); at least 50× faster than the message queue: not met (40×)." \
 	"Targets for a reused μprocess: at most 2× a thread's start + join: met (1.5×); at least 10× faster than fork + exec: not met (8×)." \

@@ -59,6 +59,10 @@ double kb_row_note(const kb_ctx *c, const char *exp, const char *sys, const char
 void kb_row_none(const char *exp, const char *sys, const char *kind, const char *why);
 /* Two pipes (close-on-exec), or neither: 0 or an errno code */
 int kb_two_pipes(int a[2], int b[2]);
+/* on = 1: pin the calling thread, and so the processes it starts from
+ * then on, to the CPU it runs on (1: pinned, 0: it could not be); on = 0:
+ * give it back the CPUs it had before (0). */
+int kb_pin(int on);
 
 /* exp_seeds.c */
 void kb_seed000_table2(const kb_ctx *c);
@@ -85,6 +89,7 @@ void kb_uproc_syscall(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
 void kb_seed003_table6(const kb_ctx *c);
 void kb_seed003_table5(const kb_ctx *c);
+void kb_seed003_table3(const kb_ctx *c);
 /* Processes, for the μprocess experiments' peers (exp_uproc.c).  Start
  * path with argv by fork + execv, `in`, `out` and `err` as its fds 0, 1
  * and 2 (-1: karui-bench's); every other fd of karui-bench is

@@ -79,7 +79,6 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
-#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -1052,17 +1051,10 @@ void kb_seed001_ipc(const kb_ctx *c)
 	 * at each call, as karui's systems on one VP do; on two, a call's
 	 * time would hang on an idle processor's wake-up (12 to 50 us on a
 	 * VM) and on where the kernel put the two */
-	cpu_set_t all, one;
-	int pinned = sched_getaffinity(0, sizeof all, &all) == 0;
-	if (pinned) {
-		int cpu = sched_getcpu();
-		CPU_ZERO(&one);
-		CPU_SET(cpu >= 0 && CPU_ISSET(cpu, &all) ? cpu : 0, &one);
-		pinned = sched_setaffinity(0, sizeof one, &one) == 0;
-	}
+	int pinned = kb_pin(1);
 	for (size_t i = 0; i < NSYS; i++) {
 		if (pinned && !strcmp(SYS[i].name, "karui-itc-2vp"))
-			sched_setaffinity(0, sizeof all, &all); /* its two VPs */
+			kb_pin(0); /* its two VPs */
 		char why[200];
 		int err = kb_want(c, EXP, SYS[i].name) ? ipc_system(c, &SYS[i], calls, why, sizeof why)
 						       : 0;
@@ -1071,10 +1063,9 @@ void kb_seed001_ipc(const kb_ctx *c)
 		else if (err)
 			kb_row_none(EXP, SYS[i].name, "failed", why);
 		if (pinned && !strcmp(SYS[i].name, "karui-itc-2vp"))
-			sched_setaffinity(0, sizeof one, &one);
+			kb_pin(1);
 	}
-	if (pinned)
-		sched_setaffinity(0, sizeof all, &all);
+	kb_pin(0);
 	sigaction(SIGPIPE, &old, NULL);
 }
 

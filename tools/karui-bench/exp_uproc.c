@@ -12,6 +12,17 @@
  *                      does nothing by pthread_create + pthread_join; µs
  *                      per program (Table 2: reused, reusable, not
  *                      reusable, UNIX fork&exec, POSIX thread)
+ *   seed003.table3     lmbench lat_ctx's ring of two: a byte passed back
+ *                      and forth over two pipes by karui-bench-uprog ping
+ *                      and pong, ns per hop and per switch (the hop less
+ *                      ping's own write and read with no switch): two
+ *                      μprocesses on karui pipes (karui, and karui-2vp),
+ *                      two threads of one μprocess (karui-threads: uprog
+ *                      threads), two microprocesses of the host on
+ *                      kr_upipe calls (karui-mp); two processes on pipe(2)
+ *                      (process) and uprog threads as a process (pthread),
+ *                      all on one CPU as lat_ctx, and on two (-2cpu)
+ *                      (Table 3)
  *   seed003.pipe       5000 blocks of 4 KiB from one program to another
  *                      (karui-bench-uprog write | read): two μprocesses
  *                      joined by a kr_upipe on 2 VPs (karui) and on 1
@@ -1838,5 +1849,351 @@ void kb_seed003_table5(const kb_ctx *c)
 			kb_row_none(TABLE5, P[i].sys, "failed", strerror(e));
 		else
 			kb_row(c, TABLE5, P[i].sys, "call", "ns", v, c->reps, karui, -1);
+	}
+}
+
+/* ---------------- seed003.table3 ---------------- */
+
+#define TABLE3 "seed003.table3"
+
+static long table3_n(const kb_ctx *c)
+{
+	return c->n ? c->n : c->quick ? 5000 : 50000;
+}
+
+struct t3_arg {
+	const char *prog;
+	long n;      /* round trips per run */
+	char ns[24]; /* n, for argv */
+};
+
+/* "HOP OVERHEAD" as karui-bench-uprog ping and threads print it, into
+ * v[r] (the hop) and v[reps + r] (the switch: the hop less the overhead,
+ * lat_ctx's figure), if r >= 0; 0 or -1 (why says what it was). */
+static int t3_take(const kb_ctx *c, const char *b, int r, double *v, char *why, size_t n)
+{
+	double hop, ovh;
+	if (sscanf(b, "%lf %lf", &hop, &ovh) != 2 || !(hop > 0) || !(ovh > 0)) {
+		snprintf(why, n, "karui-bench-uprog printed '%.60s', not HOP OVERHEAD", b);
+		return -1;
+	}
+	if (r >= 0) {
+		v[r] = hop;
+		v[c->reps + r] = hop - ovh;
+	}
+	return 0;
+}
+
+/* ping and pong as two μprocesses around two karui pipes, ping's stderr a
+ * third, drained into buf; their statuses in *ps and *qs (-1: not run).
+ * 0 or an errno code. */
+static int t3_ring(const struct t3_arg *a, char *buf, size_t cap, int *ps, int *qs)
+{
+	char *pargv[] = {"karui-bench-uprog", "ping", (char *)a->ns, NULL};
+	char *qargv[] = {"karui-bench-uprog", "pong", (char *)a->ns, NULL};
+	kr_upipe *p[3] = {NULL, NULL, NULL}; /* to pong, to ping, ping's stderr */
+	kr_uproc *pu = NULL, *qu = NULL;
+	kr_uproc_attr pa, qa;
+	int e = 0;
+	*ps = *qs = -1;
+	for (int i = 0; i < 3 && !e; i++)
+		e = kr_upipe_create(&p[i]);
+	if (!e) {
+		kr_uproc_attr_init(&pa);
+		kr_uproc_attr_init(&qa);
+		kr_uproc_attr_fd_pipe(&pa, 0, p[1], KR_UPIPE_READ);
+		kr_uproc_attr_fd_pipe(&pa, 1, p[0], KR_UPIPE_WRITE);
+		kr_uproc_attr_fd_pipe(&pa, 2, p[2], KR_UPIPE_WRITE);
+		kr_uproc_attr_fd_pipe(&qa, 0, p[0], KR_UPIPE_READ);
+		kr_uproc_attr_fd_pipe(&qa, 1, p[1], KR_UPIPE_WRITE);
+		e = kr_uproc_spawn(&pu, a->prog, pargv, &pa);
+		if (!e)
+			e = kr_uproc_spawn(&qu, a->prog, qargv, &qa);
+	}
+	/* the μprocesses hold their ends: one that is left alone sees end of
+	 * file or EPIPE, not a wait for ever */
+	for (int i = 0; i < 3; i++)
+		if (p[i]) {
+			kr_upipe_close(p[i], KR_UPIPE_WRITE);
+			if (i < 2 || !pu)
+				kr_upipe_close(p[i], KR_UPIPE_READ);
+		}
+	long lines;
+	int de = pu ? drain_upipe(p[2], buf, cap, &lines) : 0;
+	if (pu)
+		kr_upipe_close(p[2], KR_UPIPE_READ);
+	int we = pu ? kr_uproc_wait(pu, ps) : 0;
+	int wq = qu ? kr_uproc_wait(qu, qs) : 0;
+	return e ? e : we ? we : wq ? wq : de;
+}
+
+/* karui: two μprocesses pass a byte around */
+static int t3_uprocs_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	for (int r = -1; r < c->reps; r++) {
+		char buf[128];
+		int ps, qs, e = t3_ring(arg, buf, sizeof buf, &ps, &qs);
+		if (e)
+			return e;
+		if (ps)
+			return bad_status(k, "ping", ps, 0);
+		if (qs)
+			return bad_status(k, "pong", qs, 0);
+		if (t3_take(c, buf, r, k->v, k->why, sizeof k->why))
+			return -1;
+	}
+	k->nv = 2 * c->reps;
+	return 0;
+}
+
+/* karui-threads: karui-bench-uprog threads, one μprocess */
+static int t3_threads_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	const struct t3_arg *a = arg;
+	char *argv[] = {"karui-bench-uprog", "threads", (char *)a->ns, NULL};
+	for (int r = -1; r < c->reps; r++) {
+		kr_upipe *out;
+		kr_uproc *up;
+		kr_uproc_attr at;
+		char buf[128];
+		long lines;
+		int st = -1, e = kr_upipe_create(&out);
+		if (e)
+			return e;
+		kr_uproc_attr_init(&at);
+		kr_uproc_attr_fd_pipe(&at, 1, out, KR_UPIPE_WRITE);
+		e = kr_uproc_spawn(&up, a->prog, argv, &at);
+		kr_upipe_close(out, KR_UPIPE_WRITE);
+		int de = e ? 0 : drain_upipe(out, buf, sizeof buf, &lines);
+		kr_upipe_close(out, KR_UPIPE_READ);
+		if (e || (e = kr_uproc_wait(up, &st)) || (e = de))
+			return e;
+		if (st)
+			return bad_status(k, "karui-bench-uprog threads", st, 0);
+		if (t3_take(c, buf, r, k->v, k->why, sizeof k->why))
+			return -1;
+	}
+	k->nv = 2 * c->reps;
+	return 0;
+}
+
+/* karui-mp: the same ring between two microprocesses of the host, on
+ * karui pipes by kr_upipe_read and _write: a μprocess's write and read
+ * less the system calls' way into karui */
+static int up_put(kr_upipe *p, unsigned char c)
+{
+	size_t done;
+	int e = kr_upipe_write(p, &c, 1, &done);
+	return e ? e : done == 1 ? 0 : EIO;
+}
+
+static int up_get(kr_upipe *p, unsigned char *c)
+{
+	size_t got;
+	int e = kr_upipe_read(p, c, 1, &got);
+	return e ? e : got == 1 ? 0 : EIO;
+}
+
+struct t3_mp {
+	kr_upipe *in, *out;
+	long n;
+};
+
+static void *t3_pong_mp(void *arg)
+{
+	const struct t3_mp *m = arg;
+	unsigned char c;
+	long e = 0;
+	for (long i = 0; i <= m->n && !e; i++)
+		if (!(e = up_get(m->in, &c)))
+			e = up_put(m->out, c);
+	return (void *)e;
+}
+
+/* One run of karui-mp: ns per hop and per write and read; 0 or an errno
+ * code (EIO: a byte lost or changed). */
+static int t3_mp_once(long n, double *hop, double *ovh)
+{
+	kr_upipe *p[3] = {NULL, NULL, NULL}; /* to pong, to ping, ping's own */
+	int e = 0;
+	unsigned char c;
+	for (int i = 0; i < 3 && !e; i++)
+		e = kr_upipe_create(&p[i]);
+	double t0 = kb_now_ns();
+	for (long i = 0; i < n && !e; i++)
+		if (!(e = up_put(p[2], (unsigned char)i)) && !(e = up_get(p[2], &c)))
+			e = c == (unsigned char)i ? 0 : EIO;
+	*ovh = (kb_now_ns() - t0) / (double)n;
+	struct t3_mp m = {p[0], p[1], n};
+	kr_mp *mp = NULL;
+	if (!e)
+		e = kr_mp_create(&mp, NULL, t3_pong_mp, &m);
+	for (long i = 0; i <= n && !e; i++) {
+		if (i == 1)
+			t0 = kb_now_ns();
+		if (!(e = up_put(p[0], (unsigned char)i)) && !(e = up_get(p[1], &c)))
+			e = c == (unsigned char)i ? 0 : EIO;
+	}
+	*hop = (kb_now_ns() - t0) / (2.0 * (double)n);
+	int shut = 0; /* p[0]'s write end and p[1]'s read end closed */
+	if (mp) {
+		if (e) { /* pong's read sees end of file, or its write EPIPE */
+			kr_upipe_close(p[0], KR_UPIPE_WRITE);
+			kr_upipe_close(p[1], KR_UPIPE_READ);
+			shut = 1;
+		}
+		void *res = NULL;
+		int je = kr_mp_join(mp, &res);
+		if (!e)
+			e = je ? je : (int)(long)res;
+	}
+	for (int i = 0; i < 3; i++) {
+		if (!p[i])
+			continue;
+		if (!shut || i != 1)
+			kr_upipe_close(p[i], KR_UPIPE_READ);
+		if (!shut || i != 0)
+			kr_upipe_close(p[i], KR_UPIPE_WRITE);
+	}
+	return e;
+}
+
+static int t3_mp_kid(const kb_ctx *c, void *arg, struct kid *k)
+{
+	const struct t3_arg *a = arg;
+	for (int r = -1; r < c->reps; r++) {
+		double hop, ovh;
+		int e = t3_mp_once(a->n, &hop, &ovh);
+		if (e)
+			return e;
+		if (r >= 0) {
+			k->v[r] = hop;
+			k->v[c->reps + r] = hop - ovh;
+		}
+	}
+	k->nv = 2 * c->reps;
+	return 0;
+}
+
+/* process: ping and pong as two processes around two pipe(2)s, as
+ * lmbench's lat_ctx; its output in buf.  An error message or NULL. */
+static const char *t3_procs(const struct t3_arg *a, char *buf, size_t cap)
+{
+	static char why[96];
+	char *pargv[] = {"karui-bench-uprog", "ping", (char *)a->ns, NULL};
+	char *qargv[] = {"karui-bench-uprog", "pong", (char *)a->ns, NULL};
+	int to[2], back[2], err[2], e = kb_two_pipes(to, back);
+	if (e)
+		return strerror(e);
+	if (pipe2(err, O_CLOEXEC)) {
+		e = errno;
+		for (int i = 0; i < 2; i++) {
+			close(to[i]);
+			close(back[i]);
+		}
+		return strerror(e);
+	}
+	pid_t p = kb_start(a->prog, pargv, back[0], to[1], err[1]);
+	pid_t q = kb_start(a->prog, qargv, to[0], back[1], -1);
+	for (int i = 0; i < 2; i++) {
+		close(to[i]);
+		close(back[i]);
+	}
+	close(err[1]);
+	long lines;
+	buf[0] = 0;
+	drain_fd(err[0], buf, cap, &lines);
+	close(err[0]);
+	int ps = p < 0 ? -1 : kb_wait(p, NULL), qs = q < 0 ? -1 : kb_wait(q, NULL);
+	if (ps || qs) {
+		snprintf(why, sizeof why, "%s ended with status %d", ps ? "ping" : "pong",
+			 ps ? ps : qs);
+		return why;
+	}
+	return NULL;
+}
+
+/* pthread: karui-bench-uprog threads as a process.  The same. */
+static const char *t3_pthreads(const struct t3_arg *a, char *buf, size_t cap)
+{
+	static char why[96];
+	char *argv[] = {"karui-bench-uprog", "threads", (char *)a->ns, NULL};
+	long lines;
+	int st = run_proc(a->prog, argv, buf, cap, &lines);
+	if (!st)
+		return NULL;
+	snprintf(why, sizeof why, "karui-bench-uprog threads ended with status %d", st);
+	return why;
+}
+
+/* The seed's figures (Table 3, µs), on the rows that stand for its systems */
+static const char *t3_seed(const char *sys)
+{
+	return !strcmp(sys, "karui") ? "seed 003: ProcThread 1.95 us"
+	       : !strcmp(sys, "pthread") ? "seed 003: POSIX thread (PTL) 1.95 us"
+	       : !strcmp(sys, "process") ? "seed 003: UNIX process 82 us (lmbench)"
+					 : NULL;
+}
+
+void kb_seed003_table3(const kb_ctx *c)
+{
+	struct t3_arg a;
+	char path[PATH_MAX];
+	if (!(a.prog = prog_path(c, TABLE3, "uprog", path, sizeof path)))
+		return;
+	a.n = table3_n(c);
+	snprintf(a.ns, sizeof a.ns, "%ld", a.n);
+	/* one CPU, as lat_ctx measures it (and the seed's uniprocessor), for
+	 * every system but the -2vp and -2cpu ones, which run where the
+	 * kernel puts their threads */
+	static const struct {
+		const char *sys;
+		unsigned vps;   /* karui's side: VPs; 0: a peer */
+		int one_cpu;
+		kid_fn kid;
+		const char *(*peer)(const struct t3_arg *a, char *buf, size_t cap);
+	} S[] = {
+		{"karui", 1, 1, t3_uprocs_kid, NULL},
+		{"karui-threads", 1, 1, t3_threads_kid, NULL},
+		{"karui-mp", 1, 1, t3_mp_kid, NULL},
+		{"karui-2vp", 2, 0, t3_uprocs_kid, NULL},
+		{"pthread", 0, 1, NULL, t3_pthreads},
+		{"process", 0, 1, NULL, t3_procs},
+		{"pthread-2cpu", 0, 0, NULL, t3_pthreads},
+		{"process-2cpu", 0, 0, NULL, t3_procs},
+	};
+	double karui[2] = {0, 0};
+	for (size_t i = 0; i < sizeof S / sizeof *S; i++) {
+		if (!kb_want(c, TABLE3, S[i].sys))
+			continue;
+		if (S[i].one_cpu)
+			kb_pin(1);
+		struct kid k;
+		if (S[i].kid) {
+			kid_run(c, S[i].vps, NULL, S[i].kid, &a, &k);
+		} else {
+			memset(&k, 0, sizeof k);
+			for (int r = -1; r < c->reps && !k.err; r++) {
+				char buf[128];
+				const char *why = S[i].peer(&a, buf, sizeof buf);
+				if (why) {
+					snprintf(k.why, sizeof k.why, "%s", why);
+					k.err = -1;
+				} else if (t3_take(c, buf, r, k.v, k.why, sizeof k.why)) {
+					k.err = -1;
+				}
+			}
+			k.nv = 2 * c->reps;
+		}
+		kb_pin(0);
+		if (kid_failed(TABLE3, S[i].sys, &k))
+			continue;
+		double h = kb_row(c, TABLE3, S[i].sys, "hop", "ns", k.v, c->reps, karui[0], -1);
+		double s = kb_row_note(c, TABLE3, S[i].sys, "switch", "ns", k.v + c->reps, c->reps,
+				       karui[1], -1, t3_seed(S[i].sys));
+		if (!strcmp(S[i].sys, "karui")) {
+			karui[0] = h;
+			karui[1] = s;
+		}
 	}
 }

@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,11 @@ static const struct seed {
 	{"seed003.table2", "a null program started and waited for, us per program (--n: "
 	 "programs per repeat)", "karui karui-kept karui-not-kept fork-exec posix-spawn pthread",
 	 kb_seed003_table2},
+	{"seed003.table3", "a byte passed back and forth between two programs, lmbench lat_ctx "
+	 "style, ns per hop (a write, a switch, a read) and per switch (the hop less a write "
+	 "and a read with no switch), one CPU but -2vp, -2cpu (--n: round trips)",
+	 "karui karui-threads karui-mp karui-2vp pthread process pthread-2cpu process-2cpu",
+	 kb_seed003_table3},
 	{"seed003.pipe", "5000 blocks of 4 KiB from one program to another through a pipe "
 	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
 	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
@@ -405,6 +411,25 @@ int kb_two_pipes(int a[2], int b[2])
 		return e;
 	}
 	return 0;
+}
+
+static cpu_set_t pin_all; /* the CPUs kb_pin gives back */
+static int pinned;
+
+int kb_pin(int on)
+{
+	if (!on) {
+		if (pinned)
+			sched_setaffinity(0, sizeof pin_all, &pin_all);
+		return pinned = 0;
+	}
+	if (pinned || sched_getaffinity(0, sizeof pin_all, &pin_all))
+		return pinned;
+	int cpu = sched_getcpu();
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(cpu >= 0 && CPU_ISSET(cpu, &pin_all) ? cpu : 0, &one);
+	return pinned = sched_setaffinity(0, sizeof one, &one) == 0;
 }
 
 /* Run the Go program; fills ns[], rss[] and peak[] with one value per
