@@ -616,8 +616,8 @@ static void hot_call_sites_are_rewritten_and_keep_every_register(void)
 }
 
 /* A site rewritten in one μprocess is rewritten in the next μprocess of
- * the same program at that image's first trap: here the site's own first
- * call, after which a site nobody knew is still trapping. */
+ * the same program at the site's first trap: after its first call, where
+ * a site nobody knew is still trapping. */
 static void sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once(void)
 {
 	start(1);
@@ -737,7 +737,7 @@ static void spoil_sites(int cut)
 /* What a process learns of its programs (the call sites that got hot,
  * ld.so's cpuid plan, the processor's cpuid answers) is kept in the cache
  * directory for the processes after it: there a site that was hot in an
- * earlier process is rewritten at its image's first trap, and a program
+ * earlier process is rewritten at its first trap, and a program
  * learns what the processor says.  Records that are not whole, or that
  * name sites holding no system call, are not believed: the sites trap
  * as if nothing had been learnt, and the programs run as before. */

@@ -368,8 +368,6 @@ int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, 
 	}
 	up->ld = im->ld;
 	swap_rw(up, im);
-	for (unsigned i = 0; i < up->nxmap; i++)
-		up->xmap[i].seeded = 0; /* sites learnt meanwhile: at its first trap */
 	up->stk_lo = im->stk_lo;
 	up->stk_hi = im->stk_hi;
 	up->main.tidaddr = im->tidaddr;

@@ -4,11 +4,11 @@
  *
  * A system call that traps (Syscall User Dispatch, uproc.c) costs a
  * signal: the kernel's frame with the whole vector state, the handler,
- * rt_sigreturn.  Once a call site of a μprocess has trapped twice (or an
- * earlier μprocess made it hot in another image of its file: "sites known
- * per file" below), karui rewrites it, in the μprocess's private copy of
- * the page, so that the next call from there reaches karui with two jumps
- * and no kernel entry:
+ * rt_sigreturn.  Once a call site of a μprocess has trapped twice (once if
+ * an earlier μprocess made it hot in another image of its file: "sites
+ * known per file" below), karui rewrites it, in the μprocess's private
+ * copy of the page, so that the next call from there reaches karui with
+ * two jumps and no kernel entry:
  *
  *   site:   syscall  (0f 05)     ->  jmp rel8 (eb xx) to a slot
  *   slot:   padding between two functions  ->  jmp rel32 to a trampoline
@@ -107,7 +107,7 @@ void kr__xmap_add(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, uintptr_t bas
 			return; /* the site will keep trapping */
 		up->xmap = n;
 	}
-	up->xmap[up->nxmap++] = (struct kr__xmap){lo, hi, base, *file, 0};
+	up->xmap[up->nxmap++] = (struct kr__xmap){lo, hi, base, *file};
 }
 
 void kr__xmap_del(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
@@ -885,10 +885,13 @@ void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld)
  * Most of a program's hot sites are its C library's and its ld.so's, the
  * same in every μprocess.  A site rewritten in one image of a file is
  * recorded (its offset from the image's base) and rewritten in every later
- * image of that file at the image's first trap, before it traps itself:
- * each new μprocess then traps only at the sites no earlier one made hot.
- * Not at the mapping: ld.so has not mapped the rest of the image (its
- * unwind table) by then; at a trap from its code it has.  A file is known
+ * image of that file at its first trap there, not its second.  Not every
+ * known site at once: the known sites are every program's that ran with
+ * this C library (the cache below), and each page holding one would be
+ * copied into every μprocess (a hello program's image held 24 such pages
+ * of libc's code, 96 KiB, where its own calls need five), with no start
+ * made faster.  Not at the mapping either: ld.so has not mapped the rest
+ * of the image (its unwind table) by then; at a trap from its code it has.  A file is known
  * by device, inode and modification time.  What a process learnt is
  * written at the end of the μprocess that learnt it, and a later process
  * starts from it (cache.c), as it does from ld.so's cpuid plan. */
@@ -993,30 +996,20 @@ static struct site *site_entry(struct kr__rw *rw, uintptr_t site)
 	return NULL;
 }
 
-/* The known sites of xm's file, rewritten in this image (once). */
-static void seed(struct kr_uproc *up, struct kr__rw *rw, struct kr__xmap *xm, int threaded)
+/* Is site one of the known sites of xm's file? */
+static int known_has(const struct kr__xmap *xm, uintptr_t site)
 {
-	xm->seeded = 1;
 	if (!xm->file.ino)
-		return;
-	uint32_t *off = NULL;
-	unsigned n = 0;
+		return 0;
+	uint32_t off = (uint32_t)(site - xm->base);
 	pthread_mutex_lock(&known_lock);
 	struct known *k = known_of(&xm->file);
-	if (k && k->n && (off = malloc(k->n * sizeof *off)))
-		memcpy(off, k->off, (n = k->n) * sizeof *off);
+	unsigned i = 0;
+	while (k && i < k->n && k->off[i] != off)
+		i++;
+	int has = k && i < k->n;
 	pthread_mutex_unlock(&known_lock);
-	uintptr_t base = xm->base, lo = xm->lo, hi = xm->hi;
-	for (unsigned i = 0; i < n; i++) {
-		uintptr_t at = base + off[i];
-		struct site *s;
-		if (at < lo || at + 2 > hi || memcmp((const void *)at, "\x0f\x05", 2) ||
-		    !(s = site_entry(rw, at)) || s->traps == UINT32_MAX)
-			continue;
-		s->traps = UINT32_MAX; /* rewritten now, or never */
-		rewrite(up, rw, at, threaded);
-	}
-	free(off);
+	return has;
 }
 
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded)
@@ -1025,14 +1018,15 @@ void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded)
 	struct kr__rw *rw = up->rw;
 	if (!rw && (rw = calloc(1, sizeof *rw)))
 		__atomic_store_n(&up->rw, rw, __ATOMIC_RELEASE);
-	struct kr__xmap *xm = rw ? xmap_of(up, site) : NULL;
-	if (xm && !xm->seeded)
-		seed(up, rw, xm, threaded); /* (xm stays valid: rewriting maps nothing here) */
 	struct site *s = rw ? site_entry(rw, site) : NULL;
-	if (s && s->traps != UINT32_MAX && ++s->traps >= HOT) {
-		s->traps = UINT32_MAX; /* rewritten, or given up on */
-		if (rewrite(up, rw, site, threaded) && (xm = xmap_of(up, site)))
-			known_add(xm, site);
+	if (s && s->traps != UINT32_MAX) {
+		struct kr__xmap *xm = xmap_of(up, site);
+		int known = xm && known_has(xm, site);
+		if (known || ++s->traps >= HOT) {
+			s->traps = UINT32_MAX; /* rewritten, or given up on */
+			if (rewrite(up, rw, site, threaded) && !known && (xm = xmap_of(up, site)))
+				known_add(xm, site);
+		}
 	}
 	pthread_mutex_unlock(&up->mlock);
 }

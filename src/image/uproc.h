@@ -139,7 +139,6 @@ struct kr__image;        /* reuse.c */
 struct kr__xmap {        /* code mapped from an ELF file, and that image's base */
 	uintptr_t lo, hi, base;
 	struct kr__file_id file; /* all 0: not known */
-	int seeded;         /* the file's known sites are rewritten here (rewrite.c) */
 };
 /* A thread of a μprocess: its microprocess, and what the kernel keeps per
  * thread.  The first, `main`, is part of its struct kr_uproc and has the
