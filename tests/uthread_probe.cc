@@ -14,12 +14,13 @@
  *   uthread_probe main-exits-first the main thread ends by pthread_exit;
  *                                  a thread says "worker done" 50 ms later
  *   uthread_probe live-rewrite     4 threads and the main one make the same
- *                                  system call, from one site, 20000 times
- *                                  each while it is rewritten: "ok" if each
- *                                  result and the registers around it were
- *                                  right, then "rewritten" or "trapping"
- *                                  (the site's first byte, as the last
- *                                  thread left it)
+ *                                  system calls, from two sites, 20000
+ *                                  times each while they are rewritten:
+ *                                  "ok" if each result and the registers
+ *                                  around it were right, then for each site
+ *                                  "rewritten" or "trapping": one with a
+ *                                  slot in reach, one with none (whose mov
+ *                                  before it becomes the jump)
  *   uthread_probe spin N           N threads and the main one compute for
  *                                  ever without system calls ("spinning")
  *   uthread_probe exec PATH ARG    a thread waits in a read of its stdin,
@@ -70,10 +71,29 @@ __attribute__((noinline)) static long live_call(long *ppid)
 	return (r12 != 0x1212) + (rbx != 0x3434) + (rdi != 0x5656) + (rsi != 0x7878);
 }
 
+/* getppid through `mov $110, %eax; syscall` with no padding within a
+ * rel8 of it (functions of rets around it): rewritten, if at all, by
+ * making the mov the jump. */
+extern "C" long mov_call(void);
+extern "C" unsigned char mov_site[];
+__asm__(".text\n"
+	".p2align 4\n"
+	"mov_before: .cfi_startproc\n .fill 160, 1, 0xc3\n .cfi_endproc\n"
+	".globl mov_call\n"
+	".type mov_call, @function\n"
+	"mov_call: .cfi_startproc\n"
+	"        mov $110, %eax\n"
+	".globl mov_site\n"
+	"mov_site: syscall\n"
+	"        ret\n"
+	"        .cfi_endproc\n"
+	".size mov_call, .-mov_call\n"
+	"mov_after: .cfi_startproc\n .fill 160, 1, 0xc3\n .cfi_endproc\n");
+
 static void live_rewrite()
 {
 	long want;
-	if (live_call(&want)) {
+	if (live_call(&want) || mov_call() != want) {
 		puts("registers changed");
 		return;
 	}
@@ -81,7 +101,7 @@ static void live_rewrite()
 	auto work = [&] {
 		for (int i = 0; i < 20000; i++) {
 			long got;
-			if (live_call(&got) || got != want)
+			if (live_call(&got) || got != want || mov_call() != want)
 				bad++;
 		}
 	};
@@ -91,7 +111,9 @@ static void live_rewrite()
 	work();
 	for (auto &t : ts)
 		t.join();
-	printf("%s\n%s\n", bad ? "bad" : "ok", live_site[0] == 0xeb ? "rewritten" : "trapping");
+	printf("%s\n%s\n%s\n", bad ? "bad" : "ok", live_site[0] == 0xeb ? "rewritten" : "trapping",
+	       *(volatile unsigned char *)((uintptr_t)mov_site - 5) == 0xe9 ? "rewritten"
+									   : "trapping");
 }
 
 static thread_local int tl = -1;

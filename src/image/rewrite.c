@@ -375,6 +375,25 @@ static uintptr_t find_slot(struct kr__rw *rw, uintptr_t base, uintptr_t site)
 	return inner_slot(rw, f, from);
 }
 
+/* site - 5 holds `mov $imm32, %eax` (b8 imm32), an instruction of the
+ * function that holds the site (decoded from its start), right before the
+ * syscall: its five bytes can become the jump to the trampoline, which
+ * sets %eax itself, and the syscall stays as it is. */
+static int mov_before(uintptr_t base, uintptr_t site)
+{
+	struct eh e;
+	struct range f;
+	if (!eh_table(base, &e) || fn_at(&e, site, 2, &f) < 0 || site < f.lo + 5)
+		return 0;
+	struct kr__insn in;
+	uintptr_t p = f.lo;
+	for (; p < site - 5; p += in.len)
+		if (!kr__x86_decode((const uint8_t *)p, f.hi - p, &in) || !in.len)
+			return 0;
+	return p == site - 5 && kr__x86_decode((const uint8_t *)p, 5, &in) == 5 &&
+	       ((const uint8_t *)p)[0] == 0xb8;
+}
+
 /* ---- sites that need no vector state kept ----
  *
  * Every vector register is caller-saved in the x86-64 ABI, so at a call
@@ -563,14 +582,21 @@ static int poke(uintptr_t at, const void *src, size_t n, int prot)
 /* A trampoline for the site: the red zone stepped over, a call through the
  * page's table (`fn`: 0 kr__img_fastcall, 3 kr__img_fastcall_novec, 4 and
  * 5 their _nf forms; 2 kr__img_cpuid), and back to the instruction after
- * the site.  The 7 bytes of nop keep the layout that the offsets here and
- * kept images' trampolines have. */
-static void tramp_code(uint8_t code[TRAMP], uintptr_t page, uintptr_t tramp, uintptr_t site, int fn)
+ * the site.  The 7 bytes of nop, or of the site's own `mov $nr, %eax`
+ * (when the trampoline is entered in its place), keep the layout that
+ * the offsets here and kept images' trampolines have. */
+static void tramp_code(uint8_t code[TRAMP], uintptr_t page, uintptr_t tramp, uintptr_t site, int fn,
+		       const uint8_t *mov)
 {
 	uint8_t *c = code;
 	memcpy(c, "\x48\x8d\x64\x24\x80", 5);                /* lea -128(%rsp),%rsp */
 	c += 5;
-	memcpy(c, "\x0f\x1f\x80\x00\x00\x00\x00", 7);          /* nop */
+	if (mov) {                                           /* the site's mov, */
+		memcpy(c, mov, 5);
+		memcpy(c + 5, "\x66\x90", 2);                    /* nop */
+	} else {
+		memcpy(c, "\x0f\x1f\x80\x00\x00\x00\x00", 7);  /* or a nop */
+	}
 	c += 7;
 	memcpy(c, "\xff\x15", 2);                            /* call *page+8*fn(%rip) */
 	put32(c + 2, (int32_t)(page + 8 * fn - (tramp + 18)));
@@ -607,36 +633,42 @@ static int sync_cores(void)
 	return v && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
 }
 
-/* The two bytes of a syscall at site become jmp2 while other threads may
- * run them: one byte at a time, as a kernel patches its live code.  First
- * int3 over the opcode's first byte, so that a thread that comes there
- * traps (and is sent back to the site until the patch is done:
- * kr__rw_patched); then the jump's offset into the second byte, which no
- * thread runs as the start of an instruction now; then the jump's opcode
- * over the int3.  Each write is seen by every processor before the next
- * (sync_cores).  Where one fails, the site keeps trapping: the int3 goes
- * back to the syscall's first byte. */
-static int poke_live(uintptr_t site, const uint8_t jmp2[2])
+/* The n bytes of an instruction at `at` become `code`, an instruction of
+ * n bytes too, while other threads may run them, as a kernel patches its
+ * live code.  First int3 over the first byte, so that a thread that comes
+ * there traps (and is sent back until the patch is done: kr__rw_patched);
+ * then the other bytes, which no thread runs as the start of an
+ * instruction now; then the first byte over the int3.  Each write is seen
+ * by every processor before the next (sync_cores).  Where one fails, the
+ * first byte is put back: the site keeps trapping. */
+static int poke_live(uintptr_t at, const uint8_t *code, size_t n)
 {
-	static const uint8_t int3 = 0xcc, sys0 = 0x0f;
-	if (!sync_cores() || !poke(site, &int3, 1, PROT_READ | PROT_EXEC))
+	static const uint8_t int3 = 0xcc;
+	uint8_t first = *(const uint8_t *)at;
+	if (!sync_cores() || !poke(at, &int3, 1, PROT_READ | PROT_EXEC))
 		return 0;
-	if (!sync_cores() || !poke(site + 1, jmp2 + 1, 1, PROT_READ | PROT_EXEC) ||
+	if (!sync_cores() || !poke(at + 1, code + 1, n - 1, PROT_READ | PROT_EXEC) ||
 	    !sync_cores()) {
-		poke(site, &sys0, 1, PROT_READ | PROT_EXEC);
+		poke(at, &first, 1, PROT_READ | PROT_EXEC);
 		return 0;
 	}
-	if (!poke(site, jmp2, 1, PROT_READ | PROT_EXEC))
+	if (!poke(at, code, 1, PROT_READ | PROT_EXEC))
 		return 0; /* the int3 stays: kr__rw_patched retries for ever */
 	sync_cores();
 	return 1;
 }
 
+static int patched_site(struct kr__rw *rw, uintptr_t at);
+
+/* at is a site, or the mov before a site (rewrite). */
 int kr__rw_patched(struct kr_uproc *up, uintptr_t at)
 {
 	struct kr__rw *rw = __atomic_load_n(&up->rw, __ATOMIC_ACQUIRE);
-	if (!rw)
-		return 0;
+	return rw && (patched_site(rw, at) || patched_site(rw, at + 5));
+}
+
+static int patched_site(struct kr__rw *rw, uintptr_t at)
+{
 	const unsigned mask = sizeof rw->site / sizeof *rw->site - 1;
 	unsigned h = (unsigned)((at * 0x9e3779b97f4a7c15ull) >> 40) & mask;
 	for (unsigned k = 0; k <= mask; k++, h = (h + 1) & mask) {
@@ -663,24 +695,36 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site, int t
 	uintptr_t base = image_of(up, site);
 	if (!base || rw->nslots == sizeof rw->slots / sizeof *rw->slots)
 		return 0;
-	uintptr_t slot = find_slot(rw, base, site);
-	if (!slot)
+	/* a slot the site's rel8 reaches; else the mov before it */
+	uintptr_t slot = find_slot(rw, base, site), mov = 0;
+	if (!slot && mov_before(base, site))
+		mov = site - 5;
+	if (!slot && !mov)
 		return 0;
 	struct tramppage *sp = tramp_page(up, rw, base, site);
-	if (!sp || !near(sp->page, slot))
+	if (!sp || !near(sp->page, slot ? slot : mov))
 		return 0;
 	uint8_t code[TRAMP], jmp5[5], jmp2[2];
 	uintptr_t tramp = sp->page + sp->used;
 	int novec = kr__rw_novec_site(base, site);
 	tramp_code(code, sp->page, tramp, site,
-		   flags_dead(site) ? (novec ? 5 : 4) : (novec ? 3 : 0));
+		   flags_dead(site) ? (novec ? 5 : 4) : (novec ? 3 : 0),
+		   mov ? (const uint8_t *)mov : NULL);
 	if (!poke(tramp, code, TRAMP, PROT_READ | PROT_EXEC))
 		return 0;
 	sp->used += TRAMP;
+	if (mov) {
+		/* the mov becomes the jump (its slot is itself) */
+		jumps(jmp5, jmp2, site, mov, tramp);
+		if (!(threaded ? poke_live(mov, jmp5, 5) : poke(mov, jmp5, 5, PROT_READ | PROT_EXEC)))
+			return 0;
+		up->rewritten++;
+		return 1;
+	}
 	jumps(jmp5, jmp2, site, slot, tramp);
 	if (threaded) {
 		/* the slot runs nowhere yet; the site may, on another VP */
-		if (!poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) || !poke_live(site, jmp2))
+		if (!poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) || !poke_live(site, jmp2, 2))
 			return 0;
 	} else {
 		/* slot and site in one write, with the bytes between them as
@@ -854,7 +898,7 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 			continue;
 		}
 		uint8_t jmp5[5], jmp2[2];
-		tramp_code((uint8_t *)tramp, sp->page, tramp, site, 2);
+		tramp_code((uint8_t *)tramp, sp->page, tramp, site, 2, NULL);
 		sp->used += TRAMP;
 		jumps(jmp5, jmp2, site, slot, tramp);
 		memcpy((void *)slot, jmp5, 5);
