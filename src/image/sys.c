@@ -206,8 +206,10 @@ static const char
 		   "rest `EINVAL`",
 	N_PRCTL[] = "`PR_SET_NAME`, `PR_SET_PDEATHSIG`, `PR_SET_DUMPABLE`: accepted and "
 		    "ignored; `PR_GET_DUMPABLE`: 1; the rest `EINVAL`",
-	N_ROBUST[] = "accepted; the list is not walked when a thread ends (a robust mutex its "
-		     "owner left locked by ending is not marked `EOWNERDEAD`)",
+	N_SCHED_OF[] = "of itself or its threads (by pid or tid): the kernel's for the calling "
+		       "thread; of another process: the kernel's",
+	N_ROBUST[] = "the thread's; walked when it ends: a robust mutex it holds is marked "
+		     "as its owner's that died, and a waiter woken (`EOWNERDEAD`)",
 	N_RSEQ[] = "`ENOSYS` (the C library then does without)",
 	N_FUTEX[] = "karui's, keyed by address (one address space: private and shared "
 		    "futexes alike, between threads and between μprocesses that map the word at "
@@ -458,7 +460,7 @@ static const struct sysent {
 	E(getppid, kr__sys_getppid, N_PPID),
 	E(arch_prctl, kr__sys_arch_prctl, N_ARCH),
 	E(prctl, kr__sys_prctl, N_PRCTL),
-	E(set_robust_list, kr__sys_zero, N_ROBUST),
+	E(set_robust_list, kr__sys_set_robust_list, N_ROBUST),
 	E(rseq, kr__sys_enosys, N_RSEQ),
 	E(futex, kr__sys_futex, N_FUTEX),
 	E(rt_sigaction, kr__sys_sigaction, N_SIGS),
@@ -506,7 +508,9 @@ static const struct sysent {
 	E(getrlimit, kr__sys_pass, N_PASS),
 	E(getrusage, kr__sys_pass, N_PASS),
 	E(getpriority, kr__sys_pass, N_PASS),
-	E(sched_getaffinity, kr__sys_pass, N_PASS),
+	E(sched_getaffinity, kr__sys_sched_of, N_SCHED_OF),
+	E(sched_getparam, kr__sys_sched_of, N_SCHED_OF),
+	E(sched_getscheduler, kr__sys_sched_of, N_SCHED_OF),
 	E(getcpu, kr__sys_pass, N_PASS),
 	E(membarrier, kr__sys_pass, N_PASS),
 	E(prlimit64, kr__sys_prlimit64, N_PRLIMIT),

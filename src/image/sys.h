@@ -111,10 +111,10 @@ void kr__sigmask_pop(struct kr_uproc *up, uint64_t saved);
 /* ---- sys_task.c: its identity, its waits and its end ---- */
 kr__sys_fn kr__sys_getpid, kr__sys_gettid, kr__sys_getppid, kr__sys_set_tid_address,
 	kr__sys_arch_prctl, kr__sys_prctl, kr__sys_prlimit64, kr__sys_exit, kr__sys_nanosleep,
-	kr__sys_clock_nanosleep, kr__sys_sched_yield, kr__sys_setid;
+	kr__sys_clock_nanosleep, kr__sys_sched_yield, kr__sys_setid, kr__sys_sched_of;
 
-/* ---- thread.c: its threads' futexes ---- */
-kr__sys_fn kr__sys_futex;
+/* ---- thread.c: its threads' futexes and robust lists ---- */
+kr__sys_fn kr__sys_futex, kr__sys_set_robust_list;
 
 /* ---- sys_exec.c: exec, vfork, fork, and waits for children ---- */
 kr__sys_fn kr__sys_fork, kr__sys_execve, kr__sys_wait4, kr__sys_waitid;

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -48,6 +49,19 @@ long kr__sys_set_tid_address(struct kr_uproc *up, long nr, long a[6])
 	struct kr__uthr *t = kr__uthr_self();
 	t->tidaddr = (uintptr_t)a[0];
 	return t->tid;
+}
+
+/* sched_getaffinity, sched_getparam, sched_getscheduler, getpriority's
+ * PRIO_PROCESS...: of itself or one of its threads (by the tid karui gave
+ * it), the kernel's answer for the calling thread; of another process's
+ * pid, the kernel's for that pid. */
+long kr__sys_sched_of(struct kr_uproc *up, long nr, long a[6])
+{
+	long b[6];
+	memcpy(b, a, sizeof b);
+	if (kr__uproc_is_self(up, (pid_t)a[0]))
+		b[0] = 0;
+	return kr__pass(nr, b);
 }
 
 long kr__sys_arch_prctl(struct kr_uproc *up, long nr, long a[6])

@@ -35,8 +35,14 @@
  * that times out or is cancelled takes itself off, unless a wake took it
  * first, which counts.
  *
- * Not done: the robust list is not walked when a thread ends, the PI
- * futex operations and FUTEX_WAKE_OP are ENOSYS, and an exec, from a
+ * The robust list.  set_robust_list names the list of the robust
+ * mutexes a thread holds; when it ends, each one whose word still holds
+ * its tid is marked FUTEX_OWNER_DIED (its waiters bit kept) and one
+ * waiter woken, so that the next lock returns EOWNERDEAD, as the
+ * kernel's exit_robust_list does: a bad list ends the walk, 2048 entries
+ * at most, and entries of PI mutexes are passed over.
+ *
+ * Not done: the PI futex operations and FUTEX_WAKE_OP are ENOSYS, and an exec, from a
  * thread other than the first, of a program that cannot be a μprocess's
  * (uproc.c: stand_for) is ENOSYS (sys_exec.c says so).
  */
@@ -140,9 +146,56 @@ long kr__thr_clone(struct kr__uthr *p, unsigned long flags, uintptr_t stack, uin
 	return t->tid;
 }
 
+/* The mutex word at uaddr, if t holds it: its owner died. */
+static void robust_one(const struct kr__uthr *t, uintptr_t uaddr)
+{
+	uint32_t v;
+	if ((uaddr & 3) || kr__ucopy(&v, (const void *)uaddr, sizeof v))
+		return;
+	for (int tries = 0; tries < 64 && (v & FUTEX_TID_MASK) == (uint32_t)t->tid; tries++) {
+		long was = kr__ucmpxchg32((uint32_t *)uaddr, v, (v & FUTEX_WAITERS) | FUTEX_OWNER_DIED);
+		if (was < 0)
+			return;
+		if ((uint32_t)was == v) {
+			if (v & FUTEX_WAITERS)
+				kr__futex_wake(uaddr, 1, FUTEX_BITSET_MATCH_ANY);
+			return;
+		}
+		v = (uint32_t)was;
+	}
+}
+
+void kr__thr_robust(struct kr__uthr *t)
+{
+	struct robust_list_head h;
+	if (!t->robust || kr__ucopy(&h, (const void *)t->robust, sizeof h))
+		return;
+	uintptr_t pending = (uintptr_t)h.list_op_pending, e = (uintptr_t)h.list.next;
+	for (int n = 0; n < 2048 && e && e != t->robust; n++) {
+		uintptr_t next;
+		if (kr__ucopy(&next, (const void *)(e & ~(uintptr_t)1), sizeof next))
+			break;
+		if (!(e & 1) && e != pending) /* (bit 0: a PI mutex) */
+			robust_one(t, e + (uintptr_t)h.futex_offset);
+		e = next;
+	}
+	if (pending && !(pending & 1))
+		robust_one(t, pending + (uintptr_t)h.futex_offset);
+	t->robust = 0;
+}
+
+long kr__sys_set_robust_list(struct kr_uproc *up, long nr, long a[6])
+{
+	if (a[1] != (long)sizeof(struct robust_list_head))
+		return -EINVAL;
+	kr__uthr_self()->robust = (uintptr_t)a[0];
+	return 0;
+}
+
 void kr__thr_gone(struct kr__uthr *t)
 {
 	struct kr_uproc *up = t->up;
+	kr__thr_robust(t);
 	/* pthread_join waits for this word to be 0 */
 	if (t->tidaddr) {
 		pid_t zero = 0;

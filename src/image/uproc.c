@@ -993,6 +993,7 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 	}
 	__atomic_sub_fetch(&up->nthreads, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&G.lock);
+	kr__thr_robust(t);
 	/* the first thread: the μprocess's end, once the others have ended;
 	 * or the exec another thread made, which it takes over */
 	for (;;) {
@@ -1673,6 +1674,16 @@ static struct kr__uthr *thread_of(struct kr_uproc *up, pid_t tid)
 		if (o->tid == tid && !__atomic_load_n(&o->gone, __ATOMIC_RELAXED))
 			return o;
 	return NULL;
+}
+
+int kr__uproc_is_self(struct kr_uproc *up, pid_t id)
+{
+	if (id == 0 || id == up->pid)
+		return 1;
+	pthread_mutex_lock(&G.lock);
+	int r = thread_of(up, id) != NULL;
+	pthread_mutex_unlock(&G.lock);
+	return r;
 }
 
 struct kr_uproc *kr__uproc_by_pid(pid_t pid)

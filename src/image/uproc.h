@@ -156,6 +156,7 @@ struct kr__uthr {
 	pid_t tid;
 	uint64_t fs;            /* its thread pointer, installed whenever it runs */
 	uintptr_t tidaddr;      /* set_tid_address's, CLONE_CHILD_CLEARTID's */
+	uintptr_t robust;       /* set_robust_list's head (thread.c) */
 	uint64_t sigmask;       /* atomic */
 	stack_t altstack;       /* sigaltstack's (signal.c delivers on it) */
 	/* the signals sent to this thread (tgkill, its faults), as up's
@@ -445,6 +446,8 @@ long kr__thr_clone(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uin
  * list; kr__thr_reap joins their microprocesses and frees them (at the
  * next clone, at exec, at the μprocess's end). */
 __attribute__((noreturn)) void kr__thr_gone(struct kr__uthr *t);
+/* t ends: the robust mutexes it holds are its owner's that died. */
+void kr__thr_robust(struct kr__uthr *t);
 void kr__thr_reap(struct kr_uproc *up);
 /* Every thread of up but `keep` is told to end (attn, its wait cut
  * short, its VP kicked): the μprocess's end, or (`stop`) an exec's.
@@ -515,6 +518,8 @@ __attribute__((noreturn)) void kr__call_gone(struct kr__uthr *t, int status, int
 int kr__img_arm(void);
 void kr__uthr_here(struct kr__uthr *t);
 void kr__uthr_poke(struct kr__uthr *o);
+/* id (a pid or tid, 0 for the caller) names up or one of its threads. */
+int kr__uproc_is_self(struct kr_uproc *up, pid_t id);
 struct kr_uproc *kr__uproc_by_pid(pid_t pid);
 
 /* ---- signal.c: delivery to the μprocess's handlers ---- */
@@ -668,6 +673,7 @@ void kr__timers_delete(struct kr_uproc *up); /* timer_create's, at an exec */
 long kr__ucopy(void *dst, const void *src, size_t n);       /* 0 or -EFAULT */
 long kr__ustr(char *dst, const char *src, size_t cap);      /* length, -ENAMETOOLONG, -EFAULT */
 long kr__uprobe(void *p, size_t n, int write);               /* 0 or -EFAULT */
+long kr__ucmpxchg32(uint32_t *p, uint32_t old, uint32_t nv);  /* *p before, or -EFAULT */
 extern char kr__ua_begin[], kr__ua_end[], kr__ua_fault[];
 
 /* ---- x86_64/gate.S ---- */

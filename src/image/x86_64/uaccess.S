@@ -78,6 +78,20 @@ kr__uprobe:
 	.cfi_endproc
 	.size kr__uprobe, .-kr__uprobe
 
+/* long kr__ucmpxchg32(uint32_t *p, uint32_t old, uint32_t new): *p
+ * becomes new if it is old, atomically; the value it had (zero-extended),
+ * or -EFAULT. */
+	.globl kr__ucmpxchg32
+	.type kr__ucmpxchg32, @function
+	.p2align 4
+kr__ucmpxchg32:
+	.cfi_startproc
+	mov %esi, %eax
+	lock cmpxchg %edx, (%rdi)
+	ret
+	.cfi_endproc
+	.size kr__ucmpxchg32, .-kr__ucmpxchg32
+
 kr__ua_fault:
 	mov $-14, %rax                  /* EFAULT */
 	ret
