@@ -26,6 +26,9 @@
 
 #include "karui.h"
 #include "karui/uproc_export.h"
+#ifdef KARUI_HAVE_MPI
+#include "karui/mpi.h"
+#endif
 #include "kt_karui.h"
 
 static void *thread_main(void *fn)
@@ -934,6 +937,56 @@ static void carea_calls_refuse_bad_input(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- mpi.h (libkarui-mpi, where the build has MPI) ----------------
+ * Without MPI started: its own tests (test_mpi, under mpirun) cover the
+ * errors MPI reports. */
+
+#ifdef KARUI_HAVE_MPI
+static void mpi_off_vp(void)
+{
+	int x = 0;
+	MPI_Request r = MPI_REQUEST_NULL;
+	KT_EQ(kr_mpi_send(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD), EPERM);
+	KT_EQ(kr_mpi_wait(&r, NULL), EPERM);
+	KT_EQ(kr_mpi_lock(), EPERM);
+}
+
+static void mpi_calls_refuse_bad_input(void)
+{
+	int x = 0;
+	MPI_Request r = MPI_REQUEST_NULL;
+	KT_EQ(kr_mpi_init(NULL, NULL), EPERM); /* karui is not running */
+	KT_EQ(kr_init(NULL), 0);
+	/* bad input first, whatever the state */
+	KT_EQ(kr_mpi_send(NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD), EINVAL);
+	KT_EQ(kr_mpi_ssend(&x, -1, MPI_INT, 0, 0, MPI_COMM_WORLD), EINVAL);
+	KT_EQ(kr_mpi_recv(NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), EINVAL);
+	KT_EQ(kr_mpi_sendrecv(&x, 1, MPI_INT, 0, 0, NULL, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL),
+	      EINVAL);
+	KT_EQ(kr_mpi_bcast(NULL, 2, MPI_INT, 0, MPI_COMM_WORLD), EINVAL);
+	KT_EQ(kr_mpi_allreduce(&x, NULL, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), EINVAL);
+	KT_EQ(kr_mpi_wait(NULL, NULL), EINVAL);
+	KT_EQ(kr_mpi_waitall(-1, &r, NULL), EINVAL);
+	KT_EQ(kr_mpi_waitall(1, NULL, NULL), EINVAL);
+	/* before kr_mpi_init */
+	KT_EQ(kr_mpi_send(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD), EPERM);
+	KT_EQ(kr_mpi_ssend(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD), EPERM);
+	KT_EQ(kr_mpi_recv(&x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), EPERM);
+	KT_EQ(kr_mpi_sendrecv(&x, 1, MPI_INT, 0, 0, &x, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL),
+	      EPERM);
+	KT_EQ(kr_mpi_barrier(MPI_COMM_WORLD), EPERM);
+	KT_EQ(kr_mpi_bcast(&x, 1, MPI_INT, 0, MPI_COMM_WORLD), EPERM);
+	KT_EQ(kr_mpi_allreduce(&x, &x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), EPERM);
+	KT_EQ(kr_mpi_wait(&r, NULL), EPERM);
+	KT_EQ(kr_mpi_waitall(1, &r, NULL), EPERM);
+	KT_EQ(kr_mpi_lock(), EPERM);
+	KT_EQ(kr_mpi_unlock(), EPERM);
+	KT_EQ(kr_mpi_fini(), EPERM);
+	off_vp(mpi_off_vp);
+	KT_EQ(kr_fini(), 0);
+}
+#endif
+
 /* ---------------- domain.h ---------------- */
 
 static int proc0(void *arg, void *result)
@@ -1240,6 +1293,22 @@ static struct api table[] = {
 	API(kr_port_call, domain_calls_refuse_bad_input),
 	API(kr_port_serve, domain_calls_refuse_bad_input),
 	API(kr_port_shut, domain_calls_refuse_bad_input),
+#ifdef KARUI_HAVE_MPI
+	/* mpi.h */
+	API(kr_mpi_init, mpi_calls_refuse_bad_input),
+	API(kr_mpi_fini, mpi_calls_refuse_bad_input),
+	API(kr_mpi_wait, mpi_calls_refuse_bad_input),
+	API(kr_mpi_waitall, mpi_calls_refuse_bad_input),
+	API(kr_mpi_send, mpi_calls_refuse_bad_input),
+	API(kr_mpi_ssend, mpi_calls_refuse_bad_input),
+	API(kr_mpi_recv, mpi_calls_refuse_bad_input),
+	API(kr_mpi_sendrecv, mpi_calls_refuse_bad_input),
+	API(kr_mpi_barrier, mpi_calls_refuse_bad_input),
+	API(kr_mpi_bcast, mpi_calls_refuse_bad_input),
+	API(kr_mpi_allreduce, mpi_calls_refuse_bad_input),
+	API(kr_mpi_lock, mpi_calls_refuse_bad_input),
+	API(kr_mpi_unlock, mpi_calls_refuse_bad_input),
+#endif
 };
 #define NAPI (sizeof table / sizeof table[0])
 
@@ -1299,6 +1368,10 @@ static void every_public_function_of_every_header_is_in_the_table(void)
 		size_t l = strlen(e->d_name);
 		if (l < 3 || strcmp(e->d_name + l - 2, ".h") != 0)
 			continue;
+#ifndef KARUI_HAVE_MPI
+		if (strcmp(e->d_name, "mpi.h") == 0) /* libkarui-mpi is not built */
+			continue;
+#endif
 		char path[4096], line[1024];
 		snprintf(path, sizeof path, "%s/%s", KARUI_HEADERS, e->d_name);
 		FILE *f = fopen(path, "r");

@@ -1,0 +1,551 @@
+/*
+ * karui-mpi — MPI calls that park only the calling microprocess
+ * (include/karui/mpi.h), a layer of its own above L3: libkarui-mpi, built
+ * when the build finds MPI; libkarui knows nothing of it.
+ *
+ * The thread level.  Microprocesses move between VPs, so MPI is called
+ * from several kernel threads; never two at once, since every MPI call of
+ * the layer (and of the program, through kr_mpi_lock) is made under one
+ * spin lock, M.lock.  So MPI_THREAD_SERIALIZED is enough, and it is what
+ * kr_mpi_init asks for: MPI_THREAD_MULTIPLE would make Open MPI take its
+ * own locks in every call and in its progress engine on top of ours, for
+ * nothing.  A program that initialised MPI itself at SERIALIZED or more
+ * is accepted as it is.
+ *
+ * A call.  kr_mpi_send and the others take the lock, start the
+ * nonblocking form (MPI_Isend, ...), test it once (an eager send or a
+ * message already there completes at once: no park), and otherwise put
+ * the request into the pending table (M.req, with M.ent: the waiter and
+ * where its status goes), release the lock and park until the waiter's
+ * count of requests left reaches 0.  The waiter lives on the
+ * microprocess's stack: progress touches it last with the release
+ * decrement that may end the wait, and unparks with the handle it read
+ * before.  An unpark that comes after the waiter saw the count reach 0
+ * leaves a permit, a spurious return of a later kr_mp_park, which
+ * level-2 code allows for (core.h).  Room in the table is made before the
+ * MPI call starts, so that a request once started is always waited for.
+ *
+ * Progress.  The layer is karui's event source (kr_poller_set), shared:
+ *   poll   (busy VPs at every 8th scheduling point, the idle loop each
+ *          time round) MPI_Testsome over the pending table, if there is
+ *          anything in it and the lock is free (trylock: a VP never waits
+ *          for another's progress), and unparks the owners of what
+ *          completed;
+ *   wait   (one idle VP at a time, the others sleep on L0) tests in a
+ *          loop: for SPIN_NS without a pause, then with naps on a futex
+ *          that grow from NAP_FIRST_NS to NAP_MAX_NS, until something
+ *          completes, the deadline passes or a kick comes; with nothing
+ *          pending it sleeps on the futex until the deadline or a kick;
+ *   kick   (kr_sched_unpark, and the layer when the table stops being
+ *          empty, so that a VP asleep with nothing pending starts
+ *          testing) sets the futex word and wakes a napper.  The word
+ *          stays set until a wait consumes it, so a kick that comes just
+ *          before the wait starts is not lost.
+ * Open MPI's shared-memory and TCP transports give no descriptor to wait
+ * on, so an idle VP must test: the naps trade latency (a message that
+ * comes during a nap is seen up to NAP_MAX_NS late, once the spin is
+ * over) for CPU (an idle rank wakes at most every NAP_MAX_NS, not a core
+ * spinning for ever).  docs/mpi.md gives the figures.
+ *
+ * Errors.  MPI's codes become errno codes (err_of); Testsome's
+ * MPI_ERR_IN_STATUS gives each request its own.  An error of Testsome as a
+ * whole ends every pending wait with it (their requests are lost to MPI
+ * too).
+ *
+ * Teardown.  kr_mpi_fini (EBUSY while anyone waits) or, at kr_fini, the
+ * event source's fini: the lock is taken, M.on cleared (progress and the
+ * calls look at it under the lock), MPI finalised if kr_mpi_init
+ * initialised it, the table freed.  A VP still inside wait when the
+ * source is removed leaves it at the kick that follows.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "karui.h"
+#include "karui/mpi.h"
+
+enum {
+	SPIN_NS = 50000,        /* an idle VP tests without a pause this long */
+	NAP_FIRST_NS = 20000,   /* then naps, doubling from this ... */
+	NAP_MAX_NS = 1000000,   /* ... up to this */
+};
+
+struct waiter {
+	kr_mp *mp;
+	int left; /* atomic: requests not completed yet */
+	int err;  /* the first error; under M.lock until left is 0 */
+};
+
+struct entry {
+	struct waiter *w;
+	MPI_Status *st; /* NULL: ignored */
+};
+
+static struct {
+	kr_spin lock;         /* every MPI call, and all below */
+	int on;               /* atomic; written under lock: between init and fini */
+	int finalize;         /* kr_mpi_init initialised MPI */
+	int n, cap;           /* n atomic: the pending requests */
+	MPI_Request *req;     /* the pending requests, [0, n) */
+	struct entry *ent;    /* their waiters */
+	int *idx;             /* Testsome's scratch */
+	MPI_Status *sts;
+	uint32_t kicked;      /* futex word: a kick not consumed yet */
+	uint32_t napping;     /* a VP sleeps on kicked */
+} M = {.lock = KR_SPIN_INIT};
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* MPI's code as an errno code (under M.lock: MPI_Error_class is MPI). */
+static int err_of(int rc)
+{
+	if (rc == MPI_SUCCESS)
+		return 0;
+	int cls = rc;
+	if (MPI_Error_class(rc, &cls) != MPI_SUCCESS)
+		return EIO;
+	switch (cls) {
+	case MPI_SUCCESS:
+		return 0;
+	case MPI_ERR_BUFFER:
+	case MPI_ERR_COUNT:
+	case MPI_ERR_TYPE:
+	case MPI_ERR_TAG:
+	case MPI_ERR_COMM:
+	case MPI_ERR_RANK:
+	case MPI_ERR_ROOT:
+	case MPI_ERR_OP:
+	case MPI_ERR_ARG:
+	case MPI_ERR_REQUEST:
+		return EINVAL;
+	case MPI_ERR_TRUNCATE:
+		return EMSGSIZE;
+	case MPI_ERR_NO_MEM:
+		return ENOMEM;
+	default:
+		return EIO;
+	}
+}
+
+static void futex(uint32_t *word, int op, uint32_t val, const struct timespec *ts)
+{
+	syscall(SYS_futex, word, op | FUTEX_PRIVATE_FLAG, val, ts, NULL, 0);
+}
+
+static void kick(void *arg)
+{
+	__atomic_store_n(&M.kicked, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&M.napping, __ATOMIC_SEQ_CST))
+		futex(&M.kicked, FUTEX_WAKE, INT_MAX, NULL);
+}
+
+/* Sleep on the futex for ns (KR_FOREVER: no limit) unless kicked. */
+static void nap(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+	__atomic_store_n(&M.napping, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&M.kicked, __ATOMIC_SEQ_CST))
+		futex(&M.kicked, FUTEX_WAIT, 0, ns == KR_FOREVER ? NULL : &ts);
+	__atomic_store_n(&M.napping, 0, __ATOMIC_RELAXED);
+}
+
+/* One request of w's is over (under M.lock).  The decrement that ends
+ * the wait is the last touch of w, which may be gone right after. */
+static void complete(struct entry e, const MPI_Status *st, int err)
+{
+	struct waiter *w = e.w;
+	kr_mp *mp = w->mp;
+	if (e.st)
+		*e.st = *st;
+	if (err && !w->err)
+		w->err = err;
+	if (__atomic_sub_fetch(&w->left, 1, __ATOMIC_RELEASE) == 0)
+		kr_mp_unpark(mp);
+}
+
+/* MPI_Testsome over the pending table: how many requests completed. */
+static int progress(void)
+{
+	if (!__atomic_load_n(&M.n, __ATOMIC_RELAXED) || kr_spin_trylock(&M.lock))
+		return 0;
+	int n = M.n, out = 0;
+	if (!__atomic_load_n(&M.on, __ATOMIC_RELAXED) || !n) {
+		kr_spin_unlock(&M.lock);
+		return 0;
+	}
+	int rc = MPI_Testsome(n, M.req, &out, M.idx, M.sts);
+	if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+		/* the whole call failed: nothing of the table can be trusted */
+		int err = err_of(rc);
+		MPI_Status none = {0};
+		for (int i = 0; i < n; i++)
+			complete(M.ent[i], &none, err);
+		__atomic_store_n(&M.n, 0, __ATOMIC_RELAXED);
+		kr_spin_unlock(&M.lock);
+		return n;
+	}
+	if (out == MPI_UNDEFINED)
+		out = 0;
+	for (int k = 0; k < out; k++) {
+		int i = M.idx[k];
+		struct entry e = M.ent[i];
+		M.ent[i].w = NULL;
+		complete(e, &M.sts[k], rc == MPI_ERR_IN_STATUS ? err_of(M.sts[k].MPI_ERROR) : 0);
+	}
+	if (out) {
+		int j = 0;
+		for (int i = 0; i < n; i++) {
+			if (!M.ent[i].w)
+				continue;
+			M.req[j] = M.req[i];
+			M.ent[j++] = M.ent[i];
+		}
+		__atomic_store_n(&M.n, j, __ATOMIC_RELAXED);
+	}
+	kr_spin_unlock(&M.lock);
+	return out;
+}
+
+static void poll_cb(void *arg) { progress(); }
+
+static void wait_cb(void *arg, uint64_t deadline)
+{
+	uint64_t t0 = kr_now(), naps = NAP_FIRST_NS;
+	for (;;) {
+		if (__atomic_exchange_n(&M.kicked, 0, __ATOMIC_ACQUIRE))
+			return;
+		int pending = __atomic_load_n(&M.n, __ATOMIC_RELAXED) != 0;
+		if (pending && progress())
+			return;
+		uint64_t now = kr_now();
+		if (now >= deadline)
+			return;
+		if (pending && now - t0 < SPIN_NS) {
+			kr_cpu_relax();
+			continue;
+		}
+		uint64_t left = deadline == KR_FOREVER ? KR_FOREVER : deadline - now;
+		if (!pending) {
+			nap(left);
+			continue;
+		}
+		nap(naps < left ? naps : left);
+		if (naps < NAP_MAX_NS)
+			naps *= 2;
+	}
+}
+
+/* Under M.lock: M.on cleared, MPI finalised if the layer started it, the
+ * table freed. */
+static void stop_locked(void)
+{
+	__atomic_store_n(&M.on, 0, __ATOMIC_RELEASE);
+	if (M.finalize)
+		MPI_Finalize();
+	M.finalize = 0;
+	free(M.req);
+	free(M.ent);
+	free(M.idx);
+	free(M.sts);
+	M.req = NULL, M.ent = NULL, M.idx = NULL, M.sts = NULL;
+	M.n = M.cap = 0;
+}
+
+/* kr_fini, after every VP stopped, with the source still set. */
+static void fini_cb(void *arg)
+{
+	kr_spin_lock(&M.lock);
+	if (__atomic_load_n(&M.on, __ATOMIC_RELAXED))
+		stop_locked();
+	kr_spin_unlock(&M.lock);
+}
+
+int kr_mpi_init(int *argc, char ***argv)
+{
+	kr_stats st;
+	if (kr_stats_get(&st))
+		return EPERM;
+	pthread_mutex_lock(&init_lock);
+	if (__atomic_load_n(&M.on, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&init_lock);
+		return EBUSY;
+	}
+	/* the source first: MPI, once finalised, cannot start again */
+	kr_poller p = {.poll = poll_cb, .wait = wait_cb, .kick = kick, .fini = fini_cb};
+	int err = kr_poller_set(&p);
+	if (err) {
+		pthread_mutex_unlock(&init_lock);
+		return err;
+	}
+	int inited = 0, finalized = 0, level = MPI_THREAD_SINGLE;
+	kr_spin_lock(&M.lock);
+	MPI_Initialized(&inited);
+	MPI_Finalized(&finalized);
+	if (finalized)
+		err = EIO;
+	else if (inited)
+		err = MPI_Query_thread(&level) != MPI_SUCCESS ? EIO
+		      : level < MPI_THREAD_SERIALIZED          ? ENOTSUP
+								: 0;
+	else if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &level) != MPI_SUCCESS)
+		err = EIO;
+	else {
+		M.finalize = 1;
+		MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+		if (level < MPI_THREAD_SERIALIZED)
+			err = ENOTSUP;
+	}
+	if (!err)
+		__atomic_store_n(&M.on, 1, __ATOMIC_RELEASE);
+	else if (M.finalize)
+		stop_locked();
+	kr_spin_unlock(&M.lock);
+	if (err)
+		kr_poller_set(NULL);
+	pthread_mutex_unlock(&init_lock);
+	return err;
+}
+
+int kr_mpi_fini(void)
+{
+	pthread_mutex_lock(&init_lock);
+	kr_spin_lock(&M.lock);
+	int err = !__atomic_load_n(&M.on, __ATOMIC_RELAXED) ? EPERM : M.n ? EBUSY : 0;
+	if (!err)
+		stop_locked();
+	kr_spin_unlock(&M.lock);
+	if (!err) {
+		kr_poller_set(NULL);
+		kick(NULL);
+	}
+	pthread_mutex_unlock(&init_lock);
+	return err;
+}
+
+/* ---------------- the calls ---------------- */
+
+/* Take M.lock for a call that will wait for k requests: 0 with the lock
+ * held and room for them in the table, or the error (lock not held). */
+static int begin(int k)
+{
+	if (!kr_mp_self())
+		return EPERM;
+	kr_spin_lock(&M.lock);
+	if (!__atomic_load_n(&M.on, __ATOMIC_RELAXED)) {
+		kr_spin_unlock(&M.lock);
+		return EPERM;
+	}
+	if (M.n + k > M.cap) {
+		int cap = M.cap ? M.cap : 16;
+		while (cap < M.n + k)
+			cap *= 2;
+		MPI_Request *req = realloc(M.req, (size_t)cap * sizeof *req);
+		if (req)
+			M.req = req;
+		struct entry *ent = realloc(M.ent, (size_t)cap * sizeof *ent);
+		if (ent)
+			M.ent = ent;
+		int *idx = realloc(M.idx, (size_t)cap * sizeof *idx);
+		if (idx)
+			M.idx = idx;
+		MPI_Status *sts = realloc(M.sts, (size_t)cap * sizeof *sts);
+		if (sts)
+			M.sts = sts;
+		if (!req || !ent || !idx || !sts) {
+			kr_spin_unlock(&M.lock);
+			return ENOMEM;
+		}
+		M.cap = cap;
+	}
+	return 0;
+}
+
+/* MPI's error rc from a start call, under M.lock, which it releases. */
+static int fail(int rc)
+{
+	int err = err_of(rc);
+	kr_spin_unlock(&M.lock);
+	return err;
+}
+
+/* Under M.lock, which it releases: wait for the n requests (active or
+ * null) and set them to MPI_REQUEST_NULL; their statuses go to sts[i]
+ * (sts NULL: ignored).  The first error. */
+static int finish(int n, MPI_Request *reqs, MPI_Status *sts)
+{
+	struct waiter w = {.mp = kr_mp_self()};
+	int was = M.n, left = 0;
+	for (int i = 0; i < n; i++) {
+		MPI_Status scratch, *st = sts ? &sts[i] : &scratch;
+		int flag = 0, rc = MPI_Test(&reqs[i], &flag, st);
+		if (rc != MPI_SUCCESS || flag) {
+			int err = err_of(rc);
+			if (err && !w.err)
+				w.err = err;
+			reqs[i] = MPI_REQUEST_NULL;
+			continue;
+		}
+		M.req[M.n] = reqs[i];
+		M.ent[M.n++] = (struct entry){&w, sts ? &sts[i] : NULL};
+		left++;
+	}
+	__atomic_store_n(&w.left, left, __ATOMIC_RELAXED);
+	__atomic_store_n(&M.n, M.n, __ATOMIC_RELAXED);
+	kr_spin_unlock(&M.lock);
+	if (!left)
+		return w.err;
+	if (!was)
+		kick(NULL);
+	while (__atomic_load_n(&w.left, __ATOMIC_ACQUIRE))
+		kr_mp_park();
+	for (int i = 0; i < n; i++)
+		reqs[i] = MPI_REQUEST_NULL;
+	return w.err;
+}
+
+static int bad_buf(const void *buf, int count) { return count < 0 || (count && !buf); }
+
+int kr_mpi_wait(MPI_Request *req, MPI_Status *status)
+{
+	if (!req)
+		return EINVAL;
+	int err = begin(1);
+	return err ? err : finish(1, req, status);
+}
+
+int kr_mpi_waitall(int n, MPI_Request *reqs, MPI_Status *statuses)
+{
+	if (n < 0 || (n && !reqs))
+		return EINVAL;
+	int err = begin(n);
+	return err ? err : finish(n, reqs, statuses);
+}
+
+int kr_mpi_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+		MPI_Comm comm)
+{
+	if (bad_buf(buf, count))
+		return EINVAL;
+	int err = begin(1);
+	if (err)
+		return err;
+	MPI_Request r;
+	int rc = MPI_Isend(buf, count, type, dest, tag, comm, &r);
+	return rc ? fail(rc) : finish(1, &r, NULL);
+}
+
+int kr_mpi_ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
+		 MPI_Comm comm)
+{
+	if (bad_buf(buf, count))
+		return EINVAL;
+	int err = begin(1);
+	if (err)
+		return err;
+	MPI_Request r;
+	int rc = MPI_Issend(buf, count, type, dest, tag, comm, &r);
+	return rc ? fail(rc) : finish(1, &r, NULL);
+}
+
+int kr_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
+		MPI_Status *status)
+{
+	if (bad_buf(buf, count))
+		return EINVAL;
+	int err = begin(1);
+	if (err)
+		return err;
+	MPI_Request r;
+	int rc = MPI_Irecv(buf, count, type, source, tag, comm, &r);
+	return rc ? fail(rc) : finish(1, &r, status);
+}
+
+int kr_mpi_sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+		    void *rbuf, int rcount, MPI_Datatype rtype, int source, int rtag,
+		    MPI_Comm comm, MPI_Status *status)
+{
+	if (bad_buf(sbuf, scount) || bad_buf(rbuf, rcount))
+		return EINVAL;
+	int err = begin(2);
+	if (err)
+		return err;
+	MPI_Request r[2];
+	MPI_Status st[2];
+	int rc = MPI_Irecv(rbuf, rcount, rtype, source, rtag, comm, &r[0]);
+	if (rc)
+		return fail(rc);
+	rc = MPI_Isend(sbuf, scount, stype, dest, stag, comm, &r[1]);
+	if (rc) {
+		/* the receive is started: take it back before failing */
+		MPI_Cancel(&r[0]);
+		MPI_Request_free(&r[0]);
+		return fail(rc);
+	}
+	err = finish(2, r, st);
+	if (status)
+		*status = st[0];
+	return err;
+}
+
+int kr_mpi_barrier(MPI_Comm comm)
+{
+	int err = begin(1);
+	if (err)
+		return err;
+	MPI_Request r;
+	int rc = MPI_Ibarrier(comm, &r);
+	return rc ? fail(rc) : finish(1, &r, NULL);
+}
+
+int kr_mpi_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
+{
+	if (bad_buf(buf, count))
+		return EINVAL;
+	int err = begin(1);
+	if (err)
+		return err;
+	MPI_Request r;
+	int rc = MPI_Ibcast(buf, count, type, root, comm, &r);
+	return rc ? fail(rc) : finish(1, &r, NULL);
+}
+
+int kr_mpi_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
+		     MPI_Comm comm)
+{
+	if ((sbuf != MPI_IN_PLACE && bad_buf(sbuf, count)) || bad_buf(rbuf, count))
+		return EINVAL;
+	int err = begin(1);
+	if (err)
+		return err;
+	MPI_Request r;
+	int rc = MPI_Iallreduce(sbuf, rbuf, count, type, op, comm, &r);
+	return rc ? fail(rc) : finish(1, &r, NULL);
+}
+
+int kr_mpi_lock(void)
+{
+	kr_spin_lock(&M.lock);
+	if (__atomic_load_n(&M.on, __ATOMIC_RELAXED))
+		return 0;
+	kr_spin_unlock(&M.lock);
+	return EPERM;
+}
+
+int kr_mpi_unlock(void)
+{
+	if (!__atomic_load_n(&M.on, __ATOMIC_ACQUIRE))
+		return EPERM;
+	if (kr_spin_trylock(&M.lock) == 0) { /* it was not held */
+		kr_spin_unlock(&M.lock);
+		return EPERM;
+	}
+	kr_spin_unlock(&M.lock);
+	return 0;
+}
