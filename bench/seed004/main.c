@@ -28,163 +28,16 @@
  * attached=0 means karui ran without the C-area (carea.h says when).
  * Exit status 0, or 1 with a message on stderr.
  *
- * This file is the layer of seed004.h: each call switches on the mode.
- * pthread workers are joinable threads with default attributes; karui's
- * are microprocesses with default attributes, created by the main
- * microprocess and joined by it.
+ * The layer of seed004.h, which this program's workloads call, is
+ * layer.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "seed004.h"
-
-enum s4_mode s4_mode;
-
-void s4_check(int err, const char *what)
-{
-	if (err) {
-		fprintf(stderr, "karui-bench-seed004: %s: %s\n", what, strerror(err));
-		exit(1);
-	}
-}
-
-uint64_t s4_hash(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
-	return h;
-}
-
-/* ---------------- workers ---------------- */
-
-struct worker {
-	void (*fn)(void *arg, unsigned id);
-	void *arg;
-	unsigned id;
-};
-
-static void *worker_main(void *p)
-{
-	struct worker *w = p;
-	w->fn(w->arg, w->id);
-	return NULL;
-}
-
-void s4_workers(unsigned n, void (*fn)(void *arg, unsigned id), void *arg)
-{
-	struct worker *w = calloc(n, sizeof *w);
-	pthread_t *t = calloc(n, sizeof *t);
-	kr_mp **m = calloc(n, sizeof *m);
-	if (!w || !t || !m)
-		s4_check(ENOMEM, "workers");
-	for (unsigned i = 0; i < n; i++) {
-		w[i] = (struct worker){fn, arg, i};
-		if (s4_mode == S4_PTHREAD)
-			s4_check(pthread_create(&t[i], NULL, worker_main, &w[i]), "pthread_create");
-		else
-			s4_check(kr_mp_create(&m[i], NULL, worker_main, &w[i]), "kr_mp_create");
-	}
-	for (unsigned i = 0; i < n; i++) {
-		if (s4_mode == S4_PTHREAD)
-			s4_check(pthread_join(t[i], NULL), "pthread_join");
-		else
-			s4_check(kr_mp_join(m[i], NULL), "kr_mp_join");
-	}
-	free(w);
-	free(t);
-	free(m);
-}
-
-/* ---------------- barriers ---------------- */
-
-void s4_barrier_init(struct s4_barrier *b, unsigned count)
-{
-	if (s4_mode == S4_PTHREAD)
-		s4_check(pthread_barrier_init(&b->p, NULL, count), "pthread_barrier_init");
-	else
-		s4_check(kr_barrier_init(&b->k, count), "kr_barrier_init");
-}
-
-void s4_barrier_wait(struct s4_barrier *b)
-{
-	if (s4_mode == S4_PTHREAD) {
-		int err = pthread_barrier_wait(&b->p);
-		s4_check(err == PTHREAD_BARRIER_SERIAL_THREAD ? 0 : err, "pthread_barrier_wait");
-	} else {
-		s4_check(kr_barrier_wait(&b->k, NULL), "kr_barrier_wait");
-	}
-}
-
-void s4_barrier_destroy(struct s4_barrier *b)
-{
-	if (s4_mode == S4_PTHREAD)
-		s4_check(pthread_barrier_destroy(&b->p), "pthread_barrier_destroy");
-	else
-		s4_check(kr_barrier_destroy(&b->k), "kr_barrier_destroy");
-}
-
-/* ---------------- mailboxes ---------------- */
-
-void s4_mailbox_init(struct s4_mailbox *m)
-{
-	if (s4_mode == S4_PTHREAD) {
-		s4_check(pthread_mutex_init(&m->lock, NULL), "pthread_mutex_init");
-		s4_check(pthread_cond_init(&m->filled, NULL), "pthread_cond_init");
-		s4_check(pthread_cond_init(&m->emptied, NULL), "pthread_cond_init");
-		m->full = 0;
-	} else {
-		s4_check(kr_chan_init(&m->k, sizeof m->word, 1), "kr_chan_init");
-	}
-}
-
-void s4_mailbox_send(struct s4_mailbox *m, uint64_t word)
-{
-	if (s4_mode != S4_PTHREAD) {
-		s4_check(kr_chan_send(&m->k, &word), "kr_chan_send");
-		return;
-	}
-	pthread_mutex_lock(&m->lock);
-	while (m->full)
-		pthread_cond_wait(&m->emptied, &m->lock);
-	m->word = word;
-	m->full = 1;
-	pthread_cond_signal(&m->filled);
-	pthread_mutex_unlock(&m->lock);
-}
-
-uint64_t s4_mailbox_recv(struct s4_mailbox *m)
-{
-	uint64_t word;
-	if (s4_mode != S4_PTHREAD) {
-		s4_check(kr_chan_recv(&m->k, &word), "kr_chan_recv");
-		return word;
-	}
-	pthread_mutex_lock(&m->lock);
-	while (!m->full)
-		pthread_cond_wait(&m->filled, &m->lock);
-	word = m->word;
-	m->full = 0;
-	pthread_cond_signal(&m->emptied);
-	pthread_mutex_unlock(&m->lock);
-	return word;
-}
-
-void s4_mailbox_destroy(struct s4_mailbox *m)
-{
-	if (s4_mode != S4_PTHREAD) {
-		s4_check(kr_chan_destroy(&m->k), "kr_chan_destroy");
-		return;
-	}
-	pthread_mutex_destroy(&m->lock);
-	pthread_cond_destroy(&m->filled);
-	pthread_cond_destroy(&m->emptied);
-}
 
 /* ---------------- the program ---------------- */
 
@@ -202,31 +55,6 @@ static int usage(void)
 	fprintf(stderr, "usage: karui-bench-seed004 mult|force|wave pthread|karui|carea "
 			"[--vps N] [--segment /NAME] [--size N] [--steps N] [--grain N]\n");
 	return 2;
-}
-
-/* A positive number, or 0 for anything else. */
-static long positive(const char *s)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	return errno || end == s || *end || v <= 0 ? 0 : v;
-}
-
-static unsigned processors(void)
-{
-	cpu_set_t set;
-	if (sched_getaffinity(0, sizeof set, &set) != 0)
-		return 1;
-	int n = CPU_COUNT(&set);
-	return n > 0 ? (unsigned)n : 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int main(int argc, char **argv)
@@ -254,13 +82,13 @@ int main(int argc, char **argv)
 			   : !strcmp(argv[i], "--steps") ? &a.steps
 			   : !strcmp(argv[i], "--grain") ? &a.grain
 							 : NULL;
-		if (!to || i + 1 >= argc || !(*to = positive(argv[i + 1])))
+		if (!to || i + 1 >= argc || !(*to = s4_positive(argv[i + 1])))
 			return usage();
 	}
 	if (vps > KR_VP_MAX || (vps && s4_mode != S4_KARUI))
 		return usage();
 	if (s4_mode == S4_KARUI) {
-		kr_config cfg = {.vps = vps ? (unsigned)vps : processors()};
+		kr_config cfg = {.vps = vps ? (unsigned)vps : s4_processors()};
 		vps = cfg.vps;
 		s4_check(kr_init(&cfg), "kr_init");
 	} else if (s4_mode == S4_CAREA) {
@@ -269,9 +97,9 @@ int main(int argc, char **argv)
 		s4_check(kr_init(&cfg), "kr_init");
 	}
 	unsigned workers;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = s4_now_ns();
 	uint64_t sum = WORKLOADS[w].run(&a, &workers);
-	uint64_t wall = now_ns() - t0;
+	uint64_t wall = s4_now_ns() - t0;
 	kr_carea_stats st;
 	if (s4_mode == S4_CAREA) {
 		s4_check(kr_carea_stats_get(&st), "kr_carea_stats_get");

@@ -64,6 +64,13 @@ void s4_mailbox_destroy(struct s4_mailbox *m);
 /* Stop the program with a message when a call that cannot fail here does. */
 void s4_check(int err, const char *what);
 
+/* A positive number, or 0 for anything else (a command-line value). */
+long s4_positive(const char *s);
+/* The processors this process may use. */
+unsigned s4_processors(void);
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t s4_now_ns(void);
+
 /* FNV-1a over n bytes, continuing from h (start with S4_FNV). */
 #define S4_FNV 0xcbf29ce484222325ull
 uint64_t s4_hash(uint64_t h, const void *p, size_t n);
@@ -73,5 +80,13 @@ uint64_t s4_hash(uint64_t h, const void *p, size_t n);
 uint64_t s4_mult(struct s4_args *a, unsigned *workers);
 uint64_t s4_force(struct s4_args *a, unsigned *workers);
 uint64_t s4_wave(struct s4_args *a, unsigned *workers);
+
+/* WAVE's parts, for its distributed form (mpi_wave.c): the mesh's side,
+ * a cell's work between receives, a cell's first state, and the default
+ * sweeps and grain filled into a. */
+#define S4_WAVE_SIDE 10
+uint64_t s4_wave_work(uint64_t x, long grain);
+uint64_t s4_wave_seed(unsigned cell);
+void s4_wave_defaults(struct s4_args *a);
 
 #endif

@@ -32,7 +32,7 @@
 
 #include "seed004.h"
 
-#define WAVE_SIDE 10
+#define WAVE_SIDE S4_WAVE_SIDE
 #define WAVE_CELLS (WAVE_SIDE * WAVE_SIDE)
 #define WAVE_GRAIN 100
 #define WAVE_SWEEPS 4000
@@ -45,7 +45,7 @@ struct wave {
 
 /* grain rounds of a multiply-xorshift mix: a chain of dependent integer
  * operations that no compiler folds away */
-static uint64_t work(uint64_t x, long grain)
+uint64_t s4_wave_work(uint64_t x, long grain)
 {
 	for (long r = 0; r < grain; r++) {
 		x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -64,7 +64,7 @@ static void wave_cell(void *arg, unsigned id)
 			x ^= s4_mailbox_recv(&w->south[id - WAVE_SIDE]);
 		if (j > 0)
 			x += s4_mailbox_recv(&w->east[id - 1]);
-		x = work(x, w->grain);
+		x = s4_wave_work(x, w->grain);
 		if (i < WAVE_SIDE - 1)
 			s4_mailbox_send(&w->south[id], x);
 		if (j < WAVE_SIDE - 1)
@@ -73,19 +73,26 @@ static void wave_cell(void *arg, unsigned id)
 	w->state[id] = x;
 }
 
-uint64_t s4_wave(struct s4_args *args, unsigned *workers)
+void s4_wave_defaults(struct s4_args *args)
 {
 	if (!args->steps)
 		args->steps = WAVE_SWEEPS;
 	if (!args->grain)
 		args->grain = WAVE_GRAIN;
+}
+
+uint64_t s4_wave_seed(unsigned cell) { return 0x9e3779b97f4a7c15ull * (cell + 1); }
+
+uint64_t s4_wave(struct s4_args *args, unsigned *workers)
+{
+	s4_wave_defaults(args);
 	struct wave *w = calloc(1, sizeof *w);
 	if (!w)
 		s4_check(ENOMEM, "wave: mesh");
 	w->sweeps = args->steps;
 	w->grain = args->grain;
 	for (unsigned c = 0; c < WAVE_CELLS; c++) {
-		w->state[c] = 0x9e3779b97f4a7c15ull * (c + 1);
+		w->state[c] = s4_wave_seed(c);
 		s4_mailbox_init(&w->south[c]);
 		s4_mailbox_init(&w->east[c]);
 	}

@@ -32,8 +32,8 @@
  *          for another's progress), and unparks the owners of what
  *          completed;
  *   wait   (one idle VP at a time, the others sleep on L0) tests in a
- *          loop: for SPIN_NS without a pause, then with naps on a futex
- *          that grow from NAP_FIRST_NS to NAP_MAX_NS, until something
+ *          loop: for a while without a pause, then with naps on a futex
+ *          that grow from NAP_FIRST_NS to the longest nap, until something
  *          completes, the deadline passes or a kick comes; with nothing
  *          pending it sleeps on the futex until the deadline or a kick;
  *   kick   (kr_sched_unpark, and the layer when the table stops being
@@ -43,9 +43,11 @@
  *          before the wait starts is not lost.
  * Open MPI's shared-memory and TCP transports give no descriptor to wait
  * on, so an idle VP must test: the naps trade latency (a message that
- * comes during a nap is seen up to NAP_MAX_NS late, once the spin is
- * over) for CPU (an idle rank wakes at most every NAP_MAX_NS, not a core
- * spinning for ever).  docs/mpi.md gives the figures.
+ * comes during a nap is seen up to a nap late, once the spin is over) for
+ * CPU (an idle rank wakes once a nap, not a core spinning for ever).  The
+ * spin (50 us) and the longest nap (1 ms) are the environment's
+ * KARUI_MPI_SPIN_US and KARUI_MPI_NAP_US if set; docs/mpi.md gives the
+ * figures.
  *
  * Errors.  MPI's codes become errno codes (err_of); Testsome's
  * MPI_ERR_IN_STATUS gives each request its own.  An error of Testsome as a
@@ -71,11 +73,12 @@
 #include "karui.h"
 #include "karui/mpi.h"
 
-enum {
-	SPIN_NS = 50000,        /* an idle VP tests without a pause this long */
-	NAP_FIRST_NS = 20000,   /* then naps, doubling from this ... */
-	NAP_MAX_NS = 1000000,   /* ... up to this */
-};
+/* An idle VP tests without a pause for spin_ns, then naps on the futex
+ * between tests, from NAP_FIRST_NS doubling up to nap_max_ns: set at
+ * kr_mpi_init from KARUI_MPI_SPIN_US and KARUI_MPI_NAP_US (microseconds,
+ * 0 to 1000000), else the defaults. */
+enum { NAP_FIRST_NS = 20000 };
+static uint64_t spin_ns, nap_max_ns;
 
 struct waiter {
 	kr_mp *mp;
@@ -227,7 +230,7 @@ static void wait_cb(void *arg, uint64_t deadline)
 		uint64_t now = kr_now();
 		if (now >= deadline)
 			return;
-		if (pending && now - t0 < SPIN_NS) {
+		if (pending && now - t0 < spin_ns) {
 			kr_cpu_relax();
 			continue;
 		}
@@ -236,9 +239,10 @@ static void wait_cb(void *arg, uint64_t deadline)
 			nap(left);
 			continue;
 		}
+		if (naps > nap_max_ns)
+			naps = nap_max_ns;
 		nap(naps < left ? naps : left);
-		if (naps < NAP_MAX_NS)
-			naps *= 2;
+		naps *= 2;
 	}
 }
 
@@ -267,12 +271,27 @@ static void fini_cb(void *arg)
 	kr_spin_unlock(&M.lock);
 }
 
+/* An environment variable's microseconds, in ns; dflt if unset or not
+ * a number from 0 to 1000000. */
+static uint64_t env_us(const char *name, unsigned long dflt)
+{
+	const char *s = getenv(name);
+	char *end;
+	errno = 0;
+	unsigned long v = s ? strtoul(s, &end, 10) : dflt;
+	if (s && (errno || end == s || *end || v > 1000000 || *s == '-'))
+		v = dflt;
+	return (uint64_t)v * 1000;
+}
+
 int kr_mpi_init(int *argc, char ***argv)
 {
 	kr_stats st;
 	if (kr_stats_get(&st))
 		return EPERM;
 	pthread_mutex_lock(&init_lock);
+	spin_ns = env_us("KARUI_MPI_SPIN_US", 50);
+	nap_max_ns = env_us("KARUI_MPI_NAP_US", 1000);
 	if (__atomic_load_n(&M.on, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_unlock(&init_lock);
 		return EBUSY;

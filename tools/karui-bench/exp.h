@@ -116,6 +116,10 @@ void kb_io_files(const kb_ctx *c);
 /* exp_trace.c: a switch traced against untraced (docs/trace.md) */
 void kb_trace(const kb_ctx *c);
 
+/* exp_mpi.c: seed 004's WAVE over 2 MPI ranks, libkarui-mpi against
+ * pthreads with MPI_THREAD_MULTIPLE */
+void kb_mpi_wave(const kb_ctx *c);
+
 /* exp_ssf.c */
 void kb_seed002_ssf(const kb_ctx *c);
 

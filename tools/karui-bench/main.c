@@ -271,6 +271,9 @@ static const struct seed {
 	 "bash: wall and CPU ms (--n: commands)", "karui-sh dash bash", kb_uproc_script},
 	{"trace", "a yield's switch with the scheduling trace on (karui-trace) and off, ns per "
 	 "switch and per event", "karui karui-trace", kb_trace},
+	{"mpi.wave", "seed 004's WAVE on 2 MPI ranks, 50 workers per rank, the rows split "
+	 "between the ranks: ms per run (--n: sweeps)", "karui karui-2vp pthread pthread-yield",
+	 kb_mpi_wave},
 };
 #define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
 
