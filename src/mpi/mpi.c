@@ -32,10 +32,13 @@
  *          for another's progress), and unparks the owners of what
  *          completed;
  *   wait   (one idle VP at a time, the others sleep on L0) tests in a
- *          loop: for a while without a pause, then with naps on a futex
- *          that grow from NAP_FIRST_NS to the longest nap, until something
- *          completes, the deadline passes or a kick comes; with nothing
- *          pending it sleeps on the futex until the deadline or a kick;
+ *          loop: for a while with a sched_yield between tests (which
+ *          costs a system call where the processor is free, and gives
+ *          it to another rank or program where it is not), then with
+ *          naps on a futex that grow from NAP_FIRST_NS to the longest
+ *          nap, until something completes, the deadline passes or a
+ *          kick comes; with nothing pending it sleeps on the futex until
+ *          the deadline or a kick;
  *   kick   (kr_sched_unpark, and the layer when the table stops being
  *          empty, so that a VP asleep with nothing pending starts
  *          testing) sets the futex word and wakes a napper.  The word
@@ -44,10 +47,12 @@
  * Open MPI's shared-memory and TCP transports give no descriptor to wait
  * on, so an idle VP must test: the naps trade latency (a message that
  * comes during a nap is seen up to a nap late, once the spin is over) for
- * CPU (an idle rank wakes once a nap, not a core spinning for ever).  The
- * spin (50 us) and the longest nap (1 ms) are the environment's
- * KARUI_MPI_SPIN_US and KARUI_MPI_NAP_US if set; docs/mpi.md gives the
- * figures.
+ * CPU (an idle rank wakes once a nap, not a core spinning for ever).  A
+ * spin shorter than the peers' answer lets both sides fall into naps and
+ * stay there (a round trip of a nap, 0.3 to 1 ms, where a 500 us spin
+ * gives a few us).  The spin (500 us) and the longest nap (1 ms) are the
+ * environment's KARUI_MPI_SPIN_US and KARUI_MPI_NAP_US if set;
+ * docs/mpi.md gives the figures.
  *
  * Errors.  MPI's codes become errno codes (err_of); Testsome's
  * MPI_ERR_IN_STATUS gives each request its own.  An error of Testsome as a
@@ -65,6 +70,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -73,7 +79,7 @@
 #include "karui.h"
 #include "karui/mpi.h"
 
-/* An idle VP tests without a pause for spin_ns, then naps on the futex
+/* An idle VP tests, yielding, for spin_ns, then naps on the futex
  * between tests, from NAP_FIRST_NS doubling up to nap_max_ns: set at
  * kr_mpi_init from KARUI_MPI_SPIN_US and KARUI_MPI_NAP_US (microseconds,
  * 0 to 1000000), else the defaults. */
@@ -231,7 +237,7 @@ static void wait_cb(void *arg, uint64_t deadline)
 		if (now >= deadline)
 			return;
 		if (pending && now - t0 < spin_ns) {
-			kr_cpu_relax();
+			sched_yield();
 			continue;
 		}
 		uint64_t left = deadline == KR_FOREVER ? KR_FOREVER : deadline - now;
@@ -290,7 +296,7 @@ int kr_mpi_init(int *argc, char ***argv)
 	if (kr_stats_get(&st))
 		return EPERM;
 	pthread_mutex_lock(&init_lock);
-	spin_ns = env_us("KARUI_MPI_SPIN_US", 50);
+	spin_ns = env_us("KARUI_MPI_SPIN_US", 500);
 	nap_max_ns = env_us("KARUI_MPI_NAP_US", 1000);
 	if (__atomic_load_n(&M.on, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_unlock(&init_lock);
