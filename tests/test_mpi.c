@@ -93,15 +93,15 @@ enum { PAIRS = 64, ROUNDS = 50 };
 static void *pinger(void *arg)
 {
 	int tag = (int)(intptr_t)arg;
-	long v = tag;
+	unsigned long v = (unsigned long)tag;
 	for (int i = 0; i < ROUNDS; i++) {
 		if (rank == 0) {
-			KT_EQ(kr_mpi_send(&v, 1, MPI_LONG, 1, tag, MPI_COMM_WORLD), 0);
-			KT_EQ(kr_mpi_recv(&v, 1, MPI_LONG, 1, tag, MPI_COMM_WORLD, NULL), 0);
+			KT_EQ(kr_mpi_send(&v, 1, MPI_UNSIGNED_LONG, 1, tag, MPI_COMM_WORLD), 0);
+			KT_EQ(kr_mpi_recv(&v, 1, MPI_UNSIGNED_LONG, 1, tag, MPI_COMM_WORLD, NULL), 0);
 		} else {
-			KT_EQ(kr_mpi_recv(&v, 1, MPI_LONG, 0, tag, MPI_COMM_WORLD, NULL), 0);
+			KT_EQ(kr_mpi_recv(&v, 1, MPI_UNSIGNED_LONG, 0, tag, MPI_COMM_WORLD, NULL), 0);
 			v = v * 3 + 1;
-			KT_EQ(kr_mpi_send(&v, 1, MPI_LONG, 0, tag, MPI_COMM_WORLD), 0);
+			KT_EQ(kr_mpi_send(&v, 1, MPI_UNSIGNED_LONG, 0, tag, MPI_COMM_WORLD), 0);
 		}
 	}
 	return (void *)v;
@@ -117,10 +117,10 @@ static void many_microprocesses_wait_at_once(void)
 	for (int i = 0; i < PAIRS; i++) {
 		void *res;
 		KT_EQ(kr_mp_join(m[i], &res), 0);
-		long want = i;
+		unsigned long want = (unsigned long)i;
 		for (int k = 0; k < ROUNDS; k++)
 			want = want * 3 + 1;
-		KT_EQ((long)res, want);
+		KT_CHECK((unsigned long)res == want);
 	}
 }
 

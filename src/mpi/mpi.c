@@ -265,7 +265,8 @@ static void stop_locked(void)
 	free(M.idx);
 	free(M.sts);
 	M.req = NULL, M.ent = NULL, M.idx = NULL, M.sts = NULL;
-	M.n = M.cap = 0;
+	__atomic_store_n(&M.n, 0, __ATOMIC_RELAXED);
+	M.cap = 0;
 }
 
 /* kr_fini, after every VP stopped, with the source still set. */
@@ -406,7 +407,7 @@ static int fail(int rc)
 static int finish(int n, MPI_Request *reqs, MPI_Status *sts)
 {
 	struct waiter w = {.mp = kr_mp_self()};
-	int was = M.n, left = 0;
+	int was = M.n, m = M.n, left = 0;
 	for (int i = 0; i < n; i++) {
 		MPI_Status scratch, *st = sts ? &sts[i] : &scratch;
 		int flag = 0, rc = MPI_Test(&reqs[i], &flag, st);
@@ -417,12 +418,12 @@ static int finish(int n, MPI_Request *reqs, MPI_Status *sts)
 			reqs[i] = MPI_REQUEST_NULL;
 			continue;
 		}
-		M.req[M.n] = reqs[i];
-		M.ent[M.n++] = (struct entry){&w, sts ? &sts[i] : NULL};
+		M.req[m] = reqs[i];
+		M.ent[m++] = (struct entry){&w, sts ? &sts[i] : NULL};
 		left++;
 	}
 	__atomic_store_n(&w.left, left, __ATOMIC_RELAXED);
-	__atomic_store_n(&M.n, M.n, __ATOMIC_RELAXED);
+	__atomic_store_n(&M.n, m, __ATOMIC_RELAXED);
 	kr_spin_unlock(&M.lock);
 	if (!left)
 		return w.err;
