@@ -39,8 +39,7 @@ have_cmd xz || want xz-utils
 have_cmd zstd || want zstd
 have_cmd pigz || want pigz
 # libkarui-mpi (src/mpi), its tests under mpirun and mpi.wave: Open MPI
-[ -e /usr/include/x86_64-linux-gnu/mpi/mpi.h ] || [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] ||
-	want libopenmpi-dev
+want libopenmpi-dev
 have_cmd mpirun || want openmpi-bin
 # Go is a benchmark peer only; a toolchain already on the machine will do.
 have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go

@@ -10,6 +10,7 @@
  * a hang is bounded by the script's timeout.  Each test's name is printed
  * by rank 0 once every rank has passed it.
  */
+#include <limits.h>
 #include <pthread.h>
 
 #include "karui.h"
@@ -210,6 +211,9 @@ static void errors_are_errno_codes(void)
 	KT_EQ(kr_mpi_send(x, 1, MPI_INT, size + 5, 0, MPI_COMM_WORLD), EINVAL); /* no such rank */
 	KT_EQ(kr_mpi_send(x, 1, MPI_INT, 0, -2, MPI_COMM_WORLD), EINVAL);        /* bad tag */
 	KT_EQ(kr_mpi_recv(NULL, 4, MPI_INT, 0, 0, MPI_COMM_WORLD, NULL), EINVAL);
+	/* more requests than any table holds: ENOMEM, before any is read */
+	MPI_Request none = MPI_REQUEST_NULL;
+	KT_EQ(kr_mpi_waitall(INT_MAX, &none, NULL), ENOMEM);
 	/* a message longer than the receive: EMSGSIZE */
 	int to = (rank + 1) % size, from = (rank + size - 1) % size;
 	KT_EQ(kr_mpi_send(x, 8, MPI_INT, to, 11, MPI_COMM_WORLD), 0);

@@ -56,7 +56,8 @@ int kr_mpi_fini(void);
 int kr_mpi_wait(MPI_Request *req, MPI_Status *status);
 
 /* kr_mpi_wait for each of n requests (statuses: n of them, or
- * MPI_STATUSES_IGNORE); the first error, after all have completed. */
+ * MPI_STATUSES_IGNORE); the first error, after all have completed.
+ * ENOMEM: no room for n more pending requests (nothing waited for). */
 int kr_mpi_waitall(int n, MPI_Request *reqs, MPI_Status *statuses);
 
 /* MPI_Send, MPI_Ssend, MPI_Recv, MPI_Sendrecv, MPI_Barrier, MPI_Bcast and

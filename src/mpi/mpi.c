@@ -368,6 +368,10 @@ static int begin(int k)
 		kr_spin_unlock(&M.lock);
 		return EPERM;
 	}
+	if (k > INT_MAX / 4 - M.n) { /* no table that large */
+		kr_spin_unlock(&M.lock);
+		return ENOMEM;
+	}
 	if (M.n + k > M.cap) {
 		int cap = M.cap ? M.cap : 16;
 		while (cap < M.n + k)
