@@ -297,12 +297,12 @@ int kr_mpi_init(int *argc, char ***argv)
 	if (kr_stats_get(&st))
 		return EPERM;
 	pthread_mutex_lock(&init_lock);
-	spin_ns = env_us("KARUI_MPI_SPIN_US", 500);
-	nap_max_ns = env_us("KARUI_MPI_NAP_US", 1000);
 	if (__atomic_load_n(&M.on, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_unlock(&init_lock);
 		return EBUSY;
 	}
+	spin_ns = env_us("KARUI_MPI_SPIN_US", 500);
+	nap_max_ns = env_us("KARUI_MPI_NAP_US", 1000);
 	/* the source first: MPI, once finalised, cannot start again */
 	kr_poller p = {.poll = poll_cb, .wait = wait_cb, .kick = kick, .fini = fini_cb};
 	int err = kr_poller_set(&p);
