@@ -35,6 +35,7 @@ static void kr_mpi_init_needs_karui_running(void)
 
 /* ---------------- on every rank ---------------- */
 
+/* Ranks pair off: 0 with 1, 2 with 3, ... */
 static int peer(void) { return rank ^ 1; }
 
 static void kr_mpi_init_takes_the_event_source_once(void)
@@ -80,6 +81,8 @@ static void *sender(void *arg)
 
 static void a_receive_parks_only_its_microprocess(void)
 {
+	if (peer() >= size) /* the last of an odd number of ranks */
+		return;
 	kr_mp *r, *s;
 	KT_EQ(kr_mp_create(&r, NULL, receiver, NULL), 0);
 	KT_EQ(kr_mp_create(&s, NULL, sender, NULL), 0);
