@@ -38,6 +38,8 @@ have_cmd dash || want dash
 have_cmd xz || want xz-utils
 have_cmd zstd || want zstd
 have_cmd pigz || want pigz
+# the pthread layer's test and pthread.compat run sysbench's threads and mutex
+have_cmd sysbench || want sysbench
 # libkarui-mpi (src/mpi), its tests under mpirun and mpi.wave: Open MPI
 want libopenmpi-dev
 have_cmd mpirun || want openmpi-bin

@@ -16,7 +16,9 @@
 # less a write and a read), the peers' with their ratio to karui, the seed's
 # figures on the rows that stand for its systems (a byte that comes back
 # changed fails its row instead).  uproc.threads --n 1, uproc.make --n 2
-# and uproc.script --n 100, quick: every program's and shell's rows, or a
+# and uproc.script --n 100, quick, and pthread.compat --n 1 (the same
+# programs under LD_PRELOAD=libkarui-pthread.so, and sysbench): every
+# program's and shell's rows, or a
 # row that says why not (a program not installed; a karui run that
 # failed, with its reason), and no output that differs from the native
 # run's.  Skipped where μprocesses are not available.
@@ -26,7 +28,8 @@ out=$("$kb" run seed003.pipe --quick --json && "$kb" run uproc.count --n 100 --j
 	"$kb" run seed003.table5 --quick --n 20000 --json &&
 	"$kb" run seed003.table3 --quick --n 2000 --json &&
 	"$kb" run uproc.threads --quick --n 1 --json && "$kb" run uproc.make --quick --n 2 --json &&
-	"$kb" run uproc.script --quick --n 100 --json) ||
+	"$kb" run uproc.script --quick --n 100 --json &&
+	"$kb" run pthread.compat --quick --n 1 --json) ||
 	{ echo "$out"; exit 1; }
 echo "$out"
 case $out in *'"skipped":"μprocesses unavailable here'*) exit 77 ;; esac
@@ -112,6 +115,13 @@ for p in xz zstd pigz sort std::thread; do
 	echo "$out" | grep -Fq '{"experiment":"uproc.threads","system":"'$p'","skipped":"not installed"}' ||
 		rows uproc.threads $p karui native
 done
+if ! echo "$out" | grep -Fq '{"experiment":"pthread.compat","system":"karui","skipped":'; then
+	for p in "xz -T4" "zstd -T4" "pigz -p 4" "sort --parallel=4" std::thread \
+		"sysbench threads" "sysbench mutex"; do
+		echo "$out" | grep -Fq '{"experiment":"pthread.compat","system":"'"$p"'","skipped":"not installed"}' ||
+			rows pthread.compat "$p" karui native
+	done
+fi
 rows uproc.make "make -j2" karui native
 rows uproc.script script karui-sh dash bash
 echo "$out" | grep -q DIFFERS && { echo "an output DIFFERS from the native run's"; fail=1; }

@@ -105,6 +105,7 @@ int kb_find_prog(const char *name, char *out, size_t n);
 /* exp_uprun.c: Debian's programs natively and as μprocesses, through
  * karui-run and karui-sh */
 void kb_uproc_threads(const kb_ctx *c);
+void kb_pthread_compat(const kb_ctx *c);
 void kb_uproc_make(const kb_ctx *c);
 void kb_uproc_script(const kb_ctx *c);
 /* exp_cgi.c: CGI programs as μprocesses (cgi_httpd) against lighttpd's mod_cgi */

@@ -18,6 +18,13 @@
  *                  and collect2/ld, all μprocesses then (posix_spawn,
  *                  vfork); the objects are removed before every run, and
  *                  the program built must print the same under both
+ *   pthread.compat the same programs with four threads of work (-T4,
+ *                  -p 4, --parallel=4), and sysbench's threads and mutex
+ *                  tests (a fixed number of events: sysbench prints
+ *                  figures of its own; what is compared is its lines of
+ *                  the threads and events counts), natively (native)
+ *                  and with LD_PRELOAD=libkarui-pthread.so (karui: the
+ *                  pthread layer, src/pthread)
  *   uproc.script   a POSIX shell script of --n commands (1000) of external
  *                  programs (/bin/true, /bin/echo, /bin/echo to /dev/null,
  *                  cat of a small file, expr), run by karui-sh, dash and
@@ -67,6 +74,7 @@
 #define THREADS "uproc.threads"
 #define MAKE "uproc.make"
 #define SCRIPT "uproc.script"
+#define COMPAT "pthread.compat"
 
 enum { MAXSYS = 3, MAXARG = 12, MAXREPS = 16, THREAD_STEPS = 100000000 };
 
@@ -77,6 +85,7 @@ struct sys {
 	char path[PATH_MAX];    /* what runs: the program, karui-run, a shell */
 	char *argv[MAXARG];
 	char arg[PATH_MAX];     /* karui-run's argv[1]: the program's path */
+	const char *preload;    /* LD_PRELOAD for it, or NULL */
 	int shown;              /* timed and in the rows (--only); else only checked */
 	char why[400];          /* why its row fails, or "" */
 	int nv;
@@ -181,8 +190,12 @@ static int run_once(const struct job *j, const struct sys *s, int out, int err, 
 		j->before(j);
 	struct rusage ru;
 	memset(&ru, 0, sizeof ru);
+	if (s->preload)
+		setenv("LD_PRELOAD", s->preload, 1); /* for the child (karui-bench has one thread) */
 	double t0 = kb_now_ns();
 	pid_t pid = kb_start(s->path, s->argv, in, out, err);
+	if (s->preload)
+		unsetenv("LD_PRELOAD");
 	int st = pid < 0 ? -1 : kb_wait(pid, &ru);
 	*wall = (kb_now_ns() - t0) / 1e6;
 	*cpu = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
@@ -447,6 +460,90 @@ void kb_uproc_threads(const kb_ctx *c)
 			run_job(c, &j);
 	}
 	remove_dir(THREADS, dir);
+}
+
+/* ---------------- pthread.compat ---------------- */
+
+/* sysbench's output, less its figures: its lines of the number of threads
+ * and of events */
+static const char *sysbench_counts(const struct job *j, const char *out)
+{
+	(void)j;
+	size_t n;
+	char *text = slurp(out, &n);
+	if (!text)
+		return "its output cannot be read";
+	FILE *f = fopen(out, "w");
+	int found = 0;
+	for (char *line = strtok(text, "\n"); f && line; line = strtok(NULL, "\n"))
+		if (strstr(line, "Number of threads:") || strstr(line, "total number of events:")) {
+			fprintf(f, "%s\n", line + strspn(line, " "));
+			found++;
+		}
+	free(text);
+	if (!f || fclose(f))
+		return "its output cannot be written";
+	return found == 2 ? "" : "no count of threads and events in its output";
+}
+
+void kb_pthread_compat(const kb_ctx *c)
+{
+	char lib[PATH_MAX + 32], dir[PATH_MAX], text[PATH_MAX + 16], self[PATH_MAX], steps[24];
+	snprintf(lib, sizeof lib, "%s/../lib/libkarui-pthread.so", c->dir);
+	if (access(lib, R_OK)) {
+		kb_row_none(COMPAT, "karui", "skipped", "libkarui-pthread.so not built");
+		return;
+	}
+	if (make_dir(COMPAT, dir, sizeof dir))
+		return;
+	long mb = c->n ? c->n : 2;
+	snprintf(text, sizeof text, "%s/in.txt", dir);
+	int e = write_text(text, mb * 1000000);
+	if (e) {
+		kb_row_none(COMPAT, "all", "failed", strerror(e));
+		remove_dir(COMPAT, dir);
+		return;
+	}
+	snprintf(self, sizeof self, "%s/karui-bench-threads", c->dir);
+	snprintf(steps, sizeof steps, "%d", THREAD_STEPS);
+	const struct {
+		const char *metric;
+		char *argv[MAXARG];
+	} P[] = {
+		{"xz -T4", {"xz", "-T4", "--block-size=512KiB", "-c", text}},
+		{"zstd -T4", {"zstd", "-13", "-T4", "-B524288", "-c", text}},
+		{"pigz -p 4", {"pigz", "-p", "4", "-c", text}},
+		{"sort --parallel=4", {"sort", "--parallel=4", "-S", "100M", text}},
+		{"std::thread", {self, steps}},
+		{"sysbench threads",
+		 {"sysbench", "threads", "--threads=4", c->quick ? "--events=1000" : "--events=4000",
+		  "--time=0", "run"}},
+		{"sysbench mutex",
+		 {"sysbench", "mutex", "--threads=4", c->quick ? "--mutex-locks=20000" : "--mutex-locks=50000",
+		  "run"}},
+	};
+	for (size_t i = 0; i < sizeof P / sizeof *P; i++) {
+		struct job j = {.exp = COMPAT, .metric = P[i].metric, .dir = dir,
+				.note = "same output as native"};
+		if (!strncmp(P[i].metric, "sysbench", 8))
+			j.result = sysbench_counts;
+		char prog[PATH_MAX];
+		char *const *argv = P[i].argv;
+		if (strchr(argv[0], '/'))
+			snprintf(prog, sizeof prog, "%s", argv[0]);
+		else if (kb_find_prog(argv[0], prog, sizeof prog))
+			prog[0] = 0;
+		if (!prog[0] || access(prog, X_OK)) {
+			kb_row_none(COMPAT, P[i].metric, "skipped",
+				    i == 4 ? "karui-bench-threads not built" : "not installed");
+			continue;
+		}
+		struct sys *k = add_sys(c, &j, "karui", prog, argv);
+		k->preload = lib;
+		add_sys(c, &j, "native", prog, argv);
+		run_job(c, &j);
+	}
+	remove_dir(COMPAT, dir);
 }
 
 /* ---------------- uproc.make ---------------- */

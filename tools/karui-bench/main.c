@@ -265,6 +265,10 @@ static const struct seed {
 	{"uproc.threads", "Debian's threaded programs (xz -T2, zstd -T2, pigz -p 2, sort "
 	 "--parallel=2) and a std::thread loop, natively and under karui-run: wall and CPU ms "
 	 "(--n: MB of input)", "karui native", kb_uproc_threads},
+	{"pthread.compat", "threaded programs (xz -T4, zstd -T4, pigz -p 4, sort --parallel=4, "
+	 "a std::thread loop, sysbench threads and mutex), natively and with "
+	 "LD_PRELOAD=libkarui-pthread.so: wall and CPU ms (--n: MB of input)", "karui native",
+	 kb_pthread_compat},
 	{"uproc.make", "make -j2 of a C project of 8 files, natively and under karui-run (its "
 	 "compilers μprocesses too): wall and CPU ms (--n: files)", "karui native", kb_uproc_make},
 	{"uproc.script", "a shell script of 1000 external commands run by karui-sh, dash and "
