@@ -42,7 +42,8 @@ int kr_upipe_write(kr_upipe *p, const void *buf, size_t len, size_t *done);
 
 /* What a new μprocess gets.  kr_uproc_attr_init gives the defaults, as
  * does a NULL attr: the host's cwd, umask and environ, and fds 0, 1 and 2
- * duplicated from the host's 0, 1 and 2; no other host fd is inherited.
+ * duplicated from the host's 0, 1 and 2; no other host fd is inherited;
+ * not isolated.
  * The kr_uproc_attr_fd_* calls change one fd (0 <= fd < KR_UPROC_ATTR_FDS):
  * EINVAL for a NULL attr, a bad fd or a bad end.  An attr holds no
  * references: the host fds and pipe ends it names are taken at spawn. */
@@ -59,6 +60,11 @@ typedef struct kr_uproc_attr {
 	char *const *envp;  /* NULL: the host's environ */
 	int umask;          /* -1: the host's; else 0..0777 */
 	struct kr_uproc_fdspec fd[KR_UPROC_ATTR_FDS];
+	/* 1: in a domain of its own (docs/domains.md, "μprocesses in
+	 * domains"): while no VP runs it, its writable memory is closed, so
+	 * that another μprocess's stray write into it faults and ends that
+	 * μprocess alone; its children of vfork and posix_spawn are too. */
+	int isolate;
 } kr_uproc_attr;
 
 int kr_uproc_attr_init(kr_uproc_attr *a); /* EINVAL: NULL */

@@ -135,6 +135,7 @@ static void xc_put(struct kr__xcall *xc)
 	kr_cond_destroy(&xc->cv);
 	kr_mutex_destroy(&xc->lock);
 	free(xc->tab);
+	free(xc->thr.bounce);
 	xc->thr.magic = 0;
 	free(xc);
 }

@@ -171,7 +171,7 @@ int kr__uproc_spawn_check(kr_uproc **out, const char *path, char *const argv[],
 {
 	if (!out || !path || !argv || !argv[0])
 		return EINVAL;
-	if (attr && (attr->umask < -1 || attr->umask > 0777))
+	if (attr && (attr->umask < -1 || attr->umask > 0777 || (attr->isolate & ~1)))
 		return EINVAL;
 	return kr_mp_self() ? 0 : EPERM;
 }

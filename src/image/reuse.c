@@ -221,13 +221,8 @@ static void swap_rw(struct kr_uproc *up, struct kr__image *im)
  * there is an ld.so to hand over.  The writable segments of the program
  * and of its ld.so, as karui mapped them; ld.so's mappings and mprotects
  * follow (kr__uproc_mapped, _protected). */
-int kr__img_plan(struct kr_uproc *up)
+int kr__img_wr_elf(struct kr_uproc *up)
 {
-	pthread_mutex_lock(&C.lock);
-	int keep = keep_locked();
-	pthread_mutex_unlock(&C.lock);
-	if (!keep || !up->ld.interp.entry)
-		return 0;
 	const struct kr__elf_img *imgs[2] = {&up->ld.prog, &up->ld.interp};
 	for (int k = 0; k < 2; k++) {
 		const Elf64_Phdr *ph = (const Elf64_Phdr *)imgs[k]->phdr;
@@ -237,10 +232,25 @@ int kr__img_plan(struct kr_uproc *up)
 			uintptr_t lo = (imgs[k]->base + ph[i].p_vaddr) & ~(PG - 1);
 			uintptr_t hi = (imgs[k]->base + ph[i].p_vaddr + ph[i].p_memsz + PG - 1) &
 				       ~(PG - 1);
-			if (kr__rl_add(&up->wr, lo, hi))
-				return 0;
+			if (up->isolate)
+				kr__iso_lock();
+			int e = kr__rl_add(&up->wr, lo, hi);
+			if (up->isolate)
+				kr__iso_unlock();
+			if (e)
+				return e;
 		}
 	}
+	return 0;
+}
+
+int kr__img_plan(struct kr_uproc *up)
+{
+	pthread_mutex_lock(&C.lock);
+	int keep = keep_locked();
+	pthread_mutex_unlock(&C.lock);
+	if (!keep || !up->ld.interp.entry || kr__img_wr_elf(up))
+		return 0;
 	up->snap = 1;
 	return 1;
 }
@@ -326,7 +336,8 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 out:
 	if (room)
 		live_done();
-	kr__rl_free(&up->wr);
+	if (!up->isolate) /* else it goes on being kept (iso.c) */
+		kr__rl_free(&up->wr);
 	return entry;
 }
 
@@ -374,6 +385,19 @@ int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, 
 	up->img = im;
 	up->reused = 1;
 	return 1;
+}
+
+int kr__img_wr_kept(struct kr_uproc *up)
+{
+	const struct kr__image *im = up->img;
+	int e = 0;
+	kr__iso_lock();
+	for (unsigned i = 0; i < im->nw && !e; i++)
+		e = kr__rl_add(&up->wr, im->w[i].lo, im->w[i].hi);
+	if (!e)
+		e = kr__rl_add(&up->wr, up->stk_lo, up->stk_hi);
+	kr__iso_unlock();
+	return e;
 }
 
 void kr__img_resume(struct kr_uproc *up, uintptr_t sp)

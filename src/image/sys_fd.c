@@ -222,6 +222,7 @@ long kr__fd_wait(struct kr_uproc *up, struct kr__ufile *f, short events, uint64_
 	if (f->own || (kr_io_features() & KR_IO_KEEPS_FD_FLAGS)) {
 		short rev;
 		int e = kr_poll_until(f->hostfd, events, &rev, deadline);
+		kr__iso_here(); /* its buffer goes to the kernel next (iso.c) */
 		return e == ECANCELED ? -EINTR : -e;
 	}
 	/* a host file it may share, on the epoll back end: not karui's I/O,
@@ -240,6 +241,7 @@ long kr__fd_wait(struct kr_uproc *up, struct kr__ufile *f, short events, uint64_
 		n = poll(pf, k >= 0 ? 2 : 1, (int)(ms > INT_MAX ? INT_MAX : ms));
 	} while ((n < 0 && errno == EINTR) || (n == 0 && kr_now() < deadline));
 	kr_blocking_end();
+	kr__iso_here();
 	if (n > 0 && k >= 0 && pf[1].revents)
 		return -EINTR;
 	return n < 0 ? -errno : n ? 0 : -ETIMEDOUT;
@@ -282,16 +284,55 @@ static long own_rw(struct kr_uproc *up, struct kr__ufile *f, void *buf, size_t l
 	return r;
 }
 
+/* One read or write that may wait, on a pipe or through karui's I/O: a
+ * count or -errno. */
+static long wait_rw(struct kr__ufile *f, void *buf, size_t len, int write)
+{
+	if (f->kind == UF_PIPE)
+		return kr__upipe_rw(f->pipe, write, buf, len);
+	size_t n = 0;
+	int e = write ? kr_write(f->hostfd, buf, len, &n) : kr_read(f->hostfd, buf, len, &n);
+	return e && n == 0 ? -e : (long)n;
+}
+
+/* The same for an isolated μprocess (iso.c), whose memory nobody may write
+ * or read while it waits (a pipe's other side, io_uring): through its
+ * thread's bounce buffer, copied on its own microprocess.  A write goes
+ * in pieces of the buffer's size, each whole before the next. */
+static long bounced_rw(struct kr__ufile *f, char *buf, size_t len, int write)
+{
+	char *b = kr__iso_bounce(kr__uthr_self());
+	if (!b)
+		return -ENOMEM;
+	size_t done = 0;
+	do {
+		size_t n = len - done < KR__PIPE_CAP ? len - done : KR__PIPE_CAP;
+		if (write && kr__ucopy(b, buf + done, n))
+			return done ? (long)done : -EFAULT;
+		long r = wait_rw(f, b, n, write);
+		kr__iso_here();
+		if (r <= 0)
+			return done ? (long)done : r;
+		if (!write)
+			return kr__ucopy(buf, b, (size_t)r) ? -EFAULT : r;
+		done += (size_t)r;
+		if ((size_t)r < n)
+			break;
+	} while (done < len);
+	return (long)done;
+}
+
 static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 {
 	FILE_OR(up, fd, EBADF);
+	int iso = __atomic_load_n(&kr__mm(up)->iso_on, __ATOMIC_RELAXED);
 	if (f->kind == UF_PIPE) {
 		if (f->end != (write ? KR_UPIPE_WRITE : KR_UPIPE_READ))
 			return -EBADF;
 		/* its buffer, probed: a read moves at most a pipe's capacity */
 		if (kr__uprobe(buf, write || len < KR__PIPE_CAP ? len : KR__PIPE_CAP, !write))
 			return -EFAULT;
-		long r = kr__upipe_rw(f->pipe, write, buf, len);
+		long r = iso ? bounced_rw(f, buf, len, write) : wait_rw(f, buf, len, write);
 		if (r == -EPIPE)
 			kr__uproc_signal(SIGPIPE);
 		return r;
@@ -321,10 +362,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 			}
 			kr_blocking_end();
 		} else {
-			size_t n = 0;
-			int e = write ? kr_write(f->hostfd, buf, len, &n)
-				      : kr_read(f->hostfd, buf, len, &n);
-			r = e && n == 0 ? -e : (long)n;
+			r = iso ? bounced_rw(f, buf, len, write) : wait_rw(f, buf, len, write);
 		}
 	} else {
 		r = write ? syscall(SYS_write, f->hostfd, buf, len)

@@ -126,7 +126,7 @@ long kr__thr_clone(struct kr__uthr *p, unsigned long flags, uintptr_t stack, uin
 			t->stk_lo = up->reg.r[i].lo;
 			t->stk_hi = up->reg.r[i].hi;
 		}
-	kr_attr ma = {.stack_size = KR__MP_STACK, .udata = t};
+	kr_attr ma = {.stack_size = KR__MP_STACK_OF(up), .udata = t};
 	int e = EAGAIN;
 	kr__uproc_lock();
 	/* linked with its microprocess set, which a signal's sender reads */
@@ -238,6 +238,7 @@ void kr__thr_reap(struct kr_uproc *up)
 		struct kr__uthr *n = t->next;
 		kr_mp_join(t->mp, NULL); /* it may be on its way out still */
 		t->magic = 0;
+		free(t->bounce);
 		free(t);
 		t = n;
 	}

@@ -189,6 +189,7 @@ static void disarm(void *p)
 	prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_OFF, 0, 0, 0);
 	wrgsbase(0);
 	tvp = NULL;
+	kr__iso_show(v, NULL);
 	pthread_mutex_lock(&G.lock);
 	v->tid = 0;
 	pthread_mutex_unlock(&G.lock);
@@ -512,6 +513,24 @@ static void rl_end(struct kr__rlist *l)
 	__atomic_store_n(&l->seq, l->seq + 1, __ATOMIC_RELEASE);
 }
 
+/* Room for more: a new array twice the size, the old one kept (a reader
+ * may be in it).  0 or ENOMEM. */
+static int rl_grow(struct kr__rlist *l)
+{
+	size_t cap = l->cap ? l->cap * 2 : 64;
+	struct kr__region *n =
+		l->nold < sizeof l->old / sizeof *l->old ? malloc(cap * sizeof *n) : NULL;
+	if (!n)
+		return ENOMEM;
+	if (l->n)
+		memcpy(n, l->r, l->n * sizeof *n);
+	if (l->r)
+		l->old[l->nold++] = l->r;
+	__atomic_store_n(&l->r, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&l->cap, cap, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static void rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
 	for (size_t i = 0; i < l->n;) {
@@ -521,8 +540,11 @@ static void rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 			continue;
 		}
 		if (r->lo < lo && r->hi > hi) { /* split in two */
-			if (l->n == l->cap)
-				return; /* kept whole: it is unmapped at the end anyway */
+			if (l->n == l->cap) {
+				if (rl_grow(l))
+					return; /* kept whole: it is unmapped at the end anyway */
+				r = &l->r[i];
+			}
 			memmove(r + 2, r + 1, (l->n - i - 1) * sizeof *r);
 			r[1] = (struct kr__region){hi, r->hi};
 			r->hi = lo;
@@ -551,20 +573,8 @@ void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 
 int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
-	if (l->n + 2 > l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct kr__region *n = l->nold < sizeof l->old / sizeof *l->old
-					       ? malloc(cap * sizeof *n)
-					       : NULL;
-		if (!n)
-			return ENOMEM;
-		if (l->n)
-			memcpy(n, l->r, l->n * sizeof *n);
-		if (l->r)
-			l->old[l->nold++] = l->r; /* a reader may be in it */
-		__atomic_store_n(&l->r, n, __ATOMIC_RELEASE);
-		__atomic_store_n(&l->cap, cap, __ATOMIC_RELEASE);
-	}
+	if (l->n + 2 > l->cap && rl_grow(l))
+		return ENOMEM;
 	rl_begin(l);
 	rl_del(l, lo, hi);
 	size_t i = 0;
@@ -597,40 +607,53 @@ void kr__rl_unmap(const struct kr__rlist *l)
 	}
 }
 
-/* A mapping of the μprocess's own, made or changed.  Writability is kept
- * until the handover, where the image is taken (reuse.c); a change after
- * it to a region of the image makes the image unfit to keep. */
+/* wr (and wrx) follow a change of [lo, hi) to prot: kept until the
+ * handover, where the image is taken (reuse.c), and for the whole life of
+ * an isolated μprocess, whose closing and opening read them (iso.c, under
+ * its lock).  ENOMEM for an isolated one; the image is then not taken. */
+static int track(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
+{
+	if (!up->snap && !up->isolate)
+		return 0;
+	if (up->isolate)
+		kr__iso_lock();
+	int e = 0;
+	if (!(prot & PROT_WRITE))
+		kr__rl_del(&up->wr, lo, hi);
+	else
+		e = kr__rl_add(&up->wr, lo, hi);
+	if (up->isolate && (prot & (PROT_WRITE | PROT_EXEC)) == (PROT_WRITE | PROT_EXEC))
+		e |= kr__rl_add(&up->wrx, lo, hi);
+	else if (up->isolate)
+		kr__rl_del(&up->wrx, lo, hi);
+	if (up->isolate)
+		kr__iso_unlock();
+	if (e)
+		up->snap = 0; /* no image taken */
+	return up->isolate ? e : 0;
+}
+
+/* A mapping of the μprocess's own, made or changed.  A change after the
+ * handover to a region of the image makes the image unfit to keep. */
 int kr__uproc_mapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
 {
 	kr__img_dirty(up, lo, hi);
 	if (kr__rl_add(&up->reg, lo, hi))
 		return ENOMEM;
-	if (up->snap) {
-		if (!(prot & PROT_WRITE))
-			kr__rl_del(&up->wr, lo, hi);
-		else if (kr__rl_add(&up->wr, lo, hi))
-			up->snap = 0; /* no image taken */
-	}
-	return 0;
+	return track(up, lo, hi, prot);
 }
 
 void kr__uproc_unmapped(struct kr_uproc *up, uintptr_t lo, uintptr_t hi)
 {
 	kr__img_dirty(up, lo, hi);
 	kr__rl_del(&up->reg, lo, hi);
-	if (up->snap)
-		kr__rl_del(&up->wr, lo, hi);
+	track(up, lo, hi, 0);
 }
 
 void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
 {
 	kr__img_dirty(up, lo, hi);
-	if (up->snap) {
-		if (!(prot & PROT_WRITE))
-			kr__rl_del(&up->wr, lo, hi);
-		else if (kr__rl_add(&up->wr, lo, hi))
-			up->snap = 0;
-	}
+	track(up, lo, hi, prot);
 }
 
 /* ---------------- the end ---------------- */
@@ -638,10 +661,12 @@ void kr__uproc_protected(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int pr
 /* What its image holds: exec replaces it, the end releases it. */
 static void mem_release(struct kr_uproc *up)
 {
+	kr__iso_end(up); /* open, before it is unmapped */
 	kr__img_drop(up); /* its regions are among up's */
 	kr__rl_unmap(&up->reg);
 	kr__rl_free(&up->reg);
 	kr__rl_free(&up->wr);
+	kr__rl_free(&up->wrx);
 	free(up->fmaps);
 	up->fmaps = NULL;
 	up->nfmaps = up->capfmaps = 0;
@@ -703,6 +728,7 @@ static void uproc_free(struct kr_uproc *up)
 	kr_sem_destroy(&up->kids_sem);
 	kr_sem_destroy(&up->thr_sem);
 	kr__call_free(up);
+	free(up->main.bounce);
 	up->main.magic = 0;
 	up->magic = 0;
 	free(up);
@@ -914,6 +940,7 @@ static __attribute__((noreturn)) void end_here(struct kr_uproc *up, int status)
 		__builtin_unreachable();
 	}
 	kr__call_close(up, 1); /* after the call in flight, which runs on its memory */
+	kr__iso_end(up); /* open, before its image is kept or unmapped */
 	STACK_CLEAN(up);
 	kr__img_keep(up); /* or not: then release unmaps the image too */
 	release(up);
@@ -1123,6 +1150,22 @@ void kr__uthr_here(struct kr__uthr *t)
 	}
 	tvp->thr = t;
 	__atomic_store_n(&t->vp, tvp, __ATOMIC_RELEASE);
+	/* what it shows: t's μprocess's memory if isolated, else none (iso.c) */
+	struct kr_uproc *m = kr__mm(t->up);
+	if (__atomic_load_n(&tvp->shown, __ATOMIC_RELAXED) !=
+	    (__atomic_load_n(&m->iso_on, __ATOMIC_RELAXED) ? m : NULL))
+		kr__iso_show(tvp, m);
+}
+
+struct kr__img_vp *kr__img_vp_self(void)
+{
+	return tvp;
+}
+
+/* Under the layer's lock. */
+struct kr__img_vp *kr__img_vps(void)
+{
+	return G.vps;
 }
 
 /* The frame an rt_sigreturn on this VP goes back through: this VP's own
@@ -1168,7 +1211,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		goto call;
 	}
 	if (nr == KR__NR_YIELD && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_yield_ret) {
-		kr_mp_yield(); /* its time slice ended (kr__img_signal) */
+		kr__iso_yield(t); /* its time slice ended (kr__img_signal) */
 		g[REG_RAX] = 0;
 		goto back;
 	}
@@ -1192,7 +1235,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	t->callsp = (uintptr_t)uc;
 	t->usp = (uintptr_t)g[REG_RSP];
 call:
-	g[REG_RAX] = kr__sys(t, nr, a);
+	g[REG_RAX] = kr__iso_sys(t, nr, a);
 	t->uc = NULL;
 	t = kr__uthr_self(); /* after a vfork: the child's */
 	if (kr__img_trace)
@@ -1226,7 +1269,7 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 	t->uc = NULL;
 	t->callsp = (uintptr_t)regs;
 	t->usp = (uintptr_t)regs + 200; /* above the fastcall's frame and the red zone */
-	long rv = kr__sys(t, nr, a);
+	long rv = kr__iso_sys(t, nr, a);
 	if (kr__img_trace)
 		fprintf(stderr, "[%d] %ld(%lx, %lx, %lx, %lx) = %ld (rewritten)\n", t->tid, nr,
 			a[0], a[1], a[2], a[3], rv);
@@ -1318,6 +1361,7 @@ static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 		kr__uproc_end(&up->main, 126);
 		__builtin_unreachable();
 	}
+	kr__iso_begin(up);
 	kr__uthr_here(&up->main);
 	const struct kr__elf_img *p = &up->ld.prog;
 	STACK_CLEAN(up);
@@ -1449,6 +1493,7 @@ int kr__uproc_stack(struct kr_uproc *up, size_t size, uintptr_t *lo, uintptr_t *
 	/* the guard: inside the mapping where the kernel can (no split) */
 	if (madvise(stk, PG, MADV_GUARD_INSTALL) && mprotect(stk, PG, PROT_NONE))
 		return ENOMEM;
+	kr__uproc_protected(up, (uintptr_t)stk, (uintptr_t)stk + PG, PROT_NONE);
 	*lo = (uintptr_t)stk + PG;
 	*hi = (uintptr_t)stk + len;
 	return 0;
@@ -1483,6 +1528,8 @@ static int load(struct kr_uproc *up, int dirfd, const char *path)
 		kr__rw_prepare(up, &up->ld);
 	if (!up->sigkeep) /* the image's signal state would be up's */
 		kr__img_plan(up);
+	if (up->isolate && !up->snap) /* else kr__img_plan did */
+		return kr__img_wr_elf(up);
 	return 0;
 }
 
@@ -1494,7 +1541,8 @@ static int image(struct kr_uproc *up, int dirfd, const char *path)
 	if (fstatat(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) &&
 	    !(st.st_mode & (S_ISUID | S_ISGID)) && faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 &&
 	    !has_caps(dirfd, path) && kr__img_take(up, &st, up->argv, up->envp))
-		return 0; /* a kept image: mapped, relocated, its stack its own */
+		return up->isolate ? kr__img_wr_kept(up) : 0; /* a kept image: mapped,
+								 * relocated, its stack its own */
 	return load(up, dirfd, path);
 }
 
@@ -1562,6 +1610,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		err = E2BIG;
 		goto fail;
 	}
+	up->isolate = attr && attr->isolate;
 	if ((err = image(up, up->cwdfd, path)))
 		goto fail;
 	if ((err = setup_fds(up, attr)))
@@ -1571,7 +1620,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 	up->ppid = getpid();
 	live_link(up);
 	pthread_mutex_unlock(&G.lock);
-	kr_attr ma = {.stack_size = KR__MP_STACK, .udata = &up->main};
+	kr_attr ma = {.stack_size = KR__MP_STACK_OF(up), .udata = &up->main};
 	if ((err = kr_mp_create(&up->main.mp, &ma, run, up))) {
 		pthread_mutex_lock(&G.lock);
 		live_unlink(up);
@@ -1730,7 +1779,7 @@ pid_t kr_uproc_pid(const kr_uproc *up)
 #define IMAGE_FIELDS(X)                                                                        \
 	X(ld) X(brk) X(reg) X(wr) X(stk_lo) X(stk_hi) X(img) X(fmaps) X(nfmaps) X(capfmaps)     \
 	X(snap) X(reused) X(xmap) X(nxmap) X(rw) X(cpuid_sites) X(argv) X(envp) X(sigkeep)      \
-	X(threaded)
+	X(threaded) X(wrx)
 
 static void image_move(struct kr_uproc *to, struct kr_uproc *from)
 {
@@ -1861,6 +1910,7 @@ long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, u
 		goto fail;
 	c->main.vframe->top = stack;
 	c->umask = up->umask;
+	c->isolate = up->isolate; /* for the image its exec loads */
 	memcpy(c->sig, up->sig, sizeof c->sig);
 	c->main.sigmask = t->sigmask;
 	c->main.altstack = t->altstack;
@@ -1926,7 +1976,7 @@ static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
 	struct kr__uthr *p = up->vparent;
 	struct kr__vframe *vf = t->vframe;
 	uintptr_t callsp = t->callsp;
-	kr_attr ma = {.stack_size = KR__MP_STACK, .udata = t};
+	kr_attr ma = {.stack_size = KR__MP_STACK_OF(up), .udata = t};
 	kr_mp *mp;
 	up->vparent = NULL;
 	t->vframe = NULL;
@@ -1977,6 +2027,7 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		free_vectors(&v);
 		return -ENOMEM;
 	}
+	kr__iso_end(up); /* the old image open while it goes (a vfork child's: none) */
 	image_move(old, up); /* a vfork child's: nothing */
 	up->argv = argv;
 	up->envp = envp;
@@ -2000,8 +2051,10 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		free_vectors(up);
 		image_move(up, old);
 		free(old);
-		if (err)
+		if (err) {
+			kr__iso_begin(up); /* the old image goes on */
 			return -err;
+		}
 	}
 	/* No way back: its other threads end first, as the kernel's de_thread;
 	 * its timer_create timers go.  In a thread other than the first, the
@@ -2054,7 +2107,7 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	t->vframe = NULL;
 	up->own_mp = 1;
 	p->vchild = NULL;
-	kr_attr ma = {.stack_size = KR__MP_STACK, .udata = t};
+	kr_attr ma = {.stack_size = KR__MP_STACK_OF(up), .udata = t};
 	kr_mp *mp;
 	pthread_mutex_lock(&G.lock);
 	err = kr_mp_create(&mp, &ma, run, up);

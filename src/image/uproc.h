@@ -207,6 +207,10 @@ struct kr__uthr {
 	/* a call's thread (call.c): the calls of another party into this
 	 * μprocess's exports run as it, on the caller's microprocess */
 	struct kr__xcall *xcall;
+	/* an isolated μprocess's reads and writes that may wait go through
+	 * this buffer of karui's, KR__PIPE_CAP bytes, made at the first
+	 * (iso.c) */
+	void *bounce;
 };
 #define KR_UTHR_MAGIC 0x6b755448u
 _Static_assert(__builtin_offsetof(struct kr__uthr, attn) == 0, "gate.S reads attn at gs:24's");
@@ -226,7 +230,8 @@ struct kr_uproc {
 				   * reg, wr, its code mappings and sites */
 	struct kr__rlist reg;     /* what it mapped (its stack too) */
 	struct kr__rlist wr;      /* of that, what is writable: kept only while
-				   * `snap` (reuse.c) */
+				   * `snap` (reuse.c) or `isolate` (iso.c) */
+	struct kr__rlist wrx;     /* of that, what is executable too (isolate) */
 	uintptr_t stk_lo, stk_hi; /* its stack, a region like the others */
 	struct kr__image *img;    /* its image, to keep at the end (reuse.c) */
 	struct kr__fmap *fmaps;   /* its read-only file mappings since the
@@ -309,6 +314,13 @@ struct kr_uproc {
 	int xc_closed;
 	int sigkeep;              /* started by exec with a signal state of its own
 				   * (ignored signals, a mask): not the kept image's */
+	/* In a domain of its own (iso.c): `isolate`, asked at spawn, its vfork
+	 * children's too; `iso_on` while its memory is closed to the others
+	 * (from its start to its end or exec); under iso.c's lock, the VPs
+	 * that show it and whether its memory is open. */
+	int isolate;
+	int iso_on;
+	int iso_n, iso_open;
 };
 #define KR_UPROC_MAGIC 0x6b755052u
 /* each thread o of up, the first first */
@@ -437,6 +449,9 @@ int kr__uproc_real_child(struct kr_uproc *up, pid_t pid, int pidfd);
 
 /* ---- thread.c: threads of a μprocess, futexes ---- */
 #define KR__MP_STACK ((size_t)64 << 10) /* a thread's microprocess's own: its end */
+/* an isolated μprocess's thread's, where its calls run too (iso.c) */
+#define KR__ISO_MP_STACK ((size_t)512 << 10)
+#define KR__MP_STACK_OF(up) ((up)->isolate ? KR__ISO_MP_STACK : KR__MP_STACK)
 /* clone(CLONE_THREAD): another thread of t's μprocess, from the call's
  * trap frame (t->uc); its tid, or -errno. */
 long kr__thr_clone(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uintptr_t ptid,
@@ -552,7 +567,44 @@ int kr__sig_ucode(struct kr_uproc *up, uintptr_t ip);
  * -EFAULT when the return address cannot be read. */
 int kr__sig_uret(greg_t *g);
 
+/* ---- iso.c: μprocesses in domains of their own ---- */
+/* up starts (its image loaded, on its microprocess): 1 if it is isolated,
+ * its memory open until no VP shows it. */
+int kr__iso_begin(struct kr_uproc *up);
+/* Its image goes (its end, an exec): shown by no VP, open, no longer
+ * switched. */
+void kr__iso_end(struct kr_uproc *up);
+/* VP v shows `want` (kr__uthr_here: the μprocess whose code it enters, if
+ * isolated; NULL: none) */
+void kr__iso_show(struct kr__img_vp *v, struct kr_uproc *want);
+/* The calling thread's μprocess's memory, open on this VP, before karui
+ * hands it to the kernel after a wait. */
+void kr__iso_here(void);
+/* gate.S's: a fault of karui's own code that showing the μprocess whose
+ * call it is ends (1: made again). */
+int kr__iso_fault(const siginfo_t *si);
+extern int kr__iso_live;
+/* kr__sys(t, nr, a): on t's microprocess's own stack (below die_sp) if
+ * its μprocess is isolated, its memory shown again before the return. */
+long kr__iso_sys(struct kr__uthr *t, long nr, long a[6]);
+/* kr_mp_yield, the same way */
+void kr__iso_yield(struct kr__uthr *t);
+/* t's bounce buffer (KR__PIPE_CAP bytes), or NULL: no memory. */
+void *kr__iso_bounce(struct kr__uthr *t);
+/* The lock that the μprocess's writable ranges (wr, wrx) are changed under
+ * while it is isolated (uproc.c). */
+void kr__iso_lock(void);
+void kr__iso_unlock(void);
+/* uproc.c's: this thread's VP record (NULL: not armed), every record. */
+struct kr__img_vp *kr__img_vp_self(void);
+struct kr__img_vp *kr__img_vps(void);
+
 /* ---- reuse.c: images kept after their μprocess ends (P5) ---- */
+/* The writable segments of the program and its ld.so as karui mapped
+ * them, into up->wr (a cold start); a kept image's writable ranges and
+ * its stack (a start from it).  0 or ENOMEM. */
+int kr__img_wr_elf(struct kr_uproc *up);
+int kr__img_wr_kept(struct kr_uproc *up);
 /* A cold start whose image is to be taken: writability tracked from now
  * (up->wr, up->snap); 0: it is not (none kept, or no ld.so). */
 int kr__img_plan(struct kr_uproc *up);
@@ -677,6 +729,7 @@ long kr__ucmpxchg32(uint32_t *p, uint32_t old, uint32_t nv);  /* *p before, or -
 extern char kr__ua_begin[], kr__ua_end[], kr__ua_fault[];
 
 /* ---- x86_64/gate.S ---- */
+long kr__img_on(uintptr_t sp, long (*fn)(void *), void *arg);
 extern char kr__img_gate[], kr__img_gate_end[];
 void kr__img_restorer(void);
 void kr__img_sigsys(int, siginfo_t *, void *);
@@ -716,6 +769,8 @@ struct kr__img_vp {
 	 * (kr__img_signal, at the kick that follows); it ran a μprocess's
 	 * code at the last tick.  Atomic. */
 	uint8_t preempt, seen;
+	/* the isolated μprocess this VP shows (iso.c), or NULL; under iso.c's lock */
+	struct kr_uproc *shown;
 };
 _Static_assert(sizeof(struct kr__img_vp) <= 64, "a VP's record is 64 bytes");
 /* The time slice's end (kr__img_signal): the thread is to run

@@ -34,7 +34,9 @@
  *                      least 2.4 MB: karui-sh -c, bash -c, dash -c, ms per
  *                      command with the shell's start; the two programs as
  *                      μprocesses joined by a kr_upipe from here on 2 VPs and
- *                      on 1 (karui-uproc, karui-uproc-1vp); and each shell
+ *                      on 1 (karui-uproc, karui-uproc-1vp), and the same two
+ *                      isolated (kr_uproc_attr.isolate: karui-uproc-iso,
+ *                      karui-uproc-iso-1vp, ratio to the row before); and each shell
  *                      running a script of the line 10 (--quick) or 25 times
  *                      (*-script), ms per line: the pipeline in a running
  *                      shell, as the paper timed it (Table 4, right); and
@@ -466,7 +468,8 @@ struct pipe_arg {
  * (its lines counted); their statuses in *as and *bs (-1: not run).
  * 0 or an errno code. */
 static int two_uprocs(const char *apath, char *const *aargv, const char *bpath,
-		      char *const *bargv, char *buf, size_t cap, long *lines, int *as, int *bs)
+		      char *const *bargv, int isolate, char *buf, size_t cap, long *lines, int *as,
+		      int *bs)
 {
 	kr_upipe *mid, *out;
 	*as = *bs = -1;
@@ -481,6 +484,7 @@ static int two_uprocs(const char *apath, char *const *aargv, const char *bpath,
 	kr_uproc_attr aa, ba;
 	kr_uproc_attr_init(&aa);
 	kr_uproc_attr_init(&ba);
+	aa.isolate = ba.isolate = isolate;
 	kr_uproc_attr_fd_pipe(&aa, 1, mid, KR_UPIPE_WRITE);
 	kr_uproc_attr_fd_pipe(&ba, 0, mid, KR_UPIPE_READ);
 	kr_uproc_attr_fd_pipe(&ba, 1, out, KR_UPIPE_WRITE);
@@ -511,7 +515,7 @@ static int pipe_uprocs(const struct pipe_arg *a, struct kid *k, double *total,
 	long lines;
 	int ws, rs;
 	double t0 = kb_now_ns();
-	int e = two_uprocs(a->prog, wargv, a->prog, rargv, buf, sizeof buf, &lines, &ws, &rs);
+	int e = two_uprocs(a->prog, wargv, a->prog, rargv, 0, buf, sizeof buf, &lines, &ws, &rs);
 	double t1 = kb_now_ns();
 	if (e)
 		return e;
@@ -623,6 +627,7 @@ struct line_arg {
 	char cat[PATH_MAX], grep[PATH_MAX];
 	long matches;           /* its lines that contain PATTERN */
 	char line[PATH_MAX + 64];
+	int isolate;            /* the μprocesses in domains of their own */
 };
 
 /* words: WORDS, or copies of it in a temporary file up to WORDS_MIN bytes
@@ -700,7 +705,8 @@ static int line_once(const struct line_arg *a, struct kid *k)
 	char buf[64];
 	long lines;
 	int cs, gs;
-	int e = two_uprocs(a->cat, cargv, a->grep, gargv, buf, sizeof buf, &lines, &cs, &gs);
+	int e = two_uprocs(a->cat, cargv, a->grep, gargv, a->isolate, buf, sizeof buf, &lines,
+			   &cs, &gs);
 	if (e)
 		return e;
 	if (cs)
@@ -857,18 +863,28 @@ void kb_seed003_pipeline(const kb_ctx *c)
 	char ksh[PATH_MAX];
 	snprintf(ksh, sizeof ksh, "%s/karui-sh", c->dir);
 	double base = line_shells(c, &a, ksh, NULL, 1);
+	/* the two as μprocesses, then as isolated ones (ratio to the former) */
 	for (unsigned vps = 2; vps >= 1; vps--) {
-		const char *sys = vps == 2 ? "karui-uproc" : "karui-uproc-1vp";
-		if (!kb_want(c, PIPELINE, sys))
-			continue;
-		struct kid k;
-		kid_run(c, vps, NULL, line_kid, &a, &k);
-		if (kid_failed(PIPELINE, sys, &k))
-			continue;
-		double m = kb_row(c, PIPELINE, sys, "cat|grep", "ms", k.v, k.nv, base, -1);
-		if (!base)
-			base = m;
+		double plain = 0;
+		for (a.isolate = 0; a.isolate <= 1; a.isolate++) {
+			static const char *const S[2][2] = {{"karui-uproc-1vp", "karui-uproc-iso-1vp"},
+							    {"karui-uproc", "karui-uproc-iso"}};
+			const char *sys = S[vps - 1][a.isolate];
+			if (!kb_want(c, PIPELINE, sys))
+				continue;
+			struct kid k;
+			kid_run(c, vps, NULL, line_kid, &a, &k);
+			if (kid_failed(PIPELINE, sys, &k))
+				continue;
+			double m = kb_row(c, PIPELINE, sys, "cat|grep", "ms", k.v, k.nv,
+					  a.isolate ? plain : base, -1);
+			if (!a.isolate)
+				plain = m;
+			if (!base)
+				base = m;
+		}
 	}
+	a.isolate = 0;
 	/* in a running shell, as the paper timed it: a script of the line */
 	long times = c->quick ? 10 : 25;
 	char script[] = "/tmp/karui-bench-script-XXXXXX";

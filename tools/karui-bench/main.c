@@ -245,7 +245,8 @@ static const struct seed {
 	 "(--n: blocks): total and transfer ms", "karui karui-1vp unix-pipe", kb_seed003_pipe},
 	{"seed003.pipeline", "`cat words | grep zonation` over a words file of 2.4 MB or more, "
 	 "ms per command (-script: per line of a script, in a running shell)",
-	 "karui-sh bash dash karui-uproc karui-uproc-1vp karui-sh-script bash-script dash-script "
+	 "karui-sh bash dash karui-uproc karui-uproc-iso karui-uproc-1vp karui-uproc-iso-1vp "
+	 "karui-sh-script bash-script dash-script "
 	 "floor-serial floor-parallel",
 	 kb_seed003_pipeline},
 	{"seed003.table5", "a call of int foo(void), ns: as a function, into a μprocess "

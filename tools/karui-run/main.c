@@ -1,11 +1,13 @@
 /*
- * karui-run [--] PROGRAM [ARG...] — run one program as a μprocess of this
+ * karui-run [--isolate] [--] PROGRAM [ARG...] — run one program as a μprocess of this
  * process and exit with its status (the shell's $?: the exit code, or
  * 128 + the signal that ended it).  PROGRAM without a slash is looked up
  * in PATH.  A program that cannot run as a μprocess (a script, a setuid
  * program, another architecture) is an error here: karui-run exists to
  * run μprocesses, and says why not.  It runs a VP per processor, which
- * the program's threads share.
+ * the program's threads share.  --isolate starts it in a domain of its
+ * own (kr_uproc_attr.isolate, docs/domains.md), and so its children: a
+ * stray write of one into another's memory ends the writer alone.
  *
  * karui-run --syscall-table — print, in Markdown, the table of every
  * system call a μprocess makes and what karui does with it, from the
@@ -25,6 +27,7 @@
 
 static char **args;
 static int status = 127;
+static int isolate;
 
 /* PATH search as execvp does it; NULL with errno if none. */
 static char *find(const char *name, char *buf, size_t cap)
@@ -62,7 +65,10 @@ static void *run(void *arg)
 		return NULL;
 	}
 	kr_uproc *up;
-	int err = kr_uproc_spawn(&up, path, args, NULL);
+	kr_uproc_attr a;
+	kr_uproc_attr_init(&a);
+	a.isolate = isolate;
+	int err = kr_uproc_spawn(&up, path, args, &a);
 	if (err) {
 		fprintf(stderr, "karui-run: %s: %s%s\n", path, strerror(err),
 			err == ENOEXEC	  ? " (not a program karui can load as a μprocess)"
@@ -90,10 +96,14 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (i < argc && !strcmp(argv[i], "--isolate")) {
+		isolate = 1;
+		i++;
+	}
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
 	if (i >= argc) {
-		fprintf(stderr, "usage: karui-run [--] PROGRAM [ARG...]\n"
+		fprintf(stderr, "usage: karui-run [--isolate] [--] PROGRAM [ARG...]\n"
 				"       karui-run --syscall-table\n");
 		return 2;
 	}

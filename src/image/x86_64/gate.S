@@ -168,7 +168,9 @@ kr__img_yield_end:
 	ud2
 
 /* void kr__img_sigfault(int sig, siginfo_t *si, void *uc): a fault, on the
- * VP's alternate stack.  In karui's access to a μprocess's memory
+ * VP's alternate stack.  In karui's code on an isolated μprocess's closed
+ * memory, kr__iso_fault may open it and the access is made again.  In
+ * karui's access to a μprocess's memory
  * (uaccess.S): that access returns -EFAULT.  In a μprocess's code (the %gs base is a record
  * that names this thread, and its selector says BLOCK), first the VP's own
  * thread pointer and ALLOW; and if kr__img_fault resumes the μprocess (a
@@ -179,7 +181,34 @@ kr__img_yield_end:
 	.p2align 4
 kr__img_sigfault:
 	.cfi_startproc
-	mov UC_RIP(%rdx), %rax
+	/* karui's own code (no record, or one that says ALLOW) on the closed
+	 * memory of the isolated μprocess whose call it serves: shown on this
+	 * VP, the access made again (iso.c) */
+	cmpl $0, kr__iso_live(%rip)
+	je 5f
+	rdgsbase %rax
+	test %rax, %rax
+	jz 4f
+	cmpb $1, (%rax)
+	je 5f
+4:	push %rdi
+	.cfi_adjust_cfa_offset 8
+	push %rsi
+	.cfi_adjust_cfa_offset 8
+	push %rdx
+	.cfi_adjust_cfa_offset 8
+	mov %rsi, %rdi
+	call kr__iso_fault
+	pop %rdx
+	.cfi_adjust_cfa_offset -8
+	pop %rsi
+	.cfi_adjust_cfa_offset -8
+	pop %rdi
+	.cfi_adjust_cfa_offset -8
+	test %eax, %eax
+	jz 5f
+	ret
+5:	mov UC_RIP(%rdx), %rax
 	lea kr__ua_begin(%rip), %rcx
 	cmp %rcx, %rax
 	jb 3f
@@ -536,6 +565,31 @@ kr__img_handover:
 kr__img_handover_ret:
 	jmp *%rax
 	.size kr__img_handover, .-kr__img_handover
+
+/* long kr__img_on(uintptr_t sp, long (*fn)(void *), void *arg): fn(arg)
+ * on the stack below sp (16-byte aligned), back on this one (iso.c: an
+ * isolated μprocess's calls wait on its microprocess's own stack). */
+	.globl kr__img_on
+	.type kr__img_on, @function
+	.p2align 4
+kr__img_on:
+	.cfi_startproc
+	push %rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_rel_offset %rbp, 0
+	mov %rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	mov %rdi, %rsp
+	mov %rdx, %rdi
+	call *%rsi
+	mov %rbp, %rsp
+	.cfi_def_cfa_register %rsp
+	pop %rbp
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %rbp
+	ret
+	.cfi_endproc
+	.size kr__img_on, .-kr__img_on
 
 /* An XSAVE area whose header says every component is in its initial
  * state; XRSTOR takes MXCSR from it all the same: its default. */

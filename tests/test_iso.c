@@ -1,0 +1,353 @@
+/*
+ * μprocesses in domains of their own (kr_uproc_attr.isolate,
+ * docs/domains.md "μprocesses in domains"): on one VP, a μprocess that
+ * writes into an isolated one's heap or stack dies of SIGSEGV (its
+ * handler runs if it has one) while the victim's memory is unchanged and
+ * it ends normally; without isolation the same write lands (the test of
+ * the test).  Pipelines of isolated μprocesses (cat | cat, cat | grep) give
+ * the same bytes as without, on one VP and two; an isolated μprocess with
+ * threads, one that spawns (vfork and exec: its child is isolated too) and
+ * one that forks work; one killed while closed ends, and the host goes
+ * on: karui's own code never faults on a closed μprocess's memory, though
+ * it touches it after every wait.  Without Syscall User Dispatch
+ * (qemu-user, old kernels) or FSGSBASE every test says "skipped".
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+
+#include "karui.h"
+#include "kt.h"
+
+static const char *probe; /* tests/iso_probe, next to this program */
+static char words[64] = "/tmp/karui-iso-words-XXXXXX";
+static char *words_text;
+static size_t words_len;
+
+static void start(unsigned vps)
+{
+	kr_config c = {.vps = vps};
+	KT_EQ(kr_init(&c), 0);
+}
+
+/* path with argv as a μprocess, isolated or not, its stdin the read end
+ * of `in` and its stdout the write end of `out` (NULL: the host's). */
+static kr_uproc *spawn(const char *path, char *const argv[], int isolate, kr_upipe *in,
+		       kr_upipe *out)
+{
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	a.isolate = isolate;
+	if (in)
+		KT_EQ(kr_uproc_attr_fd_pipe(&a, 0, in, KR_UPIPE_READ), 0);
+	if (out)
+		KT_EQ(kr_uproc_attr_fd_pipe(&a, 1, out, KR_UPIPE_WRITE), 0);
+	kr_uproc *up;
+	int e = kr_uproc_spawn(&up, path, argv, &a);
+	if (e == ENOTSUP)
+		KT_SKIP("no Syscall User Dispatch or FSGSBASE here (qemu-user?)");
+	KT_EQ(e, 0);
+	return up;
+}
+
+static int status_of(kr_uproc *up)
+{
+	int st = -1;
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	return st;
+}
+
+/* Everything the read end of p gives until end of file (malloc'ed, NUL
+ * ended), its length in *len. */
+static char *slurp(kr_upipe *p, size_t *len)
+{
+	size_t cap = 1 << 16, n = 0, got;
+	char *b = malloc(cap + 1);
+	KT_CHECK(b);
+	for (;;) {
+		if (n == cap)
+			KT_CHECK((b = realloc(b, (cap *= 2) + 1)));
+		KT_EQ(kr_upipe_read(p, b + n, cap - n, &got), 0);
+		if (!got)
+			break;
+		n += got;
+	}
+	b[n] = 0;
+	if (len)
+		*len = n;
+	return b;
+}
+
+/* One line from p (the victim's addresses). */
+static void read_line(kr_upipe *p, char *buf, size_t cap)
+{
+	size_t n = 0, got;
+	while (n < cap - 1 && (n == 0 || buf[n - 1] != '\n')) {
+		KT_EQ(kr_upipe_read(p, buf + n, 1, &got), 0);
+		KT_CHECK(got == 1);
+		n++;
+	}
+	buf[n] = 0;
+}
+
+/* A victim (isolated or not) and a writer aimed at its heap or stack, on
+ * one VP: the writer's status and output, the victim's status and verdict. */
+struct outcome {
+	int writer_status, victim_status;
+	char writer_out[64], victim_out[64];
+};
+
+static struct outcome stray_write(int isolate, int at_stack, const char *mode)
+{
+	struct outcome o;
+	kr_upipe *vin, *vout, *wout;
+	KT_EQ(kr_upipe_create(&vin), 0);
+	KT_EQ(kr_upipe_create(&vout), 0);
+	KT_EQ(kr_upipe_create(&wout), 0);
+	char *vargv[] = {"iso_probe", "victim", NULL};
+	kr_uproc *v = spawn(probe, vargv, isolate, vin, vout);
+	KT_EQ(kr_upipe_close(vin, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(vout, KR_UPIPE_WRITE), 0);
+	char line[128], addr[32];
+	read_line(vout, line, sizeof line);
+	unsigned long heap = 0, stack = 0;
+	KT_EQ(sscanf(line, "%lx %lx", &heap, &stack), 2);
+	snprintf(addr, sizeof addr, "%lx", at_stack ? stack + 100 : heap + 100);
+	/* the writer runs while the victim waits for its stdin */
+	char *wargv[] = {"iso_probe", (char *)mode, addr, NULL};
+	kr_uproc *w = spawn(probe, wargv, 0, NULL, wout);
+	KT_EQ(kr_upipe_close(wout, KR_UPIPE_WRITE), 0);
+	char *wtext = slurp(wout, NULL);
+	o.writer_status = status_of(w);
+	snprintf(o.writer_out, sizeof o.writer_out, "%s", wtext);
+	free(wtext);
+	KT_EQ(kr_upipe_close(vin, KR_UPIPE_WRITE), 0); /* its end of file */
+	char *vtext = slurp(vout, NULL);
+	o.victim_status = status_of(v);
+	snprintf(o.victim_out, sizeof o.victim_out, "%s", vtext);
+	free(vtext);
+	KT_EQ(kr_upipe_close(vout, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(wout, KR_UPIPE_READ), 0);
+	return o;
+}
+
+static void a_stray_write_into_an_isolated_uproc_ends_the_writer_alone(void)
+{
+	start(1);
+	for (int at_stack = 0; at_stack < 2; at_stack++) {
+		struct outcome o = stray_write(1, at_stack, "write");
+		KT_EQ(o.writer_status, 128 + SIGSEGV);
+		KT_CHECK(strcmp(o.writer_out, "") == 0);
+		KT_EQ(o.victim_status, 0);
+		KT_CHECK(strcmp(o.victim_out, "intact\n") == 0);
+		o = stray_write(1, at_stack, "write-catch"); /* its handler runs */
+		KT_EQ(o.writer_status, 42);
+		KT_CHECK(strcmp(o.writer_out, "caught\n") == 0);
+		KT_EQ(o.victim_status, 0);
+		KT_CHECK(strcmp(o.victim_out, "intact\n") == 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+static void without_isolation_the_same_write_lands(void)
+{
+	start(1);
+	for (int at_stack = 0; at_stack < 2; at_stack++) {
+		struct outcome o = stray_write(0, at_stack, "write");
+		KT_EQ(o.writer_status, 0);
+		KT_CHECK(strcmp(o.writer_out, "wrote\n") == 0);
+		KT_EQ(o.victim_status, 1);
+		KT_CHECK(strcmp(o.victim_out, "changed\n") == 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* cat WORDS | STAGE2 (cat, or grep zon), the host reading its output. */
+static char *pipeline(int isolate, const char *stage2, size_t *len)
+{
+	kr_upipe *mid, *out;
+	KT_EQ(kr_upipe_create(&mid), 0);
+	KT_EQ(kr_upipe_create(&out), 0);
+	char *cargv[] = {"cat", words, NULL};
+	char *gargv[] = {(char *)stage2, "zon", NULL};
+	if (!strcmp(stage2, "cat"))
+		gargv[1] = NULL;
+	kr_uproc *c = spawn("/bin/cat", cargv, isolate, NULL, mid);
+	kr_uproc *g = spawn(!strcmp(stage2, "cat") ? "/bin/cat" : "/bin/grep", gargv, isolate, mid,
+			    out);
+	KT_EQ(kr_upipe_close(mid, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(mid, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+	char *text = slurp(out, len);
+	KT_EQ(status_of(c), 0);
+	KT_EQ(status_of(g), 0);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	return text;
+}
+
+static void pipelines_give_the_same_bytes_isolated(void)
+{
+	for (unsigned vps = 1; vps <= 2; vps++) {
+		start(vps);
+		size_t n0, n1;
+		char *plain = pipeline(0, "cat", &n0), *iso = pipeline(1, "cat", &n1);
+		KT_EQ(n0, words_len);
+		KT_EQ(n1, words_len);
+		KT_CHECK(memcmp(iso, words_text, words_len) == 0);
+		free(plain);
+		free(iso);
+		plain = pipeline(0, "grep", &n0);
+		iso = pipeline(1, "grep", &n1);
+		KT_CHECK(n0 > 0);
+		KT_EQ(n0, n1);
+		KT_CHECK(strcmp(plain, iso) == 0);
+		free(plain);
+		free(iso);
+		KT_EQ(kr_fini(), 0);
+	}
+}
+
+static void an_isolated_uproc_with_threads_beside_another(void)
+{
+	start(1);
+	kr_upipe *out, *mid;
+	KT_EQ(kr_upipe_create(&out), 0);
+	KT_EQ(kr_upipe_create(&mid), 0);
+	char *targv[] = {"iso_probe", "threads", "4", NULL};
+	kr_uproc *t = spawn(probe, targv, 1, NULL, out);
+	char *cargv[] = {"cat", words, NULL};
+	kr_uproc *c = spawn("/bin/cat", cargv, 1, NULL, mid); /* switches with it */
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+	KT_EQ(kr_upipe_close(mid, KR_UPIPE_WRITE), 0);
+	size_t n;
+	char *cat = slurp(mid, &n);
+	KT_EQ(n, words_len);
+	free(cat);
+	char *text = slurp(out, NULL);
+	KT_EQ(status_of(t), 0);
+	KT_EQ(status_of(c), 0);
+	int lines = 0, per[4] = {0};
+	for (char *l = text; *l; l = strchr(l, '\n') + 1) {
+		long id;
+		int i;
+		if (sscanf(l, "%ld %d", &id, &i) == 2 && id >= 0 && id < 4 && i == per[id]) {
+			per[id]++;
+			lines++;
+		}
+	}
+	KT_EQ(lines, 800);
+	KT_CHECK(strstr(text, "joined\n") != NULL);
+	free(text);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_close(mid, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void an_isolated_uproc_spawns_and_forks(void)
+{
+	start(1);
+	kr_upipe *out;
+	KT_EQ(kr_upipe_create(&out), 0);
+	char *sargv[] = {"iso_probe", "spawn", "/bin/echo", "hi", NULL};
+	kr_uproc *s = spawn(probe, sargv, 1, NULL, out);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+	char *text = slurp(out, NULL);
+	KT_EQ(status_of(s), 0);
+	KT_CHECK(strcmp(text, "hi\nstatus 0\n") == 0);
+	free(text);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+
+	KT_EQ(kr_upipe_create(&out), 0);
+	char *fargv[] = {"iso_probe", "fork", NULL};
+	s = spawn(probe, fargv, 1, NULL, out);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+	text = slurp(out, NULL);
+	KT_EQ(status_of(s), 0);
+	KT_CHECK(strcmp(text, "child 7 p\n") == 0);
+	free(text);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+static void an_isolated_uproc_killed_while_closed_ends(void)
+{
+	start(1);
+	for (int i = 0; i < 3; i++) {
+		kr_upipe *vin, *vout, *cout;
+		KT_EQ(kr_upipe_create(&vin), 0);
+		KT_EQ(kr_upipe_create(&vout), 0);
+		KT_EQ(kr_upipe_create(&cout), 0);
+		char *vargv[] = {"iso_probe", "victim", NULL};
+		kr_uproc *v = spawn(probe, vargv, 1, vin, vout);
+		char line[128];
+		read_line(vout, line, sizeof line);
+		/* another isolated μprocess runs meanwhile: the victim is closed */
+		char *cargv[] = {"cat", words, NULL};
+		kr_uproc *c = spawn("/bin/cat", cargv, 1, NULL, cout);
+		KT_EQ(kr_upipe_close(cout, KR_UPIPE_WRITE), 0);
+		size_t n;
+		free(slurp(cout, &n));
+		KT_EQ(n, words_len);
+		KT_EQ(status_of(c), 0);
+		KT_EQ(kr_uproc_kill(v, SIGTERM), 0);
+		KT_EQ(status_of(v), 128 + SIGTERM);
+		KT_EQ(kr_upipe_close(vin, KR_UPIPE_READ), 0);
+		KT_EQ(kr_upipe_close(vin, KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_upipe_close(vout, KR_UPIPE_READ), 0);
+		KT_EQ(kr_upipe_close(vout, KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_upipe_close(cout, KR_UPIPE_READ), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+static void attributes_are_checked(void)
+{
+	start(1);
+	kr_uproc_attr a;
+	KT_EQ(kr_uproc_attr_init(&a), 0);
+	KT_EQ(a.isolate, 0);
+	a.isolate = 2;
+	kr_uproc *up;
+	char *argv[] = {"iso_probe", "victim", NULL};
+	int e = kr_uproc_spawn(&up, probe, argv, &a);
+	if (e == ENOTSUP)
+		KT_SKIP("no μprocesses here");
+	KT_EQ(e, EINVAL);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A words file of 3 MB: lines "wordN", every 97th "zonationN". */
+static void make_words(void)
+{
+	int fd = mkstemp(words);
+	KT_CHECK(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	KT_CHECK(f);
+	for (int i = 0; i < 300000; i++)
+		fprintf(f, i % 97 ? "word%d\n" : "zonation%d\n", i);
+	KT_EQ(fclose(f), 0);
+	fd = open(words, O_RDONLY);
+	KT_CHECK(fd >= 0);
+	words_len = (size_t)lseek(fd, 0, SEEK_END);
+	words_text = malloc(words_len);
+	KT_CHECK(words_text && pread(fd, words_text, words_len, 0) == (ssize_t)words_len);
+	close(fd);
+}
+
+int main(int argc, char **argv)
+{
+	static char self[4096];
+	probe = kt_beside_me(self, sizeof self, "iso_probe");
+	setenv("KARUI_CACHE_DIR", "", 1);
+	kt_args(argc, argv);
+	make_words();
+	KT_RUN(attributes_are_checked);
+	KT_RUN(a_stray_write_into_an_isolated_uproc_ends_the_writer_alone);
+	KT_RUN(without_isolation_the_same_write_lands);
+	KT_RUN(pipelines_give_the_same_bytes_isolated);
+	KT_RUN(an_isolated_uproc_with_threads_beside_another);
+	KT_RUN(an_isolated_uproc_spawns_and_forks);
+	KT_RUN(an_isolated_uproc_killed_while_closed_ends);
+	unlink(words);
+	return kt_finish();
+}
