@@ -7,7 +7,8 @@
  * the test).  Pipelines of isolated μprocesses (cat | cat, cat | grep) give
  * the same bytes as without, on one VP and two; an isolated μprocess with
  * threads, one that spawns (vfork and exec: its child is isolated too) and
- * one that forks work; one killed while closed ends, and the host goes
+ * one that forks work, as does one started from a kept image; one killed
+ * while closed ends, and the host goes
  * on: karui's own code never faults on a closed μprocess's memory, though
  * it touches it after every wait.  Without Syscall User Dispatch
  * (qemu-user, old kernels) or FSGSBASE every test says "skipped".
@@ -300,6 +301,43 @@ static void an_isolated_uproc_killed_while_closed_ends(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* echo WORD isolated, twice: the second from the first's kept image, its
+ * writable memory closed and opened as the first's (kr__img_wr_kept), its
+ * own argument on its stack. */
+static void an_isolated_uproc_starts_from_a_kept_image(void)
+{
+	start(1);
+	static const char *const words_[] = {"one", "two", "three"};
+	int reused = 0;
+	for (int i = 0; i < 3; i++) {
+		kr_upipe *out, *vout;
+		KT_EQ(kr_upipe_create(&out), 0);
+		KT_EQ(kr_upipe_create(&vout), 0);
+		char *argv[] = {"echo", (char *)words_[i], NULL};
+		kr_uproc *e = spawn("/bin/echo", argv, 1, NULL, out);
+		reused += kr_uproc_reused(e);
+		/* and another isolated one beside it, so that it is closed */
+		char *vargv[] = {"cat", words, NULL};
+		kr_uproc *c = spawn("/bin/cat", vargv, 1, NULL, vout);
+		KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+		KT_EQ(kr_upipe_close(vout, KR_UPIPE_WRITE), 0);
+		size_t n;
+		free(slurp(vout, &n));
+		KT_EQ(n, words_len);
+		char *text = slurp(out, NULL);
+		KT_EQ(status_of(e), 0);
+		KT_EQ(status_of(c), 0);
+		char want[16];
+		snprintf(want, sizeof want, "%s\n", words_[i]);
+		KT_CHECK(strcmp(text, want) == 0);
+		free(text);
+		KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+		KT_EQ(kr_upipe_close(vout, KR_UPIPE_READ), 0);
+	}
+	KT_CHECK(reused >= 1);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void attributes_are_checked(void)
 {
 	start(1);
@@ -348,6 +386,7 @@ int main(int argc, char **argv)
 	KT_RUN(an_isolated_uproc_with_threads_beside_another);
 	KT_RUN(an_isolated_uproc_spawns_and_forks);
 	KT_RUN(an_isolated_uproc_killed_while_closed_ends);
+	KT_RUN(an_isolated_uproc_starts_from_a_kept_image);
 	unlink(words);
 	return kt_finish();
 }

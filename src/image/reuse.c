@@ -272,6 +272,10 @@ static int take_memory(struct kr_uproc *up, struct kr__image *im)
 	if (!(im->w = calloc(up->wr.n ? up->wr.n : 1, sizeof *im->w)))
 		return ENOMEM;
 	for (size_t i = 0; i < up->wr.n; i++) {
+		/* not its stack (in wr when it is isolated: iso.c), which each
+		 * start lays afresh */
+		if (up->wr.r[i].lo >= up->stk_lo && up->wr.r[i].hi <= up->stk_hi)
+			continue;
 		struct wrange *w = &im->w[im->nw++];
 		w->lo = up->wr.r[i].lo;
 		w->hi = up->wr.r[i].hi;

@@ -117,8 +117,18 @@
  * leaves frames there that it never returns from: their shadow is
  * cleared when the stack is taken up and when it is left. */
 #define STACK_CLEAN(up) __asan_unpoison_memory_region((void *)(up)->stk_lo, (up)->stk_hi - (up)->stk_lo)
+/* The same for frames left on the microprocess's own stack below die_sp,
+ * where an isolated μprocess's calls run (iso.c), when its end or exec
+ * starts again at die_sp. */
+#define DIE_STACK_CLEAN(t)                                                                     \
+	do {                                                                                   \
+		uintptr_t f_ = (uintptr_t)__builtin_frame_address(0);                          \
+		if (f_ < (t)->die_sp && (t)->die_sp - f_ < KR__ISO_MP_STACK)                   \
+			__asan_unpoison_memory_region((void *)f_, (t)->die_sp - f_);           \
+	} while (0)
 #else
 #define STACK_CLEAN(up) ((void)0)
+#define DIE_STACK_CLEAN(t) ((void)0)
 #endif
 
 #ifndef PR_SET_SYSCALL_USER_DISPATCH
@@ -1047,6 +1057,7 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 void kr__uthr_end(struct kr__uthr *t, int status, int how)
 {
 	/* the thread's stack is the μprocess's, which the end unmaps */
+	DIE_STACK_CLEAN(t);
 	__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
 			 :
 			 : "r"(t->die_sp), "r"(thr_end), "D"(t), "S"(status), "d"(how)
@@ -1967,6 +1978,7 @@ static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
 	up->pidfd = pidfd;
 	pthread_mutex_unlock(&G.lock);
 	if (!up->vparent) {
+		DIE_STACK_CLEAN(t);
 		__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
 				 :
 				 : "r"(t->die_sp), "r"(stand_in_here), "D"(up)
@@ -2052,7 +2064,8 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		image_move(up, old);
 		free(old);
 		if (err) {
-			kr__iso_begin(up); /* the old image goes on */
+			if (!up->vparent)
+				kr__iso_begin(up); /* the old image goes on */
 			return -err;
 		}
 	}
@@ -2089,6 +2102,7 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	}
 	exec_keep(up, t);
 	if (!up->vparent) {
+		DIE_STACK_CLEAN(t);
 		__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
 				 :
 				 : "r"(t->die_sp), "r"(exec_here), "D"(up), "S"(old)
