@@ -150,6 +150,7 @@ long kr__sys_connect(struct kr_uproc *up, long nr, long a[6])
 			return r;
 		if (kr_mp_sleep_for(1000000) == ECANCELED)
 			return -EINTR;
+		kr__iso_here(); /* its address goes to the kernel again (iso.c) */
 	}
 }
 

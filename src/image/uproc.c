@@ -275,15 +275,25 @@ int kr__img_arm(void)
  * is no armed VP, and the records name the parent's threads.  Without
  * this, a μprocess started in the child would make its system calls to
  * the kernel itself (its exit would end the child). */
-static void fork_prepare(void) { pthread_mutex_lock(&G.lock); }
-static void fork_parent(void) { pthread_mutex_unlock(&G.lock); }
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&G.lock);
+	kr__iso_lock();
+}
+static void fork_parent(void)
+{
+	kr__iso_unlock();
+	pthread_mutex_unlock(&G.lock);
+}
 static void fork_child(void)
 {
+	kr__iso_unlock();
 	G.ticking = 0; /* no thread but this one in the child */
 	pthread_cond_init(&G.live_cv, NULL);
 	uint64_t gs = rdgsbase();
 	for (struct kr__img_vp *v = G.vps; v; v = v->next) {
 		v->tid = 0;
+		v->shown = NULL; /* what the parent's VPs showed: nothing of the child's */
 		if ((uint64_t)v == gs)
 			wrgsbase(0);
 	}
