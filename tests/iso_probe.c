@@ -10,6 +10,10 @@
  *   iso_probe write ADDR     writes a byte at ADDR (hex), prints "wrote"
  *   iso_probe write-catch ADDR   the same with a SIGSEGV handler, which
  *                            prints "caught" and exits 42
+ *   iso_probe read-into ADDR FILE   reads a byte from a pipe of its own,
+ *                            then from FILE, into ADDR (hex): prints
+ *                            "pipe E" and "file E", E each read's errno
+ *                            (0: it read the byte)
  *   iso_probe threads N      N threads, each writing 200 lines "T I" of
  *                            its own malloc'ed text to stdout, with
  *                            sched_yield between; then "joined"
@@ -19,6 +23,8 @@
  *                            prints "child S" and its own heap's byte
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -90,6 +96,22 @@ int main(int argc, char **argv)
 		volatile unsigned char *p = (unsigned char *)strtoul(argv[2], NULL, 16);
 		*p = 'X';
 		printf("wrote\n");
+		return 0;
+	}
+	if (!strcmp(m, "read-into")) {
+		if (argc < 4)
+			return 2;
+		char *p = (char *)strtoul(argv[2], NULL, 16);
+		int fds[2];
+		if (pipe(fds) || write(fds[1], "x", 1) != 1)
+			return 3;
+		errno = 0;
+		printf("pipe %d\n", read(fds[0], p, 1) == 1 ? 0 : errno);
+		int fd = open(argv[3], O_RDONLY);
+		if (fd < 0)
+			return 3;
+		errno = 0;
+		printf("file %d\n", read(fd, p + 1, 1) == 1 ? 0 : errno);
 		return 0;
 	}
 	if (!strcmp(m, "threads")) {

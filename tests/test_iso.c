@@ -4,7 +4,8 @@
  * writes into an isolated one's heap or stack dies of SIGSEGV (its
  * handler runs if it has one) while the victim's memory is unchanged and
  * it ends normally; without isolation the same write lands (the test of
- * the test).  Pipelines of isolated μprocesses (cat | cat, cat | grep) give
+ * the test); a read into its memory through karui or the kernel fails with
+ * EFAULT (and lands without isolation).  Pipelines of isolated μprocesses (cat | cat, cat | grep) give
  * the same bytes as without, on one VP and two; an isolated μprocess with
  * threads, one that spawns (vfork and exec: its child is isolated too) and
  * one that forks work, as does one started from a kept image; one killed
@@ -100,6 +101,7 @@ struct outcome {
 
 static struct outcome stray_write(int isolate, int at_stack, const char *mode)
 {
+	/* write, write-catch ADDR; read-into ADDR FILE */
 	struct outcome o;
 	kr_upipe *vin, *vout, *wout;
 	KT_EQ(kr_upipe_create(&vin), 0);
@@ -115,7 +117,7 @@ static struct outcome stray_write(int isolate, int at_stack, const char *mode)
 	KT_EQ(sscanf(line, "%lx %lx", &heap, &stack), 2);
 	snprintf(addr, sizeof addr, "%lx", at_stack ? stack + 100 : heap + 100);
 	/* the writer runs while the victim waits for its stdin */
-	char *wargv[] = {"iso_probe", (char *)mode, addr, NULL};
+	char *wargv[] = {"iso_probe", (char *)mode, addr, words, NULL};
 	kr_uproc *w = spawn(probe, wargv, 0, NULL, wout);
 	KT_EQ(kr_upipe_close(wout, KR_UPIPE_WRITE), 0);
 	char *wtext = slurp(wout, NULL);
@@ -159,6 +161,26 @@ static void without_isolation_the_same_write_lands(void)
 		KT_CHECK(strcmp(o.writer_out, "wrote\n") == 0);
 		KT_EQ(o.victim_status, 1);
 		KT_CHECK(strcmp(o.victim_out, "changed\n") == 0);
+		o = stray_write(0, at_stack, "read-into"); /* through karui and the kernel */
+		KT_EQ(o.writer_status, 0);
+		KT_CHECK(strcmp(o.writer_out, "pipe 0\nfile 0\n") == 0);
+		KT_EQ(o.victim_status, 1);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A μprocess cannot make karui (a pipe's read) or the kernel (a file's)
+ * write into an isolated one's closed memory for it: EFAULT, as for any
+ * bad pointer; the victim's memory is unchanged. */
+static void a_read_into_an_isolated_uproc_is_efault(void)
+{
+	start(1);
+	for (int at_stack = 0; at_stack < 2; at_stack++) {
+		struct outcome o = stray_write(1, at_stack, "read-into");
+		KT_EQ(o.writer_status, 0);
+		KT_CHECK(strcmp(o.writer_out, "pipe 14\nfile 14\n") == 0); /* EFAULT */
+		KT_EQ(o.victim_status, 0);
+		KT_CHECK(strcmp(o.victim_out, "intact\n") == 0);
 	}
 	KT_EQ(kr_fini(), 0);
 }
@@ -382,6 +404,7 @@ int main(int argc, char **argv)
 	KT_RUN(attributes_are_checked);
 	KT_RUN(a_stray_write_into_an_isolated_uproc_ends_the_writer_alone);
 	KT_RUN(without_isolation_the_same_write_lands);
+	KT_RUN(a_read_into_an_isolated_uproc_is_efault);
 	KT_RUN(pipelines_give_the_same_bytes_isolated);
 	KT_RUN(an_isolated_uproc_with_threads_beside_another);
 	KT_RUN(an_isolated_uproc_spawns_and_forks);
