@@ -6,7 +6,8 @@
  * it ends normally; without isolation the same write lands (the test of
  * the test); a read into its memory through karui or the kernel fails with
  * EFAULT (and lands without isolation).  Pipelines of isolated μprocesses (cat | cat, cat | grep) give
- * the same bytes as without, on one VP and two; an isolated μprocess with
+ * the same bytes as without, on one VP and two, six of them at once on two;
+ * an isolated μprocess with
  * threads, one that spawns (vfork and exec: its child is isolated too) and
  * one that forks work, as does one started from a kept image; one killed
  * while closed ends, and the host goes
@@ -230,6 +231,31 @@ static void pipelines_give_the_same_bytes_isolated(void)
 	}
 }
 
+static void *one_pipeline(void *arg)
+{
+	return pipeline(1, arg, NULL);
+}
+
+/* Six isolated pipelines at once on 2 VPs (each VP switching among twelve
+ * μprocesses, and the host's microprocesses): the same bytes. */
+static void many_isolated_pipelines_at_once(void)
+{
+	start(2);
+	size_t n0;
+	char *plain = pipeline(0, "grep", &n0);
+	kr_mp *mp[6];
+	for (int i = 0; i < 6; i++)
+		KT_EQ(kr_mp_create(&mp[i], NULL, one_pipeline, i % 2 ? "cat" : "grep"), 0);
+	for (int i = 0; i < 6; i++) {
+		void *text;
+		KT_EQ(kr_mp_join(mp[i], &text), 0);
+		KT_CHECK(strcmp(text, i % 2 ? words_text : plain) == 0);
+		free(text);
+	}
+	free(plain);
+	KT_EQ(kr_fini(), 0);
+}
+
 static void an_isolated_uproc_with_threads_beside_another(void)
 {
 	start(1);
@@ -389,8 +415,9 @@ static void make_words(void)
 	fd = open(words, O_RDONLY);
 	KT_CHECK(fd >= 0);
 	words_len = (size_t)lseek(fd, 0, SEEK_END);
-	words_text = malloc(words_len);
+	words_text = malloc(words_len + 1);
 	KT_CHECK(words_text && pread(fd, words_text, words_len, 0) == (ssize_t)words_len);
+	words_text[words_len] = 0;
 	close(fd);
 }
 
@@ -406,6 +433,7 @@ int main(int argc, char **argv)
 	KT_RUN(without_isolation_the_same_write_lands);
 	KT_RUN(a_read_into_an_isolated_uproc_is_efault);
 	KT_RUN(pipelines_give_the_same_bytes_isolated);
+	KT_RUN(many_isolated_pipelines_at_once);
 	KT_RUN(an_isolated_uproc_with_threads_beside_another);
 	KT_RUN(an_isolated_uproc_spawns_and_forks);
 	KT_RUN(an_isolated_uproc_killed_while_closed_ends);
