@@ -1,19 +1,18 @@
 /*
  * μprocesses in domains of their own (kr_uproc_attr.isolate,
- * docs/domains.md "μprocesses in domains"): on one VP, a μprocess that
- * writes into an isolated one's heap or stack dies of SIGSEGV (its
- * handler runs if it has one) while the victim's memory is unchanged and
- * it ends normally; without isolation the same write lands (the test of
- * the test); a read into its memory through karui or the kernel fails with
- * EFAULT (and lands without isolation).  Pipelines of isolated μprocesses (cat | cat, cat | grep) give
- * the same bytes as without, on one VP and two, six of them at once on two;
- * an isolated μprocess with
- * threads, one that spawns (vfork and exec: its child is isolated too) and
- * one that forks work, as does one started from a kept image; one killed
- * while closed ends, and the host goes
- * on: karui's own code never faults on a closed μprocess's memory, though
- * it touches it after every wait.  Without Syscall User Dispatch
- * (qemu-user, old kernels) or FSGSBASE every test says "skipped".
+ * docs/domains.md "μprocesses in domains").  On one VP, a μprocess that
+ * writes into an isolated one's heap or stack dies of SIGSEGV (its handler
+ * runs if it has one) while the victim's memory is unchanged and it ends
+ * normally; a read into that memory through a karui pipe or a file fails
+ * with EFAULT; without isolation the same write and reads land (the test of
+ * the test).  Pipelines of isolated μprocesses (cat | cat, cat | grep) give
+ * the same bytes as without, on one VP and two, six of them at once on two.
+ * An isolated μprocess with threads, one that spawns (vfork and exec: its
+ * child is isolated too), one that forks and one started from a kept image
+ * work; one killed while closed ends.  In all of them karui touches the
+ * μprocesses' memory after their waits and the host goes on.  Without
+ * Syscall User Dispatch (qemu-user, old kernels) or FSGSBASE every test
+ * says "skipped".
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
