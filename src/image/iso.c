@@ -57,6 +57,18 @@
  * through a buffer of karui's (kr__iso_bounce) and are copied on its own
  * microprocess.
  *
+ * Rejected: a hook in the core's switch, as the scheduling trace has
+ * (trace.c), to show a μprocess whenever one of its microprocesses is
+ * switched in: it would have to turn the core's fast paths off for the
+ * whole process while any isolated μprocess lives, and it buys nothing
+ * over kr__uthr_here, since no μprocess code runs but through it.
+ * Closing a μprocess whenever its VP goes back to the host's code: a
+ * system call would then cost two more mprotect each, and the host is
+ * not confined anyway.  Showing it again after each wait in each handler
+ * alone: waits are many and deep (pipes, futexes, wait4, poll, sleeps),
+ * and one forgotten would take the host down; the fault handler covers
+ * every plain access, and the waits before a kernel call are few.
+ *
  * EPC-H (protection keys, a key per isolated μprocess, PKRU switched at
  * the same points) would make the view exact per VP; no host here has
  * PKU, and it is not done.
@@ -131,17 +143,16 @@ void kr__iso_show(struct kr__img_vp *v, struct kr_uproc *want)
 	kr__spin_unlock(&L.lock);
 }
 
-int kr__iso_begin(struct kr_uproc *up)
+void kr__iso_begin(struct kr_uproc *up)
 {
 	if (!up->isolate)
-		return 0;
+		return;
 	kr__spin_lock(&L.lock);
 	up->iso_on = 1;
 	up->iso_open = 1; /* it is open as loaded; closed when no VP shows it */
 	up->iso_n = 0;
 	kr__spin_unlock(&L.lock);
 	__atomic_store_n(&kr__iso_live, 1, __ATOMIC_RELEASE);
-	return 1;
 }
 
 void kr__iso_end(struct kr_uproc *up)

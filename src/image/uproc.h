@@ -568,9 +568,9 @@ int kr__sig_ucode(struct kr_uproc *up, uintptr_t ip);
 int kr__sig_uret(greg_t *g);
 
 /* ---- iso.c: μprocesses in domains of their own ---- */
-/* up starts (its image loaded, on its microprocess): 1 if it is isolated,
- * its memory open until no VP shows it. */
-int kr__iso_begin(struct kr_uproc *up);
+/* up starts (its image loaded, on its microprocess): if it is isolated,
+ * its memory is open until no VP shows it. */
+void kr__iso_begin(struct kr_uproc *up);
 /* Its image goes (its end, an exec): shown by no VP, open, no longer
  * switched. */
 void kr__iso_end(struct kr_uproc *up);
