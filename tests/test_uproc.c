@@ -2530,6 +2530,20 @@ static void a_site_is_rewritten_while_threads_run_it(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A thread uses an fd while another closes it and makes it again, 20000
+ * times: each call finds the file or EBADF, and nothing of karui reads a
+ * file freed under it (fd.c: a shared table's lookups hold references). */
+static void a_file_closed_under_another_threads_call(void)
+{
+	start(2);
+	need_uprocs();
+	char *out = NULL;
+	KT_EQ(run_tprobe("close-race", NULL, NULL, &out), 0);
+	KT_CHECK(out && strcmp(out, "survived\n") == 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* Debian's threaded compressors and GNU sort, each with two threads of
  * work, write what they write natively, byte for byte. */
 static void threaded_programs_give_what_they_give_natively(void)
@@ -2660,6 +2674,7 @@ int main(int argc, char **argv)
 	KT_RUN(sigchld_runs_its_handler);
 	KT_RUN(threads_run_as_natively);
 	KT_RUN(a_site_is_rewritten_while_threads_run_it);
+	KT_RUN(a_file_closed_under_another_threads_call);
 	KT_RUN(a_thread_ends_itself_or_its_uproc);
 	KT_RUN(a_kill_ends_every_thread_of_a_uproc_that_computes);
 	KT_RUN(threaded_programs_give_what_they_give_natively);

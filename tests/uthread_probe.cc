@@ -21,6 +21,10 @@
  *                                  "rewritten" or "trapping": one with a
  *                                  slot in reach, one with none (whose mov
  *                                  before it becomes the jump)
+ *   uthread_probe close-race       a thread reads, polls and fstats fd 9
+ *                                  while the main thread closes it and
+ *                                  makes it again (a pipe's end, /dev/zero)
+ *                                  20000 times: "survived"
  *   uthread_probe spin N           N threads and the main one compute for
  *                                  ever without system calls ("spinning")
  *   uthread_probe exec PATH ARG    a thread waits in a read of its stdin,
@@ -46,6 +50,9 @@
 #include <vector>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -89,6 +96,38 @@ __asm__(".text\n"
 	"        .cfi_endproc\n"
 	".size mov_call, .-mov_call\n"
 	"mov_after: .cfi_startproc\n .fill 160, 1, 0xc3\n .cfi_endproc\n");
+
+static void close_race()
+{
+	std::atomic<bool> stop{false};
+	std::thread r([&] {
+		char b[64];
+		struct stat st;
+		while (!stop) {
+			struct pollfd p = {9, POLLIN, 0};
+			(void)!poll(&p, 1, 0);
+			(void)!read(9, b, sizeof b);
+			(void)!fstat(9, &st);
+		}
+	});
+	for (int i = 0; i < 20000; i++) {
+		int p[2];
+		if (i % 2 == 0 && pipe(p) == 0) {
+			(void)!write(p[1], "data", 4);
+			dup2(p[0], 9);
+			close(p[0]);
+			close(p[1]);
+		} else {
+			int z = open("/dev/zero", O_RDONLY);
+			dup2(z, 9);
+			close(z);
+		}
+		close(9);
+	}
+	stop = true;
+	r.join();
+	puts("survived");
+}
 
 static void live_rewrite()
 {
@@ -392,6 +431,10 @@ int main(int argc, char **argv)
 		});
 		x.detach();
 		pthread_exit(nullptr);
+	}
+	if (!strcmp(m, "close-race")) {
+		close_race();
+		return 0;
 	}
 	if (!strcmp(m, "live-rewrite")) {
 		live_rewrite();

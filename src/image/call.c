@@ -121,6 +121,7 @@ static struct kr__xcall *xc_get(struct kr_uproc *up)
 	t->xcall = xc;
 	t->killfd = -1;
 	t->altstack.ss_flags = SS_DISABLE;
+	__atomic_store_n(&up->fds.shared, 1, __ATOMIC_RELEASE); /* calls use its fds too */
 	__atomic_store_n(&up->xc, xc, __ATOMIC_RELEASE);
 	return xc;
 }

@@ -32,9 +32,13 @@ static inline long raw(long nr, long a, long b, long c, long d)
 	return r;
 }
 
-/* A karui pipe's end that fd names, opened for `end`, or NULL. */
+/* A karui pipe's end that fd names, opened for `end`, or NULL.  Not while
+ * threads share the table (a close by another could free the file under
+ * this call: the general path holds a reference, fd.c). */
 static inline kr_stream *pipe_end(const struct kr_uproc *up, long fd, int end)
 {
+	if (__atomic_load_n(&up->fds.shared, __ATOMIC_RELAXED))
+		return NULL;
 	const struct kr__ufile *f = kr__fd_peek(&up->fds, fd);
 	return f && f->kind == UF_PIPE && f->end == end ? &f->pipe->s : NULL;
 }
@@ -42,6 +46,8 @@ static inline kr_stream *pipe_end(const struct kr_uproc *up, long fd, int end)
 /* A host fd that a plain system call serves (no pipe, nothing that waits). */
 static inline int plain_fd(const struct kr_uproc *up, long fd)
 {
+	if (__atomic_load_n(&up->fds.shared, __ATOMIC_RELAXED))
+		return -1;
 	const struct kr__ufile *f = kr__fd_peek(&up->fds, fd);
 	return f && f->kind == UF_HOST && !__atomic_load_n(&f->waits, __ATOMIC_RELAXED) ? f->hostfd
 										      : -1;

@@ -318,7 +318,31 @@ int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int clo
 
 struct kr__ufile *kr__fd_get(struct kr__fdtab *t, int fd)
 {
-	return kr__fd_peek(t, fd);
+	struct kr__uthr *me;
+	if (!__atomic_load_n(&t->shared, __ATOMIC_ACQUIRE) || !(me = kr__uthr_self()) ||
+	    me->nheld == sizeof me->held / sizeof *me->held)
+		return kr__fd_peek(t, fd);
+	kr__spin_lock(&t->lock);
+	struct kr__ufile *f = fd >= 0 && fd < t->n ? t->fd[fd].f : NULL;
+	if (f)
+		__atomic_add_fetch(&f->refs, 1, __ATOMIC_RELAXED);
+	kr__spin_unlock(&t->lock);
+	if (f)
+		me->held[me->nheld++] = f;
+	return f;
+}
+
+void kr__fd_done(struct kr__ufile *f)
+{
+	struct kr__uthr *me = f ? kr__uthr_self() : NULL;
+	if (me && me->nheld && me->held[me->nheld - 1] == f)
+		kr__ufile_put(me->held[--me->nheld]);
+}
+
+void kr__fd_drop(struct kr__uthr *t)
+{
+	while (t->nheld)
+		kr__ufile_put(t->held[--t->nheld]);
 }
 
 int kr__fd_cloexec(struct kr__fdtab *t, int fd)

@@ -623,6 +623,7 @@ long kr__sys(struct kr__uthr *t, long nr, long a[6])
 		const struct sysent *e = nr >= 0 && nr < NR_MAX ? bynr[nr] : NULL;
 		r = e ? e->h(t->up, nr, a) : -ENOSYS;
 	}
+	kr__fd_drop(t);
 	if (r == -ECANCELED) /* a karui wait's word for it (kr_mp_cancel) */
 		r = -EINTR;
 	if (r == -EINTR && (t->restart = restarts(nr, a))) {

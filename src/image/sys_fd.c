@@ -686,6 +686,7 @@ static int poll_now(struct kr_uproc *up, struct pollfd *p, unsigned long n)
 			if (poll(&h, 1, 0) > 0)
 				p[i].revents = h.revents;
 		}
+		kr__fd_done(f);
 		ready += p[i].revents != 0;
 	}
 	return ready;

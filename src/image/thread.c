@@ -128,6 +128,8 @@ long kr__thr_clone(struct kr__uthr *p, unsigned long flags, uintptr_t stack, uin
 		}
 	kr_attr ma = {.stack_size = KR__MP_STACK_OF(up), .udata = t};
 	int e = EAGAIN;
+	/* its fds are looked up by both at once from now on */
+	__atomic_store_n(&up->fds.shared, 1, __ATOMIC_RELEASE);
 	kr__uproc_lock();
 	/* linked with its microprocess set, which a signal's sender reads */
 	if (!__atomic_load_n(&up->dying, __ATOMIC_SEQ_CST) &&

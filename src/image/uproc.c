@@ -1016,6 +1016,7 @@ static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struc
 static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int status, int how)
 {
 	struct kr_uproc *up = t->up;
+	kr__fd_drop(t); /* the files of the call it ends in */
 	if (t->xcall && how == KR__END_THREAD && !__atomic_load_n(&up->dying, __ATOMIC_SEQ_CST))
 		how = KR__END_EXIT; /* exit in a procedure: its μprocess's end (call.c) */
 	pthread_mutex_lock(&G.lock);

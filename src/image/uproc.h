@@ -76,8 +76,11 @@ struct kr__ufile {
  * lookup reads without it (kr__fd_peek).  A grown table is a new array,
  * published before its size; the old ones stay until the table goes (at
  * most 6: 16 slots to 1024), so that a lookup never reads freed memory. */
+struct kr__uthr;
 struct kr__fdtab {
 	int n;              /* slots allocated; atomic */
+	int shared;         /* threads, or calls into its exports, use it at once:
+			     * lookups take references (kr__fd_get); never cleared */
 	struct kr__ufd {
 		struct kr__ufile *f;
 		int cloexec;
@@ -99,7 +102,14 @@ int kr__ufile_waits(struct kr__ufile *f);                   /* UF_HOST: 0 or 1 *
 void kr__ufile_put(struct kr__ufile *f);
 int kr__fd_install(struct kr__fdtab *t, struct kr__ufile *f, int lowest, int cloexec);
 int kr__fd_set(struct kr__fdtab *t, int fd, struct kr__ufile *f, int cloexec);
+/* The file fd names, for the calling thread's call.  Where the table is
+ * shared, with a reference that the call's end drops (kr__fd_drop): a
+ * close by another thread meanwhile does not free it under the call. */
 struct kr__ufile *kr__fd_get(struct kr__fdtab *t, int fd);
+void kr__fd_drop(struct kr__uthr *t);
+/* f, the last file kr__fd_get gave this call, is no longer used: for the
+ * calls that look up many (poll, select, SCM_RIGHTS) */
+void kr__fd_done(struct kr__ufile *f);
 int kr__fd_cloexec(struct kr__fdtab *t, int fd);            /* an open fd's */
 void kr__fd_set_cloexec(struct kr__fdtab *t, int fd, int cloexec);
 int kr__fd_close(struct kr__fdtab *t, int fd);
@@ -170,6 +180,11 @@ struct kr__uthr {
 	 * written when `attn` is set from outside, made for the first such
 	 * wait, -1 till then; atomic */
 	int killfd;
+	/* the files its call uses, each with a reference of its own while the
+	 * μprocess's fd table is shared by threads (fd.c: kr__fd_get), dropped
+	 * when the call ends (kr__fd_drop) */
+	struct kr__ufile *held[8];
+	unsigned nheld;
 	/* the call being served: its number, whether it returned -EINTR for a
 	 * signal (KR__RESTART_*), its stack pointer (sigaltstack's SS_ONSTACK) */
 	long sys_nr;
