@@ -198,16 +198,17 @@ void kr__thr_gone(struct kr__uthr *t)
 {
 	struct kr_uproc *up = t->up;
 	kr__thr_robust(t);
+#if defined(__SANITIZE_ADDRESS__)
+	/* before its joiner may give the stack to a new thread */
+	if (t->stk_hi)
+		__asan_unpoison_memory_region((void *)t->stk_lo, t->stk_hi - t->stk_lo);
+#endif
 	/* pthread_join waits for this word to be 0 */
 	if (t->tidaddr) {
 		pid_t zero = 0;
 		if (!kr__ucopy((void *)t->tidaddr, &zero, sizeof zero))
 			kr__futex_wake(t->tidaddr, 1, FUTEX_BITSET_MATCH_ANY);
 	}
-#if defined(__SANITIZE_ADDRESS__)
-	if (t->stk_hi)
-		__asan_unpoison_memory_region((void *)t->stk_lo, t->stk_hi - t->stk_lo);
-#endif
 	free(t->vframe);
 	t->vframe = NULL;
 	/* Off the list under the lock, where senders find it, onto the ended
