@@ -458,17 +458,22 @@ int kr_mpi_waitall(int n, MPI_Request *reqs, MPI_Status *statuses)
 	return err ? err : finish(n, reqs, statuses);
 }
 
+/* One operation: started by `start` (an MPI_I... call that sets r_),
+ * then waited for, the caller parked meanwhile; *status (may be NULL) its
+ * status. */
+#define ONE(status, start)                                                     \
+	({                                                                     \
+		MPI_Request r_;                                                \
+		int e_ = begin(1), rc_ = e_ ? 0 : (start);                     \
+		e_ ? e_ : rc_ ? fail(rc_) : finish(1, &r_, (status));          \
+	})
+
 int kr_mpi_send(const void *buf, int count, MPI_Datatype type, int dest, int tag,
 		MPI_Comm comm)
 {
 	if (bad_buf(buf, count))
 		return EINVAL;
-	int err = begin(1);
-	if (err)
-		return err;
-	MPI_Request r;
-	int rc = MPI_Isend(buf, count, type, dest, tag, comm, &r);
-	return rc ? fail(rc) : finish(1, &r, NULL);
+	return ONE(NULL, MPI_Isend(buf, count, type, dest, tag, comm, &r_));
 }
 
 int kr_mpi_ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
@@ -476,12 +481,7 @@ int kr_mpi_ssend(const void *buf, int count, MPI_Datatype type, int dest, int ta
 {
 	if (bad_buf(buf, count))
 		return EINVAL;
-	int err = begin(1);
-	if (err)
-		return err;
-	MPI_Request r;
-	int rc = MPI_Issend(buf, count, type, dest, tag, comm, &r);
-	return rc ? fail(rc) : finish(1, &r, NULL);
+	return ONE(NULL, MPI_Issend(buf, count, type, dest, tag, comm, &r_));
 }
 
 int kr_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm,
@@ -489,12 +489,7 @@ int kr_mpi_recv(void *buf, int count, MPI_Datatype type, int source, int tag, MP
 {
 	if (bad_buf(buf, count))
 		return EINVAL;
-	int err = begin(1);
-	if (err)
-		return err;
-	MPI_Request r;
-	int rc = MPI_Irecv(buf, count, type, source, tag, comm, &r);
-	return rc ? fail(rc) : finish(1, &r, status);
+	return ONE(status, MPI_Irecv(buf, count, type, source, tag, comm, &r_));
 }
 
 int kr_mpi_sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
@@ -526,24 +521,14 @@ int kr_mpi_sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, 
 
 int kr_mpi_barrier(MPI_Comm comm)
 {
-	int err = begin(1);
-	if (err)
-		return err;
-	MPI_Request r;
-	int rc = MPI_Ibarrier(comm, &r);
-	return rc ? fail(rc) : finish(1, &r, NULL);
+	return ONE(NULL, MPI_Ibarrier(comm, &r_));
 }
 
 int kr_mpi_bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm)
 {
 	if (bad_buf(buf, count))
 		return EINVAL;
-	int err = begin(1);
-	if (err)
-		return err;
-	MPI_Request r;
-	int rc = MPI_Ibcast(buf, count, type, root, comm, &r);
-	return rc ? fail(rc) : finish(1, &r, NULL);
+	return ONE(NULL, MPI_Ibcast(buf, count, type, root, comm, &r_));
 }
 
 int kr_mpi_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
@@ -551,12 +536,7 @@ int kr_mpi_allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type,
 {
 	if ((sbuf != MPI_IN_PLACE && bad_buf(sbuf, count)) || bad_buf(rbuf, count))
 		return EINVAL;
-	int err = begin(1);
-	if (err)
-		return err;
-	MPI_Request r;
-	int rc = MPI_Iallreduce(sbuf, rbuf, count, type, op, comm, &r);
-	return rc ? fail(rc) : finish(1, &r, NULL);
+	return ONE(NULL, MPI_Iallreduce(sbuf, rbuf, count, type, op, comm, &r_));
 }
 
 int kr_mpi_lock(void)

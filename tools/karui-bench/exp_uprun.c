@@ -128,15 +128,22 @@ static struct sys *add_sys(const kb_ctx *c, struct job *j, const char *name, con
 /* `karui-run PROG ARGS` as karui and PROG ARGS as native, PROG found in
  * PATH (or a path), both given the path found here; 0, or ENOENT when
  * PROG is not there */
+/* The program argv0 names (a path, or found in PATH) into prog: 0, or
+ * ENOENT */
+static int prog_of(const char *argv0, char *prog, size_t n)
+{
+	if (strchr(argv0, '/'))
+		snprintf(prog, n, "%s", argv0);
+	else if (kb_find_prog(argv0, prog, n))
+		return ENOENT;
+	return access(prog, X_OK) ? ENOENT : 0;
+}
+
 static int add_karui_native(const kb_ctx *c, struct job *j, const char *karui_run,
 			    char *const *argv)
 {
 	char prog[PATH_MAX];
-	if (strchr(argv[0], '/'))
-		snprintf(prog, sizeof prog, "%s", argv[0]);
-	else if (kb_find_prog(argv[0], prog, sizeof prog))
-		return ENOENT;
-	if (access(prog, X_OK))
+	if (prog_of(argv[0], prog, sizeof prog))
 		return ENOENT;
 	char *kargv[MAXARG] = {"karui-run"};
 	for (int i = 0; argv[i] && i < MAXARG - 2; i++)
@@ -423,23 +430,33 @@ static int write_text(const char *path, long bytes)
 	return fclose(f) ? errno : 0;
 }
 
+/* exp's temporary directory with its text (--n MB, default 2) in it, and
+ * the std::thread loop's path and argument: 0, or kb_row_none said why not */
+static int text_and_loop(const kb_ctx *c, const char *exp, char *dir, size_t dn, char *text,
+			 size_t tn, char *self, size_t sn, char steps[24])
+{
+	if (make_dir(exp, dir, dn))
+		return -1;
+	long mb = c->n ? c->n : 2;
+	snprintf(text, tn, "%s/in.txt", dir);
+	int e = write_text(text, mb * 1000000);
+	if (e) {
+		kb_row_none(exp, "all", "failed", strerror(e));
+		remove_dir(exp, dir);
+		return -1;
+	}
+	fprintf(stderr, "karui-bench: %s: %ld MB of text in %s\n", exp, mb, text);
+	snprintf(self, sn, "%s/karui-bench-threads", c->dir);
+	snprintf(steps, 24, "%d", THREAD_STEPS);
+	return 0;
+}
+
 void kb_uproc_threads(const kb_ctx *c)
 {
 	char krun[PATH_MAX], dir[PATH_MAX], text[PATH_MAX + 16], self[PATH_MAX], steps[24];
 	if (!karui_tool(c, THREADS, "karui-run", krun, sizeof krun) ||
-	    make_dir(THREADS, dir, sizeof dir))
+	    text_and_loop(c, THREADS, dir, sizeof dir, text, sizeof text, self, sizeof self, steps))
 		return;
-	long mb = c->n ? c->n : 2;
-	snprintf(text, sizeof text, "%s/in.txt", dir);
-	int e = write_text(text, mb * 1000000);
-	if (e) {
-		kb_row_none(THREADS, "all", "failed", strerror(e));
-		remove_dir(THREADS, dir);
-		return;
-	}
-	fprintf(stderr, "karui-bench: " THREADS ": %ld MB of text in %s\n", mb, text);
-	snprintf(self, sizeof self, "%s/karui-bench-threads", c->dir);
-	snprintf(steps, sizeof steps, "%d", THREAD_STEPS);
 	const struct {
 		const char *metric;
 		char *argv[MAXARG];
@@ -494,18 +511,8 @@ void kb_pthread_compat(const kb_ctx *c)
 		kb_row_none(COMPAT, "karui", "skipped", "libkarui-pthread.so not built");
 		return;
 	}
-	if (make_dir(COMPAT, dir, sizeof dir))
+	if (text_and_loop(c, COMPAT, dir, sizeof dir, text, sizeof text, self, sizeof self, steps))
 		return;
-	long mb = c->n ? c->n : 2;
-	snprintf(text, sizeof text, "%s/in.txt", dir);
-	int e = write_text(text, mb * 1000000);
-	if (e) {
-		kb_row_none(COMPAT, "all", "failed", strerror(e));
-		remove_dir(COMPAT, dir);
-		return;
-	}
-	snprintf(self, sizeof self, "%s/karui-bench-threads", c->dir);
-	snprintf(steps, sizeof steps, "%d", THREAD_STEPS);
 	const struct {
 		const char *metric;
 		char *argv[MAXARG];
@@ -529,11 +536,7 @@ void kb_pthread_compat(const kb_ctx *c)
 			j.result = sysbench_counts;
 		char prog[PATH_MAX];
 		char *const *argv = P[i].argv;
-		if (strchr(argv[0], '/'))
-			snprintf(prog, sizeof prog, "%s", argv[0]);
-		else if (kb_find_prog(argv[0], prog, sizeof prog))
-			prog[0] = 0;
-		if (!prog[0] || access(prog, X_OK)) {
+		if (prog_of(argv[0], prog, sizeof prog)) {
 			kb_row_none(COMPAT, P[i].metric, "skipped",
 				    i == 4 ? "karui-bench-threads not built" : "not installed");
 			continue;
