@@ -43,6 +43,10 @@ have_cmd sysbench || want sysbench
 # libkarui-mpi (src/mpi), its tests under mpirun and mpi.wave: Open MPI
 want libopenmpi-dev
 have_cmd mpirun || want openmpi-bin
+# tests/test_gdb.sh drives gdb; in the aarch64 build, gdb-multiarch attaches
+# to qemu-user's gdbstub
+have_cmd gdb || want gdb
+have_cmd gdb-multiarch || want gdb-multiarch
 # Go is a benchmark peer only; a toolchain already on the machine will do.
 have_cmd go || [ -x /usr/local/go/bin/go ] || want golang-go
 # scripts/report's plots (its test too): the distribution's matplotlib, for

@@ -1,7 +1,7 @@
 /*
  * A program for tests/test_gdb.sh: microprocesses parked in functions of
- * known names, then a stop at gdb_target_stop, where the test's gdb looks
- * at them with tools/gdb/karui.py.
+ * known names and one that has not run yet, then a stop at gdb_target_stop,
+ * where the test's gdb looks at them with tools/gdb/karui.py.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +41,13 @@ __attribute__((noinline)) static void *sleeping_in_gamma(void *arg)
 	return NULL;
 }
 
+/* created just before the stop: it has never run there */
+__attribute__((noinline)) static void *not_run_yet(void *arg)
+{
+	(void)arg;
+	return NULL;
+}
+
 /* gdb breaks here */
 __attribute__((noinline)) void gdb_target_stop(void)
 {
@@ -54,13 +61,15 @@ int main(void)
 		fprintf(stderr, "kr_init failed\n");
 		return 1;
 	}
-	kr_mp *a, *b, *c;
+	kr_mp *a, *b, *c, *d;
 	if (kr_mp_create(&a, NULL, parked_in_alpha, NULL) ||
 	    kr_mp_create(&b, NULL, parked_in_beta, NULL) ||
 	    kr_mp_create(&c, NULL, sleeping_in_gamma, NULL))
 		return 1;
 	while (parked < 3)
 		kr_mp_yield();
+	if (kr_mp_create(&d, NULL, not_run_yet, NULL))
+		return 1;
 	gdb_target_stop();
 	kr_mp_unpark(a);
 	kr_mp_unpark(b);
@@ -68,6 +77,7 @@ int main(void)
 	kr_mp_join(a, NULL);
 	kr_mp_join(b, NULL);
 	kr_mp_join(c, NULL);
+	kr_mp_join(d, NULL);
 	kr_fini();
 	puts("gdb_target: done");
 	return 0;

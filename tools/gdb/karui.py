@@ -11,7 +11,8 @@
 # auto-load file is this script (docs/gdb.md).  It reads karui's records
 # through the library's debug information (the default RelWithDebInfo
 # build has it), so it works the same on a live process and on a core
-# dump: nothing is written to the inferior.  x86-64 only for now.
+# dump: nothing is written to the inferior.  x86-64 and aarch64: the saved
+# frame of each is drawn in src/arch/frame.h (FRAMES below).
 #
 # Where the records are: karui keeps no list of live microprocesses (it
 # would cost the create/exit fast paths).  Every microprocess but the main
@@ -30,30 +31,60 @@ try:
 except ImportError:  # gdb without the unwinder API
     Unwinder = None
 
-# src/core/internal.h and src/arch/frame.h (x86-64)
+# src/core/internal.h
 WS_NOTIFIED, WS_RUN, WS_SLEEP = 0, 1, 2
 WS_CANCEL, WS_THIRD, WS_INTR = 4, 8, 16
 JS_NONE, JS_DETACHED, JS_REAPED, JS_DONE = 0, 1, 2, 3
 KR_GEN_SHIFT = 48
 WS_GEN = 0xffff0000
 KR_ADDR_MASK = (1 << KR_GEN_SHIFT) - 1
-# offsets from the saved stack pointer: r12 r13 r14 r15 rbx rbp, resume
-FRAME_REGS = (("r12", 0), ("r13", 8), ("r14", 16), ("r15", 24),
-              ("rbx", 32), ("rbp", 40))
-FRAME_RESUME = 48
-FRAME_SIZE = 56
-KR_FRAME_FRESH = 0x80000000
 
 
-def _arch_ok():
+class Frame:
+    """A saved-context frame (src/arch/frame.h), offsets from kr_ctx.sp:
+    regs: (gdb's register name, offset) of the callee-saved registers;
+    resume: the resume address, which is the caller's pc (and, as `lr`,
+    the register the resumption leaves it in); size: the stack pointer
+    after resumption is kr_ctx.sp + size; pc, sp: gdb's names for them."""
+
+    def __init__(self, regs, resume, size, pc, sp, lr=None):
+        self.regs, self.resume, self.size = regs, resume, size
+        self.pc, self.sp, self.lr = pc, sp, lr
+
+
+FRAMES = {
+    # r12 r13 r14 r15 rbx rbp, resume; the MXCSR word below kr_ctx.sp
+    # has KR_FRAME_FRESH set in a context that never ran
+    "x86-64": Frame((("r12", 0), ("r13", 8), ("r14", 16), ("r15", 24),
+                     ("rbx", 32), ("rbp", 40)), 48, 56, "rip", "rsp"),
+    # d8-d15 (0-56: gdb's d registers are views of v8-v15, which an
+    # unwinder cannot set, so floating-point values there read as the
+    # thread's), x19-x28 (64-136), x29 (144), x30 = resume (152), fpcr;
+    # a context that never ran resumes at a trampoline
+    "aarch64": Frame(tuple(("x%d" % r, 64 + 8 * (r - 19)) for r in range(19, 30)),
+                     152, 176, "pc", "sp", "x30"),
+}
+KR_FRAME_FRESH = 0x80000000  # x86-64
+TRAMPOLINES = ("kr__ctx_trampoline", "kr__ctx_trampoline_counted")  # aarch64
+
+
+def _arch_name():
     try:
-        name = gdb.selected_inferior().architecture().name()
+        return gdb.selected_inferior().architecture().name()
     except (gdb.error, AttributeError):
         try:
-            name = gdb.selected_frame().architecture().name()
+            return gdb.selected_frame().architecture().name()
         except gdb.error:
-            return True
-    return "x86-64" in name
+            return "x86-64"
+
+
+def _frame_layout():
+    """The saved-frame layout of the inferior's architecture, or None."""
+    name = _arch_name()
+    for key, f in FRAMES.items():
+        if key in name:
+            return key, f
+    return name, None
 
 
 def _sym(expr):
@@ -230,6 +261,29 @@ def _fn_name(addr):
     return "0x%x" % addr
 
 
+def _word(addr, size=8):
+    b = gdb.selected_inferior().read_memory(addr, size).tobytes()
+    return int.from_bytes(b, "little")
+
+
+def _fresh(sp):
+    """Whether the context saved at sp has never run (src/arch/ctx_init.h)."""
+    if not sp:
+        return False
+    arch, frame = _frame_layout()
+    try:
+        if arch == "x86-64":
+            return bool(_word(sp - 8, 4) & KR_FRAME_FRESH)
+        resume = _word(sp + frame.resume)
+    except gdb.MemoryError:
+        return False
+    for name in TRAMPOLINES:
+        a = _sym("(unsigned long)&" + name)
+        if a is not None and _u(a) == resume:
+            return True
+    return False
+
+
 def state_of(rec, running):
     mp = _mp_ptr(rec).dereference()
     join = _u(mp["join"]) & KR_ADDR_MASK
@@ -238,12 +292,8 @@ def state_of(rec, running):
         return "running"
     if join in (JS_REAPED, JS_DONE) and not int(mp["is_main"]):
         return "ended"
-    sp = _u(mp["ctx"]["sp"])
-    try:
-        if sp and int(gdb.selected_inferior().read_memory(sp - 8, 4).tobytes()[3]) & 0x80:
-            return "new"
-    except gdb.MemoryError:
-        pass
+    if _fresh(_u(mp["ctx"]["sp"])):
+        return "new"
     s = ws & 3
     if _u(mp["queued"]):
         return "ready"
@@ -255,17 +305,19 @@ def state_of(rec, running):
 
 
 class Saved:
-    """A switched-out microprocess's registers, from its saved frame."""
+    """A switched-out microprocess's registers, from its saved frame:
+    regs maps gdb's register names to the values its caller sees."""
 
-    def __init__(self, rec):
+    def __init__(self, rec, frame):
         mp = _mp_ptr(rec).dereference()
+        self.frame = frame
         self.sp = _u(mp["ctx"]["sp"])
-        inf = gdb.selected_inferior()
-        u64 = gdb.lookup_type("unsigned long").pointer()
-        rd = lambda off: _u(gdb.Value(self.sp + off).cast(u64).dereference())
-        self.regs = {name: rd(off) for name, off in FRAME_REGS}
-        self.pc = rd(FRAME_RESUME)
-        self.rsp = self.sp + FRAME_SIZE
+        self.regs = {name: _word(self.sp + off) for name, off in frame.regs}
+        self.pc = _word(self.sp + frame.resume)
+        self.regs[frame.pc] = self.pc
+        self.regs[frame.sp] = self.sp + frame.size
+        if frame.lr:
+            self.regs[frame.lr] = self.pc
 
 
 # the microprocess whose saved context stands in for frame 1, or None
@@ -289,15 +341,13 @@ if Unwinder is not None:
             except AttributeError:
                 return None
             s = _selected
-            sp = pending.read_register("rsp")
-            pc = pending.read_register("rip")
+            sp = pending.read_register(s.frame.sp)
+            pc = pending.read_register(s.frame.pc)
             # frame 0's id as if it lay below the saved context, so that gdb
             # does not take the step to the microprocess's stack for a
             # corrupt one going backwards
             info = pending.create_unwind_info(_frame_id(gdb.Value(min(int(sp), s.sp - 64)).cast(sp.type), pc))
             t = gdb.lookup_type("unsigned long")
-            info.add_saved_register("rip", gdb.Value(s.pc).cast(t))
-            info.add_saved_register("rsp", gdb.Value(s.rsp).cast(t))
             for name, val in s.regs.items():
                 info.add_saved_register(name, gdb.Value(val).cast(t))
             return info
@@ -320,8 +370,10 @@ if Unwinder is not None:
 
 
 def _records():
-    if not _arch_ok():
-        raise gdb.GdbError("karui: this extension reads x86-64 contexts only")
+    arch, frame = _frame_layout()
+    if frame is None:
+        raise gdb.GdbError("karui: no saved-context layout for %s (only %s)"
+                           % (arch, ", ".join(FRAMES)))
     recs = live_records()
     byid = {}
     for r in recs:
@@ -331,7 +383,7 @@ def _records():
 
 def _select(rec):
     global _selected
-    _selected = Saved(rec) if rec is not None else None
+    _selected = Saved(rec, _frame_layout()[1]) if rec is not None else None
     gdb.invalidate_cached_frames()
 
 
