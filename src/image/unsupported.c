@@ -64,3 +64,8 @@ int kr__sys_table_md(FILE *out)
 	(void)out;
 	return ENOTSUP; /* no system call is intercepted here */
 }
+
+struct kr__uthr *kr__uthr_self(void)
+{
+	return NULL; /* no μprocess, no thread of one */
+}
