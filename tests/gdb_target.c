@@ -14,6 +14,11 @@ __attribute__((noinline)) static void *parked_in_alpha(void *arg)
 {
 	(void)arg;
 	parked++;
+#if defined(__aarch64__)
+	/* a value the park keeps in a callee-saved FP register (d8): gdb
+	 * reads it from the saved frame in this function's frame */
+	__asm__ volatile("fmov d8, #2.5" ::: "d8");
+#endif
 	kr_mp_park();
 	return NULL;
 }

@@ -73,6 +73,9 @@ gdb.execute("microprocess %s" % [l.split()[0] for l in gdb.execute("info micropr
 print("SEL " + gdb.execute("frame", to_string=True).splitlines()[0])
 gdb.execute("up")
 print("UP " + gdb.execute("frame", to_string=True).splitlines()[0])
+if "aarch64" in gdb.selected_frame().architecture().name():
+    gdb.execute("microprocess %s" % [l.split()[0] for l in gdb.execute("info microprocesses", to_string=True).splitlines() if "parked_in_alpha" in l][0])
+    print("D8 " + gdb.execute("frame", to_string=True).splitlines()[0] + " " + gdb.execute("print $d8.f", to_string=True).strip())
 gdb.execute("microprocess none")
 end'
 printf '%s\n' "$cmds" > "$tmp/cmds"
@@ -155,6 +158,8 @@ for f in $forms; do
 	check $out "^BT sleeping_in_gamma #.* in [a-z_]* () at .*src/core/park.c" "$f: gamma's bt shows its wait in the core"
 	check $out '^SEL #1 .* parked_in_beta' "$f: microprocess N selects its frame"
 	check $out '^UP #2 .* mp_entry' "$f: up goes to its caller"
+	[ -z "$arch" ] && [ "$(uname -m)" != aarch64 ] ||
+		check $out '^D8 #1 .* parked_in_alpha .* = 2.5$' "$f: d8 is the parked microprocess's"
 done
 [ $fail = 0 ] && echo "test_gdb: all passed" || echo "test_gdb: FAILED"
 exit $fail

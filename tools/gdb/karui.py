@@ -45,11 +45,16 @@ class Frame:
     regs: (gdb's register name, offset) of the callee-saved registers;
     resume: the resume address, which is the caller's pc (and, as `lr`,
     the register the resumption leaves it in); size: the stack pointer
-    after resumption is kr_ctx.sp + size; pc, sp: gdb's names for them."""
+    after resumption is kr_ctx.sp + size; pc, sp: gdb's names for them;
+    vregs: (number, offset) of vector registers whose low 8 bytes are
+    saved (the calling convention keeps no more of them: the rest reads
+    as 0), given to gdb as vN and as the views of it that gdb names
+    (VIEWS: qN, dN, sN... are computed registers, which an unwinder must
+    give as well)."""
 
-    def __init__(self, regs, resume, size, pc, sp, lr=None):
+    def __init__(self, regs, resume, size, pc, sp, lr=None, vregs=()):
         self.regs, self.resume, self.size = regs, resume, size
-        self.pc, self.sp, self.lr = pc, sp, lr
+        self.pc, self.sp, self.lr, self.vregs = pc, sp, lr, vregs
 
 
 FRAMES = {
@@ -57,13 +62,14 @@ FRAMES = {
     # has KR_FRAME_FRESH set in a context that never ran
     "x86-64": Frame((("r12", 0), ("r13", 8), ("r14", 16), ("r15", 24),
                      ("rbx", 32), ("rbp", 40)), 48, 56, "rip", "rsp"),
-    # d8-d15 (0-56: gdb's d registers are views of v8-v15, which an
-    # unwinder cannot set, so floating-point values there read as the
-    # thread's), x19-x28 (64-136), x29 (144), x30 = resume (152), fpcr;
+    # d8-d15 (0-56: the low halves of v8-v15; gdb's d registers are views
+    # of those), x19-x28 (64-136), x29 (144), x30 = resume (152), fpcr;
     # a context that never ran resumes at a trampoline
     "aarch64": Frame(tuple(("x%d" % r, 64 + 8 * (r - 19)) for r in range(19, 30)),
-                     152, 176, "pc", "sp", "x30"),
+                     152, 176, "pc", "sp", "x30",
+                     tuple((r, 8 * (r - 8)) for r in range(8, 16))),
 }
+VIEWS = (("v", 16), ("q", 16), ("d", 8), ("s", 4), ("h", 2), ("b", 1))
 KR_FRAME_FRESH = 0x80000000  # x86-64
 TRAMPOLINES = ("kr__ctx_trampoline", "kr__ctx_trampoline_counted")  # aarch64
 
@@ -318,6 +324,12 @@ class Saved:
         self.regs[frame.sp] = self.sp + frame.size
         if frame.lr:
             self.regs[frame.lr] = self.pc
+        inf = gdb.selected_inferior()
+        self.vregs = {}
+        for r, off in frame.vregs:
+            raw = inf.read_memory(self.sp + off, 8).tobytes() + bytes(8)
+            for view, size in VIEWS:
+                self.vregs["%s%d" % (view, r)] = raw[:size]
 
 
 # the microprocess whose saved context stands in for frame 1, or None
@@ -350,6 +362,12 @@ if Unwinder is not None:
             t = gdb.lookup_type("unsigned long")
             for name, val in s.regs.items():
                 info.add_saved_register(name, gdb.Value(val).cast(t))
+            for name, raw in s.vregs.items():
+                try:
+                    val = gdb.Value(raw, pending.read_register(name).type)
+                except (ValueError, gdb.error):
+                    continue  # a view this gdb does not have
+                info.add_saved_register(name, val)
             return info
 
     def _frame_id(sp, pc):
