@@ -85,7 +85,8 @@ def _arch_name():
 
 
 def _frame_layout():
-    """The saved-frame layout of the inferior's architecture, or None."""
+    """(name, Frame) of the inferior's architecture; Frame is None for
+    one karui has no context switch for."""
     name = _arch_name()
     for key, f in FRAMES.items():
         if key in name:
