@@ -21,7 +21,12 @@
  *
  * Only the two bytes of the syscall instruction change where code runs,
  * so no other instruction is cut and a branch to any instruction boundary
- * still lands on one.  The slot must be bytes that never run: karui takes
+ * still lands on one.  Where no slot is in reach and the syscall follows
+ * `mov $nr, %eax` (decoded from the function's start), the mov's five
+ * bytes become the jump to the trampoline, which sets %eax itself: the
+ * syscall stays as it was, so a branch to it, a restart (its rip - 2)
+ * and a thread stopped between the two still run the call, by its trap.
+ * The slot must be bytes that never run: karui takes
  * them from the gaps between the functions that the image's unwind table
  * (PT_GNU_EH_FRAME) describes, within the 128 bytes a rel8 jump reaches,
  * and only if they look like alignment padding (nops, int3).  A site
@@ -39,11 +44,14 @@
  * The written pages become the μprocess's own (copy on write, written
  * through /proc/self/mem so that no mapping is split); the image's other
  * pages stay shared.  The trampoline pages are the μprocess's
- * regions and go with it.  Only a μprocess with one thread rewrites
- * (uproc.c): the code is changed by that thread itself, in its handler,
- * while no other thread runs it or uses the table of its sites; a site of
- * a μprocess with threads keeps trapping until it is rewritten.
- * KARUI_UPROC_REWRITE=0 turns rewriting off.
+ * regions and go with it.  The table of sites is under the μprocess's mm
+ * lock.  With one thread, the code is changed by that thread itself, in
+ * its handler, while nothing else runs it.  With threads, other threads
+ * may be running it: the change is made as a kernel patches its live code
+ * (poke_live: int3 first, then the other bytes, then the first, every
+ * processor made to serialise between two writes), and a thread that
+ * meets the int3 goes back to it until the change is done
+ * (kr__rw_patched).  KARUI_UPROC_REWRITE=0 turns rewriting off.
  *
  * Rejected: replacing `syscall` with `call *%rax` and a trampoline at
  * address 0 (needs vm.mmap_min_addr = 0); rewriting `mov $nr,%eax;
