@@ -178,5 +178,6 @@ long kr__sys_clock_nanosleep(struct kr_uproc *up, long nr, long a[6])
 long kr__sys_sched_yield(struct kr_uproc *up, long nr, long a[6])
 {
 	kr_mp_yield();
+	kr__uthr_self()->ran_since = kr_now();
 	return 0;
 }

@@ -363,8 +363,10 @@ static long futex_wait(uintptr_t addr, int val, uint64_t deadline, uint32_t bits
 	b_unlock(b);
 	for (;;) {
 		int e = kr_mp_park_cancellable_until(deadline);
-		if (__atomic_load_n(&w.woken, __ATOMIC_ACQUIRE))
+		if (__atomic_load_n(&w.woken, __ATOMIC_ACQUIRE)) {
+			kr__uthr_self()->ran_since = kr_now();
 			return 0;
+		}
 		if (!e)
 			continue; /* a permit of another wake-up */
 		/* off its bucket, unless a wake took it first; a requeue may
@@ -448,6 +450,21 @@ static long deadline_of(long op, uintptr_t ut, uint64_t *deadline)
 	return 0;
 }
 
+/* A wake of the μprocess's that woke n threads: a thread that has computed
+ * for WAKE_YIELD_NS or more since it last waited yields its VP to them (the
+ * kernel's scheduler would have preempted it for a thread that slept);
+ * one that waits often, in a hand-off, goes on.  n, for the call. */
+#define WAKE_YIELD_NS 1000000u
+static long woke(long n)
+{
+	struct kr__uthr *me;
+	if (n > 0 && (me = kr__uthr_self()) && kr_now() - me->ran_since >= WAKE_YIELD_NS) {
+		kr_mp_yield();
+		me->ran_since = kr_now();
+	}
+	return n;
+}
+
 long kr__sys_futex(struct kr_uproc *up, long nr, long a[6])
 {
 	uintptr_t addr = (uintptr_t)a[0];
@@ -468,11 +485,11 @@ long kr__sys_futex(struct kr_uproc *up, long nr, long a[6])
 			return r;
 		return futex_wait(addr, (int)a[2], deadline, (uint32_t)a[5]);
 	case FUTEX_WAKE:
-		return kr__futex_wake(addr, (int)a[2], FUTEX_BITSET_MATCH_ANY);
+		return woke(kr__futex_wake(addr, (int)a[2], FUTEX_BITSET_MATCH_ANY));
 	case FUTEX_WAKE_BITSET:
 		if (!(uint32_t)a[5])
 			return -EINVAL;
-		return kr__futex_wake(addr, (int)a[2], (uint32_t)a[5]);
+		return woke(kr__futex_wake(addr, (int)a[2], (uint32_t)a[5]));
 	case FUTEX_REQUEUE:
 		return futex_requeue(addr, (int)a[2], (int)a[3], (uintptr_t)a[4], 0, 0);
 	case FUTEX_CMP_REQUEUE:

@@ -185,6 +185,8 @@ struct kr__uthr {
 	 * when the call ends (kr__fd_drop) */
 	struct kr__ufile *held[8];
 	unsigned nheld;
+	uint64_t ran_since;     /* kr_now() when it last came back from a futex
+				 * wait or a yield (thread.c: woke) */
 	/* the call being served: its number, whether it returned -EINTR for a
 	 * signal (KR__RESTART_*), its stack pointer (sigaltstack's SS_ONSTACK) */
 	long sys_nr;
