@@ -836,7 +836,7 @@ static void real_end(struct kr_uproc *c)
 	c->exited = si.si_code == CLD_EXITED;
 	c->status = c->exited ? si.si_status & 0xff : 128 + si.si_status;
 	pthread_mutex_lock(&G.lock); /* against kill's use of it */
-	close(c->pidfd);
+	kr_close(c->pidfd); /* kr_poll waited on it: the I/O back end forgets it */
 	c->pidfd = -1;
 	pthread_mutex_unlock(&G.lock);
 }
