@@ -2208,6 +2208,26 @@ static void handlers_run_as_natively(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* signalfd as natively, on both I/O back ends: its errors (a bad mask
+ * pointer, size or flags, an fd of another kind, a read smaller than one
+ * siginfo, a bad buffer); reads of raise, kill, a timer, a child's kill
+ * and its exit, waiting or not; poll and select; its mask changed; dup;
+ * a waiting read ended by a handler, or restarted with SA_RESTART; a fork
+ * child reading its copy (a kernel signalfd there); an epoll loop over it
+ * and a FIFO that a timer's signal wakes; the fd kept across an exec,
+ * with the signal left pending. */
+static void signalfd_reads_signals_as_natively(void)
+{
+	const char *backends[] = {"io_uring", "epoll"};
+	for (int k = 0; k < 2; k++) {
+		setenv("KARUI_IO", backends[k], 1);
+		start(2);
+		need_uprocs();
+		probe_like_native("signalfd", probe);
+		KT_EQ(kr_fini(), 0);
+	}
+}
+
 /* A SIGCHLD handler runs at a child's end, with the child's pid and how it
  * ended, as natively. */
 static void sigchld_runs_its_handler(void)
@@ -2672,6 +2692,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_storm_of_signals_loses_none_that_were_waited_for);
 	KT_RUN(uprocs_signal_each_other_by_pid);
 	KT_RUN(sigchld_runs_its_handler);
+	KT_RUN(signalfd_reads_signals_as_natively);
 	KT_RUN(threads_run_as_natively);
 	KT_RUN(a_site_is_rewritten_while_threads_run_it);
 	KT_RUN(a_file_closed_under_another_threads_call);

@@ -111,6 +111,14 @@
  *                            pending signal taken; EAGAIN at its timeout)
  *   uproc_probe alarm-handler   SIGALRM's handler from alarm, setitimer
  *                            (three periods) and a timer_create timer
+ *   uproc_probe signalfd SELF   signalfd: its errors; reads of raise, kill,
+ *                            a timer, a child's kill and exit; poll and
+ *                            select; its mask changed; dup; a read ended by
+ *                            a handler (EINTR) or restarted (SA_RESTART); a
+ *                            fork child reading its copy; an epoll loop
+ *                            over it and a FIFO; then an exec of SELF
+ *                            (this program) in signalfd-exec FD mode, which
+ *                            reads the signal left pending on fd FD
  *   uproc_probe segv-longjmp a SIGSEGV handler that siglongjmps out of a
  *                            NULL access ("recovered", si_code, si_addr),
  *                            SIGFPE's likewise, a stack overflow caught on
@@ -148,6 +156,7 @@
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/time.h>
@@ -1260,6 +1269,230 @@ static int sigwaits(void)
 	return 0;
 }
 
+/* ---- signalfd ---- */
+
+static timer_t sfd_tm; /* the timer whose signals it reads */
+
+/* One signal read from fd (all of struct signalfd_siginfo that the case
+ * fills, said against what it should be): its number, or -1. */
+static int sfd_show(int fd, const char *what, pid_t from)
+{
+	struct signalfd_siginfo s;
+	ssize_t n = read(fd, &s, sizeof s);
+	if (n != (ssize_t)sizeof s) {
+		printf("%s: read %zd %s\n", what, n, strerrorname_np(errno));
+		return -1;
+	}
+	printf("%s: %s code %d", what, sigabbrev_np((int)s.ssi_signo), s.ssi_code);
+	if (s.ssi_code == SI_TIMER)
+		printf(" timer %s int %d ptr %llu\n",
+		       s.ssi_tid == (uint32_t)(intptr_t)sfd_tm ? "ok" : "other", s.ssi_int,
+		       (unsigned long long)s.ssi_ptr);
+	else
+		printf(" pid %s uid %s status %d\n", s.ssi_pid == (uint32_t)from ? "ok" : "other",
+		       s.ssi_uid == getuid() ? "ok" : "other", s.ssi_status);
+	return (int)s.ssi_signo;
+}
+
+/* A timer of its own that sends sig with sigev_value 42. */
+static timer_t sfd_timer(int sig)
+{
+	struct sigevent ev;
+	memset(&ev, 0, sizeof ev);
+	ev.sigev_notify = SIGEV_SIGNAL;
+	ev.sigev_signo = sig;
+	ev.sigev_value.sival_int = 42;
+	timer_t t;
+	if (timer_create(CLOCK_MONOTONIC, &ev, &t))
+		exit(3);
+	return t;
+}
+
+static void sfd_arm(timer_t t, long ms)
+{
+	struct itimerspec v = {{0, 0}, {0, ms * 1000000}};
+	timer_settime(t, 0, &v, NULL);
+}
+
+static int sfd_ready(int fd, short events)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	int n = poll(&p, 1, 0);
+	return n > 0 ? p.revents : n;
+}
+
+/* The signalfd server loop: one epoll set holding a signalfd and a FIFO
+ * (a kernel pipe), served until SIGTERM. */
+static void sfd_epoll(int sfd, timer_t tm)
+{
+	char dir[] = "/tmp/karui-sfd-XXXXXX", path[64];
+	if (!mkdtemp(dir))
+		exit(3);
+	snprintf(path, sizeof path, "%s/fifo", dir);
+	if (mkfifo(path, 0600))
+		exit(3);
+	int pf = open(path, O_RDWR | O_NONBLOCK), ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.fd = sfd};
+	printf("epoll: add signalfd %s", res(epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev)));
+	ev = (struct epoll_event){.events = EPOLLIN, .data.fd = pf};
+	printf(" fifo %s; idle %d\n", res(epoll_ctl(ep, EPOLL_CTL_ADD, pf, &ev)),
+	       epoll_wait(ep, &ev, 1, 0));
+	/* the fifo, then a timer's signal that comes while it waits, then one
+	 * sent now, which ends the loop */
+	(void)!write(pf, "ping\n", 5);
+	for (int step = 0, done = 0; !done; step++) {
+		if (step == 1)
+			sfd_arm(tm, 20);
+		if (step == 2)
+			kill(getpid(), SIGTERM);
+		int n = epoll_wait(ep, &ev, 1, -1);
+		if (n != 1) {
+			printf("epoll_wait %d %s\n", n, strerrorname_np(errno));
+			break;
+		}
+		if (ev.data.fd == pf) {
+			char b[16] = {0};
+			printf("epoll: fifo %s", read(pf, b, sizeof b - 1) > 0 ? b : "?\n");
+		} else {
+			printf("epoll: events %s; ", ev.events == EPOLLIN ? "EPOLLIN" : "other");
+			done = sfd_show(sfd, "signal", getpid()) == SIGTERM;
+		}
+	}
+	printf("epoll: idle %d\n", epoll_wait(ep, &ev, 1, 0));
+	close(ep);
+	close(pf);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* signalfd as natively: its errors, reads of raise, kill, a timer, a
+ * child's kill and exit; poll, select; a mask changed; dup; EINTR and
+ * SA_RESTART; a fork's child reading its own; epoll; then an exec of
+ * `self` (this program) that reads what is pending from the same fd. */
+static int signalfds(const char *self)
+{
+	sigset_t m, one;
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR1);
+	sigaddset(&m, SIGUSR2);
+	sigaddset(&m, SIGTERM);
+	sigaddset(&m, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &m, NULL);
+	int e = eventfd(0, EFD_CLOEXEC);
+	char small[16];
+	struct signalfd_siginfo two[3];
+	printf("errors: mask %s", res(signalfd(-1, (sigset_t *)8, 0)));
+	printf(" size %s", res(syscall(SYS_signalfd4, -1, &m, 4, 0)));
+	printf(" flags %s", res(signalfd(-1, &m, 1)));
+	printf(" eventfd %s", res(signalfd(e, &m, 0)));
+	printf(" badfd %s\n", res(signalfd(1000, &m, 0)));
+	int sfd = signalfd(-1, &m, SFD_NONBLOCK | SFD_CLOEXEC), bfd = signalfd(-1, &m, 0);
+	if (sfd < 0 || bfd < 0)
+		return 3;
+	printf("made: cloexec %d nonblock %d; blocking: cloexec %d nonblock %d\n",
+	       !!(fcntl(sfd, F_GETFD) & FD_CLOEXEC), !!(fcntl(sfd, F_GETFL) & O_NONBLOCK),
+	       !!(fcntl(bfd, F_GETFD) & FD_CLOEXEC), !!(fcntl(bfd, F_GETFL) & O_NONBLOCK));
+	printf("empty: read %s", res(read(sfd, two, sizeof two)));
+	printf(" write %s poll %d\n", res(write(sfd, small, 8)), sfd_ready(sfd, POLLIN | POLLOUT));
+	raise(SIGUSR1);
+	fd_set rd, wr;
+	FD_ZERO(&rd);
+	FD_ZERO(&wr);
+	FD_SET(sfd, &rd);
+	FD_SET(sfd, &wr);
+	struct timeval tv = {0, 0};
+	int sel = select(sfd + 1, &rd, &wr, NULL, &tv);
+	printf("raised: poll %s select %d read %d write %d; small read %s\n",
+	       sfd_ready(sfd, POLLIN | POLLOUT) == POLLIN ? "POLLIN" : "other", sel,
+	       FD_ISSET(sfd, &rd), FD_ISSET(sfd, &wr), res(read(sfd, small, sizeof small)));
+	sfd_show(sfd, "raise", getpid());
+	printf("read: poll %d", sfd_ready(sfd, POLLIN));
+	raise(SIGUSR1); /* taken, then lost to the bad buffer, as the kernel does */
+	printf("; bad buffer %s", res(syscall(SYS_read, sfd, 8, sizeof two[0])));
+	printf(" poll %d\n", sfd_ready(sfd, POLLIN));
+	/* two at once, lowest first */
+	kill(getpid(), SIGTERM);
+	kill(getpid(), SIGUSR2);
+	ssize_t n = read(sfd, two, sizeof two);
+	printf("kill: read %zd: %s %d, %s %d\n", n, sigabbrev_np((int)two[0].ssi_signo),
+	       two[0].ssi_code, sigabbrev_np((int)two[1].ssi_signo), two[1].ssi_code);
+	/* a mask changed: USR2 alone is pending, and not in it */
+	sigemptyset(&one);
+	sigaddset(&one, SIGUSR1);
+	kill(getpid(), SIGUSR2);
+	printf("mask: same fd %d", signalfd(sfd, &one, 0) == sfd);
+	printf(" read %s poll %d", res(read(sfd, two, sizeof two[0] + 1)), sfd_ready(sfd, POLLIN));
+	signalfd(sfd, &m, 0);
+	printf(" back: poll %d\n", sfd_ready(sfd, POLLIN));
+	sfd_show(sfd, "mask", getpid());
+	int d = dup(sfd);
+	raise(SIGUSR1);
+	sfd_show(d, "dup", getpid());
+	close(d);
+	/* a read that waits: for a timer, a child's kill, its exit */
+	timer_t tm = sfd_tm = sfd_timer(SIGUSR2);
+	sfd_arm(tm, 20);
+	sfd_show(bfd, "timer", 0);
+	char cmd[64];
+	snprintf(cmd, sizeof cmd, "kill -USR1 %d; exit 3", (int)getpid());
+	char *a[] = {"sh", "-c", cmd, NULL};
+	pid_t p;
+	int w;
+	if (posix_spawn(&p, "/bin/sh", NULL, NULL, a, environ))
+		return 3;
+	sfd_show(bfd, "child's kill", p);
+	sfd_show(bfd, "child's exit", p);
+	w = waitpid(p, &w, 0) == p ? WEXITSTATUS(w) : -1;
+	printf("waitpid: status %d\n", w);
+	/* a signal with a handler ends the read that waits; SA_RESTART makes
+	 * it again */
+	on(SIGALRM, counting, 0, 0);
+	struct itimerval it = {{0, 0}, {0, 20000}};
+	setitimer(ITIMER_REAL, &it, NULL);
+	printf("interrupted: read %s", res(read(bfd, two, sizeof two[0])));
+	printf(" handler ran %d\n", (int)hits[SIGALRM]);
+	on(SIGALRM, counting, SA_RESTART, 0);
+	setitimer(ITIMER_REAL, &it, NULL);
+	sfd_arm(tm, 80);
+	int s = sfd_show(bfd, "restarted", 0);
+	while (hits[SIGALRM] < 2)
+		usleep(1000);
+	printf("restarted: %s after the handler\n", s == SIGUSR2 ? "USR2" : "other");
+	/* a child of fork reads its own signals from its copy */
+	fflush(stdout);
+	p = fork();
+	if (p == 0) {
+		struct signalfd_siginfo c;
+		raise(SIGUSR2);
+		int bad = read(bfd, &c, sizeof c) != sizeof c || c.ssi_signo != SIGUSR2 ||
+			  c.ssi_code != SI_TKILL;
+		bad |= (read(sfd, &c, sizeof c) >= 0 || errno != EAGAIN) << 1;
+		_exit(bad);
+	}
+	sfd_show(bfd, "fork", p);
+	w = waitpid(p, &w, 0) == p ? WEXITSTATUS(w) : -1;
+	printf("fork: child says %d\n", w);
+	sfd_epoll(sfd, tm);
+	timer_delete(tm);
+	/* the exec: a signalfd without close-on-exec, USR1 pending */
+	int keep = signalfd(-1, &m, 0);
+	raise(SIGUSR1);
+	char fdarg[16];
+	snprintf(fdarg, sizeof fdarg, "%d", keep);
+	fflush(stdout);
+	execl(self, "uproc_probe", "signalfd-exec", fdarg, (char *)NULL);
+	printf("exec %s\n", strerrorname_np(errno));
+	return 1;
+}
+
+/* after signalfds' exec: what fd says, and whether it is open */
+static int signalfd_exec(int fd)
+{
+	printf("after exec: cloexec %d; ", fcntl(fd, F_GETFD));
+	sfd_show(fd, "pending", getpid());
+	return 0;
+}
+
 static int alarm_handlers(void)
 {
 	on(SIGALRM, counting, 0, 0);
@@ -1656,6 +1889,10 @@ int main(int argc, char **argv)
 		return sigwaits();
 	if (!strcmp(m, "alarm-handler"))
 		return alarm_handlers();
+	if (!strcmp(m, "signalfd") && argc > 2)
+		return signalfds(argv[2]);
+	if (!strcmp(m, "signalfd-exec"))
+		return signalfd_exec(n);
 	if (!strcmp(m, "segv-longjmp"))
 		return segv_longjmp();
 	if (!strcmp(m, "segv-in-handler")) {

@@ -227,9 +227,11 @@ void kr__ufile_put(struct kr__ufile *f)
 {
 	if (__atomic_sub_fetch(&f->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
-	if (f->kind == UF_HOST)
+	if (f->kind == UF_HOST) {
+		if (f->own == KR__OWN_SIGFD)
+			kr__sigfd_free(f->sigfd); /* before its host fd goes */
 		kr_close(f->hostfd);
-	else
+	} else
 		end_put(f->pipe, f->end);
 	free(f);
 }

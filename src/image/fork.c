@@ -12,7 +12,8 @@
  *  - its fds are the μprocess's, at their numbers, with their
  *    close-on-exec bits and its own O_NONBLOCK; every other fd of the host
  *    is closed.  A host fd is the same open file (the kernel's fork
- *    duplicates it).  A karui pipe's end cannot be shared with another
+ *    duplicates it); a signalfd (sys_sigfd.c) a kernel signalfd of the
+ *    same mask, since the child's signals are the kernel's.  A karui pipe's end cannot be shared with another
  *    process, so before the fork each one the μprocess holds becomes a
  *    kernel pipe's end, for every fd that names it (kr__ufile_to_kernel):
  *    a pump microprocess of the parent's is then the karui pipe's one
@@ -123,12 +124,14 @@ static int child_fds(struct kr_uproc *up, int keep)
 	hi[n] = keep >= 0 ? fcntl(keep, F_DUPFD_CLOEXEC, n) : -1;
 	for (int fd = 0; fd < n; fd++) {
 		struct kr__ufile *f = up->fds.fd[fd].f;
-		int src = -1;
+		int src = -1, sfd = f && f->kind == UF_HOST && f->own == KR__OWN_SIGFD;
 		hi[fd] = -1;
-		if (f && f->kind == UF_HOST)
-			src = f->hostfd;
+		if (f && f->kind == UF_HOST) /* a signalfd: the kernel's now */
+			src = sfd ? kr__sigfd_kernel(f) : f->hostfd;
 		if (src >= 0)
 			hi[fd] = fcntl(src, F_DUPFD_CLOEXEC, n);
+		if (sfd && src >= 0)
+			close(src);
 	}
 	/* every fd but the copies: between them, and above the last */
 	int lo = 0;

@@ -7,7 +7,8 @@
  * from its timer, kr_uproc_kill from outside and kill from another
  * μprocess (uproc.c) queue it (kr__sig_queue: a pending bit and what its
  * siginfo says; standard signals, one of each kind pending at a time), and
- * one it does not block sets its attn.  With threads (thread.c), what is
+ * one it does not block sets its attn (and what its signalfds show
+ * follows: sys_sigfd.c, kr__sigfd_sync).  With threads (thread.c), what is
  * sent to the μprocess is pending for it, and set in the attn of the
  * first thread that does not block it (target, as the kernel's
  * complete_signal); what is sent to a thread (tgkill, raise, SIGPIPE, a
@@ -158,6 +159,7 @@ struct kr__uthr *kr__sig_queue(struct kr_uproc *up, struct kr__uthr *t, int sig,
 	if (!(__atomic_load_n(pend, __ATOMIC_RELAXED) & bit))
 		si[sig] = (struct kr__sigi){code, pid, (int)getuid(), addr};
 	__atomic_fetch_or(pend, bit, __ATOMIC_SEQ_CST);
+	kr__sigfd_sync(up, bit);
 	if (!(__atomic_load_n(&to->sigmask, __ATOMIC_SEQ_CST) & bit)) {
 		__atomic_store_n(&to->attn, 1, __ATOMIC_SEQ_CST);
 		w = to;
@@ -182,7 +184,8 @@ static void fill_info(siginfo_t *si, int sig, const struct kr__sigi *i)
 	if (i->code == SI_USER || i->code == SI_TKILL || i->code == SI_QUEUE) {
 		si->si_pid = i->pid;
 		si->si_uid = (uid_t)i->uid;
-	} else if (i->code == SI_TIMER) { /* a timer_create timer's (sys_sig.c) */
+	} else if (i->code == SI_TIMER) { /* a timer_create timer's (sys_sig.c): pid its id */
+		si->si_timerid = i->pid;
 		si->si_value.sival_ptr = (void *)i->addr;
 	} else if (sig == SIGCHLD && (i->code == CLD_EXITED || i->code == CLD_KILLED)) {
 		si->si_pid = i->pid; /* a child's end (uproc.c): addr its status */
@@ -212,6 +215,7 @@ static void take(struct kr__uthr *t, int sig, siginfo_t *si)
 		fill_info(si, sig, &up->sigi[sig]);
 		__atomic_fetch_and(&up->sigpending, ~BIT(sig), __ATOMIC_SEQ_CST);
 	}
+	kr__sigfd_sync(up, 0);
 }
 
 int kr__sig_take(struct kr__uthr *t, uint64_t set, siginfo_t *si)

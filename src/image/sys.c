@@ -14,7 +14,7 @@
  *
  * The handlers are in the files of their concern (sys.h): sys_fd.c (fds,
  * paths, the working directory, poll, pipes), sys_kfd.c (eventfd,
- * timerfd, memfd, inotify, epoll), sys_net.c (sockets), sys_mem.c (what
+ * timerfd, memfd, inotify, epoll), sys_sigfd.c (signalfd), sys_net.c (sockets), sys_mem.c (what
  * it maps), sys_sig.c (signals, its timer, kill), sys_task.c (its
  * identity, its sleeps, its end), sys_exec.c (exec, vfork, wait4),
  * thread.c (its threads, futexes).  Four kinds of calls:
@@ -248,6 +248,20 @@ static const char
 	N_PAUSE[] = "wait until a signal is delivered: `EINTR` once its handler ran (the "
 		    "default action may end it); `rt_sigsuspend`'s mask is its own for the wait "
 		    "and for that handler",
+	N_SIGNALFD[] =
+		"karui's own signalfd (the kernel's would read the host's signals): a `read` "
+		"takes its pending signals of the mask, the calling thread's then its "
+		"μprocess's, each a `struct signalfd_siginfo` as the kernel fills it (the "
+		"sender's pid and uid, a timer's id and `sigev_value`, a child's pid and "
+		"status); with none it waits, parking its microprocess, until one comes, "
+		"and a signal it does not block ends the wait (`EINTR`, or the read "
+		"restarts after a handler with `SA_RESTART`); `SFD_NONBLOCK`: `EAGAIN`. "
+		"`signalfd` on a signalfd fd sets its mask (another fd: `EINVAL`). `poll` "
+		"and `select` see it readable while a signal of its mask is pending for "
+		"the caller; in an epoll set it is an eventfd of karui's that is readable "
+		"while one is pending for the μprocess that made it. `SCM_RIGHTS` cannot "
+		"carry it (`EBADF`). In a `fork` child it is a kernel signalfd of the same "
+		"mask; an exec keeps it",
 	N_SIGWAIT[] = "takes a pending signal of its set (its siginfo written), waiting for "
 		      "one within the timeout (`EAGAIN`); a signal it does not block ends the "
 		      "wait (`EINTR`)",
@@ -482,6 +496,8 @@ static const struct sysent {
 	E(pause, kr__sys_pause, N_PAUSE),
 	E(rt_sigsuspend, kr__sys_sigsuspend, N_PAUSE),
 	E(rt_sigtimedwait, kr__sys_sigtimedwait, N_SIGWAIT),
+	E(signalfd, kr__sys_signalfd, N_SIGNALFD),
+	E(signalfd4, kr__sys_signalfd, N_SIGNALFD),
 	E(exit, kr__sys_exit, N_EXIT),
 	E(exit_group, kr__sys_exit, N_EXITG),
 	E(nanosleep, kr__sys_nanosleep, N_SLEEP),

@@ -84,6 +84,11 @@ kr__sys_fn kr__sys_eventfd, kr__sys_timerfd_create, kr__sys_memfd_create, kr__sy
 	kr__sys_inotify_add_watch, kr__sys_on_kfd, kr__sys_epoll_create, kr__sys_epoll_ctl,
 	kr__sys_epoll_wait;
 
+/* ---- sys_sigfd.c: signalfd ---- */
+/* read of a signalfd (rw, sys_fd.c): its pending signals of the mask */
+long kr__sigfd_read(struct kr_uproc *up, struct kr__ufile *f, void *buf, size_t len);
+kr__sys_fn kr__sys_signalfd;
+
 /* ---- sys_net.c: sockets ---- */
 /* read and write of a socket karui made (rw, sys_fd.c); -EPIPE without
  * SIGPIPE, which the caller sends */

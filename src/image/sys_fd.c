@@ -269,12 +269,15 @@ long kr__fd_again(struct kr_uproc *up, struct kr__ufile *f, short events, int do
 }
 
 /* A read or write of an open file karui made for the μprocess alone
- * (eventfd, timerfd, inotify; sockets: sys_net.c): tried at once on the
+ * (eventfd, timerfd, inotify; sockets: sys_net.c; signalfd:
+ * sys_sigfd.c): tried at once on the
  * O_NONBLOCK host fd, and again after each wait for it. */
 static long own_rw(struct kr_uproc *up, struct kr__ufile *f, void *buf, size_t len, int write)
 {
 	if (f->own == KR__OWN_SOCK)
 		return kr__sock_rw(up, f, buf, len, write);
+	if (f->own == KR__OWN_SIGFD) /* no write, as the kernel's */
+		return write ? -EINVAL : kr__sigfd_read(up, f, buf, len);
 	uint64_t deadline = 0;
 	long r;
 	do
@@ -681,6 +684,8 @@ static int poll_now(struct kr_uproc *up, struct pollfd *p, unsigned long n)
 				p[i].revents = closed & KR_STREAM_RCLOSED ? POLLERR
 									  : (room ? POLLOUT : 0);
 			p[i].revents &= (short)(p[i].events | POLLHUP | POLLERR);
+		} else if (f->own == KR__OWN_SIGFD) { /* the calling thread's signals */
+			p[i].revents = kr__sigfd_ready(f) ? p[i].events & POLLIN : 0;
 		} else {
 			struct pollfd h = {.fd = f->hostfd, .events = p[i].events};
 			if (poll(&h, 1, 0) > 0)

@@ -111,6 +111,14 @@ long kr__sys_epoll_ctl(struct kr_uproc *up, long nr, long a[6])
 		return -EPERM; /* a karui pipe: no host fd to poll */
 	if (f->kind != UF_HOST)
 		return -EINVAL; /* no epoll fd */
+	if (t->own == KR__OWN_SIGFD && (a[1] == EPOLL_CTL_ADD || a[1] == EPOLL_CTL_MOD)) {
+		/* a signalfd is never writable: its eventfd's EPOLLOUT is not asked */
+		struct epoll_event ev;
+		if (GET(ev, a[3]))
+			return -EFAULT;
+		ev.events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
+		return kr__pass(nr, (long[6]){f->hostfd, a[1], t->hostfd, (long)&ev});
+	}
 	return kr__pass(nr, (long[6]){f->hostfd, a[1], t->hostfd, a[3]});
 }
 

@@ -293,8 +293,8 @@ static long rights_out(struct kr_uproc *up, unsigned char *c, size_t len)
 			int *fd = (int *)CMSG_DATA(h);
 			for (size_t i = 0; i < (h->cmsg_len - sizeof *h) / sizeof(int); i++) {
 				struct kr__ufile *f = kr__fd_get(&up->fds, fd[i]);
-				if (!f || f->kind != UF_HOST)
-					return -EBADF;
+				if (!f || f->kind != UF_HOST || f->own == KR__OWN_SIGFD)
+					return -EBADF; /* a karui pipe, a signalfd: karui's alone */
 				if (f->own)
 					kr__disown(f);
 				fd[i] = f->hostfd;

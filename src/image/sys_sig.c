@@ -54,6 +54,7 @@ long kr__sys_sigaction(struct kr_uproc *up, long nr, long a[6])
 			__atomic_fetch_and(&up->sigpending, keep, __ATOMIC_SEQ_CST);
 			KR__FOR_THREADS(up, o)
 				__atomic_fetch_and(&o->sigpending, keep, __ATOMIC_SEQ_CST);
+			kr__sigfd_sync(up, 0);
 		}
 		kr__spin_unlock(&up->siglock);
 		kr__uproc_unlock();
@@ -183,7 +184,8 @@ static void *timer_main(void *arg)
 			__atomic_compare_exchange_n(&al->at, &at, every ? at + every : 0, 0,
 						    __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 			if (al->signo)
-				kr__uproc_send_timer(al->up, al->tid, al->signo, al->code, al->sival);
+				kr__uproc_send_timer(al->up, al->tid, al->signo, al->code, al->id,
+						     al->sival);
 		} else {
 			kr_mp_park_until(at ? at : KR_FOREVER);
 		}
@@ -353,6 +355,7 @@ long kr__sys_timer_create(struct kr_uproc *up, long nr, long a[6])
 	*al = (struct kr__alarm){.up = up,
 				 .signo = ev.notify == SIGEV_NONE ? 0 : ev.signo,
 				 .code = SI_TIMER,
+				 .id = id,
 				 .tid = ev.notify == SIGEV_THREAD_ID ? ev.tid : 0,
 				 .clock = (clockid_t)clock,
 				 .sival = a[1] ? ev.value : (uint64_t)id};

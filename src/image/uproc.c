@@ -709,6 +709,7 @@ static void release(struct kr_uproc *up)
 	kr__alarm_stop(up);
 	mem_release(up);
 	kr__fd_close_all(&up->fds);
+	kr__sigfd_unbind_all(up); /* those its children still hold */
 	pthread_mutex_lock(&G.lock); /* against kr_uproc_kill's write */
 	if (up->main.killfd >= 0)
 		close(up->main.killfd);
@@ -1700,7 +1701,8 @@ static void send_locked(struct kr_uproc *up, struct kr__uthr *t, int sig, int co
 
 static struct kr__uthr *thread_of(struct kr_uproc *up, pid_t tid);
 
-int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, uint64_t sival)
+int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, int id,
+			 uint64_t sival)
 {
 	struct kr__uthr *t = NULL, *w;
 	pthread_mutex_lock(&G.lock);
@@ -1708,7 +1710,7 @@ int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, uint
 		pthread_mutex_unlock(&G.lock);
 		return -ESRCH;
 	}
-	if ((w = kr__sig_queue(up, t, sig, code, 0, sival)))
+	if ((w = kr__sig_queue(up, t, sig, code, id, sival)))
 		kr__uthr_poke(w);
 	pthread_mutex_unlock(&G.lock);
 	return 0;

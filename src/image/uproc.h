@@ -47,7 +47,7 @@ void kr__elf_unload(struct kr__elf_load *ld);
 
 /* ---- fd.c: open files, fd tables, pipes ---- */
 enum { UF_HOST, UF_PIPE };
-enum { KR__OWN = 1, KR__OWN_SOCK };
+enum { KR__OWN = 1, KR__OWN_SOCK, KR__OWN_SIGFD };
 #define KR__PIPE_CAP 65536  /* a karui pipe's bytes */
 struct kr_upipe {       /* fd.c */
 	kr_stream s;
@@ -65,9 +65,10 @@ struct kr__ufile {
 	int flags;          /* O_APPEND, O_NONBLOCK, the access mode */
 	int own;            /* UF_HOST: 0, or made by karui for this μprocess
 			     * alone (a socket, an eventfd, ...: KR__OWN, a
-			     * socket KR__OWN_SOCK): its host fd is always
-			     * O_NONBLOCK, and `flags` holds the μprocess's own
-			     * O_NONBLOCK (sys_fd.c) */
+			     * socket KR__OWN_SOCK, a signalfd KR__OWN_SIGFD): its
+			     * host fd is always O_NONBLOCK, and `flags` holds the
+			     * μprocess's own O_NONBLOCK (sys_fd.c) */
+	struct kr__sigfd *sigfd; /* KR__OWN_SIGFD: its mask (sys_sigfd.c) */
 	kr_upipe *pipe;     /* UF_PIPE */
 	int end;            /* UF_PIPE: KR_UPIPE_READ or _WRITE */
 };
@@ -173,8 +174,8 @@ struct kr__uthr {
 	 * sigpending and sigi for the μprocess's, under up's siglock */
 	uint64_t sigpending;
 	struct kr__sigi {
-		int code, pid, uid;
-		uint64_t addr;
+		int code, pid, uid; /* pid: the sender's; SI_TIMER: the timer's id */
+		uint64_t addr;      /* a fault's address, a child's status, a sigval */
 	} sigi[65];
 	/* an eventfd that a wait in the kernel polls beside its fd (sys_fd.c),
 	 * written when `attn` is set from outside, made for the first such
@@ -262,7 +263,7 @@ struct kr_uproc {
 	} sig[65];
 	/* its timers (sys_sig.c): ITIMER_REAL's (alarm, setitimer), and
 	 * timer_create's, made on demand: each sends `signo` (0: none) to it,
-	 * or to its thread `tid`, with `code` and `sival`, at `at` (kr_now; 0:
+	 * or to its thread `tid`, with `code`, its `id` and `sival`, at `at` (kr_now; 0:
 	 * disarmed), then every `every` ns; sent by the microprocess `mp`,
 	 * made for its first arming */
 	struct kr__alarm {
@@ -270,7 +271,7 @@ struct kr_uproc {
 		int stop;           /* atomic */
 		kr_mp *mp;
 		struct kr_uproc *up;
-		int signo, code;
+		int signo, code, id;
 		pid_t tid;
 		clockid_t clock;
 		uint64_t sival;
@@ -282,6 +283,9 @@ struct kr_uproc {
 	uint64_t sigpending;
 	kr_spin siglock;
 	struct kr__sigi sigi[65];
+	/* the signalfds whose host fds show its pending signals (sys_sigfd.c),
+	 * under siglock */
+	struct kr__sigfd *sigfds;
 	/* Its threads (thread.c), under the layer's lock: the others than
 	 * `main`, how many have not ended (main among them until it ends),
 	 * `thr_sem` posted as each other one ends; `dying`: it ends (exit_group,
@@ -445,8 +449,10 @@ int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from);
 /* A signal for up (t NULL) or its thread t, from a thread of its own. */
 void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from);
 /* A timer's signal for up, or its thread of that tid (none: dropped), its
- * siginfo's si_value `sival`; 0 or -ESRCH (no such thread). */
-int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, uint64_t sival);
+ * siginfo's si_timerid `id` and si_value `sival`; 0 or -ESRCH (no such
+ * thread). */
+int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, int id,
+			 uint64_t sival);
 
 /* ---- fork.c: a real child process ---- */
 /* fork, clone without CLONE_VM: the host forks, and the child runs t's
@@ -560,7 +566,7 @@ enum { KR__RESTART_NO, KR__RESTART_EINTR, KR__RESTART_SA };
  * that does not block it takes) or for its thread t, with its siginfo's
  * code, pid and address: nothing if it is ignored and not blocked.  The
  * thread to wake (its attn set: it does not block it; or it waits for it
- * in rt_sigtimedwait), or NULL.  Under the layer's lock, which keeps the
+ * in rt_sigtimedwait or a signalfd's read: its waitset), or NULL.  Under the layer's lock, which keeps the
  * threads. */
 struct kr__uthr *kr__sig_queue(struct kr_uproc *up, struct kr__uthr *t, int sig, int code,
 			       pid_t pid, uint64_t addr);
@@ -583,6 +589,23 @@ int kr__sig_ucode(struct kr_uproc *up, uintptr_t ip);
  * syscall instruction returns: %rip after the site, %rsp as it was.  0, or
  * -EFAULT when the return address cannot be read. */
 int kr__sig_uret(greg_t *g);
+
+/* ---- sys_sigfd.c: signalfd ---- */
+/* Under up's siglock, after a change of up's pending signals (`fresh`:
+ * the one queued, if any): each signalfd up made has its host fd readable
+ * while a signal of its mask is pending (up's, its first thread's). */
+void kr__sigfd_sync(struct kr_uproc *up, uint64_t fresh);
+/* The open file's last reference went: its signalfd (the host fd then
+ * closed by the caller). */
+void kr__sigfd_free(struct kr__sigfd *s);
+/* up's end: its signalfds that others still hold show nothing more. */
+void kr__sigfd_unbind_all(struct kr_uproc *up);
+/* For poll and select: a signal of f's mask is pending for the calling
+ * thread. */
+int kr__sigfd_ready(const struct kr__ufile *f);
+/* In a fork's child (fork.c): a kernel signalfd with f's mask
+ * (close-on-exec), or -1. */
+int kr__sigfd_kernel(const struct kr__ufile *f);
 
 /* ---- iso.c: μprocesses in domains of their own ---- */
 /* up starts (its image loaded, on its microprocess): if it is isolated,
