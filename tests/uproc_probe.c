@@ -112,7 +112,7 @@
  *   uproc_probe alarm-handler   SIGALRM's handler from alarm, setitimer
  *                            (three periods) and a timer_create timer
  *   uproc_probe signalfd SELF   signalfd: its errors; reads of raise, kill,
- *                            a timer, a child's kill and exit; poll and
+ *                            sigqueue, a timer, a child's kill and exit; poll and
  *                            select; its mask changed; dup; a read ended by
  *                            a handler (EINTR) or restarted (SA_RESTART); a
  *                            fork child reading its copy; an epoll loop
@@ -1289,8 +1289,8 @@ static int sfd_show(int fd, const char *what, pid_t from)
 		       s.ssi_tid == (uint32_t)(intptr_t)sfd_tm ? "ok" : "other", s.ssi_int,
 		       (unsigned long long)s.ssi_ptr);
 	else
-		printf(" pid %s uid %s status %d\n", s.ssi_pid == (uint32_t)from ? "ok" : "other",
-		       s.ssi_uid == getuid() ? "ok" : "other", s.ssi_status);
+		printf(" pid %s uid %s status %d int %d\n", s.ssi_pid == (uint32_t)from ? "ok" : "other",
+		       s.ssi_uid == getuid() ? "ok" : "other", s.ssi_status, s.ssi_int);
 	return (int)s.ssi_signo;
 }
 
@@ -1429,6 +1429,14 @@ static int signalfds(const char *self)
 	raise(SIGUSR1);
 	sfd_show(d, "dup", getpid());
 	close(d);
+	/* sigqueue's value; a code of kill's to another process: EPERM */
+	sigqueue(getpid(), SIGUSR2, (union sigval){.sival_int = 7});
+	sfd_show(sfd, "sigqueue", getpid());
+	siginfo_t qi;
+	memset(&qi, 0, sizeof qi);
+	qi.si_code = SI_USER;
+	printf("sigqueueinfo: to another %s\n",
+	       res(syscall(SYS_rt_sigqueueinfo, getppid(), SIGUSR1, &qi)));
 	/* a read that waits: for a timer, a child's kill, its exit */
 	timer_t tm = sfd_tm = sfd_timer(SIGUSR2);
 	sfd_arm(tm, 20);

@@ -181,11 +181,12 @@ static void fill_info(siginfo_t *si, int sig, const struct kr__sigi *i)
 	memset(si, 0, sizeof *si);
 	si->si_signo = sig;
 	si->si_code = i->code;
-	if (i->code == SI_USER || i->code == SI_TKILL || i->code == SI_QUEUE) {
+	if (i->code == SI_TIMER) { /* a timer_create timer's (sys_sig.c): pid its id */
+		si->si_timerid = i->pid;
+		si->si_value.sival_ptr = (void *)i->addr;
+	} else if (i->code == SI_USER || i->code < 0) { /* kill, tkill, sigqueue (its value) */
 		si->si_pid = i->pid;
 		si->si_uid = (uid_t)i->uid;
-	} else if (i->code == SI_TIMER) { /* a timer_create timer's (sys_sig.c): pid its id */
-		si->si_timerid = i->pid;
 		si->si_value.sival_ptr = (void *)i->addr;
 	} else if (sig == SIGCHLD && (i->code == CLD_EXITED || i->code == CLD_KILLED)) {
 		si->si_pid = i->pid; /* a child's end (uproc.c): addr its status */

@@ -245,6 +245,10 @@ static const char
 		   "`kr_uproc_kill` (`SI_USER`; `tkill`, `tgkill`: `SI_TKILL`, and the tgid "
 		   "must be the tid); its process group (`kill(0)`) is itself, a group `-N` the "
 		   "μprocess N alone; `-1` and any other pid: `ESRCH`",
+	N_SIGQUEUE[] = "as `kill` and `tgkill`, with the code, pid and value of the siginfo it "
+		       "gives (its uid its own): a handler's siginfo and a signalfd's read carry "
+		       "them; a code of `kill`'s or the kernel's to another process: `EPERM`, as in "
+		       "the kernel; to a real child (of `fork`) the value is not carried",
 	N_PAUSE[] = "wait until a signal is delivered: `EINTR` once its handler ran (the "
 		    "default action may end it); `rt_sigsuspend`'s mask is its own for the wait "
 		    "and for that handler",
@@ -493,6 +497,8 @@ static const struct sysent {
 	E(kill, kr__sys_kill, N_KILL),
 	E(tkill, kr__sys_tkill, N_KILL),
 	E(tgkill, kr__sys_tgkill, N_KILL),
+	E(rt_sigqueueinfo, kr__sys_sigqueueinfo, N_SIGQUEUE),
+	E(rt_tgsigqueueinfo, kr__sys_sigqueueinfo, N_SIGQUEUE),
 	E(pause, kr__sys_pause, N_PAUSE),
 	E(rt_sigsuspend, kr__sys_sigsuspend, N_PAUSE),
 	E(rt_sigtimedwait, kr__sys_sigtimedwait, N_SIGWAIT),

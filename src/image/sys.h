@@ -104,7 +104,7 @@ kr__sys_fn kr__sys_mmap, kr__sys_munmap, kr__sys_mremap, kr__sys_on_own, kr__sys
 /* ---- sys_sig.c: signals, its timer, kill (delivery: signal.c) ---- */
 kr__sys_fn kr__sys_sigaction, kr__sys_sigprocmask, kr__sys_sigpending, kr__sys_sigaltstack,
 	kr__sys_alarm, kr__sys_setitimer, kr__sys_getitimer, kr__sys_kill, kr__sys_tkill,
-	kr__sys_tgkill, kr__sys_pause, kr__sys_sigsuspend, kr__sys_sigtimedwait,
+	kr__sys_tgkill, kr__sys_sigqueueinfo, kr__sys_pause, kr__sys_sigsuspend, kr__sys_sigtimedwait,
 	kr__sys_sigreturn, kr__sys_timer_create, kr__sys_timer_settime, kr__sys_timer_gettime,
 	kr__sys_timer_getoverrun, kr__sys_timer_delete;
 /* A call's own signal mask for its wait (epoll_pwait's, ppoll's,

@@ -12,7 +12,8 @@
  * that handler); rt_sigtimedwait takes a pending signal of its set
  * instead.  Its only timer, ITIMER_REAL, is a microprocess of its own that
  * sends it SIGALRM.  It may send signals to itself and to the other
- * μprocesses of the host, by their pids (kill, tkill, tgkill), as
+ * μprocesses of the host, by their pids (kill, tkill, tgkill; with a
+ * siginfo of its own, rt_sigqueueinfo and rt_tgsigqueueinfo), as
  * kr_uproc_kill does; a pid of no μprocess is ESRCH (no real process can
  * be reached), and a process group is the μprocess of that pid alone.
  */
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -445,13 +447,15 @@ long kr__sys_timer_delete(struct kr_uproc *up, long nr, long a[6])
 /* ---------------- signals it sends ---------------- */
 
 /* To itself or to another μprocess of the host (its pid), or (tid) to a
- * thread of that μprocess (tgid pid) or of whichever (pid 0). */
-static long send_to(struct kr_uproc *up, long pid, long tid, long sig, int code)
+ * thread of that μprocess (tgid pid) or of whichever (pid 0); its siginfo
+ * says `code`, `from` and (sigqueue) `value`. */
+static long send_to(struct kr_uproc *up, long pid, long tid, long sig, int code, pid_t from,
+		    uint64_t value)
 {
 	if (sig < 0 || sig > 64)
 		return -EINVAL;
 	if (pid == up->pid && !tid) {
-		kr__uproc_send(up, NULL, (int)sig, code, up->pid);
+		kr__uproc_send(up, NULL, (int)sig, code, from, value);
 		return 0;
 	}
 	/* a call's thread (call.c) to the tid it shares with its exporter: to
@@ -461,7 +465,7 @@ static long send_to(struct kr_uproc *up, long pid, long tid, long sig, int code)
 		return kr__uproc_signal((int)sig);
 	if (pid < 0 || pid > INT_MAX || tid < 0 || tid > INT_MAX || (!pid && !tid))
 		return -ESRCH;
-	return kr__uproc_kill_pid((pid_t)pid, (pid_t)tid, (int)sig, code, up->pid);
+	return kr__uproc_kill_pid((pid_t)pid, (pid_t)tid, (int)sig, code, from, value);
 }
 
 long kr__sys_kill(struct kr_uproc *up, long nr, long a[6])
@@ -469,19 +473,37 @@ long kr__sys_kill(struct kr_uproc *up, long nr, long a[6])
 	long pid = (int)a[0];
 	/* its process group (0): itself; a group -N: the μprocess N alone */
 	return send_to(up, pid == 0 ? up->pid : pid < -1 ? -pid : pid == -1 ? 0 : pid, 0,
-		       (int)a[1], SI_USER);
+		       (int)a[1], SI_USER, up->pid, 0);
 }
 
 long kr__sys_tkill(struct kr_uproc *up, long nr, long a[6])
 {
-	return (int)a[0] <= 0 ? -EINVAL : send_to(up, 0, (int)a[0], (int)a[1], SI_TKILL);
+	return (int)a[0] <= 0 ? -EINVAL : send_to(up, 0, (int)a[0], (int)a[1], SI_TKILL, up->pid, 0);
 }
 
 long kr__sys_tgkill(struct kr_uproc *up, long nr, long a[6])
 {
 	if ((int)a[0] <= 0 || (int)a[1] <= 0)
 		return -EINVAL;
-	return send_to(up, (int)a[0], (int)a[1], (int)a[2], SI_TKILL);
+	return send_to(up, (int)a[0], (int)a[1], (int)a[2], SI_TKILL, up->pid, 0);
+}
+
+/* rt_sigqueueinfo, rt_tgsigqueueinfo: as kill and tgkill, with the
+ * siginfo it gives (its code, pid and value; the uid is its own); a code
+ * of kill's or the kernel's to another process is EPERM, as in the kernel. */
+long kr__sys_sigqueueinfo(struct kr_uproc *up, long nr, long a[6])
+{
+	int tg = nr == SYS_rt_tgsigqueueinfo;
+	long pid = (int)a[0], tid = tg ? (int)a[1] : 0, sig = (int)a[1 + tg];
+	siginfo_t si;
+	if (tg && (pid <= 0 || tid <= 0))
+		return -EINVAL;
+	if (GET(si, a[2 + tg]))
+		return -EFAULT;
+	if ((si.si_code >= 0 || si.si_code == SI_TKILL) &&
+	    !kr__uproc_is_self(up, (pid_t)(tg ? tid : pid)))
+		return -EPERM;
+	return send_to(up, pid, tid, sig, si.si_code, si.si_pid, (uint64_t)si.si_value.sival_ptr);
 }
 
 /* ---------------- waits for signals ---------------- */

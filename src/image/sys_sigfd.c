@@ -67,6 +67,8 @@ static kr_spin bind_lock;
 
 void kr__sigfd_sync(struct kr_uproc *up, uint64_t fresh)
 {
+	if (!up->sigfds)
+		return;
 	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) |
 		     __atomic_load_n(&up->main.sigpending, __ATOMIC_SEQ_CST);
 	for (struct kr__sigfd *s = up->sigfds; s; s = s->next) {

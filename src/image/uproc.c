@@ -1691,11 +1691,12 @@ int kr_uproc_wait_wstatus(kr_uproc *up, int *wstatus)
  * now by the thread it goes to: the wait it is in ends, its VP is kicked
  * (kr__uthr_poke), so that a thread that makes no system call gets it too.  Under
  * G.lock, which keeps up from being freed (kr_uproc_wait) and its threads
- * from going meanwhile. */
-static void send_locked(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from)
+ * from going meanwhile.  `value`: a sigqueue's. */
+static void send_locked(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from,
+			uint64_t value)
 {
 	struct kr__uthr *w;
-	if (sig && (w = kr__sig_queue(up, t, sig, code, from, 0)))
+	if (sig && (w = kr__sig_queue(up, t, sig, code, from, value)))
 		kr__uthr_poke(w);
 }
 
@@ -1716,10 +1717,11 @@ int kr__uproc_send_timer(struct kr_uproc *up, pid_t tid, int sig, int code, int 
 	return 0;
 }
 
-void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from)
+void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from,
+		    uint64_t value)
 {
 	pthread_mutex_lock(&G.lock);
-	send_locked(up, t, sig, code, from);
+	send_locked(up, t, sig, code, from, value);
 	pthread_mutex_unlock(&G.lock);
 }
 
@@ -1735,7 +1737,7 @@ int kr_uproc_kill(kr_uproc *up, int sig)
 	if (u && u->real && sig && u->pidfd >= 0) /* it stands for a process */
 		syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0);
 	else if (u)
-		send_locked(up, NULL, sig, SI_USER, getpid());
+		send_locked(up, NULL, sig, SI_USER, getpid(), 0);
 	pthread_mutex_unlock(&G.lock);
 	return u ? 0 : ESRCH;
 }
@@ -1767,7 +1769,7 @@ struct kr_uproc *kr__uproc_by_pid(pid_t pid)
 	return u;
 }
 
-int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from)
+int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from, uint64_t value)
 {
 	pthread_mutex_lock(&G.lock);
 	struct kr_uproc *u = G.live;
@@ -1786,7 +1788,7 @@ int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from)
 	if (u && u->real && sig && u->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, u->pidfd, sig, NULL, 0); /* a real child */
 	else if (u)
-		send_locked(u, t, sig, code, from);
+		send_locked(u, t, sig, code, from, value);
 	pthread_mutex_unlock(&G.lock);
 	return u ? 0 : -ESRCH;
 }

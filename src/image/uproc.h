@@ -444,10 +444,12 @@ int kr__sig_ends(int sig);
 /* The registry: the live μprocess with that pid (under G.lock, which
  * kr__uproc_kill_pid takes), and a signal sent to it from outside; with
  * `tid`, to its thread of that tid alone (tgkill; pid 0: tkill, any
- * μprocess's thread).  0 or -ESRCH. */
-int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from);
+ * μprocess's thread); `value`, a sigqueue's (not carried to a real child).
+ * 0 or -ESRCH. */
+int kr__uproc_kill_pid(pid_t pid, pid_t tid, int sig, int code, pid_t from, uint64_t value);
 /* A signal for up (t NULL) or its thread t, from a thread of its own. */
-void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from);
+void kr__uproc_send(struct kr_uproc *up, struct kr__uthr *t, int sig, int code, pid_t from,
+		    uint64_t value);
 /* A timer's signal for up, or its thread of that tid (none: dropped), its
  * siginfo's si_timerid `id` and si_value `sival`; 0 or -ESRCH (no such
  * thread). */
