@@ -117,6 +117,7 @@ long kr__sys_epoll_ctl(struct kr_uproc *up, long nr, long a[6])
 		if (GET(ev, a[3]))
 			return -EFAULT;
 		ev.events &= ~(uint32_t)(EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND);
+		kr__sigfd_epoll(t);
 		return kr__pass(nr, (long[6]){f->hostfd, a[1], t->hostfd, (long)&ev});
 	}
 	return kr__pass(nr, (long[6]){f->hostfd, a[1], t->hostfd, a[3]});

@@ -22,11 +22,13 @@
  * Readiness.  poll and select (sys_fd.c) ask kr__sigfd_ready, for the
  * calling thread, as the kernel's signalfd_poll.  An epoll set holds host
  * fds, so the open file has one: an eventfd (close-on-exec, O_NONBLOCK)
- * that is readable exactly while a signal of the mask is pending for the
+ * that, once an epoll set is given it (kr__sigfd_epoll, sys_kfd.c), is
+ * readable exactly while a signal of the mask is pending for the
  * μprocess that made the signalfd (its own, or its first thread's), and
  * written again for each new one (an edge for EPOLLET).  kr__sigfd_sync
  * keeps it so, called by signal.c under the μprocess's siglock at every
- * change of those pending sets; the μprocess holds a list of its
+ * change of those pending sets (before any epoll set, it costs nothing:
+ * a signalfd that is only read or polled makes no call of the kernel's); the μprocess holds a list of its
  * signalfds (`sigfds`, changed under that lock and this file's
  * bind_lock, which orders a signalfd's end against its μprocess's end).
  * A μprocess that got the fd from another (a vfork child) reads its own
@@ -55,6 +57,7 @@
 struct kr__sigfd {
 	uint64_t mask;          /* atomic */
 	int efd;                /* its open file's host fd: the eventfd */
+	int epoll;              /* an epoll set was given it: efd is kept; and */
 	int ready;              /* efd has a count: under up's siglock */
 	struct kr_uproc *up;    /* whose signals efd shows; NULL after its end */
 	struct kr__sigfd *next; /* up's list */
@@ -72,6 +75,8 @@ void kr__sigfd_sync(struct kr_uproc *up, uint64_t fresh)
 	uint64_t p = __atomic_load_n(&up->sigpending, __ATOMIC_SEQ_CST) |
 		     __atomic_load_n(&up->main.sigpending, __ATOMIC_SEQ_CST);
 	for (struct kr__sigfd *s = up->sigfds; s; s = s->next) {
+		if (!s->epoll)
+			continue;
 		uint64_t m = __atomic_load_n(&s->mask, __ATOMIC_RELAXED);
 		int want = !!(p & m);
 		uint64_t v = 1;
@@ -110,8 +115,9 @@ void kr__sigfd_unbind_all(struct kr_uproc *up)
 	kr__spin_unlock(&bind_lock);
 }
 
-/* Its mask becomes m; up, when it has none yet, the μprocess it shows. */
-static void set_mask(struct kr__sigfd *s, uint64_t m, struct kr_uproc *up)
+/* Its mask becomes m (an epoll set's: `epoll`, the mask as it was); up,
+ * when it has none yet, the μprocess it shows. */
+static void set_mask(struct kr__sigfd *s, uint64_t m, struct kr_uproc *up, int epoll)
 {
 	kr__spin_lock(&bind_lock);
 	if (!s->up && up) {
@@ -121,15 +127,20 @@ static void set_mask(struct kr__sigfd *s, uint64_t m, struct kr_uproc *up)
 		up->sigfds = s;
 		kr__spin_unlock(&up->siglock);
 	}
-	if (s->up) {
+	if (s->up)
 		kr__spin_lock(&s->up->siglock);
-		__atomic_store_n(&s->mask, m, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->mask, m, __ATOMIC_RELAXED);
+	s->epoll |= epoll;
+	if (s->up) {
 		kr__sigfd_sync(s->up, 0);
 		kr__spin_unlock(&s->up->siglock);
-	} else {
-		__atomic_store_n(&s->mask, m, __ATOMIC_RELAXED);
 	}
 	kr__spin_unlock(&bind_lock);
+}
+
+void kr__sigfd_epoll(struct kr__ufile *f)
+{
+	set_mask(f->sigfd, __atomic_load_n(&f->sigfd->mask, __ATOMIC_RELAXED), NULL, 1);
 }
 
 int kr__sigfd_ready(const struct kr__ufile *f)
@@ -162,7 +173,7 @@ long kr__sys_signalfd(struct kr_uproc *up, long nr, long a[6])
 		FILE_OR(up, (int)a[0], EBADF);
 		if (f->kind != UF_HOST || f->own != KR__OWN_SIGFD)
 			return -EINVAL;
-		set_mask(f->sigfd, m, NULL);
+		set_mask(f->sigfd, m, NULL, 0);
 		return (int)a[0];
 	}
 	struct kr__sigfd *s = calloc(1, sizeof *s);
@@ -182,7 +193,7 @@ long kr__sys_signalfd(struct kr_uproc *up, long nr, long a[6])
 	f->own = KR__OWN_SIGFD;
 	f->waits = 1;
 	f->sigfd = s;
-	set_mask(s, m, up);
+	set_mask(s, m, up, 0);
 	return kr__fd_install(&up->fds, f, 0, !!(flags & SFD_CLOEXEC));
 }
 

@@ -34,6 +34,11 @@ int kr_uproc_kill(kr_uproc *up, int sig)
 	return !up || sig < 0 || sig > 64 ? EINVAL : ESRCH; /* no μprocess can exist */
 }
 
+void kr__sigfd_free(struct kr__sigfd *s)
+{
+	(void)s; /* no signalfd can exist: a μprocess makes them */
+}
+
 pid_t kr_uproc_pid(const kr_uproc *up)
 {
 	(void)up;

@@ -602,6 +602,9 @@ void kr__sigfd_sync(struct kr_uproc *up, uint64_t fresh);
 void kr__sigfd_free(struct kr__sigfd *s);
 /* up's end: its signalfds that others still hold show nothing more. */
 void kr__sigfd_unbind_all(struct kr_uproc *up);
+/* An epoll set is given signalfd f: its host fd shows its signals from
+ * now on (kr__sigfd_sync). */
+void kr__sigfd_epoll(struct kr__ufile *f);
 /* For poll and select: a signal of f's mask is pending for the calling
  * thread. */
 int kr__sigfd_ready(const struct kr__ufile *f);
