@@ -86,6 +86,7 @@ void kb_seed003_table2(const kb_ctx *c);
 void kb_seed003_pipe(const kb_ctx *c);
 void kb_seed003_pipeline(const kb_ctx *c);
 void kb_uproc_syscall(const kb_ctx *c);
+void kb_uproc_signalfd(const kb_ctx *c);
 void kb_uproc_count(const kb_ctx *c);
 void kb_seed003_table6(const kb_ctx *c);
 void kb_seed003_table5(const kb_ctx *c);

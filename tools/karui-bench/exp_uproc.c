@@ -919,14 +919,14 @@ void kb_seed003_pipeline(const kb_ctx *c)
 #define SYSCALL "uproc.syscall"
 
 struct sc_arg {
-	const char *prog;
+	const char *prog, *mode;
 	char n[24];
 };
 
 static int syscall_kid(const kb_ctx *c, void *arg, struct kid *k)
 {
 	const struct sc_arg *a = arg;
-	char *argv[] = {"karui-bench-uprog", "getppid", (char *)a->n, NULL};
+	char *argv[] = {"karui-bench-uprog", (char *)a->mode, (char *)a->n, NULL};
 	for (int r = -1; r < c->reps; r++) {
 		kr_upipe *out;
 		int e = kr_upipe_create(&out);
@@ -953,31 +953,34 @@ static int syscall_kid(const kb_ctx *c, void *arg, struct kid *k)
 	return 0;
 }
 
-void kb_uproc_syscall(const kb_ctx *c)
+/* karui-bench-uprog MODE N, which prints ns per round, as a μprocess (each
+ * call rewritten where karui does so, or every call trapping) and as a
+ * process: rows MODE of experiment exp. */
+static void uprog_rounds(const kb_ctx *c, const char *exp, const char *mode, long n)
 {
-	struct sc_arg a;
+	struct sc_arg a = {.mode = mode};
 	char path[PATH_MAX];
-	if (!(a.prog = prog_path(c, SYSCALL, "uprog", path, sizeof path)))
+	if (!(a.prog = prog_path(c, exp, "uprog", path, sizeof path)))
 		return;
-	snprintf(a.n, sizeof a.n, "%ld", c->n ? c->n : c->quick ? 20000L : 200000L);
+	snprintf(a.n, sizeof a.n, "%ld", n);
 	double karui = 0;
 	static const struct {
 		const char *sys, *rewrite;
 	} K[] = {{"karui", ""}, {"karui-trap", "0"}};
 	for (size_t i = 0; i < sizeof K / sizeof *K; i++) {
-		if (!kb_want(c, SYSCALL, K[i].sys))
+		if (!kb_want(c, exp, K[i].sys))
 			continue;
 		struct kid k;
 		kid_run(c, 1, K[i].rewrite, syscall_kid, &a, &k);
-		if (kid_failed(SYSCALL, K[i].sys, &k))
+		if (kid_failed(exp, K[i].sys, &k))
 			continue;
-		double m = kb_row(c, SYSCALL, K[i].sys, "getppid", "ns", k.v, k.nv, karui, -1);
+		double m = kb_row(c, exp, K[i].sys, mode, "ns", k.v, k.nv, karui, -1);
 		if (!i)
 			karui = m;
 	}
-	if (!kb_want(c, SYSCALL, "native"))
+	if (!kb_want(c, exp, "native"))
 		return;
-	char *argv[] = {"karui-bench-uprog", "getppid", a.n, NULL};
+	char *argv[] = {"karui-bench-uprog", (char *)mode, a.n, NULL};
 	double v[16];
 	for (int r = -1; r < c->reps; r++) {
 		char buf[64];
@@ -986,13 +989,25 @@ void kb_uproc_syscall(const kb_ctx *c)
 		if (st) {
 			char why[96];
 			snprintf(why, sizeof why, "karui-bench-uprog ended with status %d", st);
-			kb_row_none(SYSCALL, "native", "failed", why);
+			kb_row_none(exp, "native", "failed", why);
 			return;
 		}
 		if (r >= 0)
 			v[r] = atof(buf);
 	}
-	kb_row(c, SYSCALL, "native", "getppid", "ns", v, c->reps, karui, -1);
+	kb_row(c, exp, "native", mode, "ns", v, c->reps, karui, -1);
+}
+
+void kb_uproc_syscall(const kb_ctx *c)
+{
+	uprog_rounds(c, SYSCALL, "getppid", c->n ? c->n : c->quick ? 20000L : 200000L);
+}
+
+/* ---------------- uproc.signalfd ---------------- */
+
+void kb_uproc_signalfd(const kb_ctx *c)
+{
+	uprog_rounds(c, "uproc.signalfd", "signalfd", c->n ? c->n : c->quick ? 5000L : 50000L);
 }
 
 /* ---------------- uproc.count ---------------- */

@@ -255,6 +255,8 @@ static const struct seed {
 	 kb_seed003_table5},
 	{"uproc.syscall", "ns per getppid() from a program's code (--n: calls per run)",
 	 "karui karui-trap native", kb_uproc_syscall},
+	{"uproc.signalfd", "ns per raise() and the read of that signal from a signalfd, from a "
+	 "program's code (--n: rounds per run)", "karui karui-trap native", kb_uproc_signalfd},
 	{"uproc.count", "cat programs alive at once, each blocked on its stdin, and memory per "
 	 "program (--n: how many)", "karui process", kb_uproc_count},
 	{"seed003.table6", "a hello-world program's memory by region while it waits on its "

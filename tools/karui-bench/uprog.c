@@ -11,6 +11,10 @@
  *                                first byte to end of file
  *   karui-bench-uprog getppid N  makes N getppid() calls through libc and
  *                                prints ns per call
+ *   karui-bench-uprog signalfd N with SIGUSR1 blocked, N times raise(SIGUSR1)
+ *                                and a read of it from a signalfd (each
+ *                                signal checked, else exit 1); prints ns per
+ *                                raise and read
  *   karui-bench-uprog serve 1    exports seed 003 Table 5's int foo(void)
  *                                as procedure 0 (karui/uproc_export.h) and
  *                                waits for ever; outside a μprocess: exit 2
@@ -40,9 +44,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,6 +119,25 @@ static int calls(long n)
 	double t1 = now_ns();
 	if (sum == 0) /* the loop's result is used: no call is left out */
 		return 1;
+	printf("%.2f\n", (t1 - t0) / (double)n);
+	return 0;
+}
+
+static int sigfd_rounds(long n)
+{
+	sigset_t m;
+	sigemptyset(&m);
+	sigaddset(&m, SIGUSR1);
+	int fd = sigprocmask(SIG_BLOCK, &m, NULL) ? -1 : signalfd(-1, &m, 0);
+	if (fd < 0)
+		return 1;
+	struct signalfd_siginfo si;
+	double t0 = now_ns();
+	for (long i = 0; i < n; i++)
+		if (raise(SIGUSR1) || read(fd, &si, sizeof si) != (ssize_t)sizeof si ||
+		    si.ssi_signo != SIGUSR1)
+			return 1;
+	double t1 = now_ns();
 	printf("%.2f\n", (t1 - t0) / (double)n);
 	return 0;
 }
@@ -244,7 +269,7 @@ int main(int argc, char **argv)
 {
 	long n = argc == 3 ? atol(argv[2]) : 0;
 	if (n <= 0) {
-		fprintf(stderr, "usage: karui-bench-uprog write|read|getppid|serve|ping|pong|threads N\n");
+		fprintf(stderr, "usage: karui-bench-uprog write|read|getppid|signalfd|serve|ping|pong|threads N\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "write"))
@@ -253,6 +278,8 @@ int main(int argc, char **argv)
 		return reader(n);
 	if (!strcmp(argv[1], "getppid"))
 		return calls(n);
+	if (!strcmp(argv[1], "signalfd"))
+		return sigfd_rounds(n);
 	if (!strcmp(argv[1], "serve"))
 		return serve();
 	if (!strcmp(argv[1], "ping"))
