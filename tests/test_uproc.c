@@ -628,6 +628,91 @@ static void sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* KiB of Private_Dirty in the host's executable mappings of files whose
+ * name starts with `name` (smaps): the code pages that are copies of
+ * the host's own, changed. */
+static long code_dirty(const char *name)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	KT_CHECK(f);
+	char line[512];
+	int in = 0;
+	long kib = 0, v;
+	while (fgets(line, sizeof line, f)) {
+		char perm[8];
+		int at = 0;
+		if (sscanf(line, "%*x-%*x %7s %*s %*s %*s %n", perm, &at) == 1 && at) {
+			const char *path = line + at, *b = strrchr(path, '/');
+			in = perm[2] == 'x' && b && !strncmp(b + 1, name, strlen(name));
+		} else if (in && sscanf(line, "Private_Dirty: %ld", &v) == 1) {
+			kib += v;
+		}
+	}
+	fclose(f);
+	return kib;
+}
+
+/* uproc_probe sig ign 10 on two pipes, once it has said "ready": the
+ * private pages that ld.so's code in the host gained meanwhile, KiB. */
+static kr_uproc *ready_probe(kr_upipe **in, kr_upipe **out, long *ldso)
+{
+	long ldso0 = code_dirty("ld-linux");
+	KT_EQ(kr_upipe_create(in), 0);
+	KT_EQ(kr_upipe_create(out), 0);
+	kr_uproc_attr at;
+	kr_uproc_attr_init(&at);
+	kr_uproc_attr_fd_pipe(&at, 0, *in, KR_UPIPE_READ);
+	kr_uproc_attr_fd_pipe(&at, 1, *out, KR_UPIPE_WRITE);
+	char *argv[] = {"uproc_probe", "sig", "ign", "10", NULL};
+	kr_uproc *up;
+	KT_EQ(kr_uproc_spawn(&up, probe, argv, &at), 0);
+	kr_upipe_close(*in, KR_UPIPE_READ);
+	kr_upipe_close(*out, KR_UPIPE_WRITE);
+	char b[16];
+	size_t n = 0, got = 1;
+	while (n < 6 && got && !kr_upipe_read(*out, b + n, 6 - n, &got))
+		n += got;
+	KT_CHECK(n == 6 && !memcmp(b, "ready\n", 6));
+	*ldso = code_dirty("ld-linux") - ldso0;
+	return up;
+}
+
+/* The code pages karui patches in a μprocess are copies of its own (copy
+ * on write), 4 KiB each.  Once ld.so has handed over to the program, the
+ * pages of it karui patched (37 cpuid sites, its hot mmap, openat, read,
+ * ...) are the file's again: the probe's ld.so holds no private page
+ * while it waits, and then binds its symbols lazily (ld.so's code again)
+ * as it echoes lines.  With no image kept, then with the image taken at
+ * the handover. */
+static void ld_sos_patched_pages_are_the_files_again_once_it_hands_over(void)
+{
+	start(1);
+	need_uprocs();
+	for (unsigned keep = 0; keep <= 8; keep += 8) {
+		KT_EQ(kr_uproc_keep(0), 0); /* none kept: loaded afresh */
+		KT_EQ(kr_uproc_keep(keep), 0);
+		kr_upipe *in, *o;
+		long ldso;
+		kr_uproc *up = ready_probe(&in, &o, &ldso);
+		KT_EQ(ldso, 0);
+		size_t n;
+		char b[16];
+		for (int i = 0; i < 3; i++) {
+			KT_EQ(kr_upipe_write(in, "x\n", 2, &n), 0);
+			size_t got = 0;
+			while (got < 6 && !kr_upipe_read(o, b + got, 6 - got, &n) && n)
+				got += n;
+			KT_CHECK(got == 6 && !memcmp(b, "got x\n", 6));
+		}
+		kr_upipe_close(in, KR_UPIPE_WRITE);
+		kr_upipe_close(o, KR_UPIPE_READ);
+		int st = -1;
+		KT_EQ(kr_uproc_wait(up, &st), 0);
+		KT_EQ(st, 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 /* Run fn in a child process (a fresh karui); its exit status.  A child
  * that skipped skips the test. */
 static int in_child(void (*fn)(void))
@@ -2662,6 +2747,7 @@ int main(int argc, char **argv)
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);
 	KT_RUN(sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once);
+	KT_RUN(ld_sos_patched_pages_are_the_files_again_once_it_hands_over);
 	KT_RUN(with_rewriting_off_every_call_traps);
 	KT_RUN(a_child_of_fork_runs_uprocs_of_its_own);
 	KT_RUN(a_later_process_starts_from_what_an_earlier_one_learnt);

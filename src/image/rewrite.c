@@ -43,15 +43,17 @@
  *
  * The written pages become the μprocess's own (copy on write, written
  * through /proc/self/mem so that no mapping is split); the image's other
- * pages stay shared.  The trampoline pages are the μprocess's
- * regions and go with it.  The table of sites is under the μprocess's mm
- * lock.  With one thread, the code is changed by that thread itself, in
- * its handler, while nothing else runs it.  With threads, other threads
- * may be running it: the change is made as a kernel patches its live code
- * (poke_live: int3 first, then the other bytes, then the first, every
- * processor made to serialise between two writes), and a thread that
- * meets the int3 goes back to it until the change is done
- * (kr__rw_patched).  KARUI_UPROC_REWRITE=0 turns rewriting off.
+ * pages stay shared, and ld.so's written pages are the file's again once
+ * it has handed over to the program ("ld.so's code, given back" below).
+ * The trampoline pages are the μprocess's regions and go with it.  The
+ * table of sites is under the μprocess's mm lock.  With one thread, the
+ * code is changed by that thread itself, in its handler, while nothing
+ * else runs it.  With threads, other threads may be running it: the change
+ * is made as a kernel patches its live code (poke_live: int3 first, then
+ * the other bytes, then the first, every processor made to serialise
+ * between two writes), and a thread that meets the int3 goes back to it
+ * until the change is done (kr__rw_patched).  KARUI_UPROC_REWRITE=0 turns
+ * rewriting off.
  *
  * Rejected: replacing `syscall` with `call *%rax` and a trampoline at
  * address 0 (needs vm.mmap_min_addr = 0); rewriting `mov $nr,%eax;
@@ -929,6 +931,63 @@ int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at)
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld)
 {
 	prepare_image(up, ld->interp.entry ? &ld->interp : &ld->prog);
+}
+
+/* ---- ld.so's code, given back at the handover ----
+ *
+ * ld.so's cpuid sites and its hot call sites run while it loads the
+ * program and its libraries; once it has handed over to the program
+ * (the handover, uproc.c), its code runs little (lazy binding, a dlopen)
+ * and makes few system calls.  The pages of it that karui patched are
+ * the μprocess's own copies all the same (20 KiB for a hello program:
+ * its cpuid sites, its mmap, openat, read and close).  At the handover
+ * they are dropped (MADV_DONTNEED on the private file mapping): the
+ * pages are the file's again, shared with every process, and what karui
+ * patched there is forgotten: a site there traps from then on, and a
+ * cpuid there asks the processor.  Only while the μprocess has one
+ * thread (a constructor may have started others, which might be in a
+ * trampoline's way between a site and its slot); not for a program
+ * without ld.so, whose own code held its cpuid sites. */
+static int in(uintptr_t a, uintptr_t lo, uintptr_t hi) { return a >= lo && a < hi; }
+
+void kr__rw_handover(struct kr_uproc *up)
+{
+	const struct kr__elf_img *ld = &up->ld.interp;
+	struct kr__rw *rw = up->rw;
+	if (!rw || !ld->entry || !ld->xlo || __atomic_load_n(&up->nthreads, __ATOMIC_RELAXED) > 1)
+		return;
+	pthread_mutex_lock(&up->mlock);
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+#define SPAN(a, n)                                                                     \
+	do {                                                                           \
+		if (in(a, ld->xlo, ld->xhi)) {                                         \
+			lo = (a) < lo ? (a) : lo;                                      \
+			hi = (a) + (n) > hi ? (a) + (n) : hi;                          \
+		}                                                                      \
+	} while (0)
+	for (unsigned i = 0; i < sizeof rw->site / sizeof *rw->site; i++)
+		if (rw->site[i].at && rw->site[i].traps == UINT32_MAX)
+			SPAN(rw->site[i].at - 5, 7); /* the mov before it too */
+	for (unsigned i = 0; i < rw->nslots; i++)
+		SPAN(rw->slots[i], 5);
+	for (unsigned i = 0; i < rw->ntrap; i++)
+		SPAN(rw->trap[i], 2);
+#undef SPAN
+	lo = lo < ld->xlo ? ld->xlo : lo & ~(PG - 1);
+	hi = hi > ld->xhi ? ld->xhi : (hi + PG - 1) & ~(PG - 1);
+	if (lo < hi && madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) {
+		for (unsigned i = 0; i < rw->nslots;)
+			if (in(rw->slots[i], lo, hi))
+				rw->slots[i] = rw->slots[--rw->nslots];
+			else
+				i++;
+		for (unsigned i = 0; i < rw->ntrap;)
+			if (in(rw->trap[i], lo, hi))
+				rw->trap[i] = rw->trap[--rw->ntrap];
+			else
+				i++;
+	}
+	pthread_mutex_unlock(&up->mlock);
 }
 
 

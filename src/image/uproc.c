@@ -1240,6 +1240,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	}
 	up->nsys++;
 	if (nr == KR__NR_HANDOVER && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_handover_ret) {
+		kr__rw_handover(up);
 		g[REG_RAX] = (greg_t)kr__img_snapshot(up, uc);
 		return t->fs;
 	}
@@ -1388,7 +1389,10 @@ static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 	kr__uthr_here(&up->main);
 	const struct kr__elf_img *p = &up->ld.prog;
 	STACK_CLEAN(up);
-	uintptr_t sp = lay_stack(up, up->snap ? (uint64_t)kr__img_handover : p->entry);
+	/* through the handover if its image is to be taken, or if karui
+	 * patched its ld.so (kr__rw_handover) */
+	int handover = up->snap || (!up->reused && up->ld.interp.entry && G.rewrite);
+	uintptr_t sp = lay_stack(up, handover ? (uint64_t)kr__img_handover : p->entry);
 	if (up->reused) {
 		kr__img_resume(up, sp);
 		__builtin_unreachable();
