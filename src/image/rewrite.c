@@ -5,10 +5,11 @@
  * A system call that traps (Syscall User Dispatch, uproc.c) costs a
  * signal: the kernel's frame with the whole vector state, the handler,
  * rt_sigreturn.  Once a call site of a μprocess has trapped twice (once if
- * an earlier μprocess made it hot in another image of its file: "sites
- * known per file" below), karui rewrites it, in the μprocess's private
- * copy of the page, so that the next call from there reaches karui with
- * two jumps and no kernel entry:
+ * an earlier μprocess made it hot in another image of its file and the
+ * page is this μprocess's own already: "sites known per file" below),
+ * karui rewrites it, in the μprocess's private copy of the page, so that
+ * the next call from there reaches karui with two jumps and no kernel
+ * entry:
  *
  *   site:   syscall  (0f 05)     ->  jmp rel8 (eb xx) to a slot
  *   slot:   padding between two functions  ->  jmp rel32 to a trampoline
@@ -996,12 +997,16 @@ void kr__rw_handover(struct kr_uproc *up)
  * Most of a program's hot sites are its C library's and its ld.so's, the
  * same in every μprocess.  A site rewritten in one image of a file is
  * recorded (its offset from the image's base) and rewritten in every later
- * image of that file at its first trap there, not its second.  Not every
- * known site at once: the known sites are every program's that ran with
- * this C library (the cache below), and each page holding one would be
- * copied into every μprocess (a hello program's image held 24 such pages
- * of libc's code, 96 KiB, where its own calls need five), with no start
- * made faster.  Not at the mapping either: ld.so has not mapped the rest
+ * image of that file at its first trap there, not its second, if that
+ * costs no page: when the μprocess already has its own copy of the page
+ * (another site or slot of it there).  Elsewhere a known site waits for
+ * its second trap like any other: the known sites are every program's
+ * that ran with this C library (the cache below), most of them called
+ * once by a given program, and each page holding one would be copied into
+ * every μprocess (a hello program's image held five such pages of libc's
+ * code, 20 KiB, where its own hot calls need one; with every known site
+ * rewritten at once, 24 pages), for one trap saved per site.  Not at the
+ * mapping either: ld.so has not mapped the rest
  * of the image (its unwind table) by then; at a trap from its code it has.  A file is known
  * by device, inode and modification time.  What a process learnt is
  * written at the end of the μprocess that learnt it, and a later process
@@ -1123,6 +1128,20 @@ static int known_has(const struct kr__xmap *xm, uintptr_t site)
 	return has;
 }
 
+/* Has the μprocess its own copy of the page of site already: a slot or a
+ * cpuid site of it there? */
+static int own_page(const struct kr__rw *rw, uintptr_t site)
+{
+	uintptr_t pg = site & ~(PG - 1);
+	for (unsigned i = 0; i < rw->nslots; i++)
+		if ((rw->slots[i] & ~(PG - 1)) == pg || ((rw->slots[i] + 4) & ~(PG - 1)) == pg)
+			return 1;
+	for (unsigned i = 0; i < rw->ntrap; i++)
+		if ((rw->trap[i] & ~(PG - 1)) == pg)
+			return 1;
+	return 0;
+}
+
 void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded)
 {
 	pthread_mutex_lock(&up->mlock); /* against its other threads */
@@ -1132,7 +1151,7 @@ void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded)
 	struct site *s = rw ? site_entry(rw, site) : NULL;
 	if (s && s->traps != UINT32_MAX) {
 		struct kr__xmap *xm = xmap_of(up, site);
-		int known = xm && known_has(xm, site);
+		int known = xm && own_page(rw, site) && known_has(xm, site);
 		if (known || ++s->traps >= HOT) {
 			s->traps = UINT32_MAX; /* rewritten, or given up on */
 			if (rewrite(up, rw, site, threaded) && !known && (xm = xmap_of(up, site)))
