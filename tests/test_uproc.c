@@ -906,6 +906,31 @@ static void a_child_of_fork_runs_uprocs_of_its_own(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A fork's child rewrites sites in its own memory: the kept image it got
+ * from its parent (where site-own's site trapped once) has that site
+ * rewritten at its second trap in the child, and the parent's image is
+ * left as it was (rewritten at its second trap there too).  The
+ * /proc/self/mem that karui writes code through names the memory of the
+ * process that opened it. */
+static void site_own_rewritten(void)
+{
+	start(1);
+	probe_says("site-own", NULL, "rewritten\n");
+	KT_EQ(kr_fini(), 0);
+}
+
+static void a_fork_childs_rewrites_land_in_its_own_memory(void)
+{
+	start(1);
+	need_uprocs();
+	KT_EQ(kr_uproc_keep(0), 0);
+	KT_EQ(kr_uproc_keep(8), 0);
+	probe_says("site-own", NULL, "trapping\n");
+	KT_EQ(kr_fini(), 0);
+	KT_EQ(in_child(site_own_rewritten), 0);
+	site_own_rewritten();
+}
+
 static void with_rewriting_off_every_call_traps(void)
 {
 	setenv("KARUI_UPROC_REWRITE", "0", 1);
@@ -2757,6 +2782,7 @@ int main(int argc, char **argv)
 	KT_RUN(ld_sos_patched_pages_are_the_files_again_once_it_hands_over);
 	KT_RUN(with_rewriting_off_every_call_traps);
 	KT_RUN(a_child_of_fork_runs_uprocs_of_its_own);
+	KT_RUN(a_fork_childs_rewrites_land_in_its_own_memory);
 	KT_RUN(a_later_process_starts_from_what_an_earlier_one_learnt);
 	KT_RUN(a_thousand_cats_wait_on_their_stdin_at_once);
 	KT_RUN(ten_thousand_runs_leave_fd_count_and_rss_flat);

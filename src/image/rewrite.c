@@ -565,9 +565,10 @@ static void put32(uint8_t *p, int32_t v) { memcpy(p, &v, 4); }
  * mapping keeps its protection, so it is not split (mprotect would split
  * it in three, and mappings are what bounds the number of μprocesses).
  * Where the kernel refuses that, mprotect around a plain copy. */
+static int mem = -2; /* /proc/self/mem, once opened; -1: not to be had */
+
 static int poke(uintptr_t at, const void *src, size_t n, int prot)
 {
-	static int mem = -2;
 	int fd = __atomic_load_n(&mem, __ATOMIC_ACQUIRE);
 	if (fd == -2) {
 		int f = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
@@ -588,6 +589,15 @@ static int poke(uintptr_t at, const void *src, size_t n, int prot)
 	memcpy((void *)at, src, n);
 	mprotect((void *)lo, hi - lo, prot);
 	return 1;
+}
+
+/* In the child of a fork (one thread): the /proc/self/mem opened before
+ * is the parent's memory, where the child's rewrites would land. */
+void kr__rw_forked(void)
+{
+	if (mem >= 0)
+		close(mem);
+	mem = -2;
 }
 
 /* A trampoline for the site: the red zone stepped over, a call through the

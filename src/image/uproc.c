@@ -298,6 +298,7 @@ static void fork_child(void)
 			wrgsbase(0);
 	}
 	tvp = NULL;
+	kr__rw_forked();
 	pthread_mutex_unlock(&G.lock);
 }
 

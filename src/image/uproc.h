@@ -693,6 +693,8 @@ int kr__rw_patched(struct kr_uproc *up, uintptr_t at);
 void kr__rw_free(struct kr_uproc *up);
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld);
 int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at);
+/* In a fork's child: what rewrites write through is opened afresh. */
+void kr__rw_forked(void);
 /* ld.so has handed over to the program: the pages of its code that karui
  * patched are the file's again (rewrite.c). */
 void kr__rw_handover(struct kr_uproc *up);
