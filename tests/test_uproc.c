@@ -615,6 +615,21 @@ static void hot_call_sites_are_rewritten_and_keep_every_register(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A site whose rewrite would copy its page into the μprocess is
+ * rewritten at its third trap, not its second (as where the page is its
+ * own copy already): a site called twice at start-up is not worth 4 KiB
+ * of every μprocess. */
+static void a_site_that_would_cost_a_page_is_rewritten_at_its_third_trap(void)
+{
+	start(1);
+	need_uprocs();
+	KT_EQ(kr_uproc_keep(0), 0); /* each run loaded afresh */
+	probe_says("site", "2", "trapping\n");
+	probe_says("site", "3", "rewritten\n");
+	KT_EQ(kr_uproc_keep(8), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* A site rewritten in one μprocess is rewritten in the next μprocess of
  * the same program at the site's first trap, where the page that holds it
  * is that μprocess's own copy already (site-own: another site there made
@@ -658,6 +673,23 @@ static long code_dirty(const char *name)
 	return kib;
 }
 
+/* The host's executable mappings of no file: karui's trampoline pages. */
+static int tramp_pages(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	KT_CHECK(f);
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof line, f)) {
+		char perm[8];
+		int at = 0;
+		if (sscanf(line, "%*x-%*x %7s %*s %*s %*s %n", perm, &at) == 1 && at)
+			n += perm[2] == 'x' && (!line[at] || line[at] == '\n');
+	}
+	fclose(f);
+	return n;
+}
+
 /* uproc_probe sig ign 10 on two pipes, once it has said "ready": the
  * private pages that ld.so's code in the host gained meanwhile, KiB. */
 static kr_uproc *ready_probe(kr_upipe **in, kr_upipe **out, long *ldso)
@@ -688,8 +720,10 @@ static kr_uproc *ready_probe(kr_upipe **in, kr_upipe **out, long *ldso)
  * pages of it karui patched (37 cpuid sites, its hot mmap, openat, read,
  * ...) are the file's again: the probe's ld.so holds no private page
  * while it waits, and then binds its symbols lazily (ld.so's code again)
- * as it echoes lines.  With no image kept, then with the image taken at
- * the handover. */
+ * as it echoes lines.  No site of its own was hot before (none called
+ * three times), so no trampoline page is left either; its read and write
+ * get hot as it echoes, and one is mapped again.  With no image kept,
+ * then with the image taken at the handover. */
 static void ld_sos_patched_pages_are_the_files_again_once_it_hands_over(void)
 {
 	start(1);
@@ -699,8 +733,10 @@ static void ld_sos_patched_pages_are_the_files_again_once_it_hands_over(void)
 		KT_EQ(kr_uproc_keep(keep), 0);
 		kr_upipe *in, *o;
 		long ldso;
+		int tramps = tramp_pages();
 		kr_uproc *up = ready_probe(&in, &o, &ldso);
 		KT_EQ(ldso, 0);
+		KT_EQ(tramp_pages(), tramps);
 		size_t n;
 		char b[16];
 		for (int i = 0; i < 3; i++) {
@@ -710,6 +746,7 @@ static void ld_sos_patched_pages_are_the_files_again_once_it_hands_over(void)
 				got += n;
 			KT_CHECK(got == 6 && !memcmp(b, "got x\n", 6));
 		}
+		KT_EQ(tramp_pages(), tramps + 1);
 		kr_upipe_close(in, KR_UPIPE_WRITE);
 		kr_upipe_close(o, KR_UPIPE_READ);
 		int st = -1;
@@ -2778,6 +2815,7 @@ int main(int argc, char **argv)
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);
 	KT_RUN(cpuid_answers_are_the_processors);
 	KT_RUN(hot_call_sites_are_rewritten_and_keep_every_register);
+	KT_RUN(a_site_that_would_cost_a_page_is_rewritten_at_its_third_trap);
 	KT_RUN(sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once);
 	KT_RUN(ld_sos_patched_pages_are_the_files_again_once_it_hands_over);
 	KT_RUN(with_rewriting_off_every_call_traps);

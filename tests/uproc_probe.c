@@ -1731,11 +1731,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(m, "site") || !strcmp(m, "site-own")) {
-		/* site-own: probe_site_nf made hot first, so that the page
-		 * holding both sites is the μprocess's own copy */
-		for (int i = 0; m[4] && i < 2; i++)
+		/* site-own: probe_site_nf made hot first (three calls), so
+		 * that the page holding both sites is the μprocess's own copy;
+		 * then probe_site called once, or ARG times */
+		for (int i = 0; m[4] && i < 3; i++)
 			regs_kept(SYS_getpid, 0, 1);
-		regs_kept(SYS_getpid, __builtin_cpu_supports("avx512f"), 0);
+		for (int i = 0, n = argc > 2 ? atoi(argv[2]) : 1; i < n; i++)
+			regs_kept(SYS_getpid, __builtin_cpu_supports("avx512f"), 0);
 		puts(probe_site[0] == 0xeb ? "rewritten" : "trapping");
 		return 0;
 	}

@@ -4,9 +4,11 @@
  *
  * A system call that traps (Syscall User Dispatch, uproc.c) costs a
  * signal: the kernel's frame with the whole vector state, the handler,
- * rt_sigreturn.  Once a call site of a μprocess has trapped twice (once if
- * an earlier μprocess made it hot in another image of its file and the
- * page is this μprocess's own already: "sites known per file" below),
+ * rt_sigreturn.  Once a call site of a μprocess has trapped twice in a
+ * page that the μprocess has its own copy of already, three times in
+ * another (once if an earlier μprocess made it hot in another image of
+ * its file and the page is this μprocess's own: "sites known per file"
+ * below),
  * karui rewrites it, in the μprocess's private copy of the page, so that
  * the next call from there reaches karui with two jumps and no kernel
  * entry:
@@ -78,7 +80,12 @@
 
 #define PG 4096ul
 #define TRAMP 32
-#define HOT 2 /* traps at a site before it is rewritten */
+/* traps at a site before it is rewritten: in a page the μprocess has its
+ * own copy of already; in one that the rewrite would copy (4 KiB), one
+ * more, so that a site called twice at start-up (malloc's brk, stdio's
+ * fstat) costs no page */
+#define HOT 2
+#define HOT_PAGE 3
 
 struct site {
 	uintptr_t at;
@@ -92,7 +99,8 @@ struct kr__rw {
 		unsigned used;
 	} pages[16];
 	unsigned npages;
-	uintptr_t slots[512];       /* slots taken, 5 bytes each */
+	uintptr_t slots[512];       /* slots taken, 5 bytes each (a mov made
+				     * the jump is its own slot) */
 	unsigned nslots;
 	uintptr_t trap[64];         /* cpuid sites made hlt (no slot in reach) */
 	unsigned ntrap;
@@ -739,6 +747,7 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site, int t
 		jumps(jmp5, jmp2, site, mov, tramp);
 		if (!(threaded ? poke_live(mov, jmp5, 5) : poke(mov, jmp5, 5, PROT_READ | PROT_EXEC)))
 			return 0;
+		rw->slots[rw->nslots++] = mov;
 		up->rewritten++;
 		return 1;
 	}
@@ -955,10 +964,12 @@ void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld)
  * they are dropped (MADV_DONTNEED on the private file mapping): the
  * pages are the file's again, shared with every process, and what karui
  * patched there is forgotten: a site there traps from then on, and a
- * cpuid there asks the processor.  Only while the μprocess has one
- * thread (a constructor may have started others, which might be in a
- * trampoline's way between a site and its slot); not for a program
- * without ld.so, whose own code held its cpuid sites. */
+ * cpuid there asks the processor.  If no site or slot is left that jumps
+ * to a trampoline (a hello program's case), the trampoline pages go too.
+ * Only while the μprocess has one thread (a constructor may have started
+ * others, which might be in a trampoline's way between a site and its
+ * slot); not for a program without ld.so, whose own code held its cpuid
+ * sites. */
 static int in(uintptr_t a, uintptr_t lo, uintptr_t hi) { return a >= lo && a < hi; }
 
 void kr__rw_handover(struct kr_uproc *up)
@@ -998,6 +1009,14 @@ void kr__rw_handover(struct kr_uproc *up)
 			else
 				i++;
 	}
+	/* no jump left to a trampoline: the pages go too (a later rewrite
+	 * maps one again) */
+	for (unsigned i = 0; !rw->nslots && i < rw->npages; i++) {
+		munmap((void *)rw->pages[i].page, PG);
+		kr__uproc_unmapped(up, rw->pages[i].page, rw->pages[i].page + PG);
+	}
+	if (!rw->nslots)
+		rw->npages = 0;
 	pthread_mutex_unlock(&up->mlock);
 }
 
@@ -1161,8 +1180,8 @@ void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded)
 	struct site *s = rw ? site_entry(rw, site) : NULL;
 	if (s && s->traps != UINT32_MAX) {
 		struct kr__xmap *xm = xmap_of(up, site);
-		int known = xm && own_page(rw, site) && known_has(xm, site);
-		if (known || ++s->traps >= HOT) {
+		int own = own_page(rw, site), known = xm && own && known_has(xm, site);
+		if (known || ++s->traps >= (own ? HOT : HOT_PAGE)) {
 			s->traps = UINT32_MAX; /* rewritten, or given up on */
 			if (rewrite(up, rw, site, threaded) && !known && (xm = xmap_of(up, site)))
 				known_add(xm, site);
