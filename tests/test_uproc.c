@@ -756,6 +756,74 @@ static void ld_sos_patched_pages_are_the_files_again_once_it_hands_over(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* KiB of Private_Dirty in a process's [stack] (smaps). */
+static long stack_dirty(pid_t pid)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+	FILE *f = fopen(path, "r");
+	KT_CHECK(f);
+	int in = 0;
+	long kib = 0, v;
+	while (fgets(line, sizeof line, f)) {
+		int at = 0;
+		if (sscanf(line, "%*x-%*x %*s %*s %*s %*s %n", &at) >= 0 && at)
+			in = !strncmp(line + at, "[stack]", 7);
+		else if (in && sscanf(line, "Private_Dirty: %ld", &v) == 1)
+			kib += v;
+	}
+	fclose(f);
+	return kib;
+}
+
+/* This process's mappings, from /proc/self/maps: [lo, hi) pairs into m[],
+ * anonymous ones only if anon; how many. */
+static int maps_of(uintptr_t (*m)[2], int max, int anon)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	KT_CHECK(f);
+	char line[512];
+	int n = 0;
+	while (fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		int at = 0;
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &at) == 2 && at &&
+		    (!anon || !line[at]) && n < max) {
+			m[n][0] = lo;
+			m[n++][1] = hi;
+		}
+	}
+	fclose(f);
+	return n;
+}
+
+/* KiB of the pages present and mapped here alone (pagemap) in the parts
+ * of this process's anonymous mappings of 8 MiB or more that none of
+ * old[0..nold) covered: a μprocess's stack, made since (the kernel may
+ * have merged it with an old neighbour). */
+static long new_stack_kib(uintptr_t (*old)[2], int nold)
+{
+	static uintptr_t now[4096][2];
+	int n = maps_of(now, 4096, 1), fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	KT_CHECK(fd >= 0);
+	long kib = 0;
+	for (int i = 0; i < n; i++) {
+		if (now[i][1] - now[i][0] < (8ul << 20))
+			continue;
+		for (uintptr_t a = now[i][0]; a < now[i][1]; a += 4096) {
+			int was = 0;
+			for (int j = 0; j < nold && !was; j++)
+				was = a >= old[j][0] && a < old[j][1];
+			uint64_t e = 0;
+			if (!was && pread(fd, &e, 8, (off_t)(a / 4096 * 8)) == 8 && (e >> 63) &&
+			    (e >> 56 & 1))
+				kib += 4;
+		}
+	}
+	close(fd);
+	return kib;
+}
+
 /* Run fn in a child process (a fresh karui); its exit status.  A child
  * that skipped skips the test. */
 static int in_child(void (*fn)(void))
@@ -1183,6 +1251,67 @@ static void say(kr_upipe *p, const char *s)
 	size_t done;
 	KT_EQ(kr_upipe_write(p, s, strlen(s), &done), 0);
 	KT_EQ(done, strlen(s));
+}
+
+/* A μprocess's stack is where karui's handlers run its calls, with a
+ * signal frame each: those of ld.so's loading went deeper than a small
+ * program's own.  They are dropped at the handover, so that
+ * karui-bench-hello (seed 003's hello program, next to this test when
+ * karui-bench is built), having said hello and waiting on its stdin,
+ * holds no more of its stack than it does as a process (a page more, for
+ * where the kernel puts a process's strings).  A program whose own calls
+ * go deeper (cat's reads of 128 KiB) holds what they touched. */
+static void a_waiting_uprocs_stack_holds_what_a_process_stack_does(void)
+{
+	static char hello[4096];
+	kt_beside_me(hello, sizeof hello, "karui-bench-hello");
+	if (access(hello, X_OK))
+		KT_SKIP("no karui-bench-hello here (KARUI_BENCH=OFF)");
+	start(1);
+	need_uprocs();
+	KT_EQ(kr_uproc_keep(0), 0);
+	/* a first run: what the first μprocess and the first reads of
+	 * karui pipes set up (on whatever stack runs them) is not its own */
+	char *said, *hargv[] = {"karui-bench-hello", NULL};
+	KT_EQ(run(hello, hargv, "", &said, NULL), 0);
+	KT_CHECK(strcmp(said, "Hello, World\n") == 0);
+	free(said);
+	int in[2], out[2];
+	KT_EQ(pipe2(in, O_CLOEXEC), 0);
+	KT_EQ(pipe2(out, O_CLOEXEC), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		execl(hello, "karui-bench-hello", (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	char b[16];
+	KT_EQ(read(out[0], b, 13), 13);
+	long native = stack_dirty(pid);
+	close(in[1]);
+	int st = -1;
+	KT_EQ(waitpid(pid, &st, 0), pid);
+	KT_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(out[0]);
+	KT_CHECK(native > 0);
+	static uintptr_t before[4096][2];
+	int n = maps_of(before, 4096, 0);
+	kr_upipe *pin, *pout;
+	kr_uproc *up = spawn_piped(hello, hargv, &pin, &pout);
+	KT_CHECK(strcmp(line_of(pout), "Hello, World") == 0);
+	long mine = new_stack_kib(before, n);
+	if (mine > native + 4)
+		fprintf(stderr, "  stack: %ld KiB as a μprocess, %ld as a process\n", mine, native);
+	KT_CHECK(mine > 0 && mine <= native + 4);
+	kr_upipe_close(pin, KR_UPIPE_WRITE);
+	kr_upipe_close(pout, KR_UPIPE_READ);
+	KT_EQ(kr_uproc_wait(up, &st), 0);
+	KT_EQ(st, 0);
+	KT_EQ(kr_uproc_keep(8), 0);
+	KT_EQ(kr_fini(), 0);
 }
 
 /* Wherever a μprocess is, kr_uproc_kill ends it with 128 + the signal:
@@ -2818,6 +2947,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_site_that_would_cost_a_page_is_rewritten_at_its_third_trap);
 	KT_RUN(sites_hot_in_one_uproc_are_rewritten_in_the_next_at_once);
 	KT_RUN(ld_sos_patched_pages_are_the_files_again_once_it_hands_over);
+	KT_RUN(a_waiting_uprocs_stack_holds_what_a_process_stack_does);
 	KT_RUN(with_rewriting_off_every_call_traps);
 	KT_RUN(a_child_of_fork_runs_uprocs_of_its_own);
 	KT_RUN(a_fork_childs_rewrites_land_in_its_own_memory);

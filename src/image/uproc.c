@@ -1206,6 +1206,24 @@ static void vp_frame(ucontext_t *uc)
 		memcpy(&uc->uc_sigmask, &m, 8);
 }
 
+/* At the handover: the pages of the μprocess's stack below every frame
+ * in use (ld.so's and karui's, from the loading: karui's calls run on
+ * that stack, with a signal frame each) are dropped, as a process's
+ * stack keeps only what its own calls touched; they are zero pages again
+ * when a later call reaches them.  In use: the program's stack at sp and
+ * its red zone, and this handler's frames down to this function's (on
+ * the μprocess's stack, or on its microprocess's own: iso.c), with a
+ * page of room below for the madvise. */
+static __attribute__((noinline)) void dead_stack_drop(struct kr_uproc *up, uintptr_t sp)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0), low = sp - 128;
+	if (here >= up->stk_lo && here < low)
+		low = here;
+	low = (low & ~(PG - 1)) - PG;
+	if (low > up->stk_lo && low <= up->stk_hi)
+		madvise((void *)up->stk_lo, low - up->stk_lo, MADV_DONTNEED);
+}
+
 /* A system call of a μprocess (gate.S).  Returns its thread pointer. */
 __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 {
@@ -1242,6 +1260,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	up->nsys++;
 	if (nr == KR__NR_HANDOVER && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_handover_ret) {
 		kr__rw_handover(up);
+		dead_stack_drop(up, (uintptr_t)g[REG_RSP]);
 		g[REG_RAX] = (greg_t)kr__img_snapshot(up, uc);
 		return t->fs;
 	}
