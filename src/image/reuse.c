@@ -151,7 +151,7 @@ static void image_free(struct kr__image *im)
 	for (unsigned i = 0; i < im->nspare; i++)
 		munmap((void *)im->spare[i].lo, im->spare[i].len);
 	free(im->spare);
-	free(im->rw);
+	kr__rw_del(im->rw);
 	free(im->xmap);
 	free_key_and_copy(im);
 	free(im);
@@ -526,7 +526,7 @@ void kr__img_drop(struct kr_uproc *up)
 		return;
 	up->img = NULL;
 	live_done();
-	free(im->rw);
+	kr__rw_del(im->rw);
 	free(im->xmap);
 	for (unsigned i = 0; i < im->nspare; i++)
 		munmap((void *)im->spare[i].lo, im->spare[i].len);

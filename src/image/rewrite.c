@@ -92,23 +92,62 @@ struct site {
 	uint32_t traps; /* UINT32_MAX: given up on */
 };
 
+/* The sites a μprocess trapped at, by open addressing on `at`: small at
+ * first (a hello program traps at a dozen), twice as big when three
+ * quarters full, up to SITES_MAX.  A table that was replaced is kept
+ * until the μprocess ends: kr__rw_patched reads without the lock. */
+#define SITES_MAX 512
+struct sitetab {
+	struct sitetab *old;
+	unsigned mask;
+	struct site e[];
+};
+
+#define SLOTS_MAX 512
 struct kr__rw {
-	struct site site[512];      /* open addressing on `at` */
+	struct sitetab *tab;        /* __atomic; NULL: none yet */
+	unsigned nsite;
 	struct tramppage {
 		uintptr_t page;
 		unsigned used;
 	} pages[16];
 	unsigned npages;
-	uintptr_t slots[512];       /* slots taken, 5 bytes each (a mov made
+	uintptr_t *slots;           /* slots taken, 5 bytes each (a mov made
 				     * the jump is its own slot) */
-	unsigned nslots;
+	unsigned nslots, cap;
 	uintptr_t trap[64];         /* cpuid sites made hlt (no slot in reach) */
 	unsigned ntrap;
 };
 
+void kr__rw_del(struct kr__rw *rw)
+{
+	if (!rw)
+		return;
+	for (struct sitetab *t = rw->tab, *o; t; t = o) {
+		o = t->old;
+		free(t);
+	}
+	free(rw->slots);
+	free(rw);
+}
+
+/* Room for one more slot: 0 if there is none. */
+static int slot_room(struct kr__rw *rw)
+{
+	if (rw->nslots < rw->cap)
+		return 1;
+	unsigned cap = rw->cap ? 2 * rw->cap : 16;
+	uintptr_t *n = cap <= SLOTS_MAX ? realloc(rw->slots, cap * sizeof *n) : NULL;
+	if (!n)
+		return 0;
+	rw->slots = n;
+	rw->cap = cap;
+	return 1;
+}
+
 void kr__rw_free(struct kr_uproc *up)
 {
-	free(up->rw);
+	kr__rw_del(up->rw);
 	up->rw = NULL;
 	free(up->xmap);
 	up->xmap = NULL;
@@ -696,12 +735,20 @@ int kr__rw_patched(struct kr_uproc *up, uintptr_t at)
 	return rw && (patched_site(rw, at) || patched_site(rw, at + 5));
 }
 
+static unsigned site_hash(uintptr_t at, unsigned mask)
+{
+	return (unsigned)((at * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+}
+
 static int patched_site(struct kr__rw *rw, uintptr_t at)
 {
-	const unsigned mask = sizeof rw->site / sizeof *rw->site - 1;
-	unsigned h = (unsigned)((at * 0x9e3779b97f4a7c15ull) >> 40) & mask;
+	struct sitetab *t = __atomic_load_n(&rw->tab, __ATOMIC_ACQUIRE);
+	if (!t)
+		return 0;
+	const unsigned mask = t->mask;
+	unsigned h = site_hash(at, mask);
 	for (unsigned k = 0; k <= mask; k++, h = (h + 1) & mask) {
-		uintptr_t s = __atomic_load_n(&rw->site[h].at, __ATOMIC_ACQUIRE);
+		uintptr_t s = __atomic_load_n(&t->e[h].at, __ATOMIC_ACQUIRE);
 		if (!s)
 			return 0;
 		if (s == at)
@@ -722,7 +769,7 @@ static int flags_dead(uintptr_t site)
 static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site, int threaded)
 {
 	uintptr_t base = image_of(up, site);
-	if (!base || rw->nslots == sizeof rw->slots / sizeof *rw->slots)
+	if (!base || !slot_room(rw))
 		return 0;
 	/* a slot the site's rel8 reaches; else the mov before it */
 	uintptr_t slot = find_slot(rw, base, site), mov = 0;
@@ -834,8 +881,7 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 			if (in.kind != KR_INSN_CPUID)
 				continue;
 			uintptr_t slot = find_slot(tmp, img->base, p);
-			if (!slot || slot < img->xlo || slot + 5 > img->xhi ||
-			    tmp->nslots == sizeof tmp->slots / sizeof *tmp->slots)
+			if (!slot || slot < img->xlo || slot + 5 > img->xhi || !slot_room(tmp))
 				slot = 0; /* no room for a jump: a fault instead */
 			else
 				tmp->slots[tmp->nslots++] = slot;
@@ -843,7 +889,7 @@ static struct plan *make_plan(const struct kr__elf_img *img)
 			pl->r.slot[pl->r.n++] = slot ? (uint32_t)(slot - img->base) : 0;
 		}
 	}
-	free(tmp);
+	kr__rw_del(tmp);
 	return pl;
 }
 
@@ -918,8 +964,7 @@ static void prepare_image(struct kr_uproc *up, const struct kr__elf_img *img)
 	for (unsigned i = 0; i < pl->r.n; i++) {
 		uintptr_t site = img->base + pl->r.site[i], slot = img->base + pl->r.slot[i];
 		uintptr_t tramp = sp->page + sp->used;
-		if (!pl->r.slot[i] || !near(sp->page, slot) ||
-		    rw->nslots == sizeof rw->slots / sizeof *rw->slots) {
+		if (!pl->r.slot[i] || !near(sp->page, slot) || !slot_room(rw)) {
 			if (rw->ntrap < sizeof rw->trap / sizeof *rw->trap) {
 				memcpy((void *)site, "\xf4\x90", 2); /* hlt: #GP */
 				rw->trap[rw->ntrap++] = site;
@@ -987,9 +1032,9 @@ void kr__rw_handover(struct kr_uproc *up)
 			hi = (a) + (n) > hi ? (a) + (n) : hi;                          \
 		}                                                                      \
 	} while (0)
-	for (unsigned i = 0; i < sizeof rw->site / sizeof *rw->site; i++)
-		if (rw->site[i].at && rw->site[i].traps == UINT32_MAX)
-			SPAN(rw->site[i].at - 5, 7); /* the mov before it too */
+	for (unsigned i = 0; rw->tab && i <= rw->tab->mask; i++)
+		if (rw->tab->e[i].at && rw->tab->e[i].traps == UINT32_MAX)
+			SPAN(rw->tab->e[i].at - 5, 7); /* the mov before it too */
 	for (unsigned i = 0; i < rw->nslots; i++)
 		SPAN(rw->slots[i], 5);
 	for (unsigned i = 0; i < rw->ntrap; i++)
@@ -1126,19 +1171,47 @@ void kr__rw_save(void)
 	pthread_mutex_unlock(&known_lock);
 }
 
+/* The record of site in t, or where it would go; NULL: t is full. */
+static struct site *site_slot(struct sitetab *t, uintptr_t site)
+{
+	unsigned h = site_hash(site, t->mask);
+	for (unsigned k = 0; k <= t->mask; k++, h = (h + 1) & t->mask)
+		if (!t->e[h].at || t->e[h].at == site)
+			return &t->e[h];
+	return NULL;
+}
+
+/* rw's table, twice as big (or made): 0 if it cannot grow. */
+static int sites_grow(struct kr__rw *rw)
+{
+	struct sitetab *t = rw->tab;
+	unsigned n = t ? 2 * (t->mask + 1) : 32;
+	struct sitetab *nt = n <= SITES_MAX ? calloc(1, sizeof *nt + n * sizeof *nt->e) : NULL;
+	if (!nt)
+		return 0;
+	nt->mask = n - 1;
+	for (unsigned i = 0; t && i <= t->mask; i++)
+		if (t->e[i].at)
+			*site_slot(nt, t->e[i].at) = t->e[i];
+	nt->old = t;
+	__atomic_store_n(&rw->tab, nt, __ATOMIC_RELEASE); /* kr__rw_patched */
+	return 1;
+}
+
 /* The record of site in rw's table, made if need be; NULL: the table is full. */
 static struct site *site_entry(struct kr__rw *rw, uintptr_t site)
 {
-	const unsigned mask = sizeof rw->site / sizeof *rw->site - 1;
-	unsigned h = (unsigned)((site * 0x9e3779b97f4a7c15ull) >> 40) & mask;
-	for (unsigned k = 0; k <= mask; k++, h = (h + 1) & mask) {
-		struct site *s = &rw->site[h];
-		if (s->at && s->at != site)
-			continue;
-		__atomic_store_n(&s->at, site, __ATOMIC_RELEASE); /* kr__rw_patched */
+	struct sitetab *t = rw->tab;
+	struct site *s = t ? site_slot(t, site) : NULL;
+	if (s && s->at == site)
 		return s;
-	}
-	return NULL;
+	if ((!t || 4 * (rw->nsite + 1) > 3 * (t->mask + 1)) && sites_grow(rw))
+		s = site_slot(t = rw->tab, site);
+	if (!s)
+		return NULL;
+	rw->nsite++;
+	__atomic_store_n(&s->at, site, __ATOMIC_RELEASE); /* kr__rw_patched */
+	return s;
 }
 
 /* Is site one of the known sites of xm's file? */

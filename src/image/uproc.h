@@ -691,6 +691,8 @@ void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded);
  * the thread that met it goes back to at.  From any thread, lock-free. */
 int kr__rw_patched(struct kr_uproc *up, uintptr_t at);
 void kr__rw_free(struct kr_uproc *up);
+/* A rewriting state that is no μprocess's (a kept image's). */
+void kr__rw_del(struct kr__rw *rw);
 void kr__rw_prepare(struct kr_uproc *up, const struct kr__elf_load *ld);
 int kr__rw_cpuid_trap(struct kr_uproc *up, uintptr_t at);
 /* In a fork's child: what rewrites write through is opened afresh. */
