@@ -1257,7 +1257,6 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		g[REG_RAX] = 0;
 		goto back;
 	}
-	up->nsys++;
 	if (nr == KR__NR_HANDOVER && g[REG_RIP] == (greg_t)(uintptr_t)kr__img_handover_ret) {
 		kr__rw_handover(up);
 		dead_stack_drop(up, (uintptr_t)g[REG_RSP]);
@@ -1309,7 +1308,6 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 		kr__uthr_here(t);
 		return (struct kr__fast){0, t->fs};
 	}
-	t->up->nsys++;
 	t->uc = NULL;
 	t->callsp = (uintptr_t)regs;
 	t->usp = (uintptr_t)regs + 200; /* above the fastcall's frame and the red zone */

@@ -305,7 +305,6 @@ struct kr_uproc {
 	struct kr_uproc *live_next, *live_prev; /* the registry of kill and */
 	int live;                               /* kr_uproc_kill: every μprocess */
 	int status;
-	unsigned long nsys;       /* system calls it made */
 	unsigned long rewritten;  /* call sites rewritten (rewrite.c) */
 	unsigned long cpuid_sites; /* cpuid instructions answered by karui */
 	struct kr__xmap *xmap;
