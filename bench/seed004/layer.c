@@ -161,12 +161,33 @@ void s4_mailbox_destroy(struct s4_mailbox *m)
 /* ---------------- the programs' arguments and clock ---------------- */
 
 /* A positive number, or 0 for anything else. */
-long s4_positive(const char *s)
+static long positive(const char *s)
 {
 	char *end;
 	errno = 0;
 	long v = strtol(s, &end, 10);
 	return errno || end == s || *end || v <= 0 ? 0 : v;
+}
+
+int s4_options(int argc, char **argv, int i, unsigned allowed, struct s4_args *a, long *vps,
+	       const char **segment)
+{
+	for (; i < argc; i += 2) {
+		if (i + 1 >= argc)
+			return -1;
+		if (!strcmp(argv[i], "--segment") && (allowed & S4_OPT_SEGMENT)) {
+			*segment = argv[i + 1];
+			continue;
+		}
+		long *to = !strcmp(argv[i], "--vps") && (allowed & S4_OPT_VPS)       ? vps
+			   : !strcmp(argv[i], "--size") && (allowed & S4_OPT_SIZE)   ? &a->size
+			   : !strcmp(argv[i], "--steps") && (allowed & S4_OPT_STEPS) ? &a->steps
+			   : !strcmp(argv[i], "--grain") && (allowed & S4_OPT_GRAIN) ? &a->grain
+										       : NULL;
+		if (!to || !(*to = positive(argv[i + 1])))
+			return -1;
+	}
+	return 0;
 }
 
 unsigned s4_processors(void)

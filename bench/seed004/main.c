@@ -72,19 +72,11 @@ int main(int argc, char **argv)
 	struct s4_args a = {0};
 	long vps = 0;
 	kr_carea_config ca = {0};
-	for (int i = 3; i < argc; i += 2) {
-		if (!strcmp(argv[i], "--segment") && i + 1 < argc && s4_mode == S4_CAREA) {
-			ca.segment = argv[i + 1];
-			continue;
-		}
-		long *to = !strcmp(argv[i], "--vps")     ? &vps
-			   : !strcmp(argv[i], "--size")  ? &a.size
-			   : !strcmp(argv[i], "--steps") ? &a.steps
-			   : !strcmp(argv[i], "--grain") ? &a.grain
-							 : NULL;
-		if (!to || i + 1 >= argc || !(*to = s4_positive(argv[i + 1])))
-			return usage();
-	}
+	unsigned allowed = S4_OPT_VPS | S4_OPT_SIZE | S4_OPT_STEPS | S4_OPT_GRAIN;
+	if (s4_mode == S4_CAREA)
+		allowed |= S4_OPT_SEGMENT;
+	if (s4_options(argc, argv, 3, allowed, &a, &vps, &ca.segment))
+		return usage();
 	if (vps > KR_VP_MAX || (vps && s4_mode != S4_KARUI))
 		return usage();
 	if (s4_mode == S4_KARUI) {

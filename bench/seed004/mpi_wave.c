@@ -175,14 +175,8 @@ int main(int argc, char **argv)
 		return usage();
 	struct s4_args a = {0};
 	long vps = 0;
-	for (int i = 2; i < argc; i += 2) {
-		long *to = !strcmp(argv[i], "--vps")     ? &vps
-			   : !strcmp(argv[i], "--steps") ? &a.steps
-			   : !strcmp(argv[i], "--grain") ? &a.grain
-							 : NULL;
-		if (!to || i + 1 >= argc || !(*to = s4_positive(argv[i + 1])))
-			return usage();
-	}
+	if (s4_options(argc, argv, 2, S4_OPT_VPS | S4_OPT_STEPS | S4_OPT_GRAIN, &a, &vps, NULL))
+		return usage();
 	if (vps > KR_VP_MAX || (vps && s4_mode != S4_KARUI))
 		return usage();
 	s4_wave_defaults(&a);

@@ -64,8 +64,13 @@ void s4_mailbox_destroy(struct s4_mailbox *m);
 /* Stop the program with a message when a call that cannot fail here does. */
 void s4_check(int err, const char *what);
 
-/* A positive number, or 0 for anything else (a command-line value). */
-long s4_positive(const char *s);
+/* The programs' options from argv[i] on, those in `allowed`: --vps N into
+ * *vps, --size, --steps and --grain N into a, --segment NAME into
+ * *segment.  0, or -1 for another option or a value that is not a
+ * positive number (the program then prints its usage). */
+enum { S4_OPT_VPS = 1, S4_OPT_SIZE = 2, S4_OPT_STEPS = 4, S4_OPT_GRAIN = 8, S4_OPT_SEGMENT = 16 };
+int s4_options(int argc, char **argv, int i, unsigned allowed, struct s4_args *a, long *vps,
+	       const char **segment);
 /* The processors this process may use. */
 unsigned s4_processors(void);
 /* CLOCK_MONOTONIC in nanoseconds. */
