@@ -499,7 +499,10 @@ static int sig_return(struct kr__uthr *t, ucontext_t *uc)
 	if (kr__ucopy(&f, (const void *)g[REG_RSP], sizeof f))
 		return -1;
 	uint64_t ip = f.gregs[REG_RIP], sp = f.gregs[REG_RSP];
-	if ((int64_t)ip != ((int64_t)(ip << 16) >> 16) || !kr__sig_ucode(up, ip) ||
+	/* a frame made where kr__img_yield's yield returned (resolve) goes
+	 * back there, to its rt_sigreturn */
+	if ((int64_t)ip != ((int64_t)(ip << 16) >> 16) ||
+	    !(kr__sig_ucode(up, ip) || ip == (uintptr_t)kr__img_yield_ret) ||
 	    !kr__rl_covers(&kr__mm(up)->reg, sp - 1, sp))
 		return -1;
 	uint8_t *kfp = (uint8_t *)uc->uc_mcontext.fpregs;
@@ -655,6 +658,13 @@ __attribute__((used)) int kr__img_signal(ucontext_t *uc)
 	ucontext_t *to = resolve(t, uc);
 	if (!to)
 		return KR__BACK_NOW;
+	/* a thread on its way back from a yield has just yielded */
+	uintptr_t at = (uintptr_t)to->uc_mcontext.gregs[REG_RIP];
+	if (pre && (at == (uintptr_t)kr__img_yield_ret || at == (uintptr_t)kr__img_yield_end)) {
+		pre = 0;
+		if (!__atomic_load_n(&t->attn, __ATOMIC_SEQ_CST))
+			return KR__BACK_NOW;
+	}
 	if (pre && !__atomic_load_n(&t->attn, __ATOMIC_SEQ_CST)) {
 		preempt(t, to);
 		return KR__BACK_AGAIN;
