@@ -1181,6 +1181,7 @@ static struct api table[] = {
 	API(kr_poller_set, poller_set_refuses_bad_input_and_works_on_any_thread),
 	ACC(kr_mp_rqlink), ACC(kr_sched_idle_deadline), ACC(kr_sched_data),
 	ACC(kr_sched_vp_data), VOID_(kr_sched_park_until), VOID_(kr_sched_unpark),
+	VOID_(kr_sched_poll),
 	/* sync.h */
 	API(kr_sem_init, semaphore_calls_refuse_bad_input),
 	API(kr_sem_destroy, semaphore_calls_refuse_bad_input),

@@ -167,6 +167,13 @@ typedef struct kr_poller {
 	unsigned flags;
 } kr_poller;
 
+/* Poll the event source now, on this VP, as a busy VP does at every 8th
+ * scheduling point: for a caller about to run code that reaches none for
+ * a while (a μprocess's), so that what its VP has queued is submitted
+ * and what completed wakes its microprocesses.  Nothing off a VP or
+ * without a source. */
+void kr_sched_poll(void);
+
 /* Set the event source (NULL: remove it), from any thread.  EINVAL: poll
  * or wait missing, or kick missing without KR_POLLER_PER_VP; EBUSY:
  * another one is set; EPERM: karui is not running.  kr_fini removes it

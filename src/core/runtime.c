@@ -1,7 +1,7 @@
 /*
  * karui L2 — the runtime: kr_init and kr_fini, the workers and their VPs,
  * the idle loop, the event source's hooks (kr_poller_set, kr_sched_park_until,
- * kr_sched_unpark, kr__poll_now), kr_stats_get, and the accessors of
+ * kr_sched_unpark, kr__poll_now, kr_sched_poll), kr_stats_get, and the accessors of
  * scheduler modules.
  *
  * A worker lives from its VP's start until karui stops, after every VP has
@@ -118,6 +118,26 @@ void kr__poll_now(void)
 	struct kr_worker *w = W();
 	if (w)
 		kr__poll(w);
+}
+
+/* What this poll makes ready is not kept (kr__poll, own_keeps): the VP is
+ * about to run code that reaches no scheduling point for a while, where
+ * kept work would wait.  What it kept before is shared now as well: its
+ * watch taken as ended (a kept_at long past). */
+void kr_sched_poll(void)
+{
+	struct kr_worker *w = W();
+	if (!w)
+		return;
+	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE)) {
+		w->waking = KR_BY_IO;
+		G.poller.poll(G.poller.arg);
+		w->waking = KR_BY_MP;
+	}
+	if (w->kept_at) {
+		w->kept_at = KR_KEPT_UNDATED;
+		seam_keep(w);
+	}
 }
 
 void kr_sched_unpark(unsigned n)

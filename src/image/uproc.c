@@ -1172,7 +1172,13 @@ void kr__uthr_here(struct kr__uthr *t)
 		kr__uproc_end(t, 128 + SIGSYS);
 		__builtin_unreachable();
 	}
-	tvp->thr = t;
+	if (tvp->thr != t) {
+		tvp->thr = t;
+		/* t's code makes no scheduling point before its next call:
+		 * what the VP's event source holds goes now, and what it made
+		 * ready to other VPs that are idle */
+		kr_sched_poll();
+	}
 	__atomic_store_n(&t->vp, tvp, __ATOMIC_RELEASE);
 	/* what it shows: t's μprocess's memory if isolated, else none (iso.c) */
 	struct kr_uproc *m = kr__mm(t->up);
