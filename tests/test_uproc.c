@@ -22,6 +22,7 @@
 
 static const char *probe;  /* tests/uproc_probe, next to this program */
 static const char *tprobe; /* and uthread_probe */
+static const char *fprobe, *fprobe_nopie; /* futex_probe, and not a PIE (NULL: none) */
 
 static void start(unsigned vps)
 {
@@ -2906,11 +2907,95 @@ static void threaded_programs_give_what_they_give_natively(void)
 	rmdir(dir);
 }
 
+/* ---- futexes ---- */
+
+/* futex_probe MODE says as a μprocess, on 1 VP and on 2, what it says
+ * natively, which holds `must`. */
+static void fprobe_like_native(const char *mode, const char *must)
+{
+	char cmd[4200], *out, *native = NULL;
+	for (unsigned vps = 1; vps <= 2; vps++) {
+		start(vps);
+		need_uprocs();
+		if (!native) {
+			snprintf(cmd, sizeof cmd, "%s %s", fprobe, mode);
+			native = native_out(cmd);
+			KT_CHECK(strstr(native, must));
+		}
+		char *argv[] = {"futex_probe", (char *)mode, NULL};
+		KT_EQ(run(fprobe, argv, NULL, &out, NULL), 0);
+		if (strcmp(out, native))
+			fprintf(stderr, "  native:\n%s  as a μprocess (%u VPs):\n%s", native, vps, out);
+		KT_CHECK(strcmp(out, native) == 0);
+		free(out);
+		KT_EQ(kr_fini(), 0);
+	}
+	free(native);
+}
+
+/* FUTEX_WAKE_OP with each op (SET, ADD, OR, ANDN, XOR, with and without
+ * FUTEX_OP_OPARG_SHIFT) and each comparison, a waiter on each word: the
+ * word's new value and who is woken; bad ops, comparisons and addresses:
+ * the kernel's errors. */
+static void wake_op_does_what_the_kernels_does(void)
+{
+	fprobe_like_native("wakeop", "XOR<< 31 cmp 5 0: 0x1 -> 0x80000001, woke 2, left 0 0\n");
+}
+
+/* glibc's PTHREAD_PRIO_INHERIT mutexes, normal, recursive, errorcheck and
+ * robust, under 4 threads (a counter that counts every increment), held
+ * by another (trylock, timedlock, clocklock), by itself, unlocked by one
+ * that does not hold them, their owner ended (EOWNERDEAD, ESRCH), with a
+ * condition variable; the raw PI operations and their errors. */
+static void pi_mutexes_of_every_kind_work_as_natively(void)
+{
+	fprobe_like_native("pi", "robust: 12000 of 12000\n");
+}
+
+/* FUTEX_WAIT_REQUEUE_PI and FUTEX_CMP_REQUEUE_PI: the waiter given the
+ * free PI word at once, two requeued to a held one and handed it in turn,
+ * a timeout, and the errors (a plain wake or requeue meeting them). */
+static void requeue_pi_hands_the_pi_word_over_as_natively(void)
+{
+	fprobe_like_native("requeue-pi", "requeue_pi, held: 2, mine+waiters\n");
+}
+
+/* A program that is not position-independent execs itself from a thread
+ * other than the first: its new image cannot have the address the old one
+ * holds, so it runs as a process the μprocess stands for, once the other
+ * threads have ended, as natively: the same output, one thread. */
+static void a_non_pie_program_execs_from_its_second_thread(void)
+{
+	start(2);
+	need_uprocs();
+	if (!fprobe_nopie)
+		KT_SKIP("no futex_probe-nopie: the toolchain makes no program that is not a PIE");
+	KT_EQ(kr_uproc_keep(0), 0); /* a kept image would hold the address */
+	char cmd[9000];
+	snprintf(cmd, sizeof cmd, "%s exec-thread %s", fprobe_nopie, fprobe_nopie);
+	char *native = native_out(cmd), *out;
+	KT_CHECK(strcmp(native, "before\nhello: from a thread (1 thread)\n") == 0);
+	for (int i = 0; i < 3; i++) {
+		char *argv[] = {"futex_probe-nopie", "exec-thread", (char *)fprobe_nopie, NULL};
+		KT_EQ(run(fprobe_nopie, argv, NULL, &out, NULL), 0);
+		if (strcmp(out, native))
+			fprintf(stderr, "  native:\n%s  as a μprocess:\n%s", native, out);
+		KT_CHECK(strcmp(out, native) == 0);
+		free(out);
+	}
+	free(native);
+	KT_EQ(kr_fini(), 0);
+}
+
 int main(int argc, char **argv)
 {
-	static char self[4096], tself[4096];
+	static char self[4096], tself[4096], fself[4096], fnself[4096];
 	probe = kt_beside_me(self, sizeof self, "uproc_probe");
 	tprobe = kt_beside_me(tself, sizeof tself, "uthread_probe");
+	fprobe = kt_beside_me(fself, sizeof fself, "futex_probe");
+	fprobe_nopie = kt_beside_me(fnself, sizeof fnself, "futex_probe-nopie");
+	if (access(fprobe_nopie, X_OK))
+		fprobe_nopie = NULL;
 	/* no test meets what an earlier run learnt (src/image/cache.c), but
 	 * the one that makes a cache directory of its own */
 	setenv("KARUI_CACHE_DIR", "", 1);
@@ -2986,5 +3071,9 @@ int main(int argc, char **argv)
 	KT_RUN(a_thread_ends_itself_or_its_uproc);
 	KT_RUN(a_kill_ends_every_thread_of_a_uproc_that_computes);
 	KT_RUN(threaded_programs_give_what_they_give_natively);
+	KT_RUN(wake_op_does_what_the_kernels_does);
+	KT_RUN(pi_mutexes_of_every_kind_work_as_natively);
+	KT_RUN(requeue_pi_hands_the_pi_word_over_as_natively);
+	KT_RUN(a_non_pie_program_execs_from_its_second_thread);
 	return kt_finish();
 }

@@ -38,7 +38,8 @@
  * it with SIGSEGV, as the kernel forces.  A call that a signal cut short
  * (it returned -EINTR, kr__sys) restarts when no handler runs, or when
  * the handler has SA_RESTART and the call is one the kernel restarts
- * (KR__RESTART_SA): its instruction again, %rax its number.  A call's
+ * (KR__RESTART_SA), or after any handler (KR__RESTART_ALWAYS, the
+ * kernel's -ERESTARTNOINTR): its instruction again, %rax its number.  A call's
  * own mask (sigsuspend, ppoll, pselect6, epoll_pwait) stays for the
  * handler that ends it, whose frame holds the mask from before the call.
  *
@@ -580,7 +581,8 @@ static int deliver(struct kr__uthr *t, ucontext_t *uc, int *status, int *how)
 		if (act == ACT_IGNORE)
 			continue;
 		if (restart) {
-			if (restart == KR__RESTART_SA && (ka.flags & SA_RESTART))
+			if ((restart == KR__RESTART_SA && (ka.flags & SA_RESTART)) ||
+			    restart == KR__RESTART_ALWAYS)
 				rewind_call(t, g);
 			restart = 0;
 		}

@@ -40,6 +40,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -586,7 +587,8 @@ int kr__sys_table_md(FILE *out)
 /* Whether the kernel restarts call nr, cut short by a signal, after a
  * handler with SA_RESTART (-ERESTARTSYS), or returns EINTR after any
  * handler (-ERESTARTNOHAND, _RESTARTBLOCK: poll, select, epoll_wait,
- * sleeps, pause, sigsuspend, a futex wait with a timeout); rt_sigtimedwait's
+ * sleeps, pause, sigsuspend, a futex wait with a timeout), or restarts it
+ * after any handler (-ERESTARTNOINTR: the PI futex locks); rt_sigtimedwait's
  * EINTR is its answer. */
 static int restarts(long nr, const long a[6])
 {
@@ -619,7 +621,14 @@ static int restarts(long nr, const long a[6])
 	case SYS_sendmmsg:
 		return KR__RESTART_SA;
 	case SYS_futex:
-		return a[3] ? KR__RESTART_EINTR : KR__RESTART_SA;
+		switch (a[1] & FUTEX_CMD_MASK) {
+		case FUTEX_LOCK_PI:
+		case FUTEX_LOCK_PI2:
+		case FUTEX_WAIT_REQUEUE_PI:
+			return KR__RESTART_ALWAYS;
+		default:
+			return a[3] ? KR__RESTART_EINTR : KR__RESTART_SA;
+		}
 	case SYS_rt_sigtimedwait:
 		return KR__RESTART_NO;
 	default:

@@ -266,10 +266,7 @@ static long exec_(struct kr_uproc *up, long dirfd, uintptr_t upath, uintptr_t ua
 	}
 	r = kr__uproc_exec(kr__uthr_self(), hostdir, path, argv.v, envp.v); /* takes the vectors */
 	argv = envp = (struct vec){0};
-	if (r == -ENOSYS) {
-		kr__say(up, "exec of a program that is not position-independent from a thread "
-			    "other than the first");
-	} else if (r == -ENOEXEC && is_elf(hostdir, path)) {
+	if (r == -ENOEXEC && is_elf(hostdir, path)) {
 		kr__say(up, "exec of an ELF program that karui cannot load");
 	}
 out:

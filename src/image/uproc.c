@@ -1014,6 +1014,7 @@ void kr__thr_stop_others(struct kr_uproc *up, struct kr__uthr *keep, int stop)
 /* On t's microprocess's stack (kr__uthr_end). */
 static void exec_keep(struct kr_uproc *up, struct kr__uthr *t);
 static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struct kr_uproc *old);
+static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd);
 
 static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int status, int how)
 {
@@ -1057,12 +1058,23 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 	kr__thr_reap(up);
 	if (__atomic_load_n(&t->stop, __ATOMIC_SEQ_CST) == 2 && !up->dying) {
 		struct kr_uproc *old = up->exec_old;
+		pid_t real = up->exec_real;
 		up->exec_old = NULL;
+		up->exec_real = 0;
 		t->stop = t->gone = 0;
 		up->nthreads = 1;
 		t->sigmask = up->exec_mask;
+		if (real) { /* the program runs as a process: up stands for it */
+			kr__timers_delete(up);
+			kr__call_close(up, 0); /* its exports were the old image's */
+			stand_for(t, real, up->exec_pidfd);
+		}
 		exec_keep(up, t);
 		exec_here(up, old);
+	}
+	if (up->exec_real) { /* it ended first: the process runs on, unwaited for */
+		close(up->exec_pidfd);
+		up->exec_real = 0;
 	}
 	end_here(up, up->status);
 }
@@ -2094,8 +2106,6 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	int err = image(up, dirfd, path);
 	long real = 0;
 	int pidfd = -1;
-	if (err == EADDRINUSE && t != &up->main)
-		err = ENOSYS; /* sys_exec.c says so */
 	if (err == EADDRINUSE) { /* the program as a process of its own */
 		real = kr__uproc_exec_process(t, dirfd, path, up->argv, up->envp, &pidfd);
 		err = real < 0 ? (int)-real : 0;
@@ -2119,7 +2129,9 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	pthread_mutex_lock(&G.lock);
 	kr__thr_stop_others(up, t, 1);
 	if (t != &up->main) {
-		up->exec_old = old;
+		up->exec_old = real ? NULL : old;
+		up->exec_real = (pid_t)real;
+		up->exec_pidfd = pidfd;
 		up->exec_mask = t->sigmask;
 		__atomic_store_n(&up->main.stop, 2, __ATOMIC_SEQ_CST);
 		kr_sem_post(&up->thr_sem); /* a first thread that ended waits there */

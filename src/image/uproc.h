@@ -299,9 +299,12 @@ struct kr_uproc {
 	int threaded;
 	/* an exec in a thread other than the first, which the first takes
 	 * over once the others have ended (its `stop` 2): the old image, and
-	 * the mask the new program starts with */
+	 * the mask the new program starts with; or the process the program
+	 * runs as (uproc.c: stand_for), its pid and pidfd */
 	struct kr_uproc *exec_old;
 	uint64_t exec_mask;
+	pid_t exec_real;
+	int exec_pidfd;
 	struct kr_uproc *live_next, *live_prev; /* the registry of kill and */
 	int live;                               /* kr_uproc_kill: every μprocess */
 	int status;
@@ -562,7 +565,7 @@ int kr__uproc_is_self(struct kr_uproc *up, pid_t id);
 struct kr_uproc *kr__uproc_by_pid(pid_t pid);
 
 /* ---- signal.c: delivery to the μprocess's handlers ---- */
-enum { KR__RESTART_NO, KR__RESTART_EINTR, KR__RESTART_SA };
+enum { KR__RESTART_NO, KR__RESTART_EINTR, KR__RESTART_SA, KR__RESTART_ALWAYS };
 /* Queue sig (1..64) for up (t NULL: the μprocess's, which any thread
  * that does not block it takes) or for its thread t, with its siginfo's
  * code, pid and address: nothing if it is ignored and not blocked.  The
