@@ -183,6 +183,7 @@ static int wakeop(void)
 	printf("bad op, uaddr2 NULL: %s\n", err(fx(&w1, FUTEX_WAKE_OP_PRIVATE, 1, 1, NULL, 6 << 28)));
 	printf("clock realtime: %s\n",
 	       err(fx(&w1, FUTEX_WAKE_OP_PRIVATE | FUTEX_CLOCK_REALTIME, 1, 1, &w2, good)));
+	printf("op 2: %s, ", err(fx(&w1, FUTEX_FD, 1, 0, NULL, 0)));
 	printf("op 14: %s, misaligned op 14: %s\n", err(fx(&w1, 14, 1, 0, NULL, 0)),
 	       err(fx(al + 1, 14, 1, 0, NULL, 0)));
 	return 0;

@@ -210,7 +210,8 @@ static const char
 	N_SCHED_OF[] = "of itself or its threads (by pid or tid): the kernel's for the calling "
 		       "thread; of another process: the kernel's",
 	N_ROBUST[] = "the thread's; walked when it ends: a robust mutex it holds is marked "
-		     "as its owner's that died, and a waiter woken (`EOWNERDEAD`)",
+		     "as its owner's that died, and a waiter woken (`EOWNERDEAD`), or a PI "
+		     "one's given to its first waiter",
 	N_RSEQ[] = "`ENOSYS` (the C library then does without)",
 	N_FUTEX[] = "karui's, keyed by address (one address space: private and shared "
 		    "futexes alike, between threads and between μprocesses that map the word at "
@@ -218,8 +219,13 @@ static const char
 		    "thread's microprocess, `EAGAIN` when the word has changed, until a wake, the "
 		    "timeout (`ETIMEDOUT`; relative for `FUTEX_WAIT`, absolute on either clock "
 		    "for `FUTEX_WAIT_BITSET`) or a signal (`EINTR`); `FUTEX_WAKE`, "
-		    "`FUTEX_WAKE_BITSET`, `FUTEX_REQUEUE`, `FUTEX_CMP_REQUEUE` as the kernel's; "
-		    "the PI and `FUTEX_WAKE_OP` operations: `ENOSYS`",
+		    "`FUTEX_WAKE_BITSET`, `FUTEX_REQUEUE`, `FUTEX_CMP_REQUEUE`, `FUTEX_WAKE_OP` "
+		    "(its ops and comparisons) as the kernel's; the PI operations "
+		    "(`FUTEX_LOCK_PI`, `_LOCK_PI2`, `_TRYLOCK_PI`, `_UNLOCK_PI`, "
+		    "`_WAIT_REQUEUE_PI`, `_CMP_REQUEUE_PI`) with the kernel's protocol on the "
+		    "word (owner's tid, `FUTEX_WAITERS`, `FUTEX_OWNER_DIED`; `EDEADLK`, `EPERM`, "
+		    "`ESRCH`, `ETIMEDOUT`), the lock handed to the first waiter, no priority "
+		    "boosting (its threads share one priority); the errors in the kernel's order",
 	N_SIGS[] = "its own dispositions, mask and alternate stack, which decide what its "
 		   "signals do as in the kernel: a handler runs on its stack or alternate stack "
 		   "(`SA_ONSTACK`), in an rt signal frame as the kernel's (siginfo, ucontext with "

@@ -33,18 +33,42 @@
  * uaccess.S (a bad address is EFAULT); a wake takes waiters off under the
  * same lock, so none is lost between the read and the park.  A waiter
  * that times out or is cancelled takes itself off, unless a wake took it
- * first, which counts.
+ * first, which counts.  FUTEX_WAKE_OP does the kernel's
+ * futex_atomic_op_inuser on its second word with a compare-and-swap of
+ * uaccess.S (EFAULT for a word it cannot write), under both buckets'
+ * locks, then its wakes.  The checks come in the kernel's order, so a
+ * bad call gets the kernel's error.
+ *
+ * PI futexes.  The word is the kernel's: its owner's tid (the thread's
+ * karui gave it), FUTEX_WAITERS while others wait here, FUTEX_OWNER_DIED.
+ * A lock takes a free word with a compare-and-swap under its bucket's lock
+ * (the kernel's futex_lock_pi_atomic), or sets FUTEX_WAITERS, looks for
+ * the owner among the μprocess's threads (ESRCH: none) and waits as a
+ * W_PI waiter; the owner's unlock, which FUTEX_WAITERS sends here, writes
+ * the first W_PI waiter's tid (with FUTEX_WAITERS) and wakes it, owning
+ * the word, or frees the word when none waits.  FUTEX_WAIT_REQUEUE_PI
+ * waits as W_RQ at its first word; FUTEX_CMP_REQUEUE_PI gives its first
+ * waiter the PI word if it is free (woken, owning it), and moves the
+ * others onto the PI word as W_PI.  A plain wake or requeue that meets
+ * a PI waiter is EINVAL, as the kernel's.  The priority inheritance
+ * itself is none: a μprocess's threads all run at the priority of the
+ * microprocess that started it (no call of it changes one), so an owner
+ * never runs below its waiters.
  *
  * The robust list.  set_robust_list names the list of the robust
  * mutexes a thread holds; when it ends, each one whose word still holds
  * its tid is marked FUTEX_OWNER_DIED (its waiters bit kept) and one
  * waiter woken, so that the next lock returns EOWNERDEAD, as the
  * kernel's exit_robust_list does: a bad list ends the walk, 2048 entries
- * at most, and entries of PI mutexes are passed over.
+ * at most.  A PI one with a waiter is given to it instead, and then every
+ * PI word the thread still holds goes to its first waiter with
+ * FUTEX_OWNER_DIED, as the kernel's exit_pi_state_list does (a walk of
+ * the buckets, made only while some W_PI waiter exists).
  *
- * Not done: the PI futex operations and FUTEX_WAKE_OP are ENOSYS, and an exec, from a
- * thread other than the first, of a program that cannot be a μprocess's
- * (uproc.c: stand_for) is ENOSYS (sys_exec.c says so).
+ * Rejected: a per-thread list of the PI words it holds, as the kernel's
+ * pi_state_list: every uncontended lock and unlock is the μprocess's own
+ * compare-and-swap, which karui never sees, so the list could only hold
+ * the contended ones, which the buckets already do.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -733,7 +757,7 @@ long kr__sys_futex(struct kr_uproc *up, long nr, long a[6])
 	if ((op & FUTEX_CLOCK_REALTIME) && cmd != FUTEX_WAIT_BITSET &&
 	    cmd != FUTEX_WAIT_REQUEUE_PI && cmd != FUTEX_LOCK_PI2)
 		return -ENOSYS;
-	if (cmd > FUTEX_LOCK_PI2 || cmd == 4 /* FUTEX_FD, long gone */)
+	if (cmd > FUTEX_LOCK_PI2 || cmd == FUTEX_FD) /* (FUTEX_FD: long gone) */
 		return -ENOSYS;
 	if (cmd == FUTEX_UNLOCK_PI) /* the owner checked before the address */
 		return unlock_pi(addr);

@@ -876,6 +876,16 @@ static __attribute__((noreturn, used)) void stand_in_here(struct kr_uproc *up)
 	__builtin_unreachable();
 }
 
+/* up stands for the process its exec became, whose pidfd is pidfd: a
+ * kill sent to up reaches it. */
+static void stands_for(struct kr_uproc *up, int pidfd)
+{
+	pthread_mutex_lock(&G.lock);
+	up->real = 1;
+	up->pidfd = pidfd;
+	pthread_mutex_unlock(&G.lock);
+}
+
 int kr__uproc_real_child(struct kr_uproc *up, pid_t pid, int pidfd)
 {
 	struct kr_uproc *c = uproc_alloc();
@@ -1014,7 +1024,6 @@ void kr__thr_stop_others(struct kr_uproc *up, struct kr__uthr *keep, int stop)
 /* On t's microprocess's stack (kr__uthr_end). */
 static void exec_keep(struct kr_uproc *up, struct kr__uthr *t);
 static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struct kr_uproc *old);
-static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd);
 
 static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int status, int how)
 {
@@ -1067,7 +1076,8 @@ static __attribute__((noreturn, used)) void thr_end(struct kr__uthr *t, int stat
 		if (real) { /* the program runs as a process: up stands for it */
 			kr__timers_delete(up);
 			kr__call_close(up, 0); /* its exports were the old image's */
-			stand_for(t, real, up->exec_pidfd);
+			stands_for(up, up->exec_pidfd);
+			stand_in_here(up); /* here, on the stack's top already */
 		}
 		exec_keep(up, t);
 		exec_here(up, old);
@@ -2028,10 +2038,7 @@ static __attribute__((noreturn, used)) void exec_here(struct kr_uproc *up, struc
 static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
 {
 	struct kr_uproc *up = t->up;
-	pthread_mutex_lock(&G.lock);
-	up->real = 1;
-	up->pidfd = pidfd;
-	pthread_mutex_unlock(&G.lock);
+	stands_for(up, pidfd);
 	if (!up->vparent) {
 		DIE_STACK_CLEAN(t);
 		__asm__ volatile("mov %0, %%rsp\n\tcall *%1"
