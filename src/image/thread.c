@@ -432,19 +432,18 @@ static struct fwait *pi_first(struct fbucket *b, uintptr_t addr)
 	return w;
 }
 
-/* Whether tid names a thread that lives, as the kernel's
+/* Whether tid (not 0) names a thread that lives, as the kernel's
  * attach_to_pi_owner looks: one of the calling μprocess's. */
 static int pi_owner_lives(uint32_t tid)
 {
-	struct kr__uthr *me = kr__uthr_self();
-	return tid && tid <= (uint32_t)INT32_MAX && kr__uproc_is_self(me->up, (pid_t)tid);
+	return kr__uproc_is_self(kr__uthr_self()->up, (pid_t)tid);
 }
 
 /* The kernel's futex_lock_pi_atomic under b's lock, for the thread tid:
  * 1, it owns the word now (with FUTEX_WAITERS if `waiters` or others
- * wait); 0, another does (FUTEX_WAITERS set), or none that lives
- * (-ESRCH); -EDEADLK: tid owns it already; -EFAULT; -EAGAIN: the word
- * changed meanwhile. */
+ * wait); 0, another does (FUTEX_WAITERS set now); -ESRCH: the word names
+ * no thread that lives; -EDEADLK: tid owns it already; -EFAULT; -EAGAIN:
+ * the word changed meanwhile. */
 static long pi_take_locked(struct fbucket *b, uintptr_t addr, uint32_t tid, int waiters)
 {
 	uint32_t v, nv;
