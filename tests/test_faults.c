@@ -2,12 +2,17 @@
  * The page-fault notifier (karui/carea.h, src/carea/faults.c): pages of a
  * region come from fill when first touched, start and end are told of each
  * fault with the faulting thread's id, the other microprocesses run while
- * a page is on its way, a fill that fails gives zeros, the kernel's own
+ * a page is on its way (on one VP too: the faulting one alone waits, its
+ * permit untouched), many on the same pages, the fallback where it may not
+ * be taken (a blocking section, a thread that is no VP), a destroy while
+ * microprocesses wait, a fill that fails gives zeros, the kernel's own
  * accesses, and the API's errors.  Where the kernel gives this process no userfaultfd, every case
  * says "skipped".
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 #include "kt_karui.h"
 #include <karui/carea.h>
@@ -164,6 +169,245 @@ static void the_others_run_while_a_page_is_on_its_way(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- on one VP: the faulting microprocess alone waits ---------------- */
+
+/* Where a microprocess cannot be taken off its VP at any instruction (the
+ * sanitizer builds: core/preempt.c), a fault waits in the kernel: on one
+ * VP nothing else runs meanwhile, and these cases say "skipped". */
+static void need_parking(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	KT_SKIP("the sanitizer builds take no microprocess off its VP");
+#endif
+}
+
+static uint64_t at_fill_start, at_fill_end;
+
+/* 50 ms for a page of 0x5a, the counter read as it starts and ends */
+static int fill_50ms(void *arg, void *page, void *buf)
+{
+	(void)arg, (void)page;
+	__atomic_store_n(&at_fill_start, __atomic_load_n(&counted, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	struct timespec t = {0, 50 * 1000000L};
+	while (nanosleep(&t, &t))
+		;
+	memset(buf, 0x5a, 4096);
+	__atomic_store_n(&at_fill_end, __atomic_load_n(&counted, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELEASE);
+	return 0;
+}
+
+static void *plain_toucher(void *a)
+{
+	(void)a;
+	unsigned char v = *(volatile unsigned char *)kr_faults_addr(R);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	return (void *)(uintptr_t)v;
+}
+
+static void on_one_vp_the_others_run_while_a_page_is_on_its_way(void)
+{
+	need_parking();
+	init(1);
+	kr_fault_ops ops = {.fill = fill_50ms};
+	R = region(4096, &ops, NULL);
+	kr_mp *c, *t;
+	KT_EQ(kr_mp_create(&c, NULL, counter, NULL), 0);
+	KT_EQ(kr_mp_create(&t, NULL, plain_toucher, NULL), 0);
+	void *v;
+	KT_EQ(kr_mp_join(t, &v), 0);
+	KT_EQ(kr_mp_join(c, NULL), 0);
+	KT_EQ((uintptr_t)v, 0x5a);
+	/* the counter, on the toucher's VP, counted while the page was
+	 * being filled */
+	KT_CHECK(at_fill_end > at_fill_start);
+	kr_faults_stats st;
+	KT_EQ(kr_faults_stats_get(R, &st), 0);
+	KT_EQ(st.faults, 1);
+	KT_EQ(st.parked, 1);
+	KT_EQ(kr_faults_destroy(R), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A wakeup that comes while a microprocess waits for its page is kept
+ * for its next kr_mp_park, and does not end the wait. */
+static kr_mp *waiter;
+
+static int fill_after_unpark(void *arg, void *page, void *buf)
+{
+	(void)arg, (void)page;
+	KT_EQ(kr_mp_unpark(waiter), 0); /* from this thread, no VP */
+	struct timespec t = {0, 5 * 1000000L};
+	nanosleep(&t, NULL);
+	memset(buf, 0x33, 4096);
+	return 0;
+}
+
+static void *toucher_then_park(void *a)
+{
+	(void)a;
+	unsigned char v = *(volatile unsigned char *)kr_faults_addr(R);
+	KT_EQ(kr_mp_park(), 0); /* the permit the fill left: at once */
+	return (void *)(uintptr_t)v;
+}
+
+static void a_wakeup_during_the_wait_is_kept(void)
+{
+	need_parking();
+	init(1);
+	kr_fault_ops ops = {.fill = fill_after_unpark};
+	R = region(4096, &ops, NULL);
+	KT_EQ(kr_mp_create(&waiter, NULL, toucher_then_park, NULL), 0);
+	void *v;
+	KT_EQ(kr_mp_join(waiter, &v), 0);
+	KT_EQ((uintptr_t)v, 0x33);
+	kr_faults_stats st;
+	KT_EQ(kr_faults_stats_get(R, &st), 0);
+	KT_EQ(st.parked, 1);
+	KT_EQ(kr_faults_destroy(R), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Many microprocesses of one VP on a few pages: each page filled once,
+ * each reads its page's bytes. */
+enum { MANY = 24, MANY_PAGES = 4 };
+
+static int fill_index_slowly(void *arg, void *page, void *buf)
+{
+	struct timespec t = {0, 2 * 1000000L};
+	nanosleep(&t, NULL);
+	return fill_index(arg, page, buf);
+}
+
+static void *page_reader(void *a)
+{
+	volatile unsigned char *p = kr_faults_addr(R);
+	return (void *)(uintptr_t)p[(uintptr_t)a * 4096 + 9];
+}
+
+static void many_on_the_same_pages_and_on_different_ones(void)
+{
+	init(1);
+	memset(&seen, 0, sizeof seen);
+	kr_fault_ops ops = {.fill = fill_index_slowly, .start = note_start, .end = note_end};
+	R = region(MANY_PAGES * 4096, &ops, &seen);
+	seen.base = (uintptr_t)kr_faults_addr(R);
+	kr_mp *m[MANY];
+	for (uintptr_t i = 0; i < MANY; i++)
+		KT_EQ(kr_mp_create(&m[i], NULL, page_reader, (void *)(i % MANY_PAGES)), 0);
+	for (uintptr_t i = 0; i < MANY; i++) {
+		void *v;
+		KT_EQ(kr_mp_join(m[i], &v), 0);
+		KT_EQ((uintptr_t)v, i % MANY_PAGES + 1);
+	}
+	KT_EQ(seen.fills, MANY_PAGES);
+	KT_EQ(seen.starts, MANY_PAGES);
+	KT_EQ(seen.ends, MANY_PAGES);
+	kr_faults_stats st;
+	KT_EQ(kr_faults_stats_get(R, &st), 0);
+	KT_EQ(st.faults, MANY_PAGES);
+	KT_EQ(st.filled, MANY_PAGES);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+	KT_CHECK(st.parked >= MANY_PAGES); /* each page's first, at least */
+#endif
+	KT_EQ(kr_faults_destroy(R), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- where it waits in the kernel ---------------- */
+
+static void *blocking_toucher(void *a)
+{
+	(void)a;
+	KT_EQ(kr_blocking_begin(), 0);
+	unsigned char v = *(volatile unsigned char *)kr_faults_addr(R);
+	KT_EQ(kr_blocking_end(), 0);
+	return (void *)(uintptr_t)v;
+}
+
+static void *thread_toucher(void *a)
+{
+	(void)a;
+	return (void *)(uintptr_t)((volatile unsigned char *)kr_faults_addr(R))[4096];
+}
+
+/* In a blocking section, and on a thread that is no VP, the fault waits
+ * in the kernel, and its page is right. */
+static void where_it_may_not_be_taken_the_fault_waits_in_the_kernel(void)
+{
+	init(1);
+	memset(&seen, 0, sizeof seen);
+	kr_fault_ops ops = {.fill = fill_index};
+	R = region(2 * 4096, &ops, &seen);
+	seen.base = (uintptr_t)kr_faults_addr(R);
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, blocking_toucher, NULL), 0);
+	void *v;
+	KT_EQ(kr_mp_join(m, &v), 0);
+	KT_EQ((uintptr_t)v, 1);
+	pthread_t t;
+	KT_EQ(pthread_create(&t, NULL, thread_toucher, NULL), 0);
+	KT_EQ(pthread_join(t, &v), 0);
+	KT_EQ((uintptr_t)v, 2);
+	kr_faults_stats st;
+	KT_EQ(kr_faults_stats_get(R, &st), 0);
+	KT_EQ(st.faults, 2);
+	KT_EQ(st.parked, 0);
+	KT_EQ(kr_faults_destroy(R), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* ---------------- destroyed while microprocesses wait ---------------- */
+
+/* Page 0's fill waits until the region is being destroyed; page 1's
+ * fault comes meanwhile and is never filled: its microprocess is woken
+ * by the destroy, and reads zeros. */
+static uint32_t destroying;
+
+static int fill_until_destroy(void *arg, void *page, void *buf)
+{
+	(void)arg, (void)page;
+	for (int i = 0; i < KT_WAIT_S * 1000 && !__atomic_load_n(&destroying, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	memset(buf, 0x5a, 4096);
+	return 0;
+}
+
+static void *first_toucher(void *a)
+{
+	(void)a;
+	return (void *)(uintptr_t)((volatile unsigned char *)kr_faults_addr(R))[0];
+}
+
+static void *second_toucher(void *a)
+{
+	(void)a;
+	return (void *)(uintptr_t)((volatile unsigned char *)kr_faults_addr(R))[4096];
+}
+
+static void destroyed_while_they_wait_they_get_the_page_or_zeros(void)
+{
+	need_parking();
+	init(1);
+	kr_fault_ops ops = {.fill = fill_until_destroy};
+	R = region(2 * 4096, &ops, NULL);
+	kr_mp *a, *b;
+	KT_EQ(kr_mp_create(&a, NULL, first_toucher, NULL), 0);
+	kr_faults_stats st = {0};
+	KT_WAIT((kr_faults_stats_get(R, &st), st.parked == 1), kr_mp_yield());
+	KT_EQ(kr_mp_create(&b, NULL, second_toucher, NULL), 0);
+	KT_WAIT((kr_faults_stats_get(R, &st), st.parked == 2), kr_mp_yield());
+	__atomic_store_n(&destroying, 1, __ATOMIC_RELEASE);
+	KT_EQ(kr_faults_destroy(R), 0);
+	void *va, *vb;
+	KT_EQ(kr_mp_join(a, &va), 0);
+	KT_EQ(kr_mp_join(b, &vb), 0);
+	KT_EQ((uintptr_t)va, 0x5a); /* its fill was under way: it ended */
+	KT_EQ((uintptr_t)vb, 0);    /* never filled: zeros */
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---------------- failures and errors ---------------- */
 
 static int fill_fails(void *arg, void *page, void *buf)
@@ -235,6 +479,11 @@ int main(int argc, char **argv)
 	kt_args(argc, argv);
 	KT_RUN(pages_come_from_fill_when_first_touched);
 	KT_RUN(the_others_run_while_a_page_is_on_its_way);
+	KT_RUN(on_one_vp_the_others_run_while_a_page_is_on_its_way);
+	KT_RUN(a_wakeup_during_the_wait_is_kept);
+	KT_RUN(many_on_the_same_pages_and_on_different_ones);
+	KT_RUN(where_it_may_not_be_taken_the_fault_waits_in_the_kernel);
+	KT_RUN(destroyed_while_they_wait_they_get_the_page_or_zeros);
 	KT_RUN(a_fill_that_fails_gives_zeros);
 	KT_RUN(the_kernels_own_accesses_are_served_unless_user_only);
 	KT_RUN(bad_arguments_are_refused);

@@ -115,6 +115,8 @@ typedef struct kr_faults_stats {
 	uint64_t faults;    /* faults handed to the notifier */
 	uint64_t filled;    /* pages put in */
 	uint64_t failed;    /* fills that failed (zeros put in) */
+	uint64_t parked;    /* faults whose microprocess alone waited, taken
+	                       off its VP while its VP ran others */
 	int user_only;      /* 1: the kernel's own accesses are not served */
 } kr_faults_stats;
 /* EINVAL: r or out NULL. */

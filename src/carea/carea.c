@@ -82,14 +82,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -162,10 +160,6 @@ static struct {
 	uint64_t cap_at, win_at, win_pre, probe;
 	uint64_t start;         /* our start time (/proc/self/stat) */
 	struct cvp vp[KR_VP_MAX];
-	/* code where a microprocess may not be taken: [lo, hi) */
-	struct { uintptr_t lo, hi; } text[8];
-	unsigned ntext;
-	int fsgsbase;
 	struct sigaction old;
 	uint64_t suspensions, recoveries, preemptions, deferred, allocations;
 	uint64_t lat[LAT_KEPT]; /* the last stops' durations (resumed()) */
@@ -175,30 +169,6 @@ static struct {
 /* ---------------- small helpers ---------------- */
 
 static pid_t raw_gettid(void) { return (pid_t)syscall(SYS_gettid); }
-
-/* The thread pointer, read without touching it (the handler runs it
- * before it knows whether the code it interrupted ran with ours). */
-static uintptr_t thread_pointer(void)
-{
-#if defined(__x86_64__)
-	if (C.fsgsbase) {
-		uintptr_t v;
-		__asm__ volatile("rdfsbase %0" : "=r"(v));
-		return v;
-	}
-	uintptr_t v = 0;
-	long r;
-	__asm__ volatile("syscall"
-			 : "=a"(r)
-			 : "0"((long)SYS_arch_prctl), "D"(0x1003L /* ARCH_GET_FS */), "S"(&v)
-			 : "rcx", "r11", "memory");
-	return r == 0 ? v : 0;
-#elif defined(__aarch64__)
-	uintptr_t v;
-	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(v));
-	return v;
-#endif
-}
 
 /* A process's start time (field 22 of /proc/PID/stat) and state letter;
  * 0 when it is gone.  Read relative to a descriptor of /proc, so that an
@@ -640,16 +610,6 @@ static void recover(struct kr_worker *w)
 
 /* ---------------- the signal ---------------- */
 
-static int in_text(uintptr_t ip)
-{
-	if (kr__in_karui(ip))
-		return 1;
-	for (unsigned i = 0; i < C.ntext; i++)
-		if (ip >= C.text[i].lo && ip < C.text[i].hi)
-			return 1;
-	return 0;
-}
-
 static struct cvp *vp_of_tid(pid_t tid)
 {
 	for (unsigned i = 0; i < C.nvp && i < KR_VP_MAX; i++)
@@ -712,7 +672,7 @@ static void on_urg(int sig, siginfo_t *si, void *ucv)
 		chain(sig, si, ucv);
 		return;
 	}
-	if (thread_pointer() != v->tp) {
+	if (kr__thread_pointer() != v->tp) {
 		/* a μprocess's code, on its own thread pointer: nothing of
 		 * ours may run (errno is thread-local); try again later */
 		retry_in(v, RETRY_NS);
@@ -757,7 +717,7 @@ static void on_urg(int sig, siginfo_t *si, void *ucv)
 #else
 		uintptr_t ip = (uintptr_t)uc->uc_mcontext.pc;
 #endif
-		if (!in_text(ip)) {
+		if (!kr__in_runtime(ip)) {
 			v->why = why;
 			if (why == WHY_STOP && v->w->vp->id < KR_CAREA_VPS)
 				publish_regs(&C.me->vp[v->w->vp->id], uc);
@@ -910,7 +870,7 @@ static void vp_start(struct kr_worker *w)
 	struct cvp *v = &C.vp[w->vp->id];
 	v->w = w;
 	v->tid = raw_gettid();
-	v->tp = thread_pointer();
+	v->tp = kr__thread_pointer();
 	v->idle = 0;
 	v->why = WHY_NONE;
 	v->held = NULL;
@@ -948,45 +908,6 @@ static void vp_stop(struct kr_worker *w)
 }
 
 /* ---------------- the segment ---------------- */
-
-struct text_want {
-	uintptr_t at;   /* the object that holds this address */
-	uintptr_t base; /* or, if not 0, the one loaded there */
-};
-
-static int text_of(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size;
-	const struct text_want *t = arg;
-	int mine = t->base && info->dlpi_addr == t->base;
-	for (int i = 0; !mine && !t->base && i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		mine = ph->p_type == PT_LOAD && t->at >= lo && t->at < lo + ph->p_memsz;
-	}
-	if (!mine)
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum && C.ntext < sizeof C.text / sizeof C.text[0]; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-			continue;
-		C.text[C.ntext].lo = info->dlpi_addr + ph->p_vaddr;
-		C.text[C.ntext].hi = C.text[C.ntext].lo + ph->p_memsz;
-		C.ntext++;
-	}
-	return 1;
-}
-
-/* The C library's code and the dynamic linker's (karui's own is L2's:
- * kr__in_karui). */
-static void find_texts(void)
-{
-	struct text_want t[2] = {{(uintptr_t)&malloc, 0}, {0, (uintptr_t)getauxval(AT_BASE)}};
-	C.ntext = 0;
-	for (int i = 0; i < 2; i++)
-		if (t[i].at || t[i].base)
-			dl_iterate_phdr(text_of, &t[i]);
-}
 
 static const char *seg_name(char *buf, size_t n)
 {
@@ -1156,10 +1077,6 @@ static unsigned start(unsigned nvp)
 		fclose(f);
 	}
 	__atomic_store_n(&me->state, KR_CA_SLOT_LIVE, __ATOMIC_RELEASE);
-#if defined(__x86_64__)
-	C.fsgsbase = (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) != 0;
-#endif
-	find_texts();
 	struct sigaction sa = {.sa_sigaction = on_urg, .sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART};
 	sigfillset(&sa.sa_mask);
 	sigaction(SIGURG, &sa, &C.old);

@@ -68,10 +68,45 @@ void kr__mp_ready(kr_mp *mp);
  * resumes the microprocess, just before it goes on.  Returns only when it
  * refuses: EAGAIN. */
 int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg);
-/* kr_init's, with an allocator, once the VPs run: finds karui's code and
- * runs the probe kr__preempt needs (preempt.c); until then it refuses. */
+/* kr__preempt for a wait that another thread ends (the page-fault
+ * notifier's, carea/faults.c): the interrupted microprocess is taken as
+ * kr__preempt takes it, with the same refusals, and the VP's idle loop,
+ * off the signal stack, gives its handle to held(mp, held_arg) rather than to an
+ * allocator (none is needed).  Its permit is left alone (it is still
+ * running, as the core sees it: a wakeup sets the permit).  Whoever
+ * ends the wait makes it ready with kr__mp_ready_any, from any thread;
+ * hook(arg), if not NULL, is called on the VP that resumes it.  Returns
+ * only when it refuses: EAGAIN. */
+int kr__preempt_hold(ucontext_t *uc, void (*held)(kr_mp *mp, uintptr_t held_arg),
+		     uintptr_t held_arg, void (*hook)(uintptr_t), uintptr_t arg);
+/* Make ready the microprocess of handle h that kr__preempt_hold gave to a
+ * held(), from any thread (not a signal handler): on a VP, onto its queue;
+ * off one, through the scheduler, or posted to the one VP (permit.h). */
+void kr__mp_ready_any(kr_mp *h);
+/* kr_init's, with an allocator or once kr__preempt_want was called, once
+ * the VPs run: finds karui's code and the C library's and runs the probe
+ * kr__preempt needs (preempt.c); until then it refuses. */
 void kr__preempt_init(void);
+/* kr__preempt is wanted without an allocator: kr__preempt_init now, if
+ * called on a VP and not done yet, and at each kr_init from now on. */
+void kr__preempt_want(void);
+int kr__preempt_wanted(void);
 /* Is ip in karui's own code?  (Any thread, a signal handler too.) */
 int kr__in_karui(uintptr_t ip);
+/* ... in karui's, the C library's or the dynamic linker's, where a
+ * microprocess may hold a lock or a thread's data: the code a caller of
+ * kr__preempt refuses (found by kr__preempt_init). */
+int kr__in_runtime(uintptr_t ip);
+/* The thread pointer, read without using it (a handler that may have
+ * interrupted code running on another one: a μprocess's). */
+uintptr_t kr__thread_pointer(void);
+/* In a signal handler: the VP it runs on, if the code it interrupted ran
+ * with that VP's own thread pointer (else NULL: a thread that is no VP,
+ * or a μprocess's code); nothing thread-local is read first. */
+struct kr_worker *kr__signal_worker(void);
+/* Is thread tid a VP's?  (Any thread.) */
+int kr__vp_tid(int tid);
+/* worker_new (w) and worker_free (NULL) of VP id, on w's thread. */
+void kr__preempt_vp(struct kr_worker *w, unsigned id);
 
 #endif

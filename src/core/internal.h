@@ -174,6 +174,10 @@ struct kr_worker {
 	int spare;              /* started for a blocking call (blocking.c) */
 	kr_mp *held;            /* taken from this VP by kr__preempt, for its
 	                           idle loop to give to the allocator (alloc.h) */
+	void (*hold)(kr_mp *mp, uintptr_t arg); /* or, if not NULL, to this
+	                           (kr__preempt_hold), with hold_arg */
+	uintptr_t hold_arg;
+	uintptr_t tp;           /* its thread's thread pointer (preempt.c) */
 	int blocked;            /* inside kr_blocking_begin/end */
 	uint32_t away_timers;   /* parked as a spare with timers armed, and
 	                           counted in naway (blocking.c; atomic) */

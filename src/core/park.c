@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "rt.h"
 
 /* block's general path (rt.h). */
@@ -224,6 +225,15 @@ static inline __attribute__((always_inline)) int wake_rmw(struct kr_worker *w, k
 
 /* ---------------- one VP ---------------- */
 
+/* A post, applied on the VP (mode: permit.h's). */
+static void post_apply(struct kr_worker *w, const struct kr__post *p, uint32_t mode)
+{
+	if (p->how == POST_READY)
+		seam_ready(w, kr__rec(p->h));
+	else
+		wake_as(w, p->h, p->how == POST_CANCEL, 0, mode);
+}
+
 /* Nothing applied posts again: the array stays the VP's until its next
  * take. */
 __attribute__((noinline)) void kr__permits_apply(void)
@@ -232,7 +242,7 @@ __attribute__((noinline)) void kr__permits_apply(void)
 	struct kr__post *v = kr__permits_take(SOLO_ON, &n);
 	struct kr_worker *w = W();
 	for (unsigned k = 0; k < n; k++)
-		wake_solo(w, v[k].h, v[k].cancel, 0);
+		post_apply(w, &v[k], SOLO_ON);
 }
 
 /* The one-VP state ends for good, before a second VP starts: what was
@@ -246,7 +256,7 @@ void kr__permits_several(void)
 	unsigned n;
 	struct kr__post *v = kr__permits_take(0, &n);
 	for (unsigned k = 0; k < n; k++)
-		wake_rmw(w, v[k].h, v[k].cancel, 0);
+		post_apply(w, &v[k], 0);
 }
 
 /* kr_mp_unpark and kr_mp_cancel off a VP. */
@@ -285,6 +295,16 @@ static inline __attribute__((always_inline)) int wake(kr_mp *h, int cancel, int 
 	if (mode)
 		return wake_solo(w, h, cancel, ended);
 	return wake_rmw(w, h, cancel, ended);
+}
+
+void kr__mp_ready_any(kr_mp *h)
+{
+	struct kr_worker *w = W();
+	if (w)
+		seam_ready(w, kr__rec(h));
+	else if (!__atomic_load_n(&kr__solo, __ATOMIC_ACQUIRE) ||
+		 kr__permit_post(h, POST_READY) == PERMIT_SEVERAL)
+		kr__ready_tail(NULL, kr__rec(h));
 }
 
 int kr_mp_unpark(kr_mp *mp) { return wake(mp, 0, ESRCH); }

@@ -51,7 +51,7 @@ struct kr__post *kr__permits_take(uint32_t solo, unsigned *n)
  * parked takes the wakeup from L0.  A handle that is stale now is
  * PERMIT_STALE; one whose life ends before the VP applies it is owed
  * nothing (as in end_rest). */
-int kr__permit_post(kr_mp *h, int cancel)
+int kr__permit_post(kr_mp *h, int how)
 {
 	for (;;) {
 		kr__spin_lock(&P.lock);
@@ -62,7 +62,7 @@ int kr__permit_post(kr_mp *h, int cancel)
 			return solo ? PERMIT_STALE : PERMIT_SEVERAL;
 		}
 		if (P.n < P.cap[c]) {
-			P.v[c][P.n++] = (struct kr__post){h, cancel};
+			P.v[c][P.n++] = (struct kr__post){h, how};
 			__atomic_store_n(&kr__solo, SOLO_ON | SOLO_POSTED, __ATOMIC_RELAXED);
 			kr__spin_unlock(&P.lock);
 			if (!(solo & SOLO_POSTED))

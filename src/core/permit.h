@@ -334,17 +334,20 @@ static inline int permit_served_end(kr_mp *self, uint32_t mode)
 	return (int)(s & (WS_INTR | WS_CANCEL));
 }
 
-/* A thread that is no VP posts the wakeup of h to the one VP (permit.c):
- * PERMIT_SET (posted), PERMIT_STALE, or PERMIT_SEVERAL: the one-VP state
- * is over, wake by RMW (permit_wake, mode 0). */
-int kr__permit_post(kr_mp *h, int cancel);
+/* A thread that is no VP posts the wakeup of h to the one VP (permit.c),
+ * `how` one of POST_*: PERMIT_SET (posted), PERMIT_STALE, or
+ * PERMIT_SEVERAL: the one-VP state is over, wake by RMW (permit_wake,
+ * mode 0).  POST_READY is no wakeup: h, held off every queue with its
+ * permit untouched (kr__preempt_hold), is made ready (kr__mp_ready_any). */
+enum { POST_WAKE = 0, POST_CANCEL = 1, POST_READY = 2 };
+int kr__permit_post(kr_mp *h, int how);
 
 /* The posts so far, for the VP to apply, and kr__solo's new value
  * (SOLO_ON, or 0 for good); *n: how many.  The array returned is no
  * longer posted to, and stays the VP's until its next take (permit.c). */
 struct kr__post {
 	kr_mp *h;
-	int cancel;
+	int how;
 };
 struct kr__post *kr__permits_take(uint32_t solo, unsigned *n);
 

@@ -53,7 +53,9 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -70,6 +72,11 @@ static struct {
 	uintptr_t lo, hi;    /* karui's code */
 	uintptr_t entry_ret; /* where a microprocess's function returns to */
 	uintptr_t entry_off; /* a record's address less its function's CFA */
+	struct { uintptr_t lo, hi; } text[8]; /* the C library's, ld.so's */
+	unsigned ntext;
+	int wanted;          /* kr__preempt_want was called */
+	int fsgsbase;        /* x86-64: rdfsbase may be used */
+	int tid[KR_VP_MAX];  /* each VP's thread (atomic; 0: none) */
 } PR;
 
 /* libkarui.a's code, in a program linked with it (cmake/karui-text.sh) */
@@ -101,6 +108,45 @@ static int text_of(struct dl_phdr_info *info, size_t size, void *arg)
 
 int kr__in_karui(uintptr_t ip) { return ip - PR.lo < PR.hi - PR.lo; }
 
+int kr__in_runtime(uintptr_t ip)
+{
+	if (kr__in_karui(ip))
+		return 1;
+	for (unsigned i = 0; i < PR.ntext; i++)
+		if (ip >= PR.text[i].lo && ip < PR.text[i].hi)
+			return 1;
+	return 0;
+}
+
+struct text_want {
+	uintptr_t at;   /* the object that holds this address */
+	uintptr_t base; /* or, if not 0, the one loaded there */
+};
+
+static int lib_text_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	const struct text_want *t = arg;
+	int mine = t->base && info->dlpi_addr == t->base;
+	for (int i = 0; !mine && !t->base && i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		mine = ph->p_type == PT_LOAD && t->at >= lo && t->at < lo + ph->p_memsz;
+	}
+	if (!mine)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum && PR.ntext < sizeof PR.text / sizeof PR.text[0];
+	     i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+			continue;
+		PR.text[PR.ntext].lo = info->dlpi_addr + ph->p_vaddr;
+		PR.text[PR.ntext].hi = PR.text[PR.ntext].lo + ph->p_memsz;
+		PR.ntext++;
+	}
+	return 1;
+}
+
 static void probe_run(void);
 
 void kr__preempt_init(void)
@@ -112,8 +158,85 @@ void kr__preempt_init(void)
 	} else {
 		dl_iterate_phdr(text_of, NULL);
 	}
+	/* the C library's code and the dynamic linker's */
+	struct text_want t[2] = {{(uintptr_t)&malloc, 0}, {0, (uintptr_t)getauxval(AT_BASE)}};
+	PR.ntext = 0;
+	for (int i = 0; i < 2; i++)
+		if (t[i].at || t[i].base)
+			dl_iterate_phdr(lib_text_of, &t[i]);
 	probe_run();
 }
+
+void kr__preempt_want(void)
+{
+	__atomic_store_n(&PR.wanted, 1, __ATOMIC_RELAXED);
+	if (W() && !PR.entry_ret)
+		kr__preempt_init();
+}
+
+int kr__preempt_wanted(void) { return __atomic_load_n(&PR.wanted, __ATOMIC_RELAXED); }
+
+/* ---------------- the VP a handler interrupted ---------------- */
+
+uintptr_t kr__thread_pointer(void)
+{
+#if defined(__x86_64__)
+	if (PR.fsgsbase) {
+		uintptr_t v;
+		__asm__ volatile("rdfsbase %0" : "=r"(v));
+		return v;
+	}
+	uintptr_t v = 0;
+	long r;
+	__asm__ volatile("syscall"
+			 : "=a"(r)
+			 : "0"((long)SYS_arch_prctl), "D"(0x1003L /* ARCH_GET_FS */), "S"(&v)
+			 : "rcx", "r11", "memory");
+	return r == 0 ? v : 0;
+#elif defined(__aarch64__)
+	uintptr_t v;
+	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(v));
+	return v;
+#else
+	return 0;
+#endif
+}
+
+void kr__preempt_vp(struct kr_worker *w, unsigned id)
+{
+#if defined(__x86_64__)
+	PR.fsgsbase = (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) != 0;
+#endif
+	if (w)
+		w->tp = kr__thread_pointer();
+	__atomic_store_n(&PR.tid[id], w ? (int)syscall(SYS_gettid) : 0, __ATOMIC_RELEASE);
+}
+
+static int vp_index(int tid)
+{
+	uint32_t hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; tid && i < hi && i < KR_VP_MAX; i++)
+		if (__atomic_load_n(&PR.tid[i], __ATOMIC_ACQUIRE) == tid)
+			return (int)i;
+	return -1;
+}
+
+int kr__vp_tid(int tid) { return vp_index(tid) >= 0; }
+
+struct kr_worker *kr__signal_worker(void)
+{
+	int i = vp_index((int)syscall(SYS_gettid));
+	/* a VP's own worker lives while its thread runs */
+	struct kr_worker *w = i < 0 ? NULL : __atomic_load_n(&kr__workers[i], __ATOMIC_ACQUIRE);
+	return w && w->tp == kr__thread_pointer() ? w : NULL;
+}
+
+/* What the idle loop gives a taken microprocess to: fn NULL, the
+ * allocator (kr__preempt); else fn(mp, arg) (kr__preempt_hold). */
+struct hold {
+	void (*fn)(kr_mp *mp, uintptr_t arg);
+	uintptr_t arg;
+};
 
 #if (defined(__x86_64__) || defined(__aarch64__)) && !defined(__SANITIZE_ADDRESS__) && \
 	!defined(__SANITIZE_THREAD__)
@@ -176,10 +299,12 @@ static int karui_below(const kr_mp *mp, uintptr_t sp, uintptr_t lr)
 /* mp's context is the frame at f now: leave the handler for w's idle
  * context, which releases mp once off the signal stack. */
 __attribute__((noreturn)) static void taken(struct kr_worker *w, kr_mp *mp, void *f,
-					    const ucontext_t *uc)
+					    const ucontext_t *uc, const struct hold *h)
 {
 	mp->ctx.sp = f;
 	w->held = mp;
+	w->hold = h->fn;
+	w->hold_arg = h->arg;
 	w->cur = NULL; /* a signal from here on finds no microprocess */
 	pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, NULL);
 	kr__ctx_jump(&w->idle.ctx, &mp->on_cpu);
@@ -218,7 +343,7 @@ enum {
 	ROOM = 4096,              /* what kr__preempt_fixup may use below */
 };
 
-int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+static int take(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg, const struct hold *h)
 {
 	struct kr_worker *w = W();
 	kr_mp *mp = takeable(w);
@@ -262,7 +387,7 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 	f[KR_FRAME_RESUME / 8] = (uintptr_t)kr__preempt_resume;
 	uint64_t fpctl = KR_FRAME_MXCSR_DEFAULT | (uint64_t)KR_FRAME_X87CW_DEFAULT << 32;
 	memcpy((unsigned char *)f + KR_FRAME_FPCTL, &fpctl, sizeof fpctl);
-	taken(w, mp, f, uc);
+	taken(w, mp, f, uc, h);
 }
 
 #elif defined(__aarch64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
@@ -313,7 +438,7 @@ static int state_inline(const ucontext_t *uc)
 	return 0;
 }
 
-int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+static int take(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg, const struct hold *h)
 {
 	struct kr_worker *w = W();
 	kr_mp *mp = takeable(w);
@@ -342,19 +467,31 @@ int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
 	memcpy(f + 72, &x20, 8);
 	memcpy(f + 80, &x21, 8);
 	memcpy(f + KR_FRAME_RESUME, &x30, 8);
-	taken(w, mp, f, uc);
+	taken(w, mp, f, uc, h);
 }
 
 #else
 
 static void probe_run(void) {} /* kr__preempt refuses: nothing to find */
 
-int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+static int take(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg, const struct hold *h)
 {
 	(void)uc;
 	(void)hook;
 	(void)arg;
+	(void)h;
 	return EAGAIN;
 }
 
 #endif
+
+int kr__preempt(ucontext_t *uc, void (*hook)(uintptr_t), uintptr_t arg)
+{
+	return take(uc, hook, arg, &(struct hold){NULL, 0});
+}
+
+int kr__preempt_hold(ucontext_t *uc, void (*held)(kr_mp *mp, uintptr_t held_arg),
+		     uintptr_t held_arg, void (*hook)(uintptr_t), uintptr_t arg)
+{
+	return held ? take(uc, hook, arg, &(struct hold){held, held_arg}) : EINVAL;
+}

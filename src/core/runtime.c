@@ -175,7 +175,13 @@ static void idle_loop(struct kr_worker *w)
 		int routed = mp != NULL; /* its switch is traced already */
 		w->pending = NULL;
 		release_dead(w);
-		if (!mp && G.alloc) {
+		if (!mp && w->hold) {
+			void (*hold)(kr_mp *, uintptr_t) = w->hold;
+			kr_mp *held = w->held;
+			w->hold = NULL;
+			w->held = NULL;
+			hold(kr__handle(held), w->hold_arg);
+		} else if (!mp && G.alloc) {
 			mp = G.alloc->idle(w, w->held);
 			w->held = NULL;
 		} else if (w->spare && !mp) {
@@ -247,6 +253,7 @@ static struct kr_worker *worker_new(kr_vp *vp)
 	w->tick = 8;
 	w->fast = seam_fast(w);
 	__atomic_store_n(&kr__workers[vp->id], w, __ATOMIC_RELEASE);
+	kr__preempt_vp(w, vp->id);
 	uint32_t hi = __atomic_load_n(&kr__workers_hi, __ATOMIC_RELAXED);
 	while (hi <= vp->id && !__atomic_compare_exchange_n(&kr__workers_hi, &hi, vp->id + 1, 1,
 							    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
@@ -259,6 +266,7 @@ static struct kr_worker *worker_new(kr_vp *vp)
 static void worker_free(unsigned id)
 {
 	struct kr_worker *w = kr__workers[id];
+	kr__preempt_vp(NULL, id);
 	__atomic_store_n(&kr__workers[id], NULL, __ATOMIC_RELEASE);
 	kr__timers_fini(&w->timers);
 	release_dead(w);
@@ -493,7 +501,7 @@ int kr_init(const kr_config *cfg)
 			return err;
 		}
 	}
-	if (G.alloc)
+	if (G.alloc || kr__preempt_wanted())
 		kr__preempt_init();
 	return 0;
 }
