@@ -83,12 +83,18 @@ int kr_carea_stats_get(kr_carea_stats *out);
 /* ---------------- the page-fault notifier (seed 004 §3.3) ----------------
  *
  * A region whose pages are not there until first touched: a fault on one
- * is handed (userfaultfd) to a notifier thread of the region's, which
- * tells the scheduler's callbacks synchronously that a fault started, asks
- * `fill` for the page's bytes, puts the page in, and says the fault ended.
- * Meanwhile the faulting VP waits in the kernel: the microprocesses queued
- * on it go to the other VPs, and under kr_carea a stopped VP of the
- * process takes its processor (BLOCKED).  Usable with or without kr_carea,
+ * is handed (userfaultfd) to notifier threads of the region's, which
+ * tell the scheduler's callbacks synchronously that a fault started, ask
+ * `fill` for the page's bytes, put the page in, and say the fault ended.
+ * Meanwhile a microprocess that faulted in its own code waits alone: it is
+ * taken off its VP (a signal, SIGRTMAX, ends the kernel's wait), which runs
+ * the others, and made ready after the end; its wakeup permit is left
+ * alone.  Where it cannot be (a thread that is no VP, a blocking section,
+ * the C library's code, a system call's own access, the sanitizer builds)
+ * the faulting VP waits in the kernel: the microprocesses queued on it go
+ * to the other VPs, and under kr_carea a stopped VP of the process takes
+ * its processor (BLOCKED).  A page is filled and told once, whoever
+ * faults on it meanwhile.  Usable with or without kr_carea,
  * before or after kr_init.  Where the kernel lets a process have
  * userfaultfd for its user-mode faults only (vm.unprivileged_userfaultfd
  * 0, no /dev/userfaultfd), the kernel's own accesses to a missing page (a
@@ -112,7 +118,7 @@ int kr_faults_create(kr_faults **out, size_t len, const kr_fault_ops *ops, void 
 void *kr_faults_addr(const kr_faults *r);   /* NULL for NULL */
 size_t kr_faults_size(const kr_faults *r);  /* 0 for NULL */
 typedef struct kr_faults_stats {
-	uint64_t faults;    /* faults handed to the notifier */
+	uint64_t faults;    /* faults served (a page's once) */
 	uint64_t filled;    /* pages put in */
 	uint64_t failed;    /* fills that failed (zeros put in) */
 	uint64_t parked;    /* faults whose microprocess alone waited, taken
@@ -121,8 +127,9 @@ typedef struct kr_faults_stats {
 } kr_faults_stats;
 /* EINVAL: r or out NULL. */
 int kr_faults_stats_get(const kr_faults *r, kr_faults_stats *out);
-/* The notifier ends and the region goes; no thread may touch it any
- * more.  EINVAL: NULL. */
+/* The notifier ends (after the page it is filling) and the region goes,
+ * once every microprocess still waiting on it has run on with its page or
+ * zeros; no thread may touch it any more.  EINVAL: NULL. */
 int kr_faults_destroy(kr_faults *r);
 
 #ifdef __cplusplus
