@@ -183,15 +183,22 @@ static void need_parking(void)
 
 static uint64_t at_fill_start, at_fill_end;
 
-/* 50 ms for a page of 0x5a, the counter read as it starts and ends */
+/* A slow page of 0x5a: once its microprocess is off its VP, 50 ms and
+ * then until the counter has moved (at most 10 s: the counter cannot
+ * move while its VP waits in the kernel), the counter read as the wait
+ * starts and as it ends. */
 static int fill_50ms(void *arg, void *page, void *buf)
 {
 	(void)arg, (void)page;
-	__atomic_store_n(&at_fill_start, __atomic_load_n(&counted, __ATOMIC_ACQUIRE),
-			 __ATOMIC_RELEASE);
+	kr_faults_stats st = {0};
+	KT_WAIT((kr_faults_stats_get(R, &st), st.parked == 1), usleep(1000));
+	uint64_t start = __atomic_load_n(&counted, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&at_fill_start, start, __ATOMIC_RELEASE);
 	struct timespec t = {0, 50 * 1000000L};
 	while (nanosleep(&t, &t))
 		;
+	for (int i = 0; i < 10000 && __atomic_load_n(&counted, __ATOMIC_ACQUIRE) == start; i++)
+		usleep(1000);
 	memset(buf, 0x5a, 4096);
 	__atomic_store_n(&at_fill_end, __atomic_load_n(&counted, __ATOMIC_ACQUIRE),
 			 __ATOMIC_RELEASE);
@@ -237,9 +244,9 @@ static kr_mp *waiter;
 static int fill_after_unpark(void *arg, void *page, void *buf)
 {
 	(void)arg, (void)page;
+	kr_faults_stats st = {0};
+	KT_WAIT((kr_faults_stats_get(R, &st), st.parked == 1), usleep(1000));
 	KT_EQ(kr_mp_unpark(waiter), 0); /* from this thread, no VP */
-	struct timespec t = {0, 5 * 1000000L};
-	nanosleep(&t, NULL);
 	memset(buf, 0x33, 4096);
 	return 0;
 }
@@ -360,14 +367,15 @@ static void where_it_may_not_be_taken_the_fault_waits_in_the_kernel(void)
 
 /* ---------------- destroyed while microprocesses wait ---------------- */
 
-/* Page 0's fill waits until the region is being destroyed; page 1's
- * fault comes meanwhile and is never filled: its microprocess is woken
- * by the destroy, and reads zeros. */
-static uint32_t destroying;
+/* Page 0's fill, once started, waits until the region is being
+ * destroyed, and ends; page 1's fault comes meanwhile and is never
+ * filled: its microprocess is woken by the destroy, and reads zeros. */
+static uint32_t destroying, filling;
 
 static int fill_until_destroy(void *arg, void *page, void *buf)
 {
 	(void)arg, (void)page;
+	__atomic_store_n(&filling, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < KT_WAIT_S * 1000 && !__atomic_load_n(&destroying, __ATOMIC_ACQUIRE); i++)
 		usleep(1000);
 	memset(buf, 0x5a, 4096);
@@ -396,6 +404,7 @@ static void destroyed_while_they_wait_they_get_the_page_or_zeros(void)
 	KT_EQ(kr_mp_create(&a, NULL, first_toucher, NULL), 0);
 	kr_faults_stats st = {0};
 	KT_WAIT((kr_faults_stats_get(R, &st), st.parked == 1), kr_mp_yield());
+	KT_WAIT(__atomic_load_n(&filling, __ATOMIC_ACQUIRE), kr_mp_yield());
 	KT_EQ(kr_mp_create(&b, NULL, second_toucher, NULL), 0);
 	KT_WAIT((kr_faults_stats_get(R, &st), st.parked == 2), kr_mp_yield());
 	__atomic_store_n(&destroying, 1, __ATOMIC_RELEASE);

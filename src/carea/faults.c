@@ -25,8 +25,10 @@
  * the access is made again after rt_sigreturn.  So the reader, for a
  * fault by a VP's thread (kr__vp_tid) blocked in user mode (its
  * /proc/self/task/TID/syscall says -1: no system call, whose copy to the
- * region the signal would fail with EFAULT), takes a request (below) and
- * sends that thread KR__SIGPAGE with the request in si_value
+ * region the signal would fail with EFAULT), while the signal's handler is
+ * still karui's (installed at the first region; a foreign signal goes to
+ * the handler it replaced), takes a request (below) and sends that thread
+ * KR__SIGPAGE (SIGRTMAX) with the request in si_value
  * (rt_tgsigqueueinfo).  The handler, if the code it interrupted is a
  * microprocess of that VP that may be taken off it (kr__signal_worker: the
  * VP's own thread pointer, not a μprocess's; not in karui's code, the C
@@ -295,8 +297,10 @@ static int user_mode_wait(int tid)
  * if it may. */
 static void ask(kr_faults *r, uintptr_t p, int tid)
 {
-	if (!kr__vp_tid(tid) || present(r, p) || !user_mode_wait(tid))
-		return;
+	struct sigaction now;
+	if (!kr__vp_tid(tid) || present(r, p) || !user_mode_wait(tid) ||
+	    sigaction(KR__SIGPAGE, NULL, &now) || now.sa_sigaction != on_page)
+		return; /* (the program took the signal back: none sent) */
 	for (unsigned i = 0; i < NREQ; i++) {
 		struct req *q = &REQ[i];
 		uint64_t w = __atomic_load_n(&q->word, __ATOMIC_RELAXED);
