@@ -80,6 +80,8 @@ void kb_seed000_table5(const kb_ctx *c);
 void kb_seed004_real(const kb_ctx *c);
 /* exp_carea.c */
 void kb_carea_stop(const kb_ctx *c);
+/* exp_faults.c: faults on slow pages beside computing, on one processor */
+void kb_carea_faults(const kb_ctx *c);
 
 /* exp_uproc.c: seed 003's μprocesses against processes */
 void kb_seed003_table2(const kb_ctx *c);

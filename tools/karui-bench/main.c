@@ -233,6 +233,10 @@ static const struct seed {
 	 "a microprocess stopped in the middle by the C-area, or a thread preempted by "
 	 "another program: us until it runs again (--n: the other program's visits)",
 	 "karui-carea pthread", kb_carea_stop},
+	{"carea.faults",
+	 "N flows that fault on 2 ms pages (one notifier) and N that compute 2 ms, "
+	 "on one processor: makespan ms (--n: N)",
+	 "karui pthread", kb_carea_faults},
 	{"seed003.table2", "a null program started and waited for, us per program (--n: "
 	 "programs per repeat)", "karui karui-kept karui-not-kept fork-exec posix-spawn pthread",
 	 kb_seed003_table2},
