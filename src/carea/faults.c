@@ -24,8 +24,9 @@
  * (VM_FAULT_RETRY), its handler runs at the faulting instruction, and
  * the access is made again after rt_sigreturn.  So the reader, for a
  * fault by a VP's thread (kr__vp_tid) blocked in user mode (its
- * /proc/self/task/TID/syscall says -1: no system call, whose copy to the
- * region the signal would fail with EFAULT), while the signal's handler is
+ * /proc/self/task/TID/syscall says -1: no system call, whose own access
+ * a signal does not end: the kernel makes it again at once while one is
+ * pending, a fatal one aside, until the page is in), while the signal's handler is
  * still karui's (installed at the first region; a foreign signal goes to
  * the handler it replaced), takes a request (below) and sends that thread
  * KR__SIGPAGE (SIGRTMAX) with the request in si_value
