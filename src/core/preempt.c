@@ -25,7 +25,29 @@
  * interrupted mask and jumps to the VP's idle context (kr__ctx_jump), which
  * releases the microprocess's on_cpu once off the alternate signal stack;
  * the kernel's signal frame there is simply abandoned, as siglongjmp does.
- * The idle loop then gives w->held to the allocator's idle hook.
+ * The idle loop then gives w->held to the allocator's idle hook, or, for
+ * kr__preempt_hold, to the caller's held() with its handle (w->hold): a
+ * wait that a thread that is no VP ends (the page-fault notifier,
+ * carea/faults.c), which needs no allocator.  The held microprocess's
+ * permit is not touched: to the core it is still running (a wakeup sets
+ * the permit; a direct switch to it is refused, EBUSY), and
+ * kr__mp_ready_any hands it to the scheduler, from a thread that is no
+ * VP as a post to the one VP (permit.h, POST_READY) while that state
+ * lasts.  Its cost is the idle loop's one look at w->hold when it has
+ * nothing handed over.
+ *
+ * The VP a handler interrupted.  A handler that may have interrupted a
+ * μprocess's code runs on that μprocess's thread pointer, where karui's
+ * thread-local data are not: kr__signal_worker finds the VP by its
+ * thread id (a table of each VP's, filled as its worker is made) and
+ * compares the thread pointer its worker recorded with the one now
+ * (kr__thread_pointer: rdfsbase where the kernel allows it, else
+ * arch_prctl; tpidr_el0 on aarch64) before anything thread-local is read.
+ * kr__in_runtime adds the C library's and the dynamic linker's code to
+ * karui's, where a handler refuses to take a microprocess (a lock, a
+ * thread's data); the C-area's SIGURG handler and the notifier's both use
+ * them.  Without an allocator kr__preempt_init runs once something wants
+ * it (kr__preempt_want), at once on a VP and at each kr_init after.
  *
  * Karui running for the microprocess.  Between the moment karui makes a
  * microprocess findable (queued by its own yield, woken before it has
