@@ -3,14 +3,17 @@
  * region come from fill when first touched, start and end are told of each
  * fault with the faulting thread's id, the other microprocesses run while
  * a page is on its way (on one VP too: the faulting one alone waits, its
- * permit untouched), many on the same pages, the fallback where it may not
- * be taken (a blocking section, a thread that is no VP), a destroy while
+ * permit untouched; under the C-area's time slices too), many on the same
+ * pages, the fallback where it may not be taken (a blocking section, a
+ * thread that is no VP, a system call's own access), a destroy while
  * microprocesses wait, a fill that fails gives zeros, the kernel's own
- * accesses, and the API's errors.  Where the kernel gives this process no userfaultfd, every case
- * says "skipped".
+ * accesses, and the API's errors.  Where the kernel gives this process no
+ * userfaultfd, every case says "skipped".
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -235,6 +238,35 @@ static void on_one_vp_the_others_run_while_a_page_is_on_its_way(void)
 	KT_EQ(st.parked, 1);
 	KT_EQ(kr_faults_destroy(R), 0);
 	KT_EQ(kr_fini(), 0);
+}
+
+/* The same under the C-area with 1 ms time slices: its signal and the
+ * notifier's on the same VP. */
+static void under_the_carea_with_time_slices_too(void)
+{
+	need_parking();
+	char seg[96];
+	snprintf(seg, sizeof seg, "/karui-faults-test-%d", (int)getpid());
+	shm_unlink(seg);
+	KT_EQ(kr_carea_configure(&(kr_carea_config){.segment = seg, .slice = 1 * MS}), 0);
+	kr_config cfg = {.vps = 1, .alloc = &kr_carea};
+	KT_EQ(kr_init(&cfg), 0);
+	kr_fault_ops ops = {.fill = fill_50ms};
+	R = region(4096, &ops, NULL);
+	kr_mp *c, *t;
+	KT_EQ(kr_mp_create(&c, NULL, counter, NULL), 0);
+	KT_EQ(kr_mp_create(&t, NULL, plain_toucher, NULL), 0);
+	void *v;
+	KT_EQ(kr_mp_join(t, &v), 0);
+	KT_EQ(kr_mp_join(c, NULL), 0);
+	KT_EQ((uintptr_t)v, 0x5a);
+	KT_CHECK(at_fill_end > at_fill_start);
+	kr_faults_stats st;
+	KT_EQ(kr_faults_stats_get(R, &st), 0);
+	KT_EQ(st.parked, 1);
+	KT_EQ(kr_faults_destroy(R), 0);
+	KT_EQ(kr_fini(), 0);
+	shm_unlink(seg);
 }
 
 /* A wakeup that comes while a microprocess waits for its page is kept
@@ -513,6 +545,7 @@ int main(int argc, char **argv)
 	KT_RUN(pages_come_from_fill_when_first_touched);
 	KT_RUN(the_others_run_while_a_page_is_on_its_way);
 	KT_RUN(on_one_vp_the_others_run_while_a_page_is_on_its_way);
+	KT_RUN(under_the_carea_with_time_slices_too);
 	KT_RUN(a_wakeup_during_the_wait_is_kept);
 	KT_RUN(many_on_the_same_pages_and_on_different_ones);
 	KT_RUN(where_it_may_not_be_taken_the_fault_waits_in_the_kernel);
