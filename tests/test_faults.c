@@ -5,13 +5,15 @@
  * a page is on its way (on one VP too: the faulting one alone waits, its
  * permit untouched; under the C-area's time slices too), many on the same
  * pages, the fallback where it may not be taken (a blocking section, a
- * thread that is no VP, a system call's own access), a destroy while
+ * thread that is no VP, a system call's own access), the program's own
+ * SIGRTMAX, a destroy while
  * microprocesses wait, a fill that fails gives zeros, the kernel's own
  * accesses, and the API's errors.  Where the kernel gives this process no
  * userfaultfd, every case says "skipped".
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -421,6 +423,43 @@ static void where_it_may_not_be_taken_the_fault_waits_in_the_kernel(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* The program's own SIGRTMAX: one it queues to itself reaches the handler
+ * it had before the first region; once it takes the signal back, faults
+ * wait in the kernel and no signal of the notifier's reaches it. */
+static int program_got;
+static void *first_toucher(void *a);
+
+static void program_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)uc;
+	__atomic_add_fetch(&program_got, si->si_value.sival_int, __ATOMIC_RELAXED);
+}
+
+static void the_programs_own_sigrtmax_is_its_own(void)
+{
+	struct sigaction sa = {.sa_sigaction = program_handler, .sa_flags = SA_SIGINFO};
+	KT_EQ(sigaction(SIGRTMAX, &sa, NULL), 0);
+	init(1);
+	memset(&seen, 0, sizeof seen);
+	kr_fault_ops ops = {.fill = fill_index};
+	R = region(4096, &ops, &seen);
+	seen.base = (uintptr_t)kr_faults_addr(R);
+	KT_EQ(sigqueue(getpid(), SIGRTMAX, (union sigval){.sival_int = 3}), 0);
+	KT_WAIT(__atomic_load_n(&program_got, __ATOMIC_RELAXED) == 3, usleep(1000));
+	KT_EQ(sigaction(SIGRTMAX, &sa, NULL), 0); /* taken back */
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, first_toucher, NULL), 0);
+	void *v;
+	KT_EQ(kr_mp_join(m, &v), 0);
+	KT_EQ((uintptr_t)v, 1);
+	KT_EQ(__atomic_load_n(&program_got, __ATOMIC_RELAXED), 3);
+	kr_faults_stats st;
+	KT_EQ(kr_faults_stats_get(R, &st), 0);
+	KT_EQ(st.parked, 0);
+	KT_EQ(kr_faults_destroy(R), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---------------- destroyed while microprocesses wait ---------------- */
 
 /* Page 0's fill, once started, waits until the region is being
@@ -549,6 +588,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_wakeup_during_the_wait_is_kept);
 	KT_RUN(many_on_the_same_pages_and_on_different_ones);
 	KT_RUN(where_it_may_not_be_taken_the_fault_waits_in_the_kernel);
+	KT_RUN(the_programs_own_sigrtmax_is_its_own);
 	KT_RUN(destroyed_while_they_wait_they_get_the_page_or_zeros);
 	KT_RUN(a_fill_that_fails_gives_zeros);
 	KT_RUN(the_kernels_own_accesses_are_served_unless_user_only);

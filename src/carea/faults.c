@@ -52,7 +52,9 @@
  * time slice), so its value names a slot of a static table, never freed,
  * and the slot's word carries a sequence that each free moves on: a late
  * handler's claim fails, and a region destroyed meanwhile is never
- * touched.  The word is seq << 8 | state: FREE; SENT (the reader sent the
+ * touched.  The value's top byte is a tag: a KR__SIGPAGE the program
+ * queues to itself goes to its own handler.  The word is seq << 8 |
+ * state: FREE; SETUP (the reader fills the slot in); SENT (the reader sent the
  * signal); TAKING (the handler claimed it, up to the idle loop's hand-over
  * or its refusal); HELD (h: the microprocess's handle); DONE (the page came
  * while TAKING: the taker frees it and makes the microprocess ready
@@ -79,6 +81,7 @@
  * The reader waits in poll on the userfaultfd and an eventfd that
  * kr_faults_destroy writes; neither thread needs a VP, so a region serves
  * faults before kr_init, after kr_fini and on threads that are no VP.
+ * Both block every signal: the program's are for its own threads.
  *
  * Rejected: UFFD_FEATURE_SIGBUS, the fault served in the SIGBUS handler
  * where the microprocess cannot be taken (a handler that waits for a
@@ -146,6 +149,8 @@ struct kr_faults {
 };
 
 enum { REQ_FREE, REQ_SETUP, REQ_SENT, REQ_TAKING, REQ_HELD, REQ_DONE };
+#define SEQ_MASK (((uint64_t)1 << 48) - 1)
+#define VALUE_TAG 0x6bu
 enum { NREQ = 128 }; /* microprocesses held at once, all regions */
 static struct req {
 	uint64_t word; /* seq << 8 | REQ_* (atomic) */
@@ -191,7 +196,16 @@ static int present(const kr_faults *r, uintptr_t p)
 
 /* ---------------- requests (see the top) ---------------- */
 
-static uint64_t word(uint64_t seq, unsigned st) { return seq << 8 | st; }
+/* The word: the sequence (48 bits, wrapping) and the state. */
+static uint64_t word(uint64_t seq, unsigned st) { return (seq & SEQ_MASK) << 8 | st; }
+/* The signal's value: a tag in the top byte (a program's own sigqueue of
+ * KR__SIGPAGE goes to its handler), the sequence, the slot. */
+static uintptr_t value(uint64_t seq, unsigned i)
+{
+	return (uintptr_t)VALUE_TAG << 56 | (uintptr_t)(seq & SEQ_MASK) << 8 | i;
+}
+static int value_ours(uintptr_t v) { return v >> 56 == VALUE_TAG && (v & 0xff) < NREQ; }
+static uint64_t value_seq(uintptr_t v) { return (v >> 8) & SEQ_MASK; }
 static uint64_t seq_of(uint64_t w) { return w >> 8; }
 static unsigned state_of(uint64_t w) { return (unsigned)(w & 0xff); }
 
@@ -212,7 +226,7 @@ static void req_drop(struct req *q, uint64_t seq)
 static void held(kr_mp *h, uintptr_t v)
 {
 	struct req *q = &REQ[v & 0xff];
-	uint64_t seq = v >> 8;
+	uint64_t seq = value_seq(v);
 	kr_faults *r = __atomic_load_n(&q->r, __ATOMIC_RELAXED);
 	__atomic_store_n(&q->h, h, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&r->unresumed, 1, __ATOMIC_RELAXED);
@@ -244,12 +258,12 @@ static void on_page(int sig, siginfo_t *si, void *ucv)
 {
 	ucontext_t *uc = ucv;
 	uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
-	if (si->si_code != SI_QUEUE || si->si_pid != getpid() || (v & 0xff) >= NREQ) {
+	if (si->si_code != SI_QUEUE || si->si_pid != getpid() || !value_ours(v)) {
 		chain(sig, si, ucv);
 		return;
 	}
 	struct req *q = &REQ[v & 0xff];
-	uint64_t seq = v >> 8;
+	uint64_t seq = value_seq(v);
 	if (!req_cas(q, word(seq, REQ_SENT), word(seq, REQ_TAKING)))
 		return; /* late: the page is in */
 	/* first, whether this thread's data are ours to use (errno) */
@@ -316,7 +330,7 @@ static void ask(kr_faults *r, uintptr_t p, int tid)
 		si.si_code = SI_QUEUE;
 		si.si_pid = getpid();
 		si.si_uid = getuid();
-		si.si_value.sival_ptr = (void *)(uintptr_t)(seq_of(w) << 8 | i);
+		si.si_value.sival_ptr = (void *)value(seq_of(w), i);
 		if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, KR__SIGPAGE, &si))
 			req_cas(q, word(seq_of(w), REQ_SENT), word(seq_of(w) + 1, REQ_FREE));
 		return;
@@ -507,10 +521,15 @@ int kr_faults_create(kr_faults **out, size_t len, const kr_fault_ops *ops, void 
 		pthread_once(&installed, install);
 		kr__preempt_want();
 	}
+	/* the threads take none of the program's signals */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (!err && !pthread_create(&r->reader, NULL, reader, r))
 		r->threads++;
 	if (r->threads && !pthread_create(&r->filler, NULL, filler, r))
 		r->threads++;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!err && r->threads < 2)
 		err = EAGAIN;
 	if (err) {
