@@ -218,10 +218,11 @@ static void *plain_toucher(void *a)
 	return (void *)(uintptr_t)v;
 }
 
-static void on_one_vp_the_others_run_while_a_page_is_on_its_way(void)
+/* On one VP: a counter and a toucher whose page takes 50 ms to fill; the
+ * counter, on the toucher's VP, counts while the page is being filled.
+ * Ends karui. */
+static void counter_beside_a_fault(void)
 {
-	need_parking();
-	init(1);
 	kr_fault_ops ops = {.fill = fill_50ms};
 	R = region(4096, &ops, NULL);
 	kr_mp *c, *t;
@@ -231,8 +232,6 @@ static void on_one_vp_the_others_run_while_a_page_is_on_its_way(void)
 	KT_EQ(kr_mp_join(t, &v), 0);
 	KT_EQ(kr_mp_join(c, NULL), 0);
 	KT_EQ((uintptr_t)v, 0x5a);
-	/* the counter, on the toucher's VP, counted while the page was
-	 * being filled */
 	KT_CHECK(at_fill_end > at_fill_start);
 	kr_faults_stats st;
 	KT_EQ(kr_faults_stats_get(R, &st), 0);
@@ -240,6 +239,13 @@ static void on_one_vp_the_others_run_while_a_page_is_on_its_way(void)
 	KT_EQ(st.parked, 1);
 	KT_EQ(kr_faults_destroy(R), 0);
 	KT_EQ(kr_fini(), 0);
+}
+
+static void on_one_vp_the_others_run_while_a_page_is_on_its_way(void)
+{
+	need_parking();
+	init(1);
+	counter_beside_a_fault();
 }
 
 /* The same under the C-area with 1 ms time slices: its signal and the
@@ -253,21 +259,7 @@ static void under_the_carea_with_time_slices_too(void)
 	KT_EQ(kr_carea_configure(&(kr_carea_config){.segment = seg, .slice = 1 * MS}), 0);
 	kr_config cfg = {.vps = 1, .alloc = &kr_carea};
 	KT_EQ(kr_init(&cfg), 0);
-	kr_fault_ops ops = {.fill = fill_50ms};
-	R = region(4096, &ops, NULL);
-	kr_mp *c, *t;
-	KT_EQ(kr_mp_create(&c, NULL, counter, NULL), 0);
-	KT_EQ(kr_mp_create(&t, NULL, plain_toucher, NULL), 0);
-	void *v;
-	KT_EQ(kr_mp_join(t, &v), 0);
-	KT_EQ(kr_mp_join(c, NULL), 0);
-	KT_EQ((uintptr_t)v, 0x5a);
-	KT_CHECK(at_fill_end > at_fill_start);
-	kr_faults_stats st;
-	KT_EQ(kr_faults_stats_get(R, &st), 0);
-	KT_EQ(st.parked, 1);
-	KT_EQ(kr_faults_destroy(R), 0);
-	KT_EQ(kr_fini(), 0);
+	counter_beside_a_fault();
 	shm_unlink(seg);
 }
 

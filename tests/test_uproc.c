@@ -2728,22 +2728,23 @@ static int run_tprobe(const char *mode, const char *arg, const char *arg2, char 
 	return run(tprobe, argv, NULL, out, NULL);
 }
 
-/* std::thread, mutexes, condition variables, std::async, thread_local,
- * barriers, tids, and signals to a thread and to the process: what a
- * C++ program with threads prints natively, on 1 VP and on 2. */
-static void threads_run_as_natively(void)
+/* PROG MODE (argv[0] NAME) says as a μprocess, on 1 VP and on 2, what it
+ * says natively, which holds each of `must` (NULL-ended). */
+static void like_native_on_1_and_2_vps(const char *prog, const char *name, const char *mode,
+			      const char *const *must)
 {
 	char cmd[4200], *out, *native = NULL;
 	for (unsigned vps = 1; vps <= 2; vps++) {
 		start(vps);
 		need_uprocs();
 		if (!native) {
-			snprintf(cmd, sizeof cmd, "%s run", tprobe);
+			snprintf(cmd, sizeof cmd, "%s %s", prog, mode);
 			native = native_out(cmd);
-			KT_CHECK(strstr(native, "sum 80000\n") &&
-				 strstr(native, "handled in the thread 1\n"));
+			for (const char *const *m = must; *m; m++)
+				KT_CHECK(strstr(native, *m));
 		}
-		KT_EQ(run_tprobe("run", NULL, NULL, &out), 0);
+		char *argv[] = {(char *)name, (char *)mode, NULL};
+		KT_EQ(run(prog, argv, NULL, &out, NULL), 0);
 		if (strcmp(out, native))
 			fprintf(stderr, "  native:\n%s  as a μprocess (%u VPs):\n%s", native, vps, out);
 		KT_CHECK(strcmp(out, native) == 0);
@@ -2751,6 +2752,15 @@ static void threads_run_as_natively(void)
 		KT_EQ(kr_fini(), 0);
 	}
 	free(native);
+}
+
+/* std::thread, mutexes, condition variables, std::async, thread_local,
+ * barriers, tids, and signals to a thread and to the process: what a
+ * C++ program with threads prints natively, on 1 VP and on 2. */
+static void threads_run_as_natively(void)
+{
+	like_native_on_1_and_2_vps(tprobe, "uthread_probe", "run",
+			  (const char *const[]){"sum 80000\n", "handled in the thread 1\n", NULL});
 }
 
 /* exit in a thread ends the μprocess (its atexit handlers run, the main
@@ -2909,28 +2919,10 @@ static void threaded_programs_give_what_they_give_natively(void)
 
 /* ---- futexes ---- */
 
-/* futex_probe MODE says as a μprocess, on 1 VP and on 2, what it says
- * natively, which holds `must`. */
+/* futex_probe MODE: as natively, which holds `must`. */
 static void fprobe_like_native(const char *mode, const char *must)
 {
-	char cmd[4200], *out, *native = NULL;
-	for (unsigned vps = 1; vps <= 2; vps++) {
-		start(vps);
-		need_uprocs();
-		if (!native) {
-			snprintf(cmd, sizeof cmd, "%s %s", fprobe, mode);
-			native = native_out(cmd);
-			KT_CHECK(strstr(native, must));
-		}
-		char *argv[] = {"futex_probe", (char *)mode, NULL};
-		KT_EQ(run(fprobe, argv, NULL, &out, NULL), 0);
-		if (strcmp(out, native))
-			fprintf(stderr, "  native:\n%s  as a μprocess (%u VPs):\n%s", native, vps, out);
-		KT_CHECK(strcmp(out, native) == 0);
-		free(out);
-		KT_EQ(kr_fini(), 0);
-	}
-	free(native);
+	like_native_on_1_and_2_vps(fprobe, "futex_probe", mode, (const char *const[]){must, NULL});
 }
 
 /* FUTEX_WAKE_OP with each op (SET, ADD, OR, ANDN, XOR, with and without
