@@ -49,7 +49,7 @@
  *   core.h   kr_init (off a VP only: EBUSY), kr_mp_unpark*, kr_mp_cancel*,
  *            kr_mp_setprio*, kr_mp_getprio, kr_key_create, kr_key_delete,
  *            kr_stats_get
- *   sched.h  kr_poller_set*
+ *   sched.h  kr_poller_add*, kr_poller_remove*
  *   sync.h   every init and destroy, kr_sem_trywait / _post / _post_n /
  *            _getvalue, kr_mutex_trylock / _unlock, kr_cond_signal /
  *            _broadcast, kr_chan_trysend / _tryrecv / _close,

@@ -375,20 +375,46 @@ static const kr_poller l0_poller = {.poll = poll_nothing, .wait = wait_on_l0, .k
 
 static void poller_off_vp(void)
 {
-	KT_EQ(kr_poller_set(&l0_poller), 0);
-	KT_EQ(kr_poller_set(&l0_poller), EBUSY);
-	KT_EQ(kr_poller_set(NULL), 0);
+	KT_EQ(kr_poller_add(&l0_poller), 0);
+	KT_EQ(kr_poller_add(&l0_poller), EBUSY); /* the same one */
+	KT_EQ(kr_poller_remove(&l0_poller), 0);
+	KT_EQ(kr_poller_remove(&l0_poller), ESRCH);
 }
 
-static void poller_set_refuses_bad_input_and_works_on_any_thread(void)
+static uint64_t due_never(void *arg) { return (void)arg, KR_FOREVER; }
+static void poll_other(void *arg) { (void)arg; }
+
+static void poller_add_refuses_bad_input_and_works_on_any_thread(void)
 {
-	KT_EQ(kr_poller_set(&l0_poller), EPERM); /* karui is not running */
+	KT_EQ(kr_poller_add(&l0_poller), EPERM); /* karui is not running */
 	init(1);
-	KT_EQ(kr_poller_set(&(kr_poller){.wait = wait_on_l0, .kick = kick_l0}), EINVAL);
-	KT_EQ(kr_poller_set(&(kr_poller){.poll = poll_nothing, .kick = kick_l0}), EINVAL);
-	KT_EQ(kr_poller_set(&(kr_poller){.poll = poll_nothing, .wait = wait_on_l0}), EINVAL);
+	KT_EQ(kr_poller_add(NULL), EINVAL);
+	KT_EQ(kr_poller_add(&(kr_poller){.wait = wait_on_l0, .kick = kick_l0}), EINVAL);
+	KT_EQ(kr_poller_add(&(kr_poller){.poll = poll_nothing, .kick = kick_l0}), EINVAL);
+	KT_EQ(kr_poller_add(&(kr_poller){.poll = poll_nothing, .wait = wait_on_l0}), EINVAL);
+	KT_EQ(kr_poller_add(&(kr_poller){.poll = poll_nothing, .wait = wait_on_l0,
+					 .due = due_never, .flags = KR_POLLER_PER_VP}),
+	      EINVAL);
 	off_vp(poller_off_vp);
-	KT_EQ(kr_fini(), 0);
+	/* two sources that an idle VP would each have to sleep in */
+	KT_EQ(kr_poller_add(&l0_poller), 0);
+	kr_poller other = l0_poller;
+	other.arg = &other;
+	KT_EQ(kr_poller_add(&other), EBUSY);
+	/* beside it, sources that say when they must be polled, up to
+	 * KR_POLLER_MAX in all */
+	kr_poller due[KR_POLLER_MAX];
+	for (int i = 0; i < KR_POLLER_MAX; i++) {
+		due[i] = (kr_poller){.poll = poll_other, .wait = wait_on_l0, .kick = kick_l0,
+				     .due = due_never, .arg = &due[i]};
+		KT_EQ(kr_poller_add(&due[i]), i < KR_POLLER_MAX - 1 ? 0 : ENOSPC);
+	}
+	KT_EQ(kr_poller_remove(&due[0]), 0);
+	KT_EQ(kr_poller_add(&due[KR_POLLER_MAX - 1]), 0);
+	KT_EQ(kr_poller_remove(&other), ESRCH);
+	KT_EQ(kr_poller_remove(NULL), EINVAL);
+	KT_EQ(kr_fini(), 0); /* removes them */
+	KT_EQ(kr_poller_remove(&l0_poller), EPERM);
 }
 
 /* ---------------- sync.h ---------------- */
@@ -1178,7 +1204,8 @@ static struct api table[] = {
 	API(kr_stats_get, stats_refuse_null_and_work_on_any_thread),
 	ACC(kr_mp_self), ACC(kr_mp_id), ACC(kr_mp_udata), ACC(kr_key_get),
 	/* sched.h */
-	API(kr_poller_set, poller_set_refuses_bad_input_and_works_on_any_thread),
+	API(kr_poller_add, poller_add_refuses_bad_input_and_works_on_any_thread),
+	API(kr_poller_remove, poller_add_refuses_bad_input_and_works_on_any_thread),
 	ACC(kr_mp_rqlink), ACC(kr_sched_idle_deadline), ACC(kr_sched_data),
 	ACC(kr_sched_vp_data), VOID_(kr_sched_park_until), VOID_(kr_sched_unpark),
 	VOID_(kr_sched_poll),

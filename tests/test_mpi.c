@@ -10,8 +10,14 @@
  * a hang is bounded by the script's timeout.  Each test's name is printed
  * by rank 0 once every rank has passed it.
  */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "karui.h"
 #include "karui/mpi.h"
@@ -38,7 +44,7 @@ static void kr_mpi_init_needs_karui_running(void)
 /* Ranks pair off: 0 with 1, 2 with 3, ... */
 static int peer(void) { return rank ^ 1; }
 
-static void kr_mpi_init_takes_the_event_source_once(void)
+static void kr_mpi_init_adds_the_event_source_once(void)
 {
 	KT_EQ(kr_mpi_init(NULL, NULL), EBUSY);
 	int level = 0;
@@ -47,14 +53,6 @@ static void kr_mpi_init_takes_the_event_source_once(void)
 	KT_EQ(kr_mpi_unlock(), 0);
 	KT_CHECK(level >= MPI_THREAD_SERIALIZED);
 	KT_EQ(kr_mpi_unlock(), EPERM); /* not held */
-	/* the process's one event source is the layer's: karui's I/O cannot
-	 * start its own */
-	int fd[2];
-	size_t got;
-	KT_EQ(pipe(fd), 0);
-	KT_EQ(kr_write(fd[1], "x", 1, &got), EBUSY);
-	close(fd[0]);
-	close(fd[1]);
 }
 
 /* A recv parks its microprocess alone: on one VP, the receiver is made
@@ -231,6 +229,160 @@ static void errors_are_errno_codes(void)
 	KT_EQ(kr_mpi_barrier(MPI_COMM_WORLD), 0);
 }
 
+/* ---------------- beside karui's I/O ---------------- */
+
+/* Both event sources at once: the first call of karui's I/O adds its
+ * source beside the layer's; from then on an idle VP sleeps in the I/O
+ * source, and MPI's naps are the timeouts of that sleep. */
+enum { ECHOES = 200 };
+
+static void *echo(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	for (int i = 0; i < ECHOES; i++) {
+		unsigned v;
+		size_t got;
+		KT_EQ(kr_read(fd, &v, sizeof v, &got), 0);
+		KT_EQ(got, sizeof v);
+		v = v * 2 + 1;
+		KT_EQ(kr_write(fd, &v, sizeof v, &got), 0);
+		KT_EQ(got, sizeof v);
+	}
+	return NULL;
+}
+
+static void *echo_client(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	for (unsigned i = 0; i < ECHOES; i++) {
+		unsigned v = i + 1000u * (unsigned)rank;
+		size_t got;
+		KT_EQ(kr_write(fd, &v, sizeof v, &got), 0);
+		KT_EQ(kr_read(fd, &v, sizeof v, &got), 0);
+		KT_EQ(got, sizeof v);
+		KT_EQ(v, (i + 1000u * (unsigned)rank) * 2 + 1);
+		if (i % 50 == 0)
+			KT_EQ(kr_mp_sleep_for(1000000), 0);
+	}
+	return NULL;
+}
+
+/* A pipe's reader whose writer is a thread that is no VP, after a
+ * while: the read completes while the VPs are idle. */
+static void *late_pipe_writer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	struct timespec ts = {0, 30 * 1000000};
+	nanosleep(&ts, NULL);
+	char c = 'L';
+	KT_EQ(write(fd, &c, 1), 1);
+	return NULL;
+}
+
+static void *late_pipe_reader(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char c = 0;
+	size_t got;
+	KT_EQ(kr_read(fd, &c, 1, &got), 0);
+	KT_EQ(got, 1);
+	KT_EQ(c, 'L');
+	return NULL;
+}
+
+/* In one process, at once: the ping-pongs of many_microprocesses_wait_at_once,
+ * an echo over a socketpair through kr_read and kr_write with sleeps in
+ * between, and a pipe written late by a plain thread; then, on rank 1, a
+ * message that comes while the rank has nothing else to run. */
+static void mpi_and_io_in_one_process(void)
+{
+	if (rank > 1)
+		return;
+	int sv[2], p[2];
+	KT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	KT_EQ(pipe2(p, O_CLOEXEC), 0);
+	kr_mp *e, *c, *r, *m[PAIRS];
+	pthread_t t;
+	KT_EQ(kr_mp_create(&e, NULL, echo, (void *)(intptr_t)sv[1]), 0);
+	KT_EQ(kr_mp_create(&c, NULL, echo_client, (void *)(intptr_t)sv[0]), 0);
+	KT_EQ(kr_mp_create(&r, NULL, late_pipe_reader, (void *)(intptr_t)p[0]), 0);
+	KT_EQ(pthread_create(&t, NULL, late_pipe_writer, (void *)(intptr_t)p[1]), 0);
+	for (int i = 0; i < PAIRS; i++)
+		KT_EQ(kr_mp_create(&m[i], NULL, pinger, (void *)(intptr_t)i), 0);
+	for (int i = 0; i < PAIRS; i++) {
+		void *res;
+		KT_EQ(kr_mp_join(m[i], &res), 0);
+		unsigned long want = (unsigned long)i;
+		for (int k = 0; k < ROUNDS; k++)
+			want = want * 3 + 1;
+		KT_CHECK((unsigned long)res == want);
+	}
+	KT_EQ(kr_mp_join(e, NULL), 0);
+	KT_EQ(kr_mp_join(c, NULL), 0);
+	KT_EQ(kr_mp_join(r, NULL), 0);
+	KT_EQ(pthread_join(t, NULL), 0);
+	an_idle_rank_sees_a_late_message();
+	KT_EQ(kr_close(sv[0]), 0);
+	KT_EQ(kr_close(sv[1]), 0);
+	KT_EQ(kr_close(p[0]), 0);
+	KT_EQ(kr_close(p[1]), 0);
+}
+
+/* CPU time of this process so far, in clock ticks (utime + stime). */
+static long cpu_ticks(void)
+{
+	char buf[1024];
+	FILE *f = fopen("/proc/self/stat", "r");
+	KT_CHECK(f);
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 14; field++)
+		p = strchr(p + 1, ' ');
+	long ut, st;
+	KT_CHECK(p && sscanf(p, " %ld %ld", &ut, &st) == 2);
+	return ut + st;
+}
+
+static void *recv_word(void *arg)
+{
+	int x = 0;
+	KT_EQ(kr_mpi_recv(&x, 1, MPI_INT, peer(), 21, MPI_COMM_WORLD, NULL), 0);
+	KT_EQ(x, 2100 + peer());
+	return NULL;
+}
+
+/* A rank whose microprocesses wait on a pipe and on an MPI message for a
+ * second: its VPs nap (MPI's schedule) in the I/O source, and use little
+ * CPU (MPI alone: about 3% of a processor, docs/mpi.md). */
+static void a_rank_waiting_on_both_uses_little_cpu(void)
+{
+	if (rank > 1)
+		return;
+	int p[2];
+	KT_EQ(pipe2(p, O_CLOEXEC), 0);
+	kr_mp *a, *b;
+	KT_EQ(kr_mp_create(&a, NULL, recv_word, NULL), 0);
+	KT_EQ(kr_mp_create(&b, NULL, late_pipe_reader, (void *)(intptr_t)p[0]), 0);
+	KT_EQ(kr_mp_sleep_for(100 * 1000000ull), 0); /* past the spin */
+	long c0 = cpu_ticks();
+	uint64_t t0 = kr_now();
+	KT_EQ(kr_mp_sleep_for(1000 * 1000000ull), 0);
+	double wall = (double)(kr_now() - t0) / 1e9 * (double)sysconf(_SC_CLK_TCK);
+	long used = cpu_ticks() - c0;
+	fprintf(stderr, "  rank %d: %ld ticks of CPU in %.0f\n", rank, used, wall);
+	KT_CHECK(used < wall / 4);
+	int x = 2100 + rank;
+	size_t got;
+	KT_EQ(kr_mpi_send(&x, 1, MPI_INT, peer(), 21, MPI_COMM_WORLD), 0);
+	KT_EQ(kr_write(p[1], "L", 1, &got), 0);
+	KT_EQ(kr_mp_join(a, NULL), 0);
+	KT_EQ(kr_mp_join(b, NULL), 0);
+	KT_EQ(kr_close(p[0]), 0);
+	KT_EQ(kr_close(p[1]), 0);
+}
+
 struct step {
 	const char *name;
 	void (*fn)(void);
@@ -261,13 +413,19 @@ int main(int argc, char **argv)
 		KT_SKIP("needs 2 ranks or more");
 	}
 	static const struct step steps[] = {
-		STEP(kr_mpi_init_takes_the_event_source_once),
+		STEP(kr_mpi_init_adds_the_event_source_once),
 		STEP(a_receive_parks_only_its_microprocess),
 		STEP(many_microprocesses_wait_at_once),
 		STEP(collectives_park_the_caller),
 		STEP(an_idle_rank_sees_a_late_message),
 		STEP(sendrecv_and_own_requests),
 		STEP(errors_are_errno_codes),
+		/* from here on, karui's I/O is in too */
+		STEP(mpi_and_io_in_one_process),
+		STEP(a_rank_waiting_on_both_uses_little_cpu),
+		STEP(many_microprocesses_wait_at_once),
+		STEP(collectives_park_the_caller),
+		STEP(sendrecv_and_own_requests),
 	};
 	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
 		steps[i].fn();

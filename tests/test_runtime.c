@@ -1,9 +1,12 @@
 /* L2: the runtime (src/core/runtime.c): kr_init and kr_fini, calls made
- * off a VP, concurrent inits, fini from another VP, and fork. */
+ * off a VP, concurrent inits, fini from another VP, fork, and several
+ * event sources. */
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -227,6 +230,166 @@ static void child_of_fork_finds_karui_stopped_and_the_parent_goes_on(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* ---------------- several event sources ---------------- */
+
+/* Two toy sources of requests that a thread that is no VP completes:
+ * `io`, whose completions, as the kernel's, come with an event on an
+ * eventfd that its wait sleeps on (poll(2)) and its kick writes; and
+ * `mpi`, whose completions, as an MPI library's, only its poll sees: it
+ * says when it must be polled (`due`), and its first request wakes a VP
+ * with kr_sched_unpark(0).  Each request is a microprocess parked until
+ * its source's poll has seen it completed. */
+enum { TOY_REQS = 8 };
+
+struct toy_req {
+	kr_mp *mp;
+	uint32_t state; /* 0 waiting, 1 completed, 2 seen by the poll */
+	int value;
+};
+
+struct toy {
+	int efd;                 /* io only */
+	struct toy_req req[TOY_REQS];
+	uint32_t pending;        /* requests not yet seen completed */
+	uint32_t polls, waits, dues;
+};
+
+static struct toy toy_io, toy_mpi;
+
+static void toy_poll(void *arg)
+{
+	struct toy *t = arg;
+	__atomic_fetch_add(&t->polls, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < TOY_REQS; i++) {
+		uint32_t one = 1;
+		if (__atomic_compare_exchange_n(&t->req[i].state, &one, 2, 0, __ATOMIC_ACQ_REL,
+						__ATOMIC_RELAXED)) {
+			__atomic_fetch_sub(&t->pending, 1, __ATOMIC_RELAXED);
+			kr_mp_unpark(t->req[i].mp);
+		}
+	}
+}
+
+static void toy_io_wait(void *arg, uint64_t deadline)
+{
+	struct toy *t = arg;
+	__atomic_fetch_add(&t->waits, 1, __ATOMIC_RELAXED);
+	uint64_t now = kr_now();
+	int ms = deadline == KR_FOREVER ? -1
+		 : deadline <= now       ? 0
+					 : (int)((deadline - now + 999999) / 1000000);
+	struct pollfd pf = {.fd = t->efd, .events = POLLIN};
+	if (poll(&pf, 1, ms) == 1) {
+		uint64_t v;
+		KT_EQ(read(t->efd, &v, sizeof v), (ssize_t)sizeof v);
+	}
+	toy_poll(t);
+}
+
+static void toy_io_kick(void *arg)
+{
+	uint64_t one = 1;
+	KT_EQ(write(((struct toy *)arg)->efd, &one, sizeof one), (ssize_t)sizeof one);
+}
+
+/* never called beside the io source (sched.h: due) */
+static void toy_mpi_wait(void *arg, uint64_t deadline)
+{
+	__atomic_fetch_add(&((struct toy *)arg)->waits, 1, __ATOMIC_RELAXED);
+	kr_vp_sleep_until(deadline);
+}
+
+static void toy_mpi_kick(void *arg) { kr_vp_wakeup(1); }
+
+static uint64_t toy_mpi_due(void *arg)
+{
+	struct toy *t = arg;
+	__atomic_fetch_add(&t->dues, 1, __ATOMIC_RELAXED);
+	return __atomic_load_n(&t->pending, __ATOMIC_RELAXED) ? kr_now() + 2000000 : KR_FOREVER;
+}
+
+static const kr_poller io_source = {.poll = toy_poll, .wait = toy_io_wait, .kick = toy_io_kick,
+				    .arg = &toy_io};
+static const kr_poller mpi_source = {.poll = toy_poll, .wait = toy_mpi_wait,
+				     .kick = toy_mpi_kick, .due = toy_mpi_due, .arg = &toy_mpi};
+
+static void *toy_request(void *arg)
+{
+	struct toy_req *r = arg;
+	struct toy *t = (uintptr_t)r - (uintptr_t)toy_io.req < sizeof toy_io.req ? &toy_io
+										   : &toy_mpi;
+	r->mp = kr_mp_self();
+	if (__atomic_fetch_add(&t->pending, 1, __ATOMIC_SEQ_CST) == 0 && t == &toy_mpi)
+		kr_sched_unpark(0);
+	while (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) != 2)
+		kr_mp_park();
+	return (void *)(intptr_t)r->value;
+}
+
+static int toy_all_parked(void)
+{
+	return __atomic_load_n(&toy_io.pending, __ATOMIC_ACQUIRE) == TOY_REQS &&
+	       __atomic_load_n(&toy_mpi.pending, __ATOMIC_ACQUIRE) == TOY_REQS;
+}
+
+/* The thread that completes the requests, one every 2 ms, taking turns;
+ * only io's come with an event. */
+static void *toy_completer(void *unused)
+{
+	KT_WAIT(toy_all_parked(), kt_nap_us(1000));
+	for (int i = 0; i < TOY_REQS; i++) {
+		for (int k = 0; k < 2; k++) {
+			struct toy *t = k ? &toy_mpi : &toy_io;
+			t->req[i].value = 100 * k + i;
+			kt_nap_us(2000);
+			__atomic_store_n(&t->req[i].state, 1, __ATOMIC_RELEASE);
+			if (!k)
+				toy_io_kick(t);
+		}
+	}
+	return NULL;
+}
+
+/* Both toys at once, on 2 VPs that go idle: every request completes,
+ * the VPs slept in io's wait, and mpi's wait was never used.  The order
+ * in which the sources are added does not matter. */
+static void two_sources_each_wake_sleeping_vps(void)
+{
+	for (int order = 0; order < 2; order++) {
+		memset(&toy_io, 0, sizeof toy_io);
+		memset(&toy_mpi, 0, sizeof toy_mpi);
+		toy_io.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		KT_CHECK(toy_io.efd >= 0);
+		kr_config c = {.vps = 2};
+		KT_EQ(kr_init(&c), 0);
+		KT_EQ(kr_poller_add(order ? &mpi_source : &io_source), 0);
+		KT_EQ(kr_poller_add(order ? &io_source : &mpi_source), 0);
+		kr_mp *m[2][TOY_REQS];
+		for (int i = 0; i < TOY_REQS; i++)
+			for (int k = 0; k < 2; k++)
+				KT_EQ(kr_mp_create(&m[k][i], NULL, toy_request,
+						   &(k ? &toy_mpi : &toy_io)->req[i]),
+				      0);
+		pthread_t th;
+		KT_EQ(pthread_create(&th, NULL, toy_completer, NULL), 0);
+		for (int i = 0; i < TOY_REQS; i++)
+			for (int k = 0; k < 2; k++) {
+				void *v;
+				KT_EQ(kr_mp_join(m[k][i], &v), 0);
+				KT_EQ((intptr_t)v, 100 * k + i);
+			}
+		KT_EQ(pthread_join(th, NULL), 0);
+		KT_CHECK(__atomic_load_n(&toy_io.waits, __ATOMIC_RELAXED) > 0);
+		KT_CHECK(__atomic_load_n(&toy_mpi.dues, __ATOMIC_RELAXED) > 0);
+		KT_EQ(__atomic_load_n(&toy_mpi.waits, __ATOMIC_RELAXED), 0);
+		/* one goes, the other stays and is polled alone */
+		KT_EQ(kr_poller_remove(&mpi_source), 0);
+		KT_EQ(kr_poller_remove(&mpi_source), ESRCH);
+		KT_EQ(kr_fini(), 0);
+		close(toy_io.efd);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	kt_args(argc, argv);
@@ -236,5 +399,6 @@ int main(int argc, char **argv)
 	KT_RUN(fini_from_another_vp_returns_to_the_first_thread);
 	KT_RUN(concurrent_inits_let_exactly_one_start);
 	KT_RUN(child_of_fork_finds_karui_stopped_and_the_parent_goes_on);
+	KT_RUN(two_sources_each_wake_sleeping_vps);
 	return kt_finish();
 }

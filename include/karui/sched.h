@@ -132,22 +132,26 @@ extern const kr_sched_ops kr_sched_default;
  * expires due timers each time round the idle loop. */
 uint64_t kr_sched_idle_deadline(void);
 
-/* How an idle callback waits: on L0 (kr_vp_sleep_until), or, when an event
- * source is set (and no other VP is waiting on it, unless each VP waits
- * on its own), on the event source, so that I/O completions wake it too.
+/* How an idle callback waits: on L0 (kr_vp_sleep_until), or, when event
+ * sources are set, in the one that can sleep (with others beside it, until
+ * the earliest `due` of theirs), so that I/O completions wake it too.
  * Returns when woken, when something completed, or at the deadline
  * (KR_FOREVER: none).  Idle VPs return here the memory of stacks left
  * unused for a while, and return by the time the next ones may be. */
 void kr_sched_park_until(uint64_t deadline);
 
 /* For a ready callback that saw an idle VP: kr_vp_wakeup(n), and a kick
- * for the VP waiting on the event source, if one is. */
+ * for the VP waiting on the event sources, if one is.  n = 0, for an
+ * event source whose new work the VPs asleep would not see (MPI's first
+ * request): only the kick, or, where the VPs sleep on L0's word (a
+ * KR_POLLER_PER_VP source, or none that can sleep), one wakeup. */
 void kr_sched_unpark(unsigned n);
 
-/* An event source (karui's I/O layer sets one): the core calls `poll` at
- * every 8th scheduling point of a busy VP and each time round the idle
- * loop, and `wait` in kr_sched_park_until.  poll and wait submit what was queued
- * and wake the microprocesses whose requests completed (kr_mp_unpark).
+/* An event source (karui's I/O layer adds one, libkarui-mpi another): the
+ * core calls each source's `poll` at every 8th scheduling point of a busy
+ * VP and each time round the idle loop, and a `wait` in
+ * kr_sched_park_until.  poll and wait submit what was queued and wake the
+ * microprocesses whose requests completed (kr_mp_unpark).
  *
  * Without KR_POLLER_PER_VP one VP at a time waits on the source, the
  * others on L0, and `kick` (any thread) makes a running or imminent wait
@@ -155,30 +159,53 @@ void kr_sched_unpark(unsigned n);
  * the wait on kr_vp_wakeup (kr_vp_sleep_begin in vp.h); kick is unused.
  * `leave` (optional) runs on a VP that is about to stop looking at the
  * source for a while (a blocking call, a spare VP parking): requests that
- * only this VP would see complete must be moved elsewhere. */
+ * only this VP would see complete must be moved elsewhere.
+ *
+ * Several sources (up to KR_POLLER_MAX).  An idle VP sleeps in one only,
+ * the one without `due`, and the others' events must end that sleep:
+ *   due   (optional) marks a source whose events only its poll sees (an
+ *         MPI library's progress, which gives no descriptor to wait on):
+ *         the kr_now() time by which it must be polled again, one already
+ *         past to be polled again at once (the VP gives its processor away
+ *         in between), KR_FOREVER while it has nothing to look for.  One
+ *         VP at a time asks, and sleeps in the other source until then.
+ *         Such a source's wait runs only when it is alone; where it gets
+ *         new work that no VP looks for (KR_FOREVER before), it calls
+ *         kr_sched_unpark(0).
+ * With only `due` sources set, the VPs sleep on L0 until the earliest. */
 enum { KR_POLLER_PER_VP = 1 };
+#define KR_POLLER_MAX 4
 typedef struct kr_poller {
 	void (*poll)(void *arg);
 	void (*wait)(void *arg, uint64_t deadline);
 	void (*kick)(void *arg);
 	void (*leave)(void *arg);
 	void (*fini)(void *arg); /* optional: kr_fini, after every VP stopped */
+	uint64_t (*due)(void *arg);
 	void *arg;
 	unsigned flags;
 } kr_poller;
 
-/* Poll the event source now, on this VP, as a busy VP does at every 8th
+/* Poll the event sources now, on this VP, as a busy VP does at every 8th
  * scheduling point: for a caller about to run code that reaches none for
  * a while (a μprocess's), so that what its VP has queued is submitted
- * and what completed wakes its microprocesses.  Nothing off a VP or
- * without a source. */
+ * and what is ready, kept or new, goes to idle VPs at once.  Nothing off
+ * a VP or without a source. */
 void kr_sched_poll(void);
 
-/* Set the event source (NULL: remove it), from any thread.  EINVAL: poll
- * or wait missing, or kick missing without KR_POLLER_PER_VP; EBUSY:
- * another one is set; EPERM: karui is not running.  kr_fini removes it
- * (calling its fini). */
-int kr_poller_set(const kr_poller *p);
+/* Add an event source, from any thread (the core keeps a copy).  EINVAL:
+ * poll or wait missing, kick missing without KR_POLLER_PER_VP, or
+ * KR_POLLER_PER_VP with due; EBUSY: the same one (poll and arg) is set,
+ * or it has no `due` and one set has none either (an idle VP sleeps in
+ * one only); ENOSPC: KR_POLLER_MAX are set; ENOMEM; EPERM: karui is not
+ * running.  kr_fini removes every source (calling its fini, the last
+ * added first). */
+int kr_poller_add(const kr_poller *p);
+
+/* Remove the source added with the same poll and arg, from any thread; a
+ * VP inside its wait returns.  ESRCH: none is set; EINVAL: p NULL; EPERM:
+ * karui is not running. */
+int kr_poller_remove(const kr_poller *p);
 
 /* For scheduler modules: the module's private word in kr_sched, and a
  * per-VP private word. */

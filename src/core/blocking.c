@@ -46,11 +46,13 @@
 #include "alloc.h"
 #include "rt.h"
 
-/* This VP stops looking at the event source for a while. */
+/* This VP stops looking at the event sources for a while. */
 static void poller_leave(void)
 {
-	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) && G.poller.leave)
-		G.poller.leave(G.poller.arg);
+	const struct kr__sources *s = __atomic_load_n(&G.src, __ATOMIC_ACQUIRE);
+	for (unsigned i = 0; s && i < s->n; i++)
+		if (s->p[i].leave)
+			s->p[i].leave(s->p[i].arg);
 }
 
 /* The parked VPs wait on G.park_seq, which every change of what they wait
@@ -93,11 +95,11 @@ int kr__vp_retire(struct kr_worker *w, uint64_t deadline)
 	int r = 1;
 	poller_leave();
 	/* A shared event source needs a VP waiting in it whenever all are
-	 * idle.  This one may have been that VP while the others went to
+	 * idle (and `due` sources one that asks them: runtime.c, park_many).  This one may have been that VP while the others went to
 	 * sleep on L0 (kr_sched_park_until), and it is not coming back: wake one
 	 * of them to take its place. */
-	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE) &&
-	    !(G.poller.flags & KR_POLLER_PER_VP))
+	const struct kr__sources *s = __atomic_load_n(&G.src, __ATOMIC_ACQUIRE);
+	if (s && (s->shared || s->sleeper < 0))
 		kr_vp_wakeup(1);
 	seam_away(w, SEAM_AWAY_PARKED);
 	/* Its timers are the other VPs' to fire (none are armed here until

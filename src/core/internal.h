@@ -161,6 +161,9 @@ struct kr_worker {
 	struct inst *fast;      /* dq while the fast paths apply: a slot
 	                           (kr_rq_ws), no blocking section; else NULL
 	                           (seam.h: seam_fast) */
+	const kr_poller *kick_src; /* atomic: while it waits for the shared
+	                           sources (G.polling), the source whose kick
+	                           ends that wait; NULL: L0's wakeup does */
 	int own_source;         /* inside a poll or wait of its own event source
 	                           (KR_POLLER_PER_VP: sched_default.h,
 	                           own_keeps) */

@@ -53,6 +53,23 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+/* A set of event sources (runtime.c), never changed once published:
+ * kr_poller_add and _remove publish a new one, and the old ones stay until
+ * kr_fini, for the VPs that may still be reading them (a VP waiting on a
+ * source that is gone is woken: kr_sched_unpark(0)).  poll, arg and own
+ * are what kr__poll calls: the one source's, or kr__poll_all's. */
+struct kr__sources {
+	void (*poll)(void *arg);
+	void *arg;
+	int own;                /* the one source is KR_POLLER_PER_VP */
+	unsigned n;
+	int sleeper;            /* the source without `due`, or -1 */
+	int shared;             /* one VP at a time waits in the sleeper */
+	kr_poller p[KR_POLLER_MAX];
+	struct kr__sources *older; /* on G.spare_sets: the next one */
+	struct kr__sources *all;   /* on G.sets: the next one */
+};
+
 /* The runtime's state (runtime.c), G in the files of L2. */
 struct kr__rt {
 	int running;
@@ -68,10 +85,12 @@ struct kr__rt {
 	int busy;               /* under lock: from kr_init's check to the end
 	                           of its failure, or of kr_fini */
 	int fork_hooked;        /* under lock: fork_child is registered */
-	/* the event source (sched.h) */
-	kr_poller poller;
-	uint32_t poller_on;     /* poller set: busy VPs poll it */
-	struct kr_worker *polling; /* the VP inside poller.wait, if any */
+	/* the event sources (sched.h; runtime.c) */
+	struct kr__sources *src; /* atomic: the set, NULL: none */
+	struct kr__sources *sets, *spare_sets; /* under lock: every set
+	                           allocated, and the spare ones (runtime.c) */
+	unsigned nspare_sets;
+	struct kr_worker *polling; /* the VP waiting for the shared sources */
 	/* blocking calls: workers that are neither blocked nor parked
 	 * spares, and the spare VPs (see kr_blocking_begin) */
 	uint32_t active;
@@ -268,16 +287,18 @@ static inline __attribute__((always_inline)) int sw(struct kr_worker *w, kr_mp *
 
 /* ---------------- timers ---------------- */
 
-/* The event source's poll, on VP w (the idle loop's, and a busy VP's at
+/* The event sources' poll, on VP w (the idle loop's, and a busy VP's at
  * its timers' turn): what a source of its own makes ready, w keeps
- * (sched_default.h: own_keeps). */
+ * (sched_default.h: own_keeps).  With several, kr__poll_all (runtime.c)
+ * polls each, and sets own_source for each. */
 static inline void kr__poll(struct kr_worker *w)
 {
-	if (!__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE))
+	const struct kr__sources *s = __atomic_load_n(&G.src, __ATOMIC_ACQUIRE);
+	if (!s)
 		return;
-	w->own_source = G.poller.flags & KR_POLLER_PER_VP;
+	w->own_source = s->own;
 	w->waking = KR_BY_IO;
-	G.poller.poll(G.poller.arg);
+	s->poll(s->arg);
 	w->waking = KR_BY_MP;
 	w->own_source = 0;
 	if (w->kept_at == KR_KEPT_UNDATED)
@@ -307,7 +328,7 @@ static inline __attribute__((always_inline)) int timers_due(struct kr_worker *w)
 		return 0;
 	w->tick = 8;
 	return __atomic_load_n(&w->timers.next, __ATOMIC_RELAXED) != KR_FOREVER ||
-	       __atomic_load_n(&G.poller_on, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&G.src, __ATOMIC_RELAXED) ||
 	       (__atomic_load_n(&kr__solo, __ATOMIC_RELAXED) & SOLO_POSTED) ||
 	       __atomic_load_n(&G.naway, __ATOMIC_RELAXED);
 }

@@ -1,6 +1,6 @@
 /*
  * karui L2 — the runtime: kr_init and kr_fini, the workers and their VPs,
- * the idle loop, the event source's hooks (kr_poller_set, kr_sched_park_until,
+ * the idle loop, the event sources' hooks (kr_poller_add, kr_sched_park_until,
  * kr_sched_unpark, kr__poll_now, kr_sched_poll), kr_stats_get, and the accessors of
  * scheduler modules.
  *
@@ -52,26 +52,176 @@ static struct counters cnt[KR_VP_MAX];
 struct kr_worker *kr__workers[KR_VP_MAX];
 uint32_t kr__workers_hi;
 
-/* ---------------- the event source ---------------- */
+/* ---------------- the event sources ---------------- */
 
-int kr_poller_set(const kr_poller *p)
+/* Several sources: each polled in turn, and what a source of its own
+ * makes ready kept by the VP (rt.h, kr__poll). */
+static void poll_all(void *arg)
+{
+	const struct kr__sources *s = arg;
+	struct kr_worker *w = W();
+	for (unsigned i = 0; i < s->n; i++) {
+		w->own_source = s->p[i].flags & KR_POLLER_PER_VP;
+		s->p[i].poll(s->p[i].arg);
+	}
+}
+
+/* Under G.lock: the memory of the sets.  kr_poller_add keeps one spare
+ * set for each source in force but one, so that kr_poller_remove never
+ * fails for want of memory; every set allocated stays on G.sets until
+ * kr_fini (a VP may still be reading one that was replaced). */
+static int sets_reserve(unsigned n)
+{
+	while (G.nspare_sets < n) {
+		struct kr__sources *s = calloc(1, sizeof *s);
+		if (!s)
+			return ENOMEM;
+		s->all = G.sets;
+		G.sets = s;
+		s->older = G.spare_sets;
+		G.spare_sets = s;
+		G.nspare_sets++;
+	}
+	return 0;
+}
+
+static struct kr__sources *set_take(void)
+{
+	struct kr__sources *s = G.spare_sets;
+	G.spare_sets = s->older;
+	G.nspare_sets--;
+	memset(s, 0, offsetof(struct kr__sources, all));
+	return s;
+}
+
+/* Under G.lock: s holds the n sources of from (NULL: none) but the one at
+ * `drop` (-1: none), then p (NULL: none), and is published in place of the
+ * set in force; then the wait of the VP that waits for the shared sources
+ * ends, so that it looks at the new set. */
+static void set_publish(struct kr__sources *s, const struct kr__sources *from, int drop,
+			const kr_poller *p)
+{
+	for (unsigned i = 0; from && i < from->n; i++)
+		if ((int)i != drop)
+			s->p[s->n++] = from->p[i];
+	if (p)
+		s->p[s->n++] = *p;
+	s->sleeper = -1;
+	for (unsigned i = 0; i < s->n; i++)
+		if (!s->p[i].due)
+			s->sleeper = (int)i;
+	if (s->n == 1) {
+		s->poll = s->p[0].poll;
+		s->arg = s->p[0].arg;
+		s->own = s->p[0].flags & KR_POLLER_PER_VP;
+		s->sleeper = 0;
+	} else {
+		s->poll = poll_all;
+		s->arg = s;
+	}
+	s->shared = s->sleeper >= 0 && !(s->p[s->sleeper].flags & KR_POLLER_PER_VP);
+	__atomic_store_n(&G.src, s, __ATOMIC_RELEASE);
+	kr_sched_unpark(0);
+}
+
+int kr_poller_add(const kr_poller *p)
 {
 	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
 		return EPERM;
-	if (p && (!p->poll || !p->wait || (!p->kick && !(p->flags & KR_POLLER_PER_VP))))
+	if (!p || !p->poll || !p->wait || (!p->kick && !(p->flags & KR_POLLER_PER_VP)) ||
+	    (p->due && (p->flags & KR_POLLER_PER_VP)))
 		return EINVAL;
 	pthread_mutex_lock(&G.lock);
+	const struct kr__sources *s = G.src;
 	int err = 0;
-	if (p && G.poller_on)
-		err = EBUSY;
-	else if (p) {
-		G.poller = *p;
-		__atomic_store_n(&G.poller_on, 1, __ATOMIC_RELEASE);
-	} else {
-		__atomic_store_n(&G.poller_on, 0, __ATOMIC_RELEASE);
-	}
+	for (unsigned i = 0; s && i < s->n; i++)
+		if ((s->p[i].poll == p->poll && s->p[i].arg == p->arg) || (!p->due && !s->p[i].due))
+			err = EBUSY;
+	if (!err && s && s->n == KR_POLLER_MAX)
+		err = ENOSPC;
+	if (!err)
+		err = sets_reserve((s ? s->n : 0) + 1);
+	if (!err)
+		set_publish(set_take(), s, -1, p);
 	pthread_mutex_unlock(&G.lock);
 	return err;
+}
+
+int kr_poller_remove(const kr_poller *p)
+{
+	if (!p)
+		return EINVAL;
+	if (!__atomic_load_n(&G.running, __ATOMIC_ACQUIRE))
+		return EPERM;
+	pthread_mutex_lock(&G.lock);
+	const struct kr__sources *s = G.src;
+	int at = -1;
+	for (unsigned i = 0; s && i < s->n; i++)
+		if (s->p[i].poll == p->poll && s->p[i].arg == p->arg)
+			at = (int)i;
+	if (at >= 0 && s->n == 1) {
+		__atomic_store_n(&G.src, NULL, __ATOMIC_RELEASE);
+		kr_sched_unpark(0);
+	} else if (at >= 0) {
+		set_publish(set_take(), s, at, NULL);
+	}
+	pthread_mutex_unlock(&G.lock);
+	return at < 0 ? ESRCH : 0;
+}
+
+/* How an idle VP waits for several sources.  It sleeps in the one without
+ * `due` (the sleeper), whose wait the others' kr_sched_unpark(0) ends,
+ * and one VP at a time (G.polling) also asks the `due` sources by when
+ * they must be polled: until then it sleeps, or if that time has come it
+ * gives its processor away and returns, to poll them in the idle loop
+ * (MPI's spin).  A shared sleeper is waited in by that VP alone, the
+ * others sleep on L0 (as with one source); a KR_POLLER_PER_VP one by every
+ * VP, and there the VP that asks keeps its place only while a time is
+ * set: a source that has nothing to look for wakes a VP on L0's word when
+ * it has (kr_sched_unpark(0)), and whichever wakes asks. */
+static void park_many(struct kr_worker *w, const struct kr__sources *s, uint64_t deadline)
+{
+	const kr_poller *sl = s->sleeper >= 0 ? &s->p[s->sleeper] : NULL;
+	struct kr_worker *none = NULL;
+	__atomic_store_n(&w->kick_src, s->shared ? sl : NULL, __ATOMIC_RELAXED);
+	int asks = __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
+					       __ATOMIC_RELAXED);
+	if (asks) {
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		uint64_t due = KR_FOREVER;
+		for (unsigned i = 0; i < s->n; i++)
+			if (s->p[i].due) {
+				uint64_t d = s->p[i].due(s->p[i].arg);
+				due = d < due ? d : due;
+			}
+		if (due <= kr_now()) {
+			__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
+			kr_vp_switch();
+			return;
+		}
+		deadline = due < deadline ? due : deadline;
+		if (due == KR_FOREVER && !s->shared) {
+			__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
+			asks = 0;
+		}
+	}
+	if (sl && (sl->flags & KR_POLLER_PER_VP)) {
+		w->own_source = 1;
+		sl->wait(sl->arg, deadline);
+		w->own_source = 0;
+		if (w->kept_at == KR_KEPT_UNDATED)
+			w->kept_at = kr_now();
+	} else if (sl && asks) {
+		if (kr_vp_sleep_until(0) != 0) {
+			kr_vp_publish(KR_VP_SLEEPING);
+			sl->wait(sl->arg, deadline);
+			kr_vp_publish(KR_VP_RUNNING);
+		}
+	} else {
+		kr_vp_sleep_until(deadline);
+	}
+	if (asks)
+		__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
 }
 
 /* Each VP waits on its own event source (KR_POLLER_PER_VP), which takes
@@ -80,35 +230,43 @@ int kr_poller_set(const kr_poller *p)
  * publishes itself (seq_cst) and then takes a pending L0 wakeup if there
  * is one; kr_sched_unpark posts the L0 wakeup (seq_cst) and then looks for
  * a poller to kick.  One of the two sees the other, as in L0's own
- * protocol. */
+ * protocol.  Several sources: park_many. */
 void kr_sched_park_until(uint64_t deadline)
 {
 	uint64_t trim = kr__stacks_trim(kr_now());
 	if (trim < deadline)
 		deadline = trim;
 	struct kr_worker *w = W(), *none = NULL;
-	int on = w && __atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE);
-	if (on && (G.poller.flags & KR_POLLER_PER_VP)) {
+	const struct kr__sources *s = w ? __atomic_load_n(&G.src, __ATOMIC_ACQUIRE) : NULL;
+	if (s && s->n > 1) {
+		park_many(w, s, deadline);
+		return;
+	}
+	const kr_poller *p = s ? &s->p[0] : NULL;
+	if (p && (p->flags & KR_POLLER_PER_VP)) {
 		/* what its own source makes ready this VP keeps
 		 * (sched_default.h: own_keeps).  Not so with a shared
 		 * source, whose waiter must be relieved when it finds work. */
 		w->own_source = 1;
-		G.poller.wait(G.poller.arg, deadline);
+		p->wait(p->arg, deadline);
 		w->own_source = 0;
 		if (w->kept_at == KR_KEPT_UNDATED)
 			w->kept_at = kr_now();
 		return;
 	}
-	if (on && __atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
-					__ATOMIC_RELAXED)) {
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (kr_vp_sleep_until(0) != 0) {
-			kr_vp_publish(KR_VP_SLEEPING);
-			G.poller.wait(G.poller.arg, deadline);
-			kr_vp_publish(KR_VP_RUNNING);
+	if (p) {
+		__atomic_store_n(&w->kick_src, p, __ATOMIC_RELAXED);
+		if (__atomic_compare_exchange_n(&G.polling, &none, w, 0, __ATOMIC_SEQ_CST,
+						__ATOMIC_RELAXED)) {
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (kr_vp_sleep_until(0) != 0) {
+				kr_vp_publish(KR_VP_SLEEPING);
+				p->wait(p->arg, deadline);
+				kr_vp_publish(KR_VP_RUNNING);
+			}
+			__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
+			return;
 		}
-		__atomic_store_n(&G.polling, NULL, __ATOMIC_RELEASE);
-		return;
 	}
 	kr_vp_sleep_until(deadline);
 }
@@ -129,9 +287,10 @@ void kr_sched_poll(void)
 	struct kr_worker *w = W();
 	if (!w)
 		return;
-	if (__atomic_load_n(&G.poller_on, __ATOMIC_ACQUIRE)) {
+	const struct kr__sources *s = __atomic_load_n(&G.src, __ATOMIC_ACQUIRE);
+	if (s) {
 		w->waking = KR_BY_IO;
-		G.poller.poll(G.poller.arg);
+		s->poll(s->arg);
 		w->waking = KR_BY_MP;
 	}
 	if (w->kept_at) {
@@ -140,16 +299,25 @@ void kr_sched_poll(void)
 	}
 }
 
+/* n = 0 (a source's new work, or a new set): a fence for the Dekker pair
+ * with the VP that publishes itself in G.polling and then looks at the
+ * sources. */
 void kr_sched_unpark(unsigned n)
 {
-	kr_vp_wakeup(n);
-	/* G.polling is set only for a shared source (never KR_POLLER_PER_VP),
-	 * after kr_sched_park_until saw poller_on: reading G.poller before it
-	 * would race with kr_poller_set filling it in. */
-	struct kr_worker *p = __atomic_load_n(&G.polling, __ATOMIC_SEQ_CST);
+	if (n)
+		kr_vp_wakeup(n);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* the poller itself wakes microprocesses from inside its wait */
-	if (p && p != W())
-		G.poller.kick(G.poller.arg);
+	struct kr_worker *p = __atomic_load_n(&G.polling, __ATOMIC_SEQ_CST);
+	const kr_poller *k = p && p != W() ? __atomic_load_n(&p->kick_src, __ATOMIC_RELAXED) : NULL;
+	if (k) {
+		k->kick(k->arg);
+	} else if (!n) {
+		const struct kr__sources *s = __atomic_load_n(&G.src, __ATOMIC_ACQUIRE);
+		if (s && !s->shared)
+			kr_vp_wakeup(1);
+	}
 }
 
 /* kr__ready_tail's and spawn_tail's idle VP (rt.h). */
@@ -377,7 +545,7 @@ static void fork_child(void)
 	if (G.busy) {
 		kr__forked = 1;
 		G.running = 0;
-		G.poller_on = 0;
+		G.src = NULL;
 	}
 }
 
@@ -424,7 +592,7 @@ int kr_init(const kr_config *cfg)
 	G.target = nvp;
 	G.alloc = cfg->alloc;
 	G.naway = G.alloc ? 1 : 0; /* an allocator's turn (alloc.h) */
-	G.poller_on = 0;
+	G.src = NULL;
 	G.polling = NULL;
 	kr__permits_start(nvp == 1 && G.seam->solo);
 	kr__served_start();
@@ -546,9 +714,18 @@ static void teardown(void)
 		G.alloc->stop();
 		G.alloc = NULL;
 	}
-	if (G.poller_on && G.poller.fini)
-		G.poller.fini(G.poller.arg);
-	__atomic_store_n(&G.poller_on, 0, __ATOMIC_RELEASE);
+	const struct kr__sources *s = G.src;
+	for (unsigned i = s ? s->n : 0; i-- > 0;)
+		if (s->p[i].fini)
+			s->p[i].fini(s->p[i].arg);
+	__atomic_store_n(&G.src, NULL, __ATOMIC_RELEASE);
+	while (G.sets) {
+		struct kr__sources *n = G.sets->all;
+		free(G.sets);
+		G.sets = n;
+	}
+	G.spare_sets = NULL;
+	G.nspare_sets = 0;
 	__atomic_store_n(&G.running, 0, __ATOMIC_RELEASE);
 	G.sched.ops->fini(SCHED);
 	kr__w = NULL;

@@ -4,10 +4,11 @@
  *
  * The back end starts with the first call after kr_init: io_uring unless
  * KARUI_IO=epoll is set, the program runs under valgrind, or the kernel
- * refuses the ring (then epoll), and installs itself as the core's event
- * source (kr_poller_set).  A ring that cannot be set up for want of fds
- * or memory (EMFILE, ENFILE, ENOMEM) is no reason to give io_uring up for
- * the process's life: the call returns that error and the next one tries
+ * refuses the ring (then epoll), and adds itself to the core's event
+ * sources (kr_poller_add; beside libkarui-mpi's, if that is in, an idle VP
+ * sleeps in this one).  A ring that cannot be set up for want of fds or
+ * memory (EMFILE, ENFILE, ENOMEM) is no reason to give io_uring up for the
+ * process's life: the call returns that error and the next one tries
  * again.  kr_fini calls the event source's fini, which stops the back
  * end; the next kr_init starts from scratch.
  *
@@ -51,7 +52,7 @@ static int try_start(const struct kr_iobackend *b)
 	int err = b->init(&p);
 	if (err)
 		return err;
-	err = kr_poller_set(&p);
+	err = kr_poller_add(&p);
 	if (err && p.fini)
 		p.fini(p.arg);
 	return err;

@@ -25,7 +25,8 @@
  * level-2 code allows for (core.h).  Room in the table is made before the
  * MPI call starts, so that a request once started is always waited for.
  *
- * Progress.  The layer is karui's event source (kr_poller_set), shared:
+ * Progress.  The layer is one of karui's event sources (kr_poller_add),
+ * shared:
  *   poll   (busy VPs at every 8th scheduling point, the idle loop each
  *          time round) MPI_Testsome over the pending table, if there is
  *          anything in it and the lock is free (trylock: a VP never waits
@@ -39,11 +40,19 @@
  *          nap, until something completes, the deadline passes or a
  *          kick comes; with nothing pending it sleeps on the futex until
  *          the deadline or a kick;
- *   kick   (kr_sched_unpark, and the layer when the table stops being
- *          empty, so that a VP asleep with nothing pending starts
- *          testing) sets the futex word and wakes a napper.  The word
- *          stays set until a wait consumes it, so a kick that comes just
- *          before the wait starts is not lost.
+ *   kick   (kr_sched_unpark: a microprocess became ready, or the table
+ *          stopped being empty, so that a VP asleep with nothing pending
+ *          starts testing: the layer calls kr_sched_unpark(0) then) sets
+ *          the futex word and wakes a napper.  The word stays set until a
+ *          wait consumes it, so a kick that comes just before the wait
+ *          starts is not lost;
+ *   due    (beside karui's I/O, whose source the idle VP sleeps in, so
+ *          that completions of either kind wake it; wait and kick are
+ *          then not called) the same schedule as wait's, as times: test
+ *          again at once (the core gives the processor away first) for
+ *          the spin, then after each nap; KR_FOREVER with nothing
+ *          pending.  It counts from the first time it sees M.epoch
+ *          move, which the table's filling and every completion do.
  * Open MPI's shared-memory and TCP transports give no descriptor to wait
  * on, so an idle VP must test: the naps trade latency (a message that
  * comes during a nap is seen up to a nap late, once the spin is over) for
@@ -63,7 +72,7 @@
  * event source's fini: the lock is taken, M.on cleared (progress and the
  * calls look at it under the lock), MPI finalised if kr_mpi_init
  * initialised it, the table freed.  A VP still inside wait when the
- * source is removed leaves it at the kick that follows.
+ * source is removed leaves it at the kick that kr_poller_remove makes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -108,6 +117,11 @@ static struct {
 	MPI_Status *sts;
 	uint32_t kicked;      /* futex word: a kick not consumed yet */
 	uint32_t napping;     /* a VP sleeps on kicked */
+	uint32_t epoch;       /* atomic, written under lock: the table filled
+	                         or a request completed (due_cb) */
+	/* due_cb's, on one VP at a time (the core's G.polling) */
+	uint32_t seen;        /* the epoch its schedule counts from */
+	uint64_t t0, nap;     /* when it saw it; the next nap */
 } M = {.lock = KR_SPIN_INIT};
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -209,6 +223,7 @@ static int progress(void)
 		complete(e, &M.sts[k], rc == MPI_ERR_IN_STATUS ? err_of(M.sts[k].MPI_ERROR) : 0);
 	}
 	if (out) {
+		__atomic_store_n(&M.epoch, M.epoch + 1, __ATOMIC_RELAXED);
 		int j = 0;
 		for (int i = 0; i < n; i++) {
 			if (!M.ent[i].w)
@@ -252,6 +267,24 @@ static void wait_cb(void *arg, uint64_t deadline)
 	}
 }
 
+static uint64_t due_cb(void *arg)
+{
+	if (!__atomic_load_n(&M.n, __ATOMIC_RELAXED))
+		return KR_FOREVER;
+	uint64_t now = kr_now();
+	uint32_t e = __atomic_load_n(&M.epoch, __ATOMIC_RELAXED);
+	if (e != M.seen) {
+		M.seen = e;
+		M.t0 = now;
+		M.nap = NAP_FIRST_NS;
+	}
+	if (now - M.t0 < spin_ns)
+		return now;
+	uint64_t nap = M.nap < nap_max_ns ? M.nap : nap_max_ns;
+	M.nap = nap * 2;
+	return now + nap;
+}
+
 /* Under M.lock: M.on cleared, MPI finalised if the layer started it, the
  * table freed. */
 static void stop_locked(void)
@@ -277,6 +310,9 @@ static void fini_cb(void *arg)
 		stop_locked();
 	kr_spin_unlock(&M.lock);
 }
+
+static const kr_poller source = {
+	.poll = poll_cb, .wait = wait_cb, .kick = kick, .fini = fini_cb, .due = due_cb};
 
 /* An environment variable's microseconds, in ns; dflt if unset or not
  * a number from 0 to 1000000. */
@@ -304,8 +340,7 @@ int kr_mpi_init(int *argc, char ***argv)
 	spin_ns = env_us("KARUI_MPI_SPIN_US", 500);
 	nap_max_ns = env_us("KARUI_MPI_NAP_US", 1000);
 	/* the source first: MPI, once finalised, cannot start again */
-	kr_poller p = {.poll = poll_cb, .wait = wait_cb, .kick = kick, .fini = fini_cb};
-	int err = kr_poller_set(&p);
+	int err = kr_poller_add(&source);
 	if (err) {
 		pthread_mutex_unlock(&init_lock);
 		return err;
@@ -334,7 +369,7 @@ int kr_mpi_init(int *argc, char ***argv)
 		stop_locked();
 	kr_spin_unlock(&M.lock);
 	if (err)
-		kr_poller_set(NULL);
+		kr_poller_remove(&source);
 	pthread_mutex_unlock(&init_lock);
 	return err;
 }
@@ -347,10 +382,8 @@ int kr_mpi_fini(void)
 	if (!err)
 		stop_locked();
 	kr_spin_unlock(&M.lock);
-	if (!err) {
-		kr_poller_set(NULL);
-		kick(NULL);
-	}
+	if (!err)
+		kr_poller_remove(&source); /* which ends a wait_cb under way */
 	pthread_mutex_unlock(&init_lock);
 	return err;
 }
@@ -428,11 +461,13 @@ static int finish(int n, MPI_Request *reqs, MPI_Status *sts)
 	}
 	__atomic_store_n(&w.left, left, __ATOMIC_RELAXED);
 	__atomic_store_n(&M.n, m, __ATOMIC_RELAXED);
+	if (left && !was)
+		__atomic_store_n(&M.epoch, M.epoch + 1, __ATOMIC_RELAXED);
 	kr_spin_unlock(&M.lock);
 	if (!left)
 		return w.err;
 	if (!was)
-		kick(NULL);
+		kr_sched_unpark(0);
 	while (__atomic_load_n(&w.left, __ATOMIC_ACQUIRE))
 		kr_mp_park();
 	for (int i = 0; i < n; i++)
