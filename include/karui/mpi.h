@@ -5,7 +5,7 @@
  * kr_mpi_init initialises MPI at the thread level karui needs
  * (MPI_THREAD_SERIALIZED: the layer serialises every MPI call it makes,
  * under one lock) and installs the layer's progress engine as karui's
- * event source (sched.h, kr_poller_set).  The calls below start the
+ * event source (sched.h, kr_poller_add).  The calls below start the
  * nonblocking form of the MPI operation, and if it has not completed at
  * once, park the calling microprocess; its VP runs the others meanwhile.
  * Busy VPs test the pending requests (MPI_Testsome) at every 8th
@@ -13,9 +13,10 @@
  * while and then sleeps between tests with a growing back-off (docs/mpi.md:
  * the latency and CPU trade-off).
  *
- * The process has one event source: while the layer is in, karui's I/O
- * calls (io.h) cannot start theirs and return EBUSY, and kr_mpi_init
- * returns EBUSY if they have started.
+ * karui's I/O (io.h) works beside the layer: its event source and the
+ * layer's are both set, and an idle VP sleeps in the I/O one, for no
+ * longer than the layer's spin or nap (docs/mpi.md), so that a message or
+ * an I/O completion, whichever comes first, wakes it.
  *
  * Errors follow karui.h's rule: 0 or a positive errno code.  A NULL
  * mandatory pointer, a negative count, or a NULL buffer with a positive
@@ -39,9 +40,9 @@ extern "C" {
 /* Initialise MPI (MPI_Init_thread, unless the program did already; then
  * it must have MPI_THREAD_SERIALIZED or more: ENOTSUP otherwise) and
  * install the progress engine.  karui must be running (EPERM).  argc and
- * argv are handed to MPI_Init_thread and may be NULL.  EBUSY: another
- * event source is set, or the layer is in already; EIO: MPI failed to
- * start. */
+ * argv are handed to MPI_Init_thread and may be NULL.  EBUSY: the layer
+ * is in already; ENOSPC: KR_POLLER_MAX event sources are set (sched.h);
+ * EIO: MPI failed to start. */
 int kr_mpi_init(int *argc, char ***argv);
 
 /* Remove the progress engine and, if kr_mpi_init initialised MPI, call
