@@ -172,7 +172,8 @@ void kr_sched_unpark(unsigned n);
  *         Such a source's wait runs only when it is alone; where it gets
  *         new work that no VP looks for (KR_FOREVER before), it calls
  *         kr_sched_unpark(0).
- * With only `due` sources set, the VPs sleep on L0 until the earliest. */
+ * With only `due` sources set, the VP that asks sleeps on L0 until the
+ * earliest time, and kr_sched_unpark(0) is an L0 wakeup. */
 enum { KR_POLLER_PER_VP = 1 };
 #define KR_POLLER_MAX 4
 typedef struct kr_poller {

@@ -159,12 +159,15 @@ int kr_poller_remove(const kr_poller *p)
 	for (unsigned i = 0; s && i < s->n; i++)
 		if (s->p[i].poll == p->poll && s->p[i].arg == p->arg)
 			at = (int)i;
+	int per_vp = at >= 0 && (s->p[at].flags & KR_POLLER_PER_VP);
 	if (at >= 0 && s->n == 1) {
 		__atomic_store_n(&G.src, NULL, __ATOMIC_RELEASE);
 		kr_sched_unpark(0);
 	} else if (at >= 0) {
 		set_publish(set_take(), s, at, NULL);
 	}
+	if (per_vp) /* every idle VP was waiting in it */
+		kr_vp_wakeup(kr_vp_count());
 	pthread_mutex_unlock(&G.lock);
 	return at < 0 ? ESRCH : 0;
 }
