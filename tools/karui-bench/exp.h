@@ -123,6 +123,7 @@ void kb_trace(const kb_ctx *c);
 /* exp_mpi.c: seed 004's WAVE over 2 MPI ranks, libkarui-mpi against
  * pthreads with MPI_THREAD_MULTIPLE */
 void kb_mpi_wave(const kb_ctx *c);
+void kb_mpi_pipe(const kb_ctx *c);
 
 /* exp_ssf.c */
 void kb_seed002_ssf(const kb_ctx *c);

@@ -285,6 +285,10 @@ static const struct seed {
 	{"mpi.wave", "seed 004's WAVE on 2 MPI ranks, 50 workers per rank, the rows split "
 	 "between the ranks: ms per run (--n: sweeps)", "karui karui-2vp pthread pthread-yield",
 	 kb_mpi_wave},
+	{"mpi.pipe", "a word back and forth over a pipe between two microprocesses through "
+	 "kr_read / kr_write, with libkarui-mpi out, in, and in with a receive pending: ns per "
+	 "round trip, x = VPs (--n: round trips)", "karui karui-mpi karui-mpi-pending karui-2vp "
+	 "karui-2vp-mpi karui-2vp-mpi-pending", kb_mpi_pipe},
 };
 #define NSEEDS (sizeof SEEDS / sizeof SEEDS[0])
 
