@@ -242,6 +242,7 @@ static void child_of_fork_finds_karui_stopped_and_the_parent_goes_on(void)
 enum { TOY_REQS = 8 };
 
 struct toy_req {
+	struct toy *of;
 	kr_mp *mp;
 	uint32_t state; /* 0 waiting, 1 completed, 2 seen by the poll */
 	int value;
@@ -316,8 +317,7 @@ static const kr_poller mpi_source = {.poll = toy_poll, .wait = toy_mpi_wait,
 static void *toy_request(void *arg)
 {
 	struct toy_req *r = arg;
-	struct toy *t = (uintptr_t)r - (uintptr_t)toy_io.req < sizeof toy_io.req ? &toy_io
-										   : &toy_mpi;
+	struct toy *t = r->of;
 	r->mp = kr_mp_self();
 	if (__atomic_fetch_add(&t->pending, 1, __ATOMIC_SEQ_CST) == 0 && t == &toy_mpi)
 		kr_sched_unpark(0);
@@ -366,10 +366,11 @@ static void two_sources_each_wake_sleeping_vps(void)
 		KT_EQ(kr_poller_add(order ? &io_source : &mpi_source), 0);
 		kr_mp *m[2][TOY_REQS];
 		for (int i = 0; i < TOY_REQS; i++)
-			for (int k = 0; k < 2; k++)
-				KT_EQ(kr_mp_create(&m[k][i], NULL, toy_request,
-						   &(k ? &toy_mpi : &toy_io)->req[i]),
-				      0);
+			for (int k = 0; k < 2; k++) {
+				struct toy *t = k ? &toy_mpi : &toy_io;
+				t->req[i].of = t;
+				KT_EQ(kr_mp_create(&m[k][i], NULL, toy_request, &t->req[i]), 0);
+			}
 		pthread_t th;
 		KT_EQ(pthread_create(&th, NULL, toy_completer, NULL), 0);
 		for (int i = 0; i < TOY_REQS; i++)
