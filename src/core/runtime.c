@@ -181,7 +181,10 @@ int kr_poller_remove(const kr_poller *p)
  * others sleep on L0 (as with one source); a KR_POLLER_PER_VP one by every
  * VP, and there the VP that asks keeps its place only while a time is
  * set: a source that has nothing to look for wakes a VP on L0's word when
- * it has (kr_sched_unpark(0)), and whichever wakes asks. */
+ * it has (kr_sched_unpark(0)), and whichever wakes asks.  Rejected: the
+ * `due` source's own wait (MPI's naps on a futex) with a poll of the other
+ * between naps, which would see a socket up to a nap late, and nothing at
+ * all while nothing is pending there. */
 static void park_many(struct kr_worker *w, const struct kr__sources *s, uint64_t deadline)
 {
 	const kr_poller *sl = s->sleeper >= 0 ? &s->p[s->sleeper] : NULL;
