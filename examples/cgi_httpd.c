@@ -21,9 +21,19 @@
  * --read-timeout (10 s; an idle keep-alive connection is closed after as
  * long, a slow client too) and fit in 16 KiB (431; a request line over
  * 8 KiB: 414); a malformed one is 400, and the connection is closed after
- * any such error.  A body needs a Content-Length (digits, at most
- * --max-body, 1 MiB: else 400, 413; Transfer-Encoding: 501), and is read
- * whole before the program starts; "Expect: 100-continue" is answered.
+ * any such error.  A body comes with a Content-Length (digits, at most
+ * --max-body, 1 MiB: else 400, 413) or chunked ("Transfer-Encoding:
+ * chunked" in HTTP/1.1 and without a Content-Length, else 400; another
+ * coding before it: 501): chunk sizes in hex on lines of at most 4 KiB,
+ * their extensions ignored, decoded at most --max-body bytes (413), the
+ * trailer read and dropped (at most 16 KiB: 431); a size that is no hex
+ * number ("-1", "0x10") or over 64 bits, a CRLF missing, a control
+ * character in a line: 400.  Either body is read whole, within
+ * --read-timeout, before the program starts, and the program gets it
+ * decoded with its length in CONTENT_LENGTH (CGI/1.1 has no chunked
+ * stdin); a client that ends or stalls before the body's end has its
+ * connection closed without an answer, and no program runs.
+ * "Expect: 100-continue" is answered.
  * The path is percent-decoded; a "." or ".." segment, a NUL or a bad
  * escape are refused (403, 400), NAME must be an executable regular file
  * directly in DIR (404, 403).  Keep-alive: HTTP/1.1's default,
@@ -36,8 +46,9 @@
  * SCRIPT_NAME, SCRIPT_FILENAME, PATH_INFO when there is one, REMOTE_ADDR,
  * CONTENT_LENGTH (0 without a body, as lighttpd does), CONTENT_TYPE when
  * given, REDIRECT_STATUS, PATH, and an HTTP_* variable per header field
- * but Content-Length, Content-Type and Proxy, whose HTTP_PROXY would steer
- * the program's own requests), in that order, and nothing of the
+ * but Content-Length, Transfer-Encoding (the body it reads is decoded),
+ * Content-Type and Proxy, whose HTTP_PROXY would steer the program's own
+ * requests), in that order, and nothing of the
  * server's.  REMOTE_PORT is left out on purpose: a kept image is reused
  * only by a start with the very same environment (docs/uproc.md), and a
  * variable that changes with every connection would make every start a
@@ -82,8 +93,7 @@
  * program stuck in such a loop is never ended, and takes one of the
  * server's VPs for good.  A program that closes every fd of its own and
  * goes on is waited for until it ends.  Local redirects (a Location that is
- * a path) are passed to the client as 302, not followed.  Chunked request
- * bodies are not taken (501).
+ * a path) are passed to the client as 302, not followed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -138,7 +148,7 @@ struct hdr {
 struct req {
 	const char *method, *target, *version;
 	size_t mlen, tlen;
-	int http11, keep_alive, head, expect_continue;
+	int http11, keep_alive, head, expect_continue, chunked;
 	long long clen;         /* -1: none */
 	const char *ctype, *host;
 	size_t ctlen, hostlen;
@@ -244,23 +254,58 @@ static int token_eq(const char *s, size_t n, const char *lit)
 	return strlen(lit) == n && !strncasecmp(s, lit, n);
 }
 
+/* The next element of the comma-separated list v[0..n) from *i: 1 and
+ * it in *s, *len (empty elements skipped), or 0 at the end. */
+static int list_next(const char *v, size_t n, size_t *i, const char **s, size_t *len)
+{
+	size_t k = *i;
+	while (k < n && (v[k] == ' ' || v[k] == '\t' || v[k] == ','))
+		k++;
+	if (k == n)
+		return 0;
+	size_t b = k;
+	while (k < n && v[k] != ',')
+		k++;
+	size_t e = k;
+	while (e > b && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+		e--;
+	*i = k;
+	*s = v + b;
+	*len = e - b;
+	return 1;
+}
+
 /* Does the comma-separated list v[0..n) hold the token lit? */
 static int list_has(const char *v, size_t n, const char *lit)
 {
-	size_t i = 0;
-	while (i < n) {
-		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-			i++;
-		size_t s = i;
-		while (i < n && v[i] != ',')
-			i++;
-		size_t e = i;
-		while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-			e--;
-		if (token_eq(v + s, e - s, lit))
+	const char *s;
+	size_t i = 0, l;
+	while (list_next(v, n, &i, &s, &l))
+		if (token_eq(s, l, lit))
 			return 1;
-	}
 	return 0;
+}
+
+/* No control character in s[0..n) but HTAB: a field value's text. */
+static int text_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)s[i] < ' ' && s[i] != '\t') || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* The colon of the field line l[0..n) after a name of tchars, else NULL
+ * (no field, an obs-fold, an empty name). */
+static char *field_colon(char *l, size_t n)
+{
+	char *colon = memchr(l, ':', n);
+	if (!colon || colon == l)
+		return NULL;
+	for (char *p = l; p < colon; p++)
+		if (!tchar((unsigned char)*p))
+			return NULL;
+	return colon;
 }
 
 /* Parse the head in[0..len) (its last 4 bytes CRLF CRLF): 0, or the
@@ -296,23 +341,19 @@ static int parse_head(char *in, size_t len, struct req *r)
 	r->keep_alive = r->http11;
 	if (r->target[0] != '/')
 		return 400;
-	int te = 0;
+	int codings = 0, chunked_last = 0, chunked_before = 0; /* Transfer-Encoding's */
 	for (char *l = eol + 2; l < end; l = eol + 2) {
 		eol = memmem(l, (size_t)(end + 2 - l), "\r\n", 2);
-		char *colon = memchr(l, ':', (size_t)(eol - l));
-		if (!colon || colon == l)
-			return 400; /* no field, an obs-fold, an empty name */
-		for (char *p = l; p < colon; p++)
-			if (!tchar((unsigned char)*p))
-				return 400;
+		char *colon = field_colon(l, (size_t)(eol - l));
+		if (!colon)
+			return 400;
 		char *v = colon + 1, *ve = eol;
 		while (v < ve && (*v == ' ' || *v == '\t'))
 			v++;
 		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
 			ve--;
-		for (char *p = v; p < ve; p++)
-			if (((unsigned char)*p < ' ' && *p != '\t') || *p == 0x7f)
-				return 400;
+		if (!text_ok(v, (size_t)(ve - v)))
+			return 400;
 		if (r->nh == HDRS_MAX)
 			return 431;
 		struct hdr *h = &r->h[r->nh++];
@@ -330,7 +371,18 @@ static int parse_head(char *in, size_t len, struct req *r)
 				return 400;
 			r->clen = n;
 		} else if (token_eq(l, h->nlen, "transfer-encoding")) {
-			te = 1;
+			const char *t;
+			size_t i = 0, tl;
+			if (!h->vlen) { /* no coding: no framing either */
+				chunked_before |= chunked_last;
+				chunked_last = 0;
+				codings++;
+			}
+			while (list_next(v, h->vlen, &i, &t, &tl)) {
+				chunked_before |= chunked_last;
+				chunked_last = token_eq(t, tl, "chunked");
+				codings++;
+			}
 		} else if (token_eq(l, h->nlen, "connection")) {
 			if (list_has(v, h->vlen, "close"))
 				r->keep_alive = 0;
@@ -348,8 +400,14 @@ static int parse_head(char *in, size_t len, struct req *r)
 			r->hostlen = h->vlen;
 		}
 	}
-	if (te)
-		return r->clen >= 0 ? 400 : 501;
+	if (codings) {
+		/* RFC 9112 §6.1, §6.3: chunked last and once, else no framing */
+		if (r->clen >= 0 || !r->http11 || !chunked_last || chunked_before)
+			return 400;
+		if (codings > 1)
+			return 501; /* gzip, chunked: a coding not taken */
+		r->chunked = 1;
+	}
 	if (token_eq(r->method, r->mlen, "HEAD"))
 		r->head = 1;
 	else if (!token_eq(r->method, r->mlen, "GET") && !token_eq(r->method, r->mlen, "POST"))
@@ -1036,6 +1094,7 @@ static int serve_cgi(struct conn *c, const struct req *r, const char *path, size
 	for (int i = 0; i < r->nh; i++) {
 		const struct hdr *h = &r->h[i];
 		if (token_eq(h->name, h->nlen, "content-length") ||
+		    token_eq(h->name, h->nlen, "transfer-encoding") ||
 		    token_eq(h->name, h->nlen, "content-type") || token_eq(h->name, h->nlen, "proxy"))
 			continue;
 		char hn[HEAD_MAX + 8];
@@ -1122,6 +1181,178 @@ static void addr_of(const struct sockaddr_in *a, char *out, size_t n)
 		snprintf(out, n, "127.0.0.1");
 }
 
+/* ---------------------------------------------------------------- bodies */
+
+/* The two body readers: 0 with the body in r->body[0..r->blen) (the
+ * caller frees it, also on failure) and *used the offset in c->in where
+ * the next request begins; else the status to refuse the request with,
+ * or -1 when the client went (end of file, an error, the body not whole
+ * within --read-timeout): the connection is then closed without an
+ * answer, and the program never runs. */
+
+static int continue_(struct conn *c)
+{
+	return send_buf(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25) ? -1 : 0;
+}
+
+/* A body of Content-Length bytes. */
+static int read_sized(struct conn *c, struct req *r, size_t hlen, size_t *used)
+{
+	size_t blen = r->clen > 0 ? (size_t)r->clen : 0, got = c->have - hlen;
+	if (got > blen)
+		got = blen;
+	r->body = blen ? malloc(blen) : NULL;
+	r->blen = blen;
+	if (blen && !r->body)
+		return 500;
+	if (got)
+		memcpy(r->body, c->in + hlen, got);
+	*used = hlen + got;
+	if (got < blen && r->expect_continue && continue_(c))
+		return -1;
+	uint64_t dl = deadline_in(O.read_timeout);
+	while (got < blen) {
+		size_t n;
+		int err = kr_recv_until(c->fd, r->body + got, blen - got, 0, &n, dl);
+		if (err || n == 0)
+			return -1;
+		got += n;
+	}
+	return 0;
+}
+
+#define CHUNK_LINE 4096 /* a chunk's size line, a trailer's field line: with CRLF */
+
+/* A chunked body's bytes as they come: c->in[at..c->have) not yet taken,
+ * c->in[0..hlen) the head (the request's fields point into it). */
+struct body_in {
+	struct conn *c;
+	size_t hlen, at;
+	uint64_t dl;
+};
+
+/* More bytes into c->in, those taken given up for room: 0 or -1.  There
+ * is room for CHUNK_LINE bytes after the head, a head being at most
+ * HEAD_MAX, and body_line asks for more only with less than that. */
+static int body_more(struct body_in *b)
+{
+	struct conn *c = b->c;
+	if (b->at > b->hlen) {
+		memmove(c->in + b->hlen, c->in + b->at, c->have - b->at);
+		c->have -= b->at - b->hlen;
+		b->at = b->hlen;
+	}
+	size_t n;
+	int err = kr_recv_until(c->fd, c->in + c->have, sizeof c->in - c->have, 0, &n, b->dl);
+	if (err || n == 0)
+		return -1;
+	c->have += n;
+	return 0;
+}
+
+/* The next line, its CRLF left out, in *l and *len: 0, -1, or 400 for
+ * one over CHUNK_LINE bytes or with a control character (a bare CR or LF
+ * among them). */
+static int body_line(struct body_in *b, char **l, size_t *len)
+{
+	size_t seen = 0; /* bytes after b->at searched */
+	for (;;) {
+		char *s = b->c->in + b->at, *eol;
+		size_t n = b->c->have - b->at, from = seen ? seen - 1 : 0;
+		if (n > CHUNK_LINE)
+			n = CHUNK_LINE;
+		if ((eol = memmem(s + from, n - from, "\r\n", 2))) {
+			*l = s;
+			*len = (size_t)(eol - s);
+			b->at += *len + 2;
+			return text_ok(s, *len) ? 0 : 400;
+		}
+		if (n == CHUNK_LINE)
+			return 400;
+		seen = n;
+		if (body_more(b))
+			return -1;
+	}
+}
+
+/* A chunked body (RFC 9112 §7.1): chunk sizes in hex, their extensions
+ * ignored, the data of each followed by CRLF, up to a chunk of size 0;
+ * then the trailer's field lines, read and dropped, up to an empty one.
+ * Decoded, it is at most --max-body bytes (else 413), its trailer at most
+ * HEAD_MAX (431); bad syntax, a size over 64 bits, a CRLF missing: 400. */
+static int read_chunked(struct conn *c, struct req *r, size_t hlen, size_t *used)
+{
+	struct body_in b = {c, hlen, hlen, 0};
+	size_t cap = 0, tl = 0;
+	char *l;
+	size_t len;
+	int e;
+	r->body = NULL;
+	r->blen = 0;
+	if (c->have == hlen && r->expect_continue && continue_(c))
+		return -1;
+	b.dl = deadline_in(O.read_timeout);
+	for (;;) {
+		if ((e = body_line(&b, &l, &len)))
+			return e;
+		uint64_t n = 0;
+		size_t i = 0;
+		for (; i < len && hexval(l[i]) >= 0; i++) {
+			if (n >> 60)
+				return 400;
+			n = n << 4 | (uint64_t)hexval(l[i]);
+		}
+		size_t k = i;
+		while (k < len && (l[k] == ' ' || l[k] == '\t'))
+			k++;
+		if (!i || (k < len && l[k] != ';'))
+			return 400; /* no size, "-1", "0x10", "10 x" */
+		if (n > O.max_body - r->blen)
+			return 413;
+		if (!n)
+			break;
+		while (n) {
+			if (r->blen == cap) {
+				size_t nc = cap < 16384 ? 16384 : 2 * cap;
+				char *nb = realloc(r->body, nc < O.max_body ? nc : O.max_body);
+				if (!nb)
+					return 500;
+				r->body = nb;
+				cap = nc < O.max_body ? nc : O.max_body;
+			}
+			size_t room = cap - r->blen < n ? cap - r->blen : (size_t)n, got;
+			if (b.at < c->have) {
+				got = c->have - b.at < room ? c->have - b.at : room;
+				memcpy(r->body + r->blen, c->in + b.at, got);
+				b.at += got;
+			} else {
+				c->have = b.at = hlen; /* all taken: straight into the body */
+				int err = kr_recv_until(c->fd, r->body + r->blen, room, 0, &got, b.dl);
+				if (err || !got)
+					return -1;
+			}
+			r->blen += got;
+			n -= got;
+		}
+		if ((e = body_line(&b, &l, &len)))
+			return e;
+		if (len)
+			return 400; /* more data than its size said */
+	}
+	for (;;) {
+		if ((e = body_line(&b, &l, &len)))
+			return e;
+		if (!len)
+			break;
+		if ((tl += len + 2) > HEAD_MAX)
+			return 431;
+		if (!field_colon(l, len))
+			return 400;
+	}
+	*used = b.at;
+	return 0;
+}
+
 static void *conn(struct conn *c)
 {
 	struct sockaddr_in a;
@@ -1136,7 +1367,9 @@ static void *conn(struct conn *c)
 	while (c->ob && r) {
 		uint64_t dl = deadline_in(O.read_timeout);
 		char *end;
-		while (!(end = memmem(c->in, c->have, "\r\n\r\n", 4))) {
+		/* (what a chunked body's reading left may be more than a head) */
+		while (!(end = memmem(c->in, c->have < HEAD_MAX ? c->have : HEAD_MAX, "\r\n\r\n",
+				      4))) {
 			if (c->have >= HEAD_MAX) {
 				char *eol = memmem(c->in, c->have, "\r\n", 2);
 				send_error(c, eol ? 431 : 414, 0, 0);
@@ -1154,34 +1387,14 @@ static void *conn(struct conn *c)
 			send_error(c, code, 0, 0);
 			goto done;
 		}
-		size_t blen = r->clen > 0 ? (size_t)r->clen : 0, got = c->have - hlen;
-		if (got > blen)
-			got = blen;
-		r->body = blen ? malloc(blen) : NULL;
-		r->blen = blen;
-		if (blen && !r->body) {
-			send_error(c, 500, 0, 0);
-			goto done;
-		}
-		if (got)
-			memcpy(r->body, c->in + hlen, got);
-		if (got < blen && r->expect_continue &&
-		    send_buf(c->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25)) {
+		size_t used = hlen;
+		code = r->chunked ? read_chunked(c, r, hlen, &used) : read_sized(c, r, hlen, &used);
+		if (code) {
+			if (code > 0)
+				send_error(c, code, 0, 0);
 			free(r->body);
 			goto done;
 		}
-		dl = deadline_in(O.read_timeout);
-		while (got < blen) {
-			size_t n;
-			int err = kr_recv_until(c->fd, r->body + got, blen - got, 0, &n, dl);
-			if (err || n == 0) {
-				free(r->body);
-				goto done;
-			}
-			got += n;
-		}
-		/* what follows the body is the next request's */
-		size_t used = hlen + (c->have - hlen < blen ? c->have - hlen : blen);
 		int stop = handle(c, r);
 		free(r->body);
 		memmove(c->in, c->in + used, c->have - used);
