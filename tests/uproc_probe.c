@@ -40,8 +40,10 @@
  *   uproc_probe map FILE     maps FILE read-only: the address and the text
  *   uproc_probe efault       each system call below with an unmapped, a
  *                            non-canonical and (where it writes) a
- *                            read-only pointer: prints each one that did
- *                            not fail with EFAULT, then "N calls"
+ *                            read-only pointer (mapped so, or made so by
+ *                            mprotect, a mapping over it, a mremap):
+ *                            prints each one that did not fail with
+ *                            EFAULT, then "N calls"
  *   uproc_probe timed        sem_timedwait, pthread_cond_timedwait and
  *                            pthread_mutex_timedlock, each for 20 ms:
  *                            their errors
@@ -431,7 +433,16 @@ static int bad_pointers(void)
 		return 5;
 	char *gone = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (gone == MAP_FAILED || ro == MAP_FAILED || munmap(gone, 4096))
+	/* read-only pages that were writable: by mprotect, by a mapping over
+	 * one, and after a mremap */
+	char *was = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *moved = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (gone == MAP_FAILED || ro == MAP_FAILED || munmap(gone, 4096) || was == MAP_FAILED ||
+	    moved == MAP_FAILED || mprotect(was, 4096, PROT_READ) ||
+	    mmap(was + 2 * 4096, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+		    MAP_FAILED ||
+	    mprotect(moved, 4096, PROT_READ) ||
+	    (moved = mremap(moved, 4096, 2 * 4096, MREMAP_MAYMOVE)) == MAP_FAILED)
 		return 3;
 	int p[2], v = 0;
 	if (pipe(p) || write(p[1], "data", 4) != 4)
@@ -439,10 +450,10 @@ static int bad_pointers(void)
 	struct timespec ts = {0, 1000};
 	struct pollfd pf = {.fd = p[0], .events = POLLIN};
 	struct stat st;
-	char *bads[] = {gone, (char *)0x8000000000000000ul, ro};
-	for (int i = 0; i < 3; i++) {
+	char *bads[] = {gone, (char *)0x8000000000000000ul, ro, was, was + 2 * 4096, moved};
+	for (int i = 0; i < 6; i++) {
 		char *b = bads[i];
-		int w = b != ro; /* a bad pointer to read from */
+		int w = i < 2; /* a bad pointer to read from */
 		if (w) {
 			EF("open", SYS_open, b, O_RDONLY);
 			EF("openat", SYS_openat, AT_FDCWD, b, O_RDONLY);

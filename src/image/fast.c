@@ -89,7 +89,7 @@ struct kr__fast kr__sys_fast(long nr, const long *a)
 		kr_stream *s = pipe_end(up, a[0], w ? KR_UPIPE_WRITE : KR_UPIPE_READ);
 		if (s) { /* a karui pipe: when nobody waits and nothing would */
 			size_t len = (size_t)a[2];
-			if (kr__uprobe((void *)a[1], w || len < KR__PIPE_CAP ? len : KR__PIPE_CAP, !w) ||
+			if (kr__upipe_probe(up, (void *)a[1], len, w) ||
 			    (r = kr__stream_fast(s, w, (void *)a[1], len)) < 0)
 				return (struct kr__fast){KR__SLOW, 0};
 			break;

@@ -19,9 +19,9 @@
  * kr__img_snapshot takes the image and returns the program's entry, and
  * the trampoline jumps to it with %rsp and %rdx (the finaliser ld.so passes) as
  * ld.so left them.  The image is: every region the μprocess has mapped,
- * its stack among them; the content of the writable ones (writability is
- * tracked from the spawn to the handover; an all-zero page is a mark, not
- * a copy); its thread pointer, signal dispositions and mask; the address
+ * its stack among them; the content of the writable ones (up->wr, which
+ * follows every mapping and mprotect: uproc.c; an all-zero page is a
+ * mark, not a copy); its thread pointer, signal dispositions and mask; the address
  * set_tid_address was given; %rsp and %rdx; and the rewriting state
  * (rewrite.c), whose trampoline pages join the image as they are made.
  *
@@ -340,8 +340,6 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 out:
 	if (room)
 		live_done();
-	if (!up->isolate) /* else it goes on being kept (iso.c) */
-		kr__rl_free(&up->wr);
 	return entry;
 }
 
@@ -395,12 +393,14 @@ int kr__img_wr_kept(struct kr_uproc *up)
 {
 	const struct kr__image *im = up->img;
 	int e = 0;
-	kr__iso_lock();
+	if (up->isolate)
+		kr__iso_lock();
 	for (unsigned i = 0; i < im->nw && !e; i++)
 		e = kr__rl_add(&up->wr, im->w[i].lo, im->w[i].hi);
 	if (!e)
 		e = kr__rl_add(&up->wr, up->stk_lo, up->stk_hi);
-	kr__iso_unlock();
+	if (up->isolate)
+		kr__iso_unlock();
 	return e;
 }
 

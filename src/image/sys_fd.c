@@ -332,8 +332,7 @@ static long rw(struct kr_uproc *up, long fd, void *buf, size_t len, int write)
 	if (f->kind == UF_PIPE) {
 		if (f->end != (write ? KR_UPIPE_WRITE : KR_UPIPE_READ))
 			return -EBADF;
-		/* its buffer, probed: a read moves at most a pipe's capacity */
-		if (kr__uprobe(buf, write || len < KR__PIPE_CAP ? len : KR__PIPE_CAP, !write))
+		if (kr__upipe_probe(kr__mm(up), buf, len, write))
 			return -EFAULT;
 		long r = iso ? bounced_rw(f, buf, len, write) : wait_rw(f, buf, len, write);
 		if (r == -EPIPE)

@@ -468,42 +468,6 @@ static struct kr_uproc *uproc_alloc(void)
 
 /* ---------------- regions: what a μprocess has mapped ---------------- */
 
-/* A reader's view of l that no change overlapped: what f finds in it.
- * A change in progress on this very thread (a signal handler that came
- * in the middle of it) never ends while the reader waits: after a while
- * it gives up, and the answer is 0. */
-static int rl_read(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi,
-		   int (*f)(const struct kr__region *, size_t, uintptr_t, uintptr_t))
-{
-	for (unsigned spins = 0; spins < (1u << 22); spins++) {
-		unsigned s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE);
-		if (s & 1) {
-			__builtin_ia32_pause();
-			continue;
-		}
-		/* cap before r: an r newer than its cap is larger still */
-		size_t cap = __atomic_load_n(&l->cap, __ATOMIC_ACQUIRE);
-		const struct kr__region *r = __atomic_load_n(&l->r, __ATOMIC_ACQUIRE);
-		size_t n = __atomic_load_n(&l->n, __ATOMIC_RELAXED);
-		int v = f(r, n < cap ? n : cap, lo, hi);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&l->seq, __ATOMIC_RELAXED) == s)
-			return v;
-	}
-	return 0;
-}
-
-static int covers(const struct kr__region *r, size_t n, uintptr_t lo, uintptr_t hi)
-{
-	for (size_t i = 0; i < n && lo < hi; i++) {
-		uintptr_t a = __atomic_load_n(&r[i].lo, __ATOMIC_RELAXED);
-		uintptr_t b = __atomic_load_n(&r[i].hi, __ATOMIC_RELAXED);
-		if (a <= lo && lo < b)
-			lo = b;
-	}
-	return lo >= hi;
-}
-
 static int meets(const struct kr__region *r, size_t n, uintptr_t lo, uintptr_t hi)
 {
 	for (size_t i = 0; i < n; i++)
@@ -513,14 +477,9 @@ static int meets(const struct kr__region *r, size_t n, uintptr_t lo, uintptr_t h
 	return 0;
 }
 
-int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
-{
-	return rl_read(l, lo, hi, covers);
-}
-
 int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 {
-	return rl_read(l, lo, hi, meets);
+	return kr__rl_read(l, lo, hi, meets);
 }
 
 static void rl_begin(struct kr__rlist *l)
@@ -562,8 +521,10 @@ static void rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
 		}
 		if (r->lo < lo && r->hi > hi) { /* split in two */
 			if (l->n == l->cap) {
-				if (rl_grow(l))
-					return; /* kept whole: it is unmapped at the end anyway */
+				if (rl_grow(l)) { /* kept whole: unmapped at the end anyway */
+					__atomic_store_n(&l->lost, 1, __ATOMIC_RELAXED);
+					return;
+				}
 				r = &l->r[i];
 			}
 			memmove(r + 2, r + 1, (l->n - i - 1) * sizeof *r);
@@ -628,14 +589,16 @@ void kr__rl_unmap(const struct kr__rlist *l)
 	}
 }
 
-/* wr (and wrx) follow a change of [lo, hi) to prot: kept until the
- * handover, where the image is taken (reuse.c), and for the whole life of
- * an isolated μprocess, whose closing and opening read them (iso.c, under
- * its lock).  ENOMEM for an isolated one; the image is then not taken. */
+/* wr (and wrx) follow a change of [lo, hi) to prot, for the whole life
+ * of the μprocess: the image is taken from wr at the handover (reuse.c),
+ * a pipe's read checks its buffer against it (kr__upipe_probe), an
+ * isolated μprocess's closing and opening read them (iso.c, under its
+ * lock).  ENOMEM for an isolated one; the image is then not taken.  A
+ * range missing from wr (no memory to add it) only costs a read the
+ * probe's writes; one left there that is no longer writable (lost) stops
+ * its use. */
 static int track(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
 {
-	if (!up->snap && !up->isolate)
-		return 0;
 	if (up->isolate)
 		kr__iso_lock();
 	int e = 0;
@@ -1601,7 +1564,7 @@ static int load(struct kr_uproc *up, int dirfd, const char *path)
 		kr__rw_prepare(up, &up->ld);
 	if (!up->sigkeep) /* the image's signal state would be up's */
 		kr__img_plan(up);
-	if (up->isolate && !up->snap) /* else kr__img_plan did */
+	if (!up->snap) /* else kr__img_plan did */
 		return kr__img_wr_elf(up);
 	return 0;
 }
@@ -1614,8 +1577,8 @@ static int image(struct kr_uproc *up, int dirfd, const char *path)
 	if (fstatat(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) &&
 	    !(st.st_mode & (S_ISUID | S_ISGID)) && faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 &&
 	    !has_caps(dirfd, path) && kr__img_take(up, &st, up->argv, up->envp))
-		return up->isolate ? kr__img_wr_kept(up) : 0; /* a kept image: mapped,
-								 * relocated, its stack its own */
+		return kr__img_wr_kept(up); /* a kept image: mapped, relocated,
+					     * its stack its own */
 	return load(up, dirfd, path);
 }
 

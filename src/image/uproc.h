@@ -144,8 +144,56 @@ struct kr__rlist {
 	size_t n, cap;
 	unsigned seq;
 	unsigned nold;
+	int lost;  /* a range kept whole that was to be split (no memory):
+		    * the list may hold more than it should */
 	struct kr__region *old[40]; /* outgrown arrays (each twice the last) */
 };
+#ifdef __x86_64__
+/* A reader's view of l that no change overlapped: what f finds in it.
+ * A change in progress on this very thread (a signal handler that came
+ * in the middle of it) never ends while the reader waits: after a while
+ * it gives up, and the answer is 0.  Inline, for image/fast.c too. */
+static inline __attribute__((always_inline)) int
+kr__rl_read(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi,
+	    int (*f)(const struct kr__region *, size_t, uintptr_t, uintptr_t))
+{
+	for (unsigned spins = 0; spins < (1u << 22); spins++) {
+		unsigned s = __atomic_load_n(&l->seq, __ATOMIC_ACQUIRE);
+		if (s & 1) {
+			__builtin_ia32_pause();
+			continue;
+		}
+		/* cap before r: an r newer than its cap is larger still */
+		size_t cap = __atomic_load_n(&l->cap, __ATOMIC_ACQUIRE);
+		const struct kr__region *r = __atomic_load_n(&l->r, __ATOMIC_ACQUIRE);
+		size_t n = __atomic_load_n(&l->n, __ATOMIC_RELAXED);
+		int v = f(r, n < cap ? n : cap, lo, hi);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&l->seq, __ATOMIC_RELAXED) == s)
+			return v;
+	}
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+kr__rl_covers_of(const struct kr__region *r, size_t n, uintptr_t lo, uintptr_t hi)
+{
+	for (size_t i = 0; i < n && lo < hi; i++) {
+		uintptr_t a = __atomic_load_n(&r[i].lo, __ATOMIC_RELAXED);
+		uintptr_t b = __atomic_load_n(&r[i].hi, __ATOMIC_RELAXED);
+		if (a <= lo && lo < b)
+			lo = b;
+	}
+	return lo >= hi;
+}
+
+/* Does l cover [lo, hi) whole? */
+static inline __attribute__((always_inline)) int
+kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi)
+{
+	return kr__rl_read(l, lo, hi, kr__rl_covers_of);
+}
+#endif
 struct kr__image;        /* reuse.c */
 struct kr__xmap {        /* code mapped from an ELF file, and that image's base */
 	uintptr_t lo, hi, base;
@@ -247,8 +295,10 @@ struct kr_uproc {
 	pthread_mutex_t mlock;    /* its threads' changes to its memory:
 				   * reg, wr, its code mappings and sites */
 	struct kr__rlist reg;     /* what it mapped (its stack too) */
-	struct kr__rlist wr;      /* of that, what is writable: kept only while
-				   * `snap` (reuse.c) or `isolate` (iso.c) */
+	struct kr__rlist wr;      /* of that, what is writable (PROT_WRITE):
+				   * the image taken at the handover (reuse.c),
+				   * a pipe's read (kr__upipe_probe), an
+				   * isolated one's closing (iso.c) read it */
 	struct kr__rlist wrx;     /* of that, what is executable too (isolate) */
 	uintptr_t stk_lo, stk_hi; /* its stack, a region like the others */
 	struct kr__image *img;    /* its image, to keep at the end (reuse.c) */
@@ -429,7 +479,6 @@ int kr__uproc_stack(struct kr_uproc *up, size_t size, uintptr_t *lo, uintptr_t *
 int kr__rl_add(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 void kr__rl_free(struct kr__rlist *l); /* and empty it */
 void kr__rl_del(struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
-int kr__rl_covers(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 int kr__rl_meets(const struct kr__rlist *l, uintptr_t lo, uintptr_t hi);
 void kr__rl_unmap(const struct kr__rlist *l);
 /* The μprocess maps, unmaps or changes [lo, hi): its regions, its writable
@@ -652,8 +701,8 @@ struct kr__img_vp *kr__img_vps(void);
  * its stack (a start from it).  0 or ENOMEM. */
 int kr__img_wr_elf(struct kr_uproc *up);
 int kr__img_wr_kept(struct kr_uproc *up);
-/* A cold start whose image is to be taken: writability tracked from now
- * (up->wr, up->snap); 0: it is not (none kept, or no ld.so). */
+/* A cold start whose image is to be taken (up->snap), the writable
+ * segments in up->wr; 0: it is not (none kept, or no ld.so). */
 int kr__img_plan(struct kr_uproc *up);
 /* The handover from ld.so to the program, through kr__img_handover: the
  * image is taken; returns the program's entry. */
@@ -779,6 +828,23 @@ void kr__timers_delete(struct kr_uproc *up); /* timer_create's, at an exec */
 long kr__ucopy(void *dst, const void *src, size_t n);       /* 0 or -EFAULT */
 long kr__ustr(char *dst, const char *src, size_t cap);      /* length, -ENAMETOOLONG, -EFAULT */
 long kr__uprobe(void *p, size_t n, int write);               /* 0 or -EFAULT */
+/* The buffer of a read or write of mm's on a karui pipe, before the
+ * pipe's stream (sync/stream.c) copies into or out of it, perhaps from
+ * another thread, where a fault would be the host's: 0 or -EFAULT.  A
+ * read moves at most a pipe's capacity.  Each page is read; a read's is
+ * written too (its byte written back) unless mm's writable ranges cover
+ * it: so a read, as the kernel's, makes private no page that it does not
+ * fill (an untouched page read is the kernel's zero page). */
+#ifdef __x86_64__
+static inline __attribute__((always_inline)) long
+kr__upipe_probe(const struct kr_uproc *mm, void *buf, size_t len, int write)
+{
+	size_t n = write || len < KR__PIPE_CAP ? len : KR__PIPE_CAP;
+	int w = !write && (__atomic_load_n(&mm->wr.lost, __ATOMIC_RELAXED) ||
+			   !kr__rl_covers(&mm->wr, (uintptr_t)buf, (uintptr_t)buf + n));
+	return kr__uprobe(buf, n, w);
+}
+#endif
 long kr__ucmpxchg32(uint32_t *p, uint32_t old, uint32_t nv);  /* *p before, or -EFAULT */
 extern char kr__ua_begin[], kr__ua_end[], kr__ua_fault[];
 
