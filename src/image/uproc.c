@@ -1252,6 +1252,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		kr__rw_handover(up);
 		dead_stack_drop(up, (uintptr_t)g[REG_RSP]);
 		g[REG_RAX] = (greg_t)kr__img_snapshot(up, uc);
+		free_vectors(up); /* what its image's key did not take */
 		return t->fs;
 	}
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
@@ -1402,6 +1403,8 @@ static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 	 * patched its ld.so (kr__rw_handover) */
 	int handover = up->snap || (!up->reused && up->ld.interp.entry && G.rewrite);
 	uintptr_t sp = lay_stack(up, handover ? (uint64_t)kr__img_handover : p->entry);
+	if (!up->snap) /* laid: needed no more (an image taken keys on them) */
+		free_vectors(up);
 	if (up->reused) {
 		kr__img_resume(up, sp);
 		__builtin_unreachable();

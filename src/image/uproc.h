@@ -286,7 +286,8 @@ struct kr_uproc {
 	struct kr__uthr main;   /* its first thread */
 	pid_t pid, ppid;    /* ppid: the host's pid */
 	struct kr__elf_load ld;
-	char **argv, **envp;    /* copies, freed at start */
+	char **argv, **envp;    /* copies, freed once its stack is laid (an
+				 * image to take: at the handover) */
 	struct kr__fdtab fds;
 	int cwdfd;          /* its working directory, a host fd */
 	char *cwd;
