@@ -1364,6 +1364,29 @@ static void a_bad_pointer_is_efault_for_that_call_alone(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A read of a karui pipe makes private only the pages its bytes land in,
+ * as a read of a kernel pipe does: its buffer is probed by reading where
+ * the μprocess's writable ranges cover it (docs/uproc.md), where a probe
+ * by writing made every page of up to 64 KiB its own. */
+static void a_pipe_read_makes_private_only_what_it_fills(void)
+{
+	start(2);
+	need_uprocs();
+	char cmd[4200], native[256], *out;
+	snprintf(cmd, sizeof cmd, "printf 'x\\n' | %s readbuf", probe);
+	FILE *f = popen(cmd, "r");
+	KT_CHECK(f && fgets(native, sizeof native, f));
+	KT_EQ(pclose(f), 0);
+	KT_CHECK(strcmp(native, "4 KiB private, 2 bytes\n") == 0);
+	char *argv[] = {"uproc_probe", "readbuf", NULL};
+	KT_EQ(run(probe, argv, "x\n", &out, NULL), 0);
+	if (strcmp(out, native))
+		fprintf(stderr, "  readbuf said: %s", out);
+	KT_CHECK(strcmp(out, native) == 0);
+	free(out);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* The timed waits of a single-threaded program (futex waits with a
  * timeout) end at their timeout; alarm() ends pause() by SIGALRM; the
  * alternate signal stack is kept as set. */
@@ -3016,6 +3039,7 @@ int main(int argc, char **argv)
 	KT_RUN(a_kill_ends_a_wait_in_the_kernel);
 	KT_RUN(a_kill_honours_what_the_uproc_set);
 	KT_RUN(a_bad_pointer_is_efault_for_that_call_alone);
+	KT_RUN(a_pipe_read_makes_private_only_what_it_fills);
 	KT_RUN(dev_stdin_and_proc_self_fd_name_its_own_fds);
 	KT_RUN(timed_waits_alarms_and_altstacks_behave_as_natively);
 	KT_RUN(pipelines_on_two_vps_keep_each_vps_signal_state);

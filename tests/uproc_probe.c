@@ -44,6 +44,10 @@
  *                            mprotect, a mapping over it, a mremap):
  *                            prints each one that did not fail with
  *                            EFAULT, then "N calls"
+ *   uproc_probe readbuf      one read of its stdin into a fresh buffer of
+ *                            128 KiB (a mapping of its own): the KiB of
+ *                            it made private (smaps' Private_Dirty), then
+ *                            the bytes read
  *   uproc_probe timed        sem_timedwait, pthread_cond_timedwait and
  *                            pthread_mutex_timedlock, each for 20 ms:
  *                            their errors
@@ -507,6 +511,33 @@ static int bad_pointers(void)
 	return wrong ? 1 : 0;
 }
 #endif
+
+/* readbuf: what a read makes private of its buffer (a process's: the
+ * pages the kernel wrote into) */
+static int read_buffer(void)
+{
+	size_t len = 128 << 10;
+	/* inaccessible pages either side: a mapping of its own in smaps */
+	char *m = mmap(NULL, len + 2 * 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED || mprotect(m + 4096, len, PROT_READ | PROT_WRITE))
+		return 3;
+	char *buf = m + 4096, line[256];
+	ssize_t n = read(0, buf, len);
+	FILE *f = fopen("/proc/self/smaps", "r");
+	long dirty = -1;
+	int in = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) /* a mapping's line */
+			in = lo == (unsigned long)buf && hi == (unsigned long)(buf + len);
+		else if (in)
+			sscanf(line, "Private_Dirty: %ld kB", &dirty);
+	}
+	if (f)
+		fclose(f);
+	printf("%ld KiB private, %zd bytes\n", dirty, n);
+	return 0;
+}
 
 static long ms_since(const struct timespec *t0)
 {
@@ -1813,6 +1844,8 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "efault"))
 		return bad_pointers();
 #endif
+	if (!strcmp(m, "readbuf"))
+		return read_buffer();
 	if (!strcmp(m, "timed"))
 		return timed();
 	if (!strcmp(m, "wait")) {
