@@ -80,6 +80,29 @@ static void fini_refuses_while_others_live_and_off_main(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* A detached microprocess whose last act wakes main, then takes 20 ms to
+ * end (a pipe's writer that puts its end and returns is such a one). */
+static kr_mp *fini_waiter;
+static void *wake_main_then_end(void *a)
+{
+	(void)a;
+	KT_EQ(kr_mp_unpark(fini_waiter), 0);
+	kr_mp_sleep_for(20000000);
+	return NULL;
+}
+
+/* kr_fini waits a while for a microprocess on its way out. */
+static void fini_waits_for_one_on_its_way_out(void)
+{
+	init(2);
+	fini_waiter = kr_mp_self();
+	kr_mp *m;
+	KT_EQ(kr_mp_create(&m, NULL, wake_main_then_end, NULL), 0);
+	KT_EQ(kr_mp_detach(m), 0);
+	KT_EQ(kr_mp_park(), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 static int busy_stop;
 static uint64_t busy_until;
 static void *busy(void *a)
@@ -397,6 +420,7 @@ int main(int argc, char **argv)
 	KT_RUN(init_rejects_bad_input);
 	KT_RUN(calls_off_a_vp_return_eperm);
 	KT_RUN(fini_refuses_while_others_live_and_off_main);
+	KT_RUN(fini_waits_for_one_on_its_way_out);
 	KT_RUN(fini_from_another_vp_returns_to_the_first_thread);
 	KT_RUN(concurrent_inits_let_exactly_one_start);
 	KT_RUN(child_of_fork_finds_karui_stopped_and_the_parent_goes_on);

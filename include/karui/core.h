@@ -114,7 +114,9 @@ typedef struct kr_config {
 int kr_init(const kr_config *cfg);
 
 /* Stop karui.  Only the main microprocess may call it (EPERM otherwise),
- * and only when every other microprocess has ended (EBUSY otherwise).  The
+ * and only when every other microprocess has ended: EBUSY if some have not
+ * after 100 ms (one that has just made its last wakeup may still be on its
+ * way out, which kr_fini waits for).  The
  * main microprocess ends here: the destructors of its keys run first (and
  * if they start microprocesses, EBUSY after all). */
 int kr_fini(void);

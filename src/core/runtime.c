@@ -750,12 +750,28 @@ static void teardown(void)
 	kr__stacks_fini();
 }
 
+/* A microprocess's last act may be a wakeup of this one, or the end of
+ * what this one waited for (a pipe's writer that puts its end, then
+ * returns): it may still be on its way out when kr_fini is called.  Up to
+ * FINI_GRACE_NS for the others to end, in naps. */
+#define FINI_GRACE_NS 100000000u
+static int others_end(void)
+{
+	uint64_t until = kr_now() + FINI_GRACE_NS;
+	while (live_count() != 0) {
+		if (kr_now() >= until)
+			return 0;
+		kr_mp_sleep_for(100000);
+	}
+	return 1;
+}
+
 int kr_fini(void)
 {
 	struct kr_worker *w = W();
 	if (!w || !w->cur->is_main)
 		return EPERM;
-	if (live_count() != 0)
+	if (!others_end())
 		return EBUSY;
 	/* The main microprocess ends here: its keys' destructors run (they
 	 * may block, and start microprocesses: then EBUSY after all). */
