@@ -2743,6 +2743,110 @@ static void fork_gives_a_real_child(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* The pid the μprocess's `sh -c 'CMD & echo $!'` prints: a μprocess's
+ * (above PID_MAX_LIMIT, 4194304) when the fork was deferred and its child
+ * exec'd in place, a process's otherwise. */
+static long bg_pid(const char *sh)
+{
+	char *out, *argv[] = {(char *)sh, "-c", "/bin/true & echo $!; wait", NULL};
+	KT_EQ(run(sh, argv, NULL, &out, NULL), 0);
+	long pid = atol(out);
+	free(out);
+	KT_CHECK(pid > 0);
+	return pid;
+}
+
+/* A fork followed by exec runs in place, its child exec'ing a μprocess of
+ * the same process (its pid a μprocess's: bg_pid), or ending there; a
+ * child that makes any other call first (a subshell writing into a pipe
+ * its parent reads: $(echo ...), (echo) | cat) becomes a real process
+ * then.  dash and bash scripts (commands, pipelines, $(...), subshells, &
+ * and wait, redirections, trap, exit statuses), Python's fork path
+ * (preexec_fn, os.fork and exec), Perl's qx and system, awk's system and
+ * getline from a command, make's $(shell) and recipes: what they print
+ * natively, byte for byte; and KARUI_UPROC_FORK=real makes every fork a
+ * real one. */
+static void a_fork_then_exec_runs_in_place(void)
+{
+	start(2);
+	need_uprocs();
+	char dir[] = "/tmp/karui-dfork-XXXXXX", sh[128], path[160], cmd[4200];
+	KT_CHECK(mkdtemp(dir));
+	snprintf(sh, sizeof sh, "%s/s.sh", dir);
+	snprintf(cmd, sizeof cmd,
+		 "exec 2>/dev/null; trap 'echo trapped' EXIT\n"
+		 "/bin/echo simple; /bin/true && echo and\n"
+		 "x=$(/bin/echo sub); echo \"got $x\"\n"
+		 "y=$(echo built; echo in); echo \"got $y\"\n"
+		 "echo a b c | tr a-z A-Z | cat\n"
+		 "(echo sub) | cat; (exit 5); echo \"exit $?\"\n"
+		 "( cd /; /bin/pwd; exit 3 ); echo \"status $?\"\n"
+		 "/bin/echo bg > %s/bg.txt & wait $!; echo \"waited $?\"; cat %s/bg.txt\n"
+		 "/bin/sh -c 'exit 7'; echo \"sh $?\"; false | true; echo \"pipe $?\"\n"
+		 "/bin/echo gone 2>/dev/null 1>&2; /bin/echo r > %s/r.txt; cat < %s/r.txt\n"
+		 "for i in 1 2 3; do /bin/echo n$i; done | sort -r\n"
+		 "/bin/sh -c 'kill -TERM $$'; echo \"killed $?\"\n"
+		 "z=$(/bin/sh -c 'exit 9'); echo \"z $? [$z]\"; exit 0\n",
+		 dir, dir, dir, dir);
+	write_text(sh, cmd);
+	struct {
+		const char *prog, *flag, *text;
+	} progs[] = {
+		{"/usr/bin/dash", NULL, sh},
+		{"/bin/bash", NULL, sh},
+		{"/usr/bin/python3", "-c",
+		 "import os, subprocess\n"
+		 "r = subprocess.run(['/bin/echo', 'pre'], preexec_fn=lambda: None, capture_output=True)\n"
+		 "print(r.stdout, r.returncode, flush=True)\n"
+		 "pid = os.fork()\n"
+		 "if pid == 0:\n"
+		 "    os.execv('/bin/sh', ['sh', '-c', 'echo exec; exit 4'])\n"
+		 "print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)\n"
+		 "pid = os.fork()\n"
+		 "if pid == 0:\n"
+		 "    os._exit(6)\n"
+		 "print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"},
+		{"/usr/bin/perl", "-e",
+		 "$| = 1; print qx(/bin/echo qx); print system('/bin/sh', '-c', 'exit 3') >> 8, "
+		 "\"\\n\"; print `echo pipe | tr a-z A-Z`;"},
+		{"/usr/bin/awk", "BEGIN { system(\"/bin/echo sys\"); \"/bin/echo line\" | getline x; "
+				 "print x; print system(\"exit 2\") }",
+		 NULL},
+	};
+	for (unsigned i = 0; i < sizeof progs / sizeof *progs; i++) {
+		if (access(progs[i].prog, X_OK)) {
+			fprintf(stderr, "  %s: not here\n", progs[i].prog);
+			continue;
+		}
+		char *argv[] = {(char *)progs[i].prog, (char *)(progs[i].flag ? progs[i].flag : progs[i].text),
+				(char *)(progs[i].flag ? progs[i].text : NULL), NULL};
+		snprintf(path, sizeof path, "%s/argv", dir);
+		/* natively: the same argv, through a file that holds the text */
+		FILE *f = fopen(path, "w");
+		KT_CHECK(f);
+		for (int k = 0; argv[k]; k++)
+			KT_CHECK(fwrite(argv[k], 1, strlen(argv[k]) + 1, f) == strlen(argv[k]) + 1);
+		KT_EQ(fclose(f), 0);
+		snprintf(cmd, sizeof cmd, "xargs -0 -a %s sh -c '\"$0\" \"$@\"'", path);
+		char *native = native_out(cmd), *out;
+		KT_EQ(run(progs[i].prog, argv, NULL, &out, NULL), 0);
+		if (strcmp(out, native))
+			fprintf(stderr, "  %s natively:\n%s  as a μprocess:\n%s", progs[i].prog, native,
+				out);
+		KT_CHECK(strcmp(out, native) == 0 && strlen(out) > 8);
+		free(out);
+		free(native);
+	}
+	KT_CHECK(bg_pid("/usr/bin/dash") > 4194304);
+	KT_CHECK(bg_pid("/bin/bash") > 4194304);
+	KT_EQ(setenv("KARUI_UPROC_FORK", "real", 1), 0);
+	KT_CHECK(bg_pid("/usr/bin/dash") < 4194304);
+	KT_EQ(unsetenv("KARUI_UPROC_FORK"), 0);
+	snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+	KT_EQ(system(cmd), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
 /* ---- threads ---- */
 
 static int run_tprobe(const char *mode, const char *arg, const char *arg2, char **out)
@@ -3023,6 +3127,7 @@ int main(int argc, char **argv)
 	KT_RUN(cwd_umask_and_environment_are_the_uprocs_own);
 	KT_RUN(identity_changes_fail_with_eperm);
 	KT_RUN(fork_gives_a_real_child);
+	KT_RUN(a_fork_then_exec_runs_in_place);
 	KT_RUN(scripts_and_setuid_programs_are_not_loaded);
 	KT_RUN(a_program_with_file_capabilities_is_not_loaded);
 	KT_RUN(too_many_arguments_are_refused);

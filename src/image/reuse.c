@@ -20,8 +20,9 @@
  * the trampoline jumps to it with %rsp and %rdx (the finaliser ld.so passes) as
  * ld.so left them.  The image is: every region the μprocess has mapped,
  * its stack among them; the content of the writable ones (up->wr, which
- * follows every mapping and mprotect: uproc.c; an all-zero page is a
- * mark, not a copy); its thread pointer, signal dispositions and mask; the address
+ * follows every mapping and mprotect of every μprocess from its spawn on:
+ * uproc.c; an all-zero page is a mark, not a copy); its thread pointer,
+ * signal dispositions and mask; the address
  * set_tid_address was given; %rsp and %rdx; and the rewriting state
  * (rewrite.c), whose trampoline pages join the image as they are made.
  *
@@ -46,8 +47,9 @@
  * A restore reads every writable page once: one that differs from its
  * copy is copied back, one that should be zero and is not is cleared, one
  * the run left alone is not written (so no page becomes private that was
- * not).  Rejected: mapping the writable ranges afresh from a memfd copy
- * (each start would fault every page it touches in again); the kernel's
+ * not).  The same copy and restore serve a deferred fork (fork.c), whose
+ * child runs on its parent's memory until it execs or ends.  Rejected:
+ * mapping the writable ranges afresh from a memfd copy (each start would fault every page it touches in again); the kernel's
  * soft-dirty bits (process-wide: clearing them for one μprocess clears
  * them for all and for the host).
  */
@@ -75,10 +77,6 @@ struct kr__fmap {        /* a read-only file mapping */
 };
 #define SPARES_MAX 64           /* per image */
 
-struct wrange {
-	uintptr_t lo, hi;
-	uint32_t *pg;           /* per page: 0 zero, else 1 + its copy's index */
-};
 
 struct kr__image {
 	struct kr__image *next; /* in the cache, newest first */
@@ -96,9 +94,7 @@ struct kr__image {
 	uint64_t sigmask, fs, entry, rdx, sp;
 	stack_t altstack;
 	uintptr_t tidaddr, stk_lo, stk_hi;
-	struct wrange *w;
-	unsigned nw;
-	unsigned char *copy;    /* the non-zero pages */
+	struct kr__memcopy mem; /* its writable memory */
 	int dirty;              /* a region of it changed: not to be kept */
 	struct kr__fmap *spare; /* read-only file mappings its runs left */
 	unsigned nspare;
@@ -133,10 +129,7 @@ static void live_done(void)
 
 static void free_key_and_copy(struct kr__image *im)
 {
-	for (unsigned i = 0; i < im->nw; i++)
-		free(im->w[i].pg);
-	free(im->w);
-	free(im->copy);
+	kr__mem_free(&im->mem);
 	free(im->argv0);
 	for (int i = 0; im->envp && im->envp[i]; i++)
 		free(im->envp[i]);
@@ -257,44 +250,126 @@ int kr__img_plan(struct kr_uproc *up)
 
 /* ---- the handover ---- */
 
-static int zero_page(const void *p)
+/* ---- copies of writable memory: a kept image's, a deferred fork's ----
+ *
+ * The copy and its checks read and write the μprocess's memory with
+ * uaccess.S's copy and uninstrumented loops: a fork's copy includes the
+ * μprocess's stack, where karui's instrumented frames leave the
+ * sanitizers' marks. */
+
+#define NO_SAN __attribute__((no_sanitize("address", "thread")))
+
+static NO_SAN int zero_page(const void *p)
 {
-	const uint64_t *w = p;
+	const volatile uint64_t *w = p;
 	uint64_t o = 0;
 	for (size_t i = 0; i < PG / 8; i++)
 		o |= w[i];
 	return o == 0;
 }
 
-static int take_memory(struct kr_uproc *up, struct kr__image *im)
+static NO_SAN int same_page(const void *a, const void *b)
 {
-	size_t nonzero = 0;
-	if (!(im->w = calloc(up->wr.n ? up->wr.n : 1, sizeof *im->w)))
+	const volatile uint64_t *x = a, *y = b;
+	for (size_t i = 0; i < PG / 8; i++)
+		if (x[i] != y[i])
+			return 0;
+	return 1;
+}
+
+static NO_SAN void clear_page(void *p)
+{
+	volatile uint64_t *w = p;
+	for (size_t i = 0; i < PG / 8; i++)
+		w[i] = 0;
+}
+
+/* a page the kernel has not yet given (pagemap): untouched since mapped */
+#define UNTOUCHED UINT32_MAX
+#define PM_BATCH 512
+
+static int mem_add(struct kr__memcopy *m, uintptr_t lo, uintptr_t hi, int pagemap,
+		   size_t *nonzero)
+{
+	struct kr__wrange *w = &m->w[m->nw++];
+	w->lo = lo;
+	w->hi = hi;
+	size_t np = (hi - lo) / PG;
+	uint64_t pm[PM_BATCH];
+	if (!(w->pg = calloc(np ? np : 1, sizeof *w->pg)))
 		return ENOMEM;
-	for (size_t i = 0; i < up->wr.n; i++) {
-		/* not its stack (in wr when it is isolated: iso.c), which each
-		 * start lays afresh */
-		if (up->wr.r[i].lo >= up->stk_lo && up->wr.r[i].hi <= up->stk_hi)
-			continue;
-		struct wrange *w = &im->w[im->nw++];
-		w->lo = up->wr.r[i].lo;
-		w->hi = up->wr.r[i].hi;
-		size_t np = (w->hi - w->lo) / PG;
-		if (!(w->pg = calloc(np ? np : 1, sizeof *w->pg)))
-			return ENOMEM;
-		for (size_t p = 0; p < np; p++)
-			if (!zero_page((const void *)(w->lo + p * PG)))
-				w->pg[p] = (uint32_t)++nonzero;
-	}
-	if (nonzero && !(im->copy = malloc(nonzero * PG)))
-		return ENOMEM;
-	for (unsigned i = 0; i < im->nw; i++) {
-		struct wrange *w = &im->w[i];
-		for (size_t p = 0; p < (w->hi - w->lo) / PG; p++)
-			if (w->pg[p])
-				memcpy(im->copy + (w->pg[p] - 1) * PG, (const void *)(w->lo + p * PG), PG);
+	for (size_t p = 0; p < np; p++) {
+		size_t k = p % PM_BATCH;
+		if (pagemap >= 0 && !k) { /* present or swapped: bits 63, 62 */
+			size_t n = np - p < PM_BATCH ? np - p : PM_BATCH;
+			if (pread(pagemap, pm, n * 8, (off_t)((lo / PG + p) * 8)) != (ssize_t)(n * 8))
+				for (size_t j = 0; j < n; j++)
+					pm[j] = ~0ull; /* not known: each page read */
+		}
+		if (pagemap >= 0 && !(pm[k] >> 62))
+			w->pg[p] = UNTOUCHED;
+		else if (!zero_page((const void *)(lo + p * PG)))
+			w->pg[p] = (uint32_t)++*nonzero;
 	}
 	return 0;
+}
+
+int kr__mem_take(struct kr__memcopy *m, const struct kr__rlist *wr, uintptr_t stk_lo,
+		 uintptr_t stk_hi, uintptr_t xlo, uintptr_t xhi, int pagemap)
+{
+	size_t nonzero = 0;
+	memset(m, 0, sizeof *m);
+	if (!(m->w = calloc(2 * wr->n + 1, sizeof *m->w)))
+		return ENOMEM;
+	for (size_t i = 0; i < wr->n; i++) { /* each range less the stack */
+		uintptr_t lo = wr->r[i].lo, hi = wr->r[i].hi;
+		if ((lo < stk_lo && mem_add(m, lo, hi < stk_lo ? hi : stk_lo, pagemap, &nonzero)) ||
+		    (hi > stk_hi && mem_add(m, lo > stk_hi ? lo : stk_hi, hi, pagemap, &nonzero)))
+			return ENOMEM;
+	}
+	if (xlo < xhi && mem_add(m, xlo, xhi, pagemap, &nonzero))
+		return ENOMEM;
+	if (nonzero && !(m->copy = malloc(nonzero * PG)))
+		return ENOMEM;
+	for (unsigned i = 0; i < m->nw; i++) {
+		struct kr__wrange *w = &m->w[i];
+		for (size_t p = 0; p < (w->hi - w->lo) / PG; p++)
+			if (w->pg[p] && w->pg[p] != UNTOUCHED)
+				kr__ucopy(m->copy + (w->pg[p] - 1) * PG, (const void *)(w->lo + p * PG), PG);
+	}
+	return 0;
+}
+
+void kr__mem_put(const struct kr__memcopy *m)
+{
+	for (unsigned i = 0; i < m->nw; i++) {
+		const struct kr__wrange *w = &m->w[i];
+		size_t np = (w->hi - w->lo) / PG;
+		for (size_t p = 0; p < np; p++) {
+			void *at = (void *)(w->lo + p * PG);
+			if (w->pg[p] == UNTOUCHED) { /* as it was: the file's, or zero */
+				size_t q = p;
+				while (q < np && w->pg[q] == UNTOUCHED)
+					q++;
+				madvise(at, (q - p) * PG, MADV_DONTNEED);
+				p = q - 1;
+			} else if (!w->pg[p]) {
+				if (!zero_page(at))
+					clear_page(at);
+			} else if (!same_page(at, m->copy + (w->pg[p] - 1) * PG)) {
+				kr__ucopy(at, m->copy + (w->pg[p] - 1) * PG, PG);
+			}
+		}
+	}
+}
+
+void kr__mem_free(struct kr__memcopy *m)
+{
+	for (unsigned i = 0; i < m->nw; i++)
+		free(m->w[i].pg);
+	free(m->w);
+	free(m->copy);
+	memset(m, 0, sizeof *m);
 }
 
 uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
@@ -314,7 +389,8 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 	if (!im)
 		goto out;
 	im->argv0 = strdup(up->argv && up->argv[0] ? up->argv[0] : "");
-	if (rl_copy(&im->reg, &up->reg) || !im->argv0 || take_memory(up, im)) {
+	if (rl_copy(&im->reg, &up->reg) || !im->argv0 ||
+	    kr__mem_take(&im->mem, &up->wr, up->stk_lo, up->stk_hi, 0, 0, -1)) {
 		free_key_and_copy(im);
 		free(im);
 		goto out;
@@ -395,8 +471,8 @@ int kr__img_wr_kept(struct kr_uproc *up)
 	int e = 0;
 	if (up->isolate)
 		kr__iso_lock();
-	for (unsigned i = 0; i < im->nw && !e; i++)
-		e = kr__rl_add(&up->wr, im->w[i].lo, im->w[i].hi);
+	for (unsigned i = 0; i < im->mem.nw && !e; i++)
+		e = kr__rl_add(&up->wr, im->mem.w[i].lo, im->mem.w[i].hi);
 	if (!e)
 		e = kr__rl_add(&up->wr, up->stk_lo, up->stk_hi);
 	if (up->isolate)
@@ -407,20 +483,7 @@ int kr__img_wr_kept(struct kr_uproc *up)
 void kr__img_resume(struct kr_uproc *up, uintptr_t sp)
 {
 	struct kr__image *im = up->img;
-	for (unsigned i = 0; i < im->nw; i++) {
-		const struct wrange *w = &im->w[i];
-		for (size_t p = 0; p < (w->hi - w->lo) / PG; p++) {
-			void *at = (void *)(w->lo + p * PG);
-			if (!w->pg[p]) {
-				if (!zero_page(at))
-					memset(at, 0, PG);
-				continue;
-			}
-			const void *c = im->copy + (w->pg[p] - 1) * PG;
-			if (memcmp(at, c, PG))
-				memcpy(at, c, PG);
-		}
-	}
+	kr__mem_put(&im->mem);
 	if (!up->sigkeep) { /* else what exec left it (uproc.c) */
 		memcpy(up->sig, im->sig, sizeof up->sig);
 		up->main.sigmask = im->sigmask;

@@ -29,11 +29,12 @@
  * rewritten, and one that is (a syscall() wrapper made hot by other
  * calls) answers ENOSYS.
  *
- * fork without CLONE_VM would need a copy of the μprocess's memory,
- * which shares one address space with the host and every other
- * μprocess: ENOSYS, with a line on its stderr, as before.  A shell that
- * forks (dash, bash) cannot run its pipelines inside a μprocess; what
- * spawns with posix_spawn, system, popen or vfork can.
+ * fork (clone without CLONE_VM) is fork.c's: its child runs in place as
+ * a vfork child until it execs, a μprocess of the same process then, or
+ * ends, its parent's memory put back from a copy (a deferred fork); or it
+ * becomes a real process at a call a fork's child does not make before
+ * exec, or at once (threads, shared memory, KARUI_UPROC_FORK=real).  A
+ * fork in a vfork child answers ENOSYS, with a line on its stderr.
  *
  * wait4 and waitid collect its children (uproc.c: kr__uproc_reap), their
  * status encoded as the kernel's; the rusage they report is zeroed.

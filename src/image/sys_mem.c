@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -52,6 +53,11 @@ static long mmap_locked(struct kr_uproc *up, long a[6], long b[6])
 		return -EINVAL;
 	/* read-only pages of a file, anywhere: perhaps a spare of its image */
 	int type = (int)(a[3] & MAP_TYPE);
+	/* shared memory that is or may become writable (a file open for
+	 * writing): no deferred fork (fork.c) */
+	if (type != MAP_PRIVATE && ((a[2] & PROT_WRITE) || (a[3] & MAP_ANONYMOUS) ||
+				    (fcntl((int)b[4], F_GETFL) & O_ACCMODE) != O_RDONLY))
+		up->shmap = 1;
 	struct kr__file_id id = {0, 0, 0};
 	int ro = up->img && !a[0] && a[2] == PROT_READ && !(a[3] & ~(long)MAP_TYPE) &&
 		 (type == MAP_PRIVATE || type == MAP_SHARED) && !(a[5] & (PG - 1));

@@ -590,13 +590,14 @@ void kr__rl_unmap(const struct kr__rlist *l)
 }
 
 /* wr (and wrx) follow a change of [lo, hi) to prot, for the whole life
- * of the μprocess: the image is taken from wr at the handover (reuse.c),
- * a pipe's read checks its buffer against it (kr__upipe_probe), an
- * isolated μprocess's closing and opening read them (iso.c, under its
- * lock).  ENOMEM for an isolated one; the image is then not taken.  A
- * range missing from wr (no memory to add it) only costs a read the
- * probe's writes; one left there that is no longer writable (lost) stops
- * its use. */
+ * of every μprocess: the image is taken from wr at the handover (reuse.c),
+ * a deferred fork copies the parent's writable memory (fork.c), a pipe's
+ * read checks its buffer against it (kr__upipe_probe), an isolated
+ * μprocess's closing and opening read them (iso.c, under its lock), and
+ * wrx is kept for it alone.  ENOMEM for an isolated one; for the others
+ * the image is then not taken and a fork is a real one (`wr_lost`).  A
+ * range missing from wr only costs a read the probe's writes; one left
+ * there that is no longer writable (lost) stops its use. */
 static int track(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
 {
 	if (up->isolate)
@@ -612,8 +613,10 @@ static int track(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
 		kr__rl_del(&up->wrx, lo, hi);
 	if (up->isolate)
 		kr__iso_unlock();
-	if (e)
+	if (e) {
 		up->snap = 0; /* no image taken */
+		up->wr_lost = 1;
+	}
 	return up->isolate ? e : 0;
 }
 
@@ -1270,6 +1273,8 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 	t->callsp = (uintptr_t)uc;
 	t->usp = (uintptr_t)g[REG_RSP];
 call:
+	if (__builtin_expect(up->dfork != NULL, 0) && !kr__dfork_in_place(up, nr, a))
+		kr__uproc_dfork_real(t, nr, a); /* a deferred fork's child: a process now */
 	g[REG_RAX] = kr__iso_sys(t, nr, a);
 	t->uc = NULL;
 	t = kr__uthr_self(); /* after a vfork: the child's */
@@ -1290,9 +1295,11 @@ __attribute__((used)) struct kr__fast kr__img_fast(long nr, const long *regs)
 {
 	struct kr__uthr *t = kr__uthr_self();
 	long a[6] = {regs[0], regs[1], regs[2], regs[3], regs[4], regs[5]};
-	if (nr == SYS_clone || nr == SYS_fork || nr == SYS_vfork) {
+	if (nr == SYS_clone || nr == SYS_fork || nr == SYS_vfork ||
+	    (t->up->dfork && !kr__dfork_in_place(t->up, nr, a))) {
 		/* it needs the registers of a trap's frame: made on the way
-		 * back's trap (kr__img_deliver), with the frame it gets */
+		 * back's trap (kr__img_deliver), with the frame it gets (a
+		 * deferred fork's child that becomes a process there too) */
 		t->redo = 1;
 		t->redo_nr = nr;
 		memcpy(t->redo_a, a, sizeof a);
@@ -1567,8 +1574,11 @@ static int load(struct kr_uproc *up, int dirfd, const char *path)
 		kr__rw_prepare(up, &up->ld);
 	if (!up->sigkeep) /* the image's signal state would be up's */
 		kr__img_plan(up);
-	if (!up->snap) /* else kr__img_plan did */
-		return kr__img_wr_elf(up);
+	if (!up->snap && kr__img_wr_elf(up)) { /* else kr__img_plan did */
+		if (up->isolate)
+			return ENOMEM;
+		up->wr_lost = 1;
+	}
 	return 0;
 }
 
@@ -1579,9 +1589,14 @@ static int image(struct kr_uproc *up, int dirfd, const char *path)
 	struct stat st;
 	if (fstatat(dirfd, path, &st, 0) == 0 && S_ISREG(st.st_mode) &&
 	    !(st.st_mode & (S_ISUID | S_ISGID)) && faccessat(dirfd, path, X_OK, AT_EACCESS) == 0 &&
-	    !has_caps(dirfd, path) && kr__img_take(up, &st, up->argv, up->envp))
-		return kr__img_wr_kept(up); /* a kept image: mapped, relocated,
-					     * its stack its own */
+	    !has_caps(dirfd, path) && kr__img_take(up, &st, up->argv, up->envp)) {
+		/* a kept image: mapped, relocated, its stack its own */
+		int e = kr__img_wr_kept(up);
+		if (e && up->isolate)
+			return e;
+		up->wr_lost |= e != 0;
+		return 0;
+	}
 	return load(up, dirfd, path);
 }
 
@@ -1821,7 +1836,7 @@ pid_t kr_uproc_pid(const kr_uproc *up)
 #define IMAGE_FIELDS(X)                                                                        \
 	X(ld) X(brk) X(reg) X(wr) X(stk_lo) X(stk_hi) X(img) X(fmaps) X(nfmaps) X(capfmaps)     \
 	X(snap) X(reused) X(xmap) X(nxmap) X(rw) X(cpuid_sites) X(argv) X(envp) X(sigkeep)      \
-	X(threaded) X(wrx)
+	X(threaded) X(wrx) X(wr_lost) X(shmap)
 
 static void image_move(struct kr_uproc *to, struct kr_uproc *from)
 {
@@ -1884,16 +1899,47 @@ void kr__thr_resume(struct kr__uthr *t, long rax, uintptr_t callsp)
 	kr__img_sigreturn(vf->sp, t->fs);
 }
 
-/* The parent thread p of a vfork goes on from its call, which returns pid,
- * with every register as it was (callsp: where the child's last call was,
- * whose frames the sanitizer forgets). */
-static __attribute__((noreturn)) void resume(struct kr__uthr *p, struct kr__vframe *vf, pid_t pid,
-					     uintptr_t callsp)
+/* A deferred fork's parent goes on (resume): its memory as at the fork
+ * first, then its call returns (CLONE_PARENT_SETTID's word written again:
+ * the copy held it before). */
+static __attribute__((noreturn, used)) void dfork_back(struct kr__dfork *df)
+{
+	struct kr__uthr *p = df->p;
+	long rv = df->rv;
+	uintptr_t callsp = df->callsp;
+	kr__mem_put(&df->mem);
+	if ((df->flags & CLONE_PARENT_SETTID) && rv > 0) {
+		pid_t pid = (pid_t)rv;
+		(void)kr__ucopy((void *)df->ptid, &pid, sizeof pid);
+	}
+	kr__mem_free(&df->mem);
+	free(df);
+	kr__thr_resume(p, rv, callsp);
+}
+
+/* The parent thread p of a vfork goes on from its call, which returns rv
+ * (the child's pid), with every register as it was (callsp: where the
+ * child's last call was, whose frames the sanitizer forgets).  The
+ * parent of a deferred fork (df) gets its memory back first, off its
+ * stack, which the restore writes: on its microprocess's own. */
+static __attribute__((noreturn)) void resume(struct kr__uthr *p, struct kr__vframe *vf, long rv,
+					     uintptr_t callsp, struct kr__dfork *df)
 {
 	p->vchild = NULL;
 	free(p->vframe); /* the last one's rt_sigreturn is long done */
 	p->vframe = vf;
-	kr__thr_resume(p, pid, callsp);
+	if (!df)
+		kr__thr_resume(p, rv, callsp);
+	df->p = p;
+	df->rv = rv;
+	df->callsp = callsp;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (here < p->die_sp && p->die_sp - here < KR__MP_STACK)
+		dfork_back(df); /* there already: a child's end (end_here) */
+	DIE_STACK_CLEAN(p);
+	__asm__ volatile("mov %0, %%rsp\n\tcall *%1" : : "r"(p->die_sp), "r"(dfork_back), "D"(df)
+			 : "memory");
+	__builtin_unreachable();
 }
 
 /* A vfork child ends before it execs (its status set), on its parent's
@@ -1902,9 +1948,11 @@ static void vfork_end(struct kr_uproc *c)
 {
 	struct kr__uthr *p = c->vparent;
 	struct kr__vframe *vf = c->main.vframe;
+	struct kr__dfork *df = c->dfork;
 	pid_t pid = c->pid;
 	uintptr_t callsp = c->main.callsp;
 	c->vparent = NULL;
+	c->dfork = NULL;
 	c->main.vframe = NULL;
 	c->own_mp = 0;
 	c->main.mp = NULL;
@@ -1912,7 +1960,34 @@ static void vfork_end(struct kr_uproc *c)
 	orphan_kids(c);
 	if (family_end(c))
 		uproc_free(c);
-	resume(p, vf, pid, callsp);
+	resume(p, vf, pid, callsp, df);
+}
+
+void kr__uproc_dfork_end(struct kr_uproc *c, long pid, int pidfd)
+{
+	struct kr__uthr *p = c->vparent;
+	struct kr_uproc *up = p->up;
+	struct kr__vframe *vf = c->main.vframe;
+	struct kr__dfork *df = c->dfork;
+	uintptr_t callsp = c->main.callsp;
+	c->vparent = NULL;
+	c->dfork = NULL;
+	c->main.vframe = NULL;
+	c->own_mp = 0;
+	c->main.mp = NULL;
+	pthread_mutex_lock(&G.lock); /* it is no child of up's: the process is */
+	struct kr_uproc **pp = &up->kids;
+	while (*pp != c)
+		pp = &(*pp)->sib;
+	*pp = c->sib;
+	c->parent = NULL;
+	pthread_mutex_unlock(&G.lock);
+	release(c);
+	orphan_kids(c);
+	uproc_free(c);
+	if (pid > 0 && kr__uproc_real_child(up, (pid_t)pid, pidfd))
+		pid = -EAGAIN; /* the process runs all the same, as fork.c's */
+	resume(p, vf, pid, callsp, df);
 }
 
 long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uintptr_t ptid,
@@ -2015,10 +2090,12 @@ static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
 	}
 	struct kr__uthr *p = up->vparent;
 	struct kr__vframe *vf = t->vframe;
+	struct kr__dfork *df = up->dfork;
 	uintptr_t callsp = t->callsp;
 	kr_attr ma = {.stack_size = KR__MP_STACK_OF(up), .udata = t};
 	kr_mp *mp;
 	up->vparent = NULL;
+	up->dfork = NULL;
 	t->vframe = NULL;
 	up->own_mp = 1;
 	p->vchild = NULL;
@@ -2029,12 +2106,13 @@ static long stand_for(struct kr__uthr *t, pid_t pid, int pidfd)
 	pthread_mutex_unlock(&G.lock);
 	if (err) { /* nobody waits for the process: it runs on alone */
 		up->vparent = p;
+		up->dfork = df;
 		t->vframe = vf;
 		p->vchild = up;
 		up->status = 128 + SIGKILL;
 		vfork_end(up);
 	}
-	resume(p, vf, up->pid, callsp);
+	resume(p, vf, up->pid, callsp, df);
 	(void)pid;
 }
 
@@ -2143,9 +2221,11 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	free(old);
 	struct kr__uthr *p = up->vparent;
 	struct kr__vframe *vf = t->vframe;
+	struct kr__dfork *df = up->dfork;
 	pid_t pid = up->pid;
 	uintptr_t callsp = t->callsp;
 	up->vparent = NULL;
+	up->dfork = NULL; /* before it runs: its calls are its own */
 	t->vframe = NULL;
 	up->own_mp = 1;
 	p->vchild = NULL;
@@ -2158,10 +2238,11 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 	pthread_mutex_unlock(&G.lock);
 	if (err) { /* it cannot run: it ends as the kernel ends an exec gone wrong */
 		up->vparent = p;
+		up->dfork = df;
 		t->vframe = vf;
 		p->vchild = up;
 		up->status = 128 + SIGKILL;
 		vfork_end(up);
 	}
-	resume(p, vf, pid, callsp);
+	resume(p, vf, pid, callsp, df);
 }

@@ -134,6 +134,20 @@ void kr__upipe_state(kr_upipe *p, size_t *buffered, size_t *room, unsigned *clos
 struct kr__region {
 	uintptr_t lo, hi;
 };
+/* (reuse.c) */
+/* A copy of writable memory (a kept image's, a deferred fork's parent's):
+ * per range, per page 0 (all zero), 1 + the page's index in `copy`, or
+ * (taken with the kernel's pagemap) UINT32_MAX: a page not yet touched,
+ * which the restore gives back to the kernel (zero again, or the file's). */
+struct kr__memcopy {
+	struct kr__wrange {
+		uintptr_t lo, hi;
+		uint32_t *pg;
+	} *w;
+	unsigned nw;
+	unsigned char *copy;
+};
+
 /* Sorted, disjoint.  Changed by one thread at a time (a μprocess's own
  * lists: under its mm's mlock), read by any, without a lock, from signal
  * handlers too: a change makes seq odd while it lasts, and an array
@@ -296,10 +310,11 @@ struct kr_uproc {
 	pthread_mutex_t mlock;    /* its threads' changes to its memory:
 				   * reg, wr, its code mappings and sites */
 	struct kr__rlist reg;     /* what it mapped (its stack too) */
-	struct kr__rlist wr;      /* of that, what is writable (PROT_WRITE):
-				   * the image taken at the handover (reuse.c),
-				   * a pipe's read (kr__upipe_probe), an
-				   * isolated one's closing (iso.c) read it */
+	struct kr__rlist wr;      /* of that, what is writable (PROT_WRITE): the
+				   * image taken at the handover (reuse.c), a
+				   * deferred fork's copy (fork.c), a pipe's read
+				   * (kr__upipe_probe), an isolated one's closing
+				   * (iso.c) read it */
 	struct kr__rlist wrx;     /* of that, what is executable too (isolate) */
 	uintptr_t stk_lo, stk_hi; /* its stack, a region like the others */
 	struct kr__image *img;    /* its image, to keep at the end (reuse.c) */
@@ -307,6 +322,8 @@ struct kr_uproc {
 				   * handover, unchanged (reuse.c) */
 	unsigned nfmaps, capfmaps;
 	int snap;                 /* the image is taken at the handover */
+	int wr_lost;              /* wr is not all it wrote: no memory to follow it */
+	int shmap;                /* it mapped something MAP_SHARED (fork.c) */
 	int reused;               /* it started from a kept image */
 	int exited;               /* it ended by exit or exit_group */
 	struct sigaction_k {
@@ -381,6 +398,9 @@ struct kr_uproc {
 	 * thread `vparent` and on its memory until it execs or ends; that
 	 * thread's `vchild` is the child. */
 	struct kr__uthr *vparent;
+	/* a deferred fork's child (fork.c), while it runs on its parent's
+	 * memory: the copy of that memory, and how to go on */
+	struct kr__dfork *dfork;
 	/* its exports and the calls into them (call.c), made at its first
 	 * export or the first call; under the layer's lock, as `xc_closed`
 	 * (it has ended: no call comes in) */
@@ -520,6 +540,29 @@ long kr__uproc_exec_process(struct kr__uthr *t, int dirfd, const char *path, cha
 			    char *const *envp, int *pidfd);
 /* 1 in such a child: a rewritten call site calls the kernel (fast.c) */
 extern int kr__img_forked;
+/* A deferred fork (fork.c): its child runs in place, as a vfork child, on
+ * its parent's memory, whose writable part `mem` holds as at the fork;
+ * the fork's flags and addresses; and, for uproc.c, the parent's way
+ * back: its thread, what its call returns, where the child's last call
+ * was. */
+struct kr__dfork {
+	struct kr__memcopy mem;
+	unsigned long flags;
+	uintptr_t ptid, ctid;
+	struct kr__uthr *p;
+	long rv;
+	uintptr_t callsp;
+};
+/* Whether the child c of a deferred fork makes call nr (arguments a) in
+ * place; else it becomes a real process first (kr__uproc_dfork_real). */
+int kr__dfork_in_place(struct kr_uproc *c, long nr, const long *a);
+/* t, the first thread of a deferred fork's child, becomes a real process
+ * that goes on with its call nr (a trap's: t->uc); its parent goes on. */
+__attribute__((noreturn)) void kr__uproc_dfork_real(struct kr__uthr *t, long nr, const long *a);
+/* uproc.c's end of that: c goes, and its parent, its memory as at the
+ * fork, collects the process pid (its pidfd, taken) instead, its fork
+ * returning pid; or, pid -errno, its fork fails with that. */
+__attribute__((noreturn)) void kr__uproc_dfork_end(struct kr_uproc *c, long pid, int pidfd);
 /* up's child pid, a real process (its pidfd, taken): a child for wait4,
  * waitid, SIGCHLD and kill (uproc.c).  0 or ENOMEM. */
 int kr__uproc_real_child(struct kr_uproc *up, pid_t pid, int pidfd);
@@ -697,6 +740,15 @@ struct kr__img_vp *kr__img_vp_self(void);
 struct kr__img_vp *kr__img_vps(void);
 
 /* ---- reuse.c: images kept after their μprocess ends (P5) ---- */
+/* The ranges of wr less [stk_lo, stk_hi), and [xlo, xhi) if not empty;
+ * pagemap: an fd of /proc/self/pagemap, or -1.  0 or ENOMEM (then
+ * kr__mem_free). */
+int kr__mem_take(struct kr__memcopy *m, const struct kr__rlist *wr, uintptr_t stk_lo,
+		 uintptr_t stk_hi, uintptr_t xlo, uintptr_t xhi, int pagemap);
+/* The memory as it was at the copy: each page that differs written back
+ * (no page the run left alone becomes private). */
+void kr__mem_put(const struct kr__memcopy *m);
+void kr__mem_free(struct kr__memcopy *m);
 /* The writable segments of the program and its ld.so as karui mapped
  * them, into up->wr (a cold start); a kept image's writable ranges and
  * its stack (a start from it).  0 or ENOMEM. */
