@@ -28,8 +28,11 @@
  *   uproc.script   a POSIX shell script of --n commands (1000) of external
  *                  programs (/bin/true, /bin/echo, /bin/echo to /dev/null,
  *                  cat of a small file, expr), run by karui-sh, dash and
- *                  bash (`SHELL script`); the output must be what the
- *                  experiment knows the script prints
+ *                  bash (`SHELL script`), and by dash and bash under
+ *                  karui-run (`karui-run SHELL script`: the shell a
+ *                  μprocess, its forks deferred, its commands μprocesses);
+ *                  the output must be what the experiment knows the
+ *                  script prints
  *
  * Each system is a process that karui-bench starts (kb_start: fork +
  * execv, stdin /dev/null) and waits for (kb_wait: wait4); a run's wall
@@ -76,7 +79,7 @@
 #define SCRIPT "uproc.script"
 #define COMPAT "pthread.compat"
 
-enum { MAXSYS = 3, MAXARG = 12, MAXREPS = 16, THREAD_STEPS = 100000000 };
+enum { MAXSYS = 5, MAXARG = 12, MAXREPS = 16, THREAD_STEPS = 100000000 };
 
 /* ---------------- one program on several systems ---------------- */
 
@@ -732,8 +735,9 @@ static int write_script(const char *dir, long n, char *script, size_t cap, char 
 
 void kb_uproc_script(const kb_ctx *c)
 {
-	char ksh[PATH_MAX], dir[PATH_MAX], script[PATH_MAX + 16], sh[2][PATH_MAX];
+	char ksh[PATH_MAX], krun[PATH_MAX], dir[PATH_MAX], script[PATH_MAX + 16], sh[2][PATH_MAX];
 	if (!karui_tool(c, SCRIPT, "karui-sh", ksh, sizeof ksh) ||
+	    !karui_tool(c, SCRIPT, "karui-run", krun, sizeof krun) ||
 	    make_dir(SCRIPT, dir, sizeof dir))
 		return;
 	long n = c->n ? c->n : 1000;
@@ -746,12 +750,19 @@ void kb_uproc_script(const kb_ctx *c)
 		struct job j = {.exp = SCRIPT, .metric = "script", .dir = dir, .want = want,
 				.note = note};
 		add_sys(c, &j, "karui-sh", ksh, (char *[]){"karui-sh", script, NULL});
-		static const char *const SH[] = {"dash", "bash"};
+		/* each shell natively, and under karui-run: its forks deferred
+		 * (bash forks for every command; dash vforks simple ones) */
+		static const char *const SH[] = {"dash", "bash"}, *const KSH[] = {"karui-run-dash",
+										  "karui-run-bash"};
 		for (int i = 0; i < 2; i++)
-			if (kb_find_prog(SH[i], sh[i], sizeof sh[i]))
+			if (kb_find_prog(SH[i], sh[i], sizeof sh[i])) {
 				kb_row_none(SCRIPT, SH[i], "skipped", "not installed");
-			else
+				kb_row_none(SCRIPT, KSH[i], "skipped", "not installed");
+			} else {
+				add_sys(c, &j, KSH[i], krun,
+					(char *[]){"karui-run", sh[i], script, NULL});
 				add_sys(c, &j, SH[i], sh[i], (char *[]){(char *)SH[i], script, NULL});
+			}
 		run_job(c, &j);
 	}
 	free(want);
