@@ -2746,9 +2746,10 @@ static void fork_gives_a_real_child(void)
 /* The pid the μprocess's `sh -c 'CMD & echo $!'` prints: a μprocess's
  * (above PID_MAX_LIMIT, 4194304) when the fork was deferred and its child
  * exec'd in place, a process's otherwise. */
-static long bg_pid(const char *sh)
+static long bg_pid(const char *sh, const char *before)
 {
-	char *out, *argv[] = {(char *)sh, "-c", "/bin/true & echo $!; wait", NULL};
+	char cmd[256], *out, *argv[] = {(char *)sh, "-c", cmd, NULL};
+	snprintf(cmd, sizeof cmd, "%s/bin/true & echo $!; wait", before);
 	KT_EQ(run(sh, argv, NULL, &out, NULL), 0);
 	long pid = atol(out);
 	free(out);
@@ -2764,8 +2765,8 @@ static long bg_pid(const char *sh)
  * and wait, redirections, trap, exit statuses), Python's fork path
  * (preexec_fn, os.fork and exec), Perl's qx and system, awk's system and
  * getline from a command, make's $(shell) and recipes: what they print
- * natively, byte for byte; and KARUI_UPROC_FORK=real makes every fork a
- * real one. */
+ * natively, byte for byte; a μprocess that has written more than 8 MiB
+ * forks for real, and KARUI_UPROC_FORK=real makes every fork a real one. */
 static void a_fork_then_exec_runs_in_place(void)
 {
 	start(2);
@@ -2837,10 +2838,12 @@ static void a_fork_then_exec_runs_in_place(void)
 		free(out);
 		free(native);
 	}
-	KT_CHECK(bg_pid("/usr/bin/dash") > 4194304);
-	KT_CHECK(bg_pid("/bin/bash") > 4194304);
+	KT_CHECK(bg_pid("/usr/bin/dash", "") > 4194304);
+	KT_CHECK(bg_pid("/bin/bash", "") > 4194304);
+	/* more than 8 MiB written (a 12 MB variable): a real fork at once */
+	KT_CHECK(bg_pid("/bin/bash", "x=$(printf '%12000000s' .); ") < 4194304);
 	KT_EQ(setenv("KARUI_UPROC_FORK", "real", 1), 0);
-	KT_CHECK(bg_pid("/usr/bin/dash") < 4194304);
+	KT_CHECK(bg_pid("/usr/bin/dash", "") < 4194304);
 	KT_EQ(unsetenv("KARUI_UPROC_FORK"), 0);
 	snprintf(cmd, sizeof cmd, "rm -r %s", dir);
 	KT_EQ(system(cmd), 0);

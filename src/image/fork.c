@@ -69,8 +69,8 @@
  * writable memory (MAP_SHARED: the copy would undo the child's writes a
  * real fork shares), is isolated (iso.c), serves calls into its exports
  * (call.c), forks on a stack other than its own (a signal's alternate
- * one) or holds more than DFORK_MAX of writable memory; or when
- * KARUI_UPROC_FORK=real.  What the child saw in place stays what it saw
+ * one), holds more than DFORK_MAX of writable memory or has written more
+ * than DFORK_COPY_MAX of it; or when KARUI_UPROC_FORK=real.  What the child saw in place stays what it saw
  * once it is real: getpid gave it a μprocess's pid, which only its own
  * kill is told of.
  *
@@ -104,8 +104,11 @@
 #define PR_SYS_DISPATCH_OFF 0
 #endif
 #define PG 4096ul
-/* the most writable memory a deferred fork copies: more, a real fork */
-#define DFORK_MAX ((size_t)64 << 20)
+/* the most writable memory a deferred fork looks through, and the most
+ * it copies (what it copies it compares again at the restore): more, a
+ * real fork, whose copy is the kernel's, on write */
+#define DFORK_MAX ((size_t)256 << 20)
+#define DFORK_COPY_MAX ((size_t)8 << 20)
 #define FORK_MAY (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | CLONE_PARENT_SETTID | CSIGNAL)
 
 int kr__img_forked;
@@ -507,7 +510,7 @@ static long dfork(struct kr__uthr *t, unsigned long flags, uintptr_t ptid, uintp
 	int e = kr__mem_take(&df->mem, &up->wr, up->stk_lo, up->stk_hi, slo, up->stk_hi, pm);
 	if (pm >= 0)
 		close(pm);
-	if (e) {
+	if (e || df->mem.ncopy * PG > DFORK_COPY_MAX) {
 		kr__mem_free(&df->mem);
 		free(df);
 		return 1;

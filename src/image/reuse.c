@@ -329,6 +329,7 @@ int kr__mem_take(struct kr__memcopy *m, const struct kr__rlist *wr, uintptr_t st
 	}
 	if (xlo < xhi && mem_add(m, xlo, xhi, pagemap, &nonzero))
 		return ENOMEM;
+	m->ncopy = nonzero;
 	if (nonzero && !(m->copy = malloc(nonzero * PG)))
 		return ENOMEM;
 	for (unsigned i = 0; i < m->nw; i++) {

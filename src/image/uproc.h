@@ -146,6 +146,7 @@ struct kr__memcopy {
 	} *w;
 	unsigned nw;
 	unsigned char *copy;
+	size_t ncopy;       /* its pages */
 };
 
 /* Sorted, disjoint.  Changed by one thread at a time (a μprocess's own
