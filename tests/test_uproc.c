@@ -2786,6 +2786,7 @@ static void a_fork_then_exec_runs_in_place(void)
 		 "/bin/sh -c 'exit 7'; echo \"sh $?\"; false | true; echo \"pipe $?\"\n"
 		 "/bin/echo gone 2>/dev/null 1>&2; /bin/echo r > %s/r.txt; cat < %s/r.txt\n"
 		 "for i in 1 2 3; do /bin/echo n$i; done | sort -r\n"
+		 "( /bin/true; /bin/echo nested ); ( /bin/echo x | cat; /bin/echo piped )\n"
 		 "/bin/sh -c 'kill -TERM $$'; echo \"killed $?\"\n"
 		 "z=$(/bin/sh -c 'exit 9'); echo \"z $? [$z]\"; exit 0\n",
 		 dir, dir, dir, dir);
