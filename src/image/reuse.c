@@ -86,6 +86,7 @@ struct kr__image {
 	char **envp;
 	struct kr__elf_load ld;
 	struct kr__rlist reg;   /* every region of the image */
+	struct kr__rlist wr;    /* what of it is writable, its stack too */
 	struct kr__xmap *xmap;  /* while kept; up's while it runs */
 	unsigned nxmap;
 	struct kr__rw *rw;      /* the same */
@@ -135,6 +136,7 @@ static void free_key_and_copy(struct kr__image *im)
 		free(im->envp[i]);
 	free(im->envp);
 	kr__rl_free(&im->reg);
+	kr__rl_free(&im->wr);
 }
 
 /* A kept image goes: everything of it. */
@@ -252,37 +254,44 @@ int kr__img_plan(struct kr_uproc *up)
 
 /* ---- copies of writable memory: a kept image's, a deferred fork's ----
  *
- * The copy and its checks read and write the μprocess's memory with
- * uaccess.S's copy and uninstrumented loops: a fork's copy includes the
- * μprocess's stack, where karui's instrumented frames leave the
- * sanitizers' marks. */
+ * Under the sanitizers, the copy and its checks read and write the
+ * μprocess's memory with uaccess.S's copy and uninstrumented loops: a
+ * fork's copy includes the μprocess's stack, where karui's instrumented
+ * frames leave the sanitizers' marks.  Elsewhere, the C library's. */
 
 #define NO_SAN __attribute__((no_sanitize("address", "thread")))
 
 static NO_SAN int zero_page(const void *p)
 {
-	const volatile uint64_t *w = p;
+	const uint64_t *w = p;
 	uint64_t o = 0;
 	for (size_t i = 0; i < PG / 8; i++)
 		o |= w[i];
 	return o == 0;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 static NO_SAN int same_page(const void *a, const void *b)
 {
-	const volatile uint64_t *x = a, *y = b;
+	const uint64_t *x = a, *y = b;
+	uint64_t d = 0;
 	for (size_t i = 0; i < PG / 8; i++)
-		if (x[i] != y[i])
-			return 0;
-	return 1;
+		d |= x[i] ^ y[i];
+	return d == 0;
 }
 
 static NO_SAN void clear_page(void *p)
 {
-	volatile uint64_t *w = p;
+	volatile uint64_t *w = p; /* not a call of memset, which would be checked */
 	for (size_t i = 0; i < PG / 8; i++)
 		w[i] = 0;
 }
+#define copy_page(to, from) kr__ucopy(to, from, PG)
+#else
+#define same_page(a, b) (memcmp(a, b, PG) == 0)
+#define clear_page(p) memset(p, 0, PG)
+#define copy_page(to, from) memcpy(to, from, PG)
+#endif
 
 /* a page the kernel has not yet given (pagemap): untouched since mapped */
 #define UNTOUCHED UINT32_MAX
@@ -336,7 +345,7 @@ int kr__mem_take(struct kr__memcopy *m, const struct kr__rlist *wr, uintptr_t st
 		struct kr__wrange *w = &m->w[i];
 		for (size_t p = 0; p < (w->hi - w->lo) / PG; p++)
 			if (w->pg[p] && w->pg[p] != UNTOUCHED)
-				kr__ucopy(m->copy + (w->pg[p] - 1) * PG, (const void *)(w->lo + p * PG), PG);
+				copy_page(m->copy + (w->pg[p] - 1) * PG, (const void *)(w->lo + p * PG));
 	}
 	return 0;
 }
@@ -358,7 +367,7 @@ void kr__mem_put(const struct kr__memcopy *m)
 				if (!zero_page(at))
 					clear_page(at);
 			} else if (!same_page(at, m->copy + (w->pg[p] - 1) * PG)) {
-				kr__ucopy(at, m->copy + (w->pg[p] - 1) * PG, PG);
+				copy_page(at, m->copy + (w->pg[p] - 1) * PG);
 			}
 		}
 	}
@@ -390,7 +399,7 @@ uint64_t kr__img_snapshot(struct kr_uproc *up, const ucontext_t *uc)
 	if (!im)
 		goto out;
 	im->argv0 = strdup(up->argv && up->argv[0] ? up->argv[0] : "");
-	if (rl_copy(&im->reg, &up->reg) || !im->argv0 ||
+	if (rl_copy(&im->reg, &up->reg) || rl_copy(&im->wr, &up->wr) || !im->argv0 ||
 	    kr__mem_take(&im->mem, &up->wr, up->stk_lo, up->stk_hi, 0, 0, -1)) {
 		free_key_and_copy(im);
 		free(im);
@@ -468,14 +477,9 @@ int kr__img_take(struct kr_uproc *up, const struct stat *st, char *const *argv, 
 
 int kr__img_wr_kept(struct kr_uproc *up)
 {
-	const struct kr__image *im = up->img;
-	int e = 0;
 	if (up->isolate)
 		kr__iso_lock();
-	for (unsigned i = 0; i < im->mem.nw && !e; i++)
-		e = kr__rl_add(&up->wr, im->mem.w[i].lo, im->mem.w[i].hi);
-	if (!e)
-		e = kr__rl_add(&up->wr, up->stk_lo, up->stk_hi);
+	int e = rl_copy(&up->wr, &up->img->wr);
 	if (up->isolate)
 		kr__iso_unlock();
 	return e;
