@@ -2839,6 +2839,9 @@ static void a_fork_then_exec_runs_in_place(void)
 		free(out);
 		free(native);
 	}
+	/* children that write the memory they share in place, then crash,
+	 * exit, exec or write: the parent's memory is its own again */
+	probe_like_native("fork-memory", NULL);
 	KT_CHECK(bg_pid("/usr/bin/dash", "") > 4194304);
 	KT_CHECK(bg_pid("/bin/bash", "") > 4194304);
 	/* more than 8 MiB written (a 12 MB variable): a real fork at once */

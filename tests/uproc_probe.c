@@ -11,6 +11,10 @@
  *                            and ends without releasing any
  *   uproc_probe setuid       setuid(getuid() + 1)'s errno: a change
  *   uproc_probe fork         fork()'s errno
+ *   uproc_probe fork-memory  children of fork that write the memory they
+ *                            share in place (karui's deferred fork), then
+ *                            crash, exit, exec, or write to stdout: what
+ *                            the parent sees of them and of its memory
  *   uproc_probe thread       pthread_create's error
  *   uproc_probe write-after-close   writes to stdout after its reader went
  *   uproc_probe env NAME     getenv
@@ -913,6 +917,42 @@ static int timed(void)
 
 /* ---- processes: exec, vfork, posix_spawn, system, popen, waits ---- */
 
+/* fork-memory: each child writes the parent's .bss and stack copy (the
+ * same pages, in karui's deferred fork, until it execs, ends or makes
+ * another call), then ends its own way; the parent's stay its own. */
+static int fork_memory(uintptr_t bad)
+{
+	static char bss[3 * 4096 + 100];
+	char stack[5000];
+	memset(bss, 'p', sizeof bss);
+	memset(stack, 'p', sizeof stack);
+	const char *how[] = {"crash", "exit", "exec", "write"};
+	fflush(stdout);
+	for (int i = 0; i < 4; i++) {
+		pid_t p = fork();
+		if (p == 0) {
+			memset(bss, 'c', sizeof bss);
+			memset(stack, 'c', sizeof stack);
+			if (i == 0)
+				*(volatile int *)bad = 1;
+			if (i == 2)
+				execl("/bin/echo", "echo", "exec'd", (char *)0);
+			if (i == 3)
+				printf("child writes %c%c\n", bss[0], stack[4999]);
+			fflush(stdout);
+			_exit(i);
+		}
+		int st = 0;
+		if (p < 0 || waitpid(p, &st, 0) != p)
+			return 1;
+		printf("%s: %s %d, memory %c%c%c\n", how[i], WIFSIGNALED(st) ? "signal" : "exit",
+		       WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st), bss[0], bss[sizeof bss - 1],
+		       stack[4999]);
+		fflush(stdout);
+	}
+	return 0;
+}
+
 extern char **environ;
 
 static const char *ended(int st)
@@ -1738,6 +1778,8 @@ int main(int argc, char **argv)
 		printf("%s\n", setuid(getuid() + 1) ? strerrorname_np(errno) : "0");
 		return 0;
 	}
+	if (!strcmp(m, "fork-memory"))
+		return fork_memory((uintptr_t)(argc * 8)); /* an address not mapped */
 	if (!strcmp(m, "fork")) {
 		pid_t p = fork();
 		if (p == 0)
