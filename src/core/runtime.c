@@ -773,6 +773,7 @@ int kr_fini(void)
 		return EPERM;
 	if (!others_end())
 		return EBUSY;
+	w = W(); /* its naps may have moved it to another VP */
 	/* The main microprocess ends here: its keys' destructors run (they
 	 * may block, and start microprocesses: then EBUSY after all). */
 	if (w->cur->keys) {
