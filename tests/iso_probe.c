@@ -7,6 +7,14 @@
  *                            their addresses ("HEAP STACK"), reads its
  *                            stdin to its end, then prints "intact" (and
  *                            exits 0) or "changed" (exits 1)
+ *   iso_probe spinner        as victim, but runs while it waits: it reads
+ *                            its heap block in a loop, and asks its stdin
+ *                            (poll, no wait) only every million rounds
+ *   iso_probe code           makes code that holds a WRPKRU (never run):
+ *                            an anonymous page made executable, and one
+ *                            mapped writable and executable at once;
+ *                            prints "mprotect E" and "rwx E", E each
+ *                            call's errno (0: it succeeded)
  *   iso_probe write ADDR     writes a byte at ADDR (hex), prints "wrote"
  *   iso_probe write-catch ADDR   the same with a SIGSEGV handler, which
  *                            prints "caught" and exits 42
@@ -32,6 +40,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -87,6 +97,34 @@ int main(int argc, char **argv)
 		int ok = all(heap, 'h') && all(stack, 's');
 		printf("%s\n", ok ? "intact" : "changed");
 		return !ok;
+	}
+	if (!strcmp(m, "spinner")) {
+		volatile unsigned char *heap = malloc(BLOCK);
+		memset((void *)heap, 'h', BLOCK);
+		printf("%lx %lx\n", (unsigned long)heap, (unsigned long)heap);
+		struct pollfd in = {.fd = 0, .events = POLLIN};
+		int ok = 1;
+		while (ok && poll(&in, 1, 0) == 0)
+			for (long i = 0; ok && i < 1000000; i++)
+				ok = heap[100 + i % 64] == 'h';
+		ok = ok && all((const unsigned char *)heap, 'h');
+		printf("%s\n", ok ? "intact" : "changed");
+		return !ok;
+	}
+	if (!strcmp(m, "code")) {
+		static const unsigned char wrpkru[] = {0x0f, 0x01, 0xef, 0xc3};
+		unsigned char *p = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return 3;
+		memcpy(p + 100, wrpkru, sizeof wrpkru);
+		errno = 0;
+		printf("mprotect %d\n", mprotect(p, BLOCK, PROT_READ | PROT_EXEC) ? errno : 0);
+		errno = 0;
+		void *q = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE | PROT_EXEC,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		printf("rwx %d\n", q == MAP_FAILED ? errno : 0);
+		return 0;
 	}
 	if (!strcmp(m, "write") || !strcmp(m, "write-catch")) {
 		if (argc < 3)

@@ -1138,6 +1138,11 @@ static void image_calls_refuse_bad_input(void)
 	KT_EQ(kr_uproc_kill((kr_uproc *)&a, SIGTERM), ESRCH); /* no μprocess's handle */
 	KT_EQ(kr_uproc_pid(NULL), 0);
 	KT_EQ(kr_uproc_reused(NULL), 0);
+	int iso = -1;
+	KT_EQ(kr_uproc_isolation(NULL, &iso), EINVAL);
+	KT_EQ(kr_uproc_isolation((kr_uproc *)&a, NULL), EINVAL);
+	KT_EQ(kr_uproc_isolation((kr_uproc *)&a, &iso), EINVAL); /* no μprocess's handle */
+	KT_EQ(iso, -1);
 	KT_EQ(kr_uproc_keep(KR_UPROC_KEEP_MAX + 1), EINVAL);
 	KT_EQ(kr_uproc_keep(KR_UPROC_KEEP_MAX), 0);
 	KT_EQ(kr_uproc_keep(8), 0);
@@ -1289,6 +1294,7 @@ static struct api table[] = {
 	ACC(kr_uproc_pid),
 	API(kr_uproc_keep, image_calls_refuse_bad_input),
 	ACC(kr_uproc_reused),
+	API(kr_uproc_isolation, image_calls_refuse_bad_input),
 	API(kr_uproc_call, image_calls_refuse_bad_input),
 	/* uproc_export.h */
 	API(kr_uproc_export, image_calls_refuse_bad_input),

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <signal.h>
 
 #include "karui.h"
@@ -385,6 +386,119 @@ static void an_isolated_uproc_starts_from_a_kept_image(void)
 	KT_EQ(kr_fini(), 0);
 }
 
+/* How up is isolated (kr_uproc_isolation). */
+static int mode_of(kr_uproc *up)
+{
+	int m = -1;
+	KT_EQ(kr_uproc_isolation(up, &m), 0);
+	return m;
+}
+
+/* Does this process get protection keys (as karui asks, iso.c)? */
+static int keys_here(void)
+{
+	const char *e = getenv("KARUI_EPC");
+	int k = pkey_alloc(0, 0);
+	if (k >= 0)
+		pkey_free(k);
+	return k >= 0 && !(e && !strcmp(e, "s"));
+}
+
+/* Keys where the CPU has them, else page protection; and with keys, code
+ * that could write PKRU is refused: an anonymous page holding a WRPKRU
+ * made executable (EPERM), a writable and executable mapping (EACCES). */
+static void isolation_says_its_mode_and_checks_code_under_keys(void)
+{
+	start(1);
+	kr_upipe *out;
+	KT_EQ(kr_upipe_create(&out), 0);
+	char *argv[] = {"iso_probe", "code", NULL};
+	kr_uproc *up = spawn(probe, argv, 1, NULL, out);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+	char *text = slurp(out, NULL);
+	int keys = keys_here();
+	KT_EQ(mode_of(up), keys ? KR_UPROC_ISO_KEYS : KR_UPROC_ISO_PAGES);
+	KT_EQ(status_of(up), 0);
+	KT_CHECK(strcmp(text, keys ? "mprotect 1\nrwx 13\n" : "mprotect 0\nrwx 0\n") == 0);
+	free(text);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	KT_EQ(kr_upipe_create(&out), 0);
+	up = spawn(probe, argv, 0, NULL, out);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+	free(slurp(out, NULL));
+	KT_EQ(mode_of(up), KR_UPROC_ISO_NONE);
+	KT_EQ(status_of(up), 0);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* A program whose text holds a WRPKRU: not started under keys (126). */
+static void a_program_that_could_write_pkru_is_refused_under_keys(void)
+{
+	start(1);
+	static char self[4096];
+	const char *prog = kt_beside_me(self, sizeof self, "iso_wrpkru");
+	kr_upipe *out;
+	KT_EQ(kr_upipe_create(&out), 0);
+	char *argv[] = {"iso_wrpkru", NULL};
+	kr_uproc *up = spawn(prog, argv, 1, NULL, out);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_WRITE), 0);
+	char *text = slurp(out, NULL);
+	if (keys_here()) {
+		KT_EQ(status_of(up), 126);
+		KT_CHECK(strcmp(text, "") == 0);
+	} else {
+		KT_EQ(status_of(up), 0);
+		KT_CHECK(strcmp(text, "ran\n") == 0);
+	}
+	free(text);
+	KT_EQ(kr_upipe_close(out, KR_UPIPE_READ), 0);
+	KT_EQ(kr_fini(), 0);
+}
+
+/* Under keys, exact on several VPs: a stray write from one μprocess into
+ * an isolated one faults even while the victim runs on the other VP
+ * (under page protection its memory is open then: skipped). */
+static void a_stray_write_faults_while_its_victim_runs_on_another_vp(void)
+{
+	if (!keys_here())
+		KT_SKIP("no protection keys here: page protection is exact on one VP only");
+	start(2);
+	for (int round = 0; round < 2; round++) {
+		kr_upipe *vin, *vout, *wout;
+		KT_EQ(kr_upipe_create(&vin), 0);
+		KT_EQ(kr_upipe_create(&vout), 0);
+		KT_EQ(kr_upipe_create(&wout), 0);
+		char *vargv[] = {"iso_probe", "spinner", NULL};
+		kr_uproc *v = spawn(probe, vargv, 1, vin, vout);
+		KT_EQ(kr_upipe_close(vin, KR_UPIPE_READ), 0);
+		KT_EQ(kr_upipe_close(vout, KR_UPIPE_WRITE), 0);
+		char line[128], addr[32];
+		read_line(vout, line, sizeof line);
+		unsigned long heap = 0, stack = 0;
+		KT_EQ(sscanf(line, "%lx %lx", &heap, &stack), 2);
+		KT_EQ(mode_of(v), KR_UPROC_ISO_KEYS);
+		snprintf(addr, sizeof addr, "%lx", heap + 100);
+		/* the victim spins on one VP, the writer (isolated in the second
+		 * round) runs on the other */
+		char *wargv[] = {"iso_probe", "write", addr, NULL};
+		kr_uproc *w = spawn(probe, wargv, round, NULL, wout);
+		KT_EQ(kr_upipe_close(wout, KR_UPIPE_WRITE), 0);
+		char *wtext = slurp(wout, NULL);
+		KT_EQ(status_of(w), 128 + SIGSEGV);
+		KT_CHECK(strcmp(wtext, "") == 0);
+		free(wtext);
+		KT_EQ(kr_upipe_close(vin, KR_UPIPE_WRITE), 0); /* it stops spinning */
+		char *vtext = slurp(vout, NULL);
+		KT_EQ(status_of(v), 0);
+		KT_CHECK(strcmp(vtext, "intact\n") == 0);
+		free(vtext);
+		KT_EQ(kr_upipe_close(vout, KR_UPIPE_READ), 0);
+		KT_EQ(kr_upipe_close(wout, KR_UPIPE_READ), 0);
+	}
+	KT_EQ(kr_fini(), 0);
+}
+
 static void attributes_are_checked(void)
 {
 	start(1);
@@ -437,6 +551,9 @@ int main(int argc, char **argv)
 	KT_RUN(an_isolated_uproc_spawns_and_forks);
 	KT_RUN(an_isolated_uproc_killed_while_closed_ends);
 	KT_RUN(an_isolated_uproc_starts_from_a_kept_image);
+	KT_RUN(isolation_says_its_mode_and_checks_code_under_keys);
+	KT_RUN(a_program_that_could_write_pkru_is_refused_under_keys);
+	KT_RUN(a_stray_write_faults_while_its_victim_runs_on_another_vp);
 	unlink(words);
 	return kt_finish();
 }

@@ -154,6 +154,17 @@ int kr_uproc_keep(unsigned images);
  * no μprocess). */
 int kr_uproc_reused(const kr_uproc *up);
 
+/* How an isolated μprocess's memory is closed to the others
+ * (docs/domains.md, "μprocesses in domains"): KR_UPROC_ISO_KEYS, a
+ * protection key of its own (EPC-H: exact on every VP); KR_UPROC_ISO_PAGES,
+ * page protection (EPC-S: exact on one VP), where the CPU has no
+ * protection keys, none is left, or KARUI_EPC=s; KR_UPROC_ISO_NONE, not
+ * isolated.  An isolated μprocess gets its key, if one is left, as its
+ * program starts (and again at each exec): until then it says PAGES.
+ * Until kr_uproc_wait has collected it.  EINVAL: NULL. */
+enum { KR_UPROC_ISO_NONE = 0, KR_UPROC_ISO_PAGES = 1, KR_UPROC_ISO_KEYS = 2 };
+int kr_uproc_isolation(const kr_uproc *up, int *mode);
+
 #ifdef __cplusplus
 }
 #endif

@@ -91,7 +91,7 @@
 #include "epc.h"
 
 #if defined(__x86_64__)
-#include <cpuid.h>
+#include "../arch/pkeys.h"
 #endif
 
 #ifndef MADV_GUARD_INSTALL
@@ -195,7 +195,6 @@ static struct {
 		struct acl acl[KR__EPC_ACL];
 	} K[16];                      /* by key; key 0 is never ours */
 	kr_domain *keyed[16];         /* the domain whose key it is */
-	unsigned pkru_off;            /* PKRU's offset in an XSAVE area */
 	struct scanned {
 		uintptr_t lo, hi;
 		int ok;
@@ -541,28 +540,6 @@ __attribute__((no_stack_protector)) static struct fwd forward(int sig)
 #define SEGV_PKUERR 4
 #endif
 
-#if defined(__x86_64__)
-/* The PKRU the signal's return restores: in the signal frame's XSAVE area
- * (the standard format, PKRU at the offset CPUID gives), marked present;
- * NULL where the frame has none. */
-__attribute__((no_stack_protector)) static uint32_t *frame_pkru(ucontext_t *uc)
-{
-	unsigned char *x = (unsigned char *)uc->uc_mcontext.fpregs;
-	uint32_t magic, size;
-	uint64_t features, bv;
-	if (!x || !D.pkru_off)
-		return NULL;
-	memcpy(&magic, x + 464, 4); /* struct _fpx_sw_bytes, in the FXSAVE area */
-	memcpy(&features, x + 472, 8);
-	memcpy(&size, x + 480, 4);
-	if (magic != 0x46505853u || !(features & (1u << 9)) || D.pkru_off + 4 > size)
-		return NULL;
-	memcpy(&bv, x + 512, 8); /* the XSAVE header's XSTATE_BV */
-	bv |= 1u << 9;
-	memcpy(x + 512, &bv, 8);
-	return (uint32_t *)(x + D.pkru_off);
-}
-#endif
 
 /* Nothing here reads thread-local data (errno included) or makes a
  * system call before it knows the thread is a VP in a call: in a
@@ -583,7 +560,7 @@ __attribute__((no_stack_protector)) struct fwd kr__epc_fault(int sig, siginfo_t 
 		 * faults on) */
 		uint32_t *pkru;
 		if (D.mode == KR_EPC_H && sig == SIGSEGV && si->si_code == SEGV_PKUERR &&
-		    (pkru = frame_pkru(uc)) && *pkru != D.pk[0]) {
+		    (pkru = kr__frame_pkru(uc)) && *pkru != D.pk[0]) {
 			*pkru = D.pk[0];
 			return (struct fwd){NULL, NULL};
 		}
@@ -594,7 +571,7 @@ __attribute__((no_stack_protector)) struct fwd kr__epc_fault(int sig, siginfo_t 
 	__atomic_store_n(&f->callee->failed, 1, __ATOMIC_RELEASE);
 #if defined(__x86_64__)
 	if (D.mode == KR_EPC_H) {
-		uint32_t *pkru = frame_pkru(uc);
+		uint32_t *pkru = kr__frame_pkru(uc);
 		if (pkru)
 			*pkru = D.pk[f->caller ? f->caller->key : 0];
 	}
@@ -634,9 +611,7 @@ static int setup(void)
 		D.page = (size_t)sysconf(_SC_PAGESIZE);
 #if defined(__x86_64__)
 		D.fsgsbase = (getauxval(AT_HWCAP2) & 2) != 0; /* HWCAP2_FSGSBASE */
-		unsigned a, b, c, d;
-		if (__get_cpuid_count(0xd, 9, &a, &b, &c, &d))
-			D.pkru_off = b;
+		kr__pkru_off();
 #endif
 		D.ready = 1;
 	}
@@ -821,36 +796,11 @@ static int mapping_of(struct span *sp)
 	return found;
 }
 
-/* An XRSTOR at p[i] whose features are set just before it without PKRU
- * (mov $imm, %eax with bit 9 clear; xor %edx, %edx): the C library's
- * lazy binding saves and restores vector registers so. */
-static int xrstor_without_pkru(const unsigned char *p, uintptr_t i)
+/* Does the code in sp write PKRU, but in the gates (pkeys.c)? */
+static int writes_pkru(struct span sp)
 {
-	if (i < 7 || p[i - 7] != 0xb8 || p[i - 2] != 0x31 || p[i - 1] != 0xd2)
-		return 0;
-	uint32_t features;
-	memcpy(&features, p + i - 6, 4);
-	return !(features & 1u << 9);
-}
-
-/* Does [lo, hi) hold an instruction that writes PKRU, outside the gates:
- * WRPKRU (0f 01 ef) or XRSTOR (0f ae /5, a memory operand) but those of
- * xrstor_without_pkru?  Byte by byte, as ERIM scans: a sequence across
- * two instructions counts too. */
-static int writes_pkru(uintptr_t lo, uintptr_t hi)
-{
-	const unsigned char *p = (const unsigned char *)lo;
-	uintptr_t glo = (uintptr_t)kr__epc_wrpkru_lo, ghi = (uintptr_t)kr__epc_wrpkru_hi;
-	for (uintptr_t i = 0; i + 3 <= hi - lo; i++) {
-		if (p[i] != 0x0f)
-			continue;
-		unsigned char op = p[i + 1], m = p[i + 2];
-		if (op == 0x01 && m == 0xef && !(lo + i >= glo && lo + i < ghi))
-			return 1;
-		if (op == 0xae && (m >> 3 & 7) == 5 && m >> 6 != 3 && !xrstor_without_pkru(p, i))
-			return 1;
-	}
-	return 0;
+	return kr__writes_pkru((const unsigned char *)sp.lo, 0, sp.hi - sp.lo, sp.lo,
+			       (uintptr_t)kr__epc_wrpkru_lo, (uintptr_t)kr__epc_wrpkru_hi);
 }
 
 /* May fn run under KR_EPC_H?  Objects are judged once (D.scan); code
@@ -862,12 +812,12 @@ static int code_check(kr_epc_proc fn)
 		for (unsigned i = 0; i < D.nscan; i++)
 			if (D.scan[i].lo == sp.lo && D.scan[i].hi == sp.hi)
 				return D.scan[i].ok ? 0 : EPERM;
-		int ok = !writes_pkru(sp.lo, sp.hi);
+		int ok = !writes_pkru(sp);
 		if (D.nscan < sizeof D.scan / sizeof D.scan[0])
 			D.scan[D.nscan++] = (struct scanned){sp.lo, sp.hi, ok};
 		return ok ? 0 : EPERM;
 	}
-	return mapping_of(&sp) && !writes_pkru(sp.lo, sp.hi) ? 0 : EPERM;
+	return mapping_of(&sp) && !writes_pkru(sp) ? 0 : EPERM;
 }
 #endif
 

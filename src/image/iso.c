@@ -69,23 +69,124 @@
  * and one forgotten would take the host down; the fault handler covers
  * every plain access, and the waits before a kernel call are few.
  *
- * EPC-H (protection keys, a key per isolated μprocess, PKRU switched at
- * the same points) would make the view exact per VP; no host here has
- * PKU, and it is not done.
+ * EPC-H: protection keys.  Where the CPU and the kernel have them (the
+ * first isolated μprocess tries pkey_alloc; KARUI_EPC=s keeps page
+ * protection), each isolated μprocess gets a key of its own (iso_key, at
+ * kr__iso_begin; at most 15 in a process, fewer if domains hold some):
+ * its writable ranges are pkey_mprotect'ed with that key once, at its
+ * start and as its mmap, mprotect and mremap make them (kr__iso_keyed),
+ * and given key 0 back at its end.  Showing a μprocess on a VP is then
+ * writing that VP's PKRU: every key but 0 closed (karui's memory, and
+ * every μprocess's read-only mappings, stay open), the shown μprocess's
+ * key open (kr__iso_pkru).  PKRU is the thread's: the view is exact on
+ * every VP, so a stray write faults even while its victim runs on
+ * another VP.  The counts and the mprotect calls are page protection's
+ * alone; with keys, showing is a WRPKRU where RDPKRU differs.  A μprocess
+ * for which no key is left falls back to page protection, beside the
+ * keyed ones (kr_uproc_isolation says which each has).
+ *
+ * The kernel enters a signal handler with only key 0 open and restores
+ * the frame's PKRU at rt_sigreturn.  So gate.S's handlers (the system
+ * call's, on the μprocess's own stack; the faults' and the kick's) first
+ * write the PKRU their VP's record holds (kr__img_vp.pkru, what the VP
+ * showed when the signal came); and every way back into a μprocess's
+ * code through a frame writes that frame's PKRU (kr__iso_frame): a frame
+ * made on another VP, or a μprocess's own rt_sigreturn frame, would
+ * restore another.  karui's code that meets a closed μprocess under a
+ * key (SEGV_PKUERR) is let through as with page protection, the frame's
+ * PKRU opened (kr__iso_fault).  The kernel's copies honour the calling
+ * thread's PKRU as the CPU does, so a read(2) into a closed μprocess's
+ * buffer from karui's code gives EFAULT, and io_uring's workers, which
+ * run with no key closed, would fill it: the bounce buffers stay.  A key
+ * is never freed while karui runs: a VP may hold it open until it next
+ * shows a μprocess; a later isolated μprocess takes it again.
+ *
+ * What keys protect against.  Against stray writes (a bug in one
+ * μprocess), exactly.  A μprocess that means harm could open every key
+ * with WRPKRU, or XRSTOR from a buffer of its own: as ERIM does, its code
+ * is scanned (pkeys.c) when it starts (its program, ld.so and, from a
+ * kept image, every code mapping) and whenever it maps or makes memory
+ * executable (kr__iso_exec_check), which is refused when writable too;
+ * code that writes PKRU is refused (EPERM; at the start, the μprocess
+ * ends with 126).  What stays open: karui's own memory is key 0, open to
+ * every μprocess as the host's is to a domain, so a μprocess that writes
+ * into karui's data or stacks on purpose can still reach past its key;
+ * code it writes through a second, writable mapping of the same file or
+ * memfd after the scan (a JIT's double mapping) is not seen; and
+ * io_uring's workers do not check PKRU.  EPC-H makes isolation exact, not
+ * a sandbox against hostile code.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../arch/pkeys.h"
 #include "uproc.h"
 
 static struct {
-	kr_spin lock; /* the counts, the VPs' `shown`, opening and closing */
+	kr_spin lock; /* the counts, the VPs' `shown`, opening and closing, the keys */
+	int decided;  /* keys or page protection */
+	unsigned spare; /* keys of ours that no μprocess holds (bit k: key k) */
+	/* code mappings of files found clean by the scan: (file, offset, length) */
+	struct clean {
+		struct kr__file_id f;
+		uintptr_t off, len;
+	} clean[32];
+	unsigned nclean;
 } L;
 
 /* an isolated μprocess has started: the fault handler asks kr__iso_fault */
 int kr__iso_live;
+int kr__iso_keys;
+
+/* Keys or page protection, at the first isolated μprocess.  Under L.lock. */
+static void decide(void)
+{
+	if (L.decided)
+		return;
+	L.decided = 1;
+	const char *e = getenv("KARUI_EPC");
+	if ((e && !strcmp(e, "s")) || !kr__pkru_off())
+		return;
+	int k = pkey_alloc(0, PKEY_DISABLE_ACCESS | PKEY_DISABLE_WRITE);
+	if (k < 1 || k > 15) {
+		if (k > 0)
+			pkey_free(k);
+		return;
+	}
+	L.spare |= 1u << k;
+	__atomic_store_n(&kr__iso_keys, 1, __ATOMIC_RELAXED);
+}
+
+/* A key for a μprocess, or 0: none left.  Under L.lock. */
+static int key_take(void)
+{
+	if (!L.spare) {
+		int k = pkey_alloc(0, PKEY_DISABLE_ACCESS | PKEY_DISABLE_WRITE);
+		if (k < 1 || k > 15) {
+			if (k > 0)
+				pkey_free(k);
+			return 0;
+		}
+		L.spare |= 1u << k;
+	}
+	int k = __builtin_ctz(L.spare);
+	L.spare &= ~(1u << k);
+	return k;
+}
+
+/* [lo, hi) of each range of l, adjacent ones together, to prot and key. */
+static void key_all(const struct kr__rlist *l, int prot, int key)
+{
+	for (size_t i = 0; i < l->n;) {
+		uintptr_t lo = l->r[i].lo, hi = l->r[i].hi;
+		for (i++; i < l->n && l->r[i].lo == hi; i++)
+			hi = l->r[i].hi;
+		pkey_mprotect((void *)lo, hi - lo, prot, key);
+	}
+}
 
 /* Set [lo, hi) of each range of l, adjacent ones together, to prot. */
 static void protect_all(const struct kr__rlist *l, int prot)
@@ -117,13 +218,20 @@ static void show_locked(struct kr__img_vp *v, struct kr_uproc *want)
 	struct kr_uproc *old = v->shown;
 	if (want && !want->iso_on)
 		want = NULL; /* it has ended meanwhile (kr__iso_end) */
-	if (old == want)
-		return;
-	if (old && --old->iso_n == 0)
-		close_mem(old);
-	if (want && want->iso_n++ == 0 && !want->iso_open)
-		open_mem(want);
-	__atomic_store_n(&v->shown, want, __ATOMIC_RELAXED);
+	if (old != want) {
+		if (old && !old->iso_key && --old->iso_n == 0)
+			close_mem(old);
+		if (want && !want->iso_key && want->iso_n++ == 0 && !want->iso_open)
+			open_mem(want);
+		__atomic_store_n(&v->shown, want, __ATOMIC_RELAXED);
+	}
+	/* keys: this thread's PKRU, when v is its own record */
+	uint32_t p = kr__iso_pkru(want);
+	if (p && v == kr__img_vp_self()) {
+		if (kr__rdpkru() != p)
+			kr__wrpkru(p);
+		__atomic_store_n(&v->pkru, p, __ATOMIC_RELAXED);
+	}
 }
 
 void kr__iso_lock(void)
@@ -143,16 +251,122 @@ void kr__iso_show(struct kr__img_vp *v, struct kr_uproc *want)
 	kr__spin_unlock(&L.lock);
 }
 
-void kr__iso_begin(struct kr_uproc *up)
+/* Does [lo, hi) of a μprocess's memory hold code that writes PKRU?  Read
+ * through the fault-safe copy (a file's last page may end before the
+ * mapping does), a page at a time with the bytes before it as context. */
+static int writes_pkru(uintptr_t lo, uintptr_t hi)
+{
+	enum { CTX = 8, PAGE = 4096 };
+	unsigned char b[CTX + PAGE + 2];
+	for (uintptr_t at = lo; at < hi; at += PAGE) {
+		uintptr_t from = at - lo < CTX ? lo : at - CTX;
+		uintptr_t to = hi - at > PAGE + 2 ? at + PAGE + 2 : hi;
+		if (kr__ucopy(b, (const void *)from, to - from) < 0)
+			break; /* past the file's end: nothing to run there */
+		if (kr__writes_pkru(b, at - from, to - from, from, 0, 0))
+			return 1;
+	}
+	return 0;
+}
+
+/* The same with the verdicts on files kept (f NULL or all 0: none).
+ * Under L.lock. */
+static int scan(uintptr_t lo, uintptr_t hi, const struct kr__file_id *f, uintptr_t off)
+{
+	int named = f && (f->dev || f->ino);
+	for (unsigned i = 0; named && i < L.nclean; i++)
+		if (!memcmp(&L.clean[i].f, f, sizeof *f) && L.clean[i].off == off &&
+		    L.clean[i].len == hi - lo)
+			return 0;
+	if (writes_pkru(lo, hi))
+		return 1;
+	if (named) {
+		unsigned i = L.nclean < 32 ? L.nclean++ : (unsigned)(lo >> 12) % 32;
+		L.clean[i] = (struct clean){*f, off, hi - lo};
+	}
+	return 0;
+}
+
+/* Its code as it starts: the program's and ld.so's first executable
+ * segments, and every code mapping of a kept image.  Under L.lock. */
+static int code_scan(struct kr_uproc *up)
+{
+	const struct kr__elf_img *im[2] = {&up->ld.prog, &up->ld.interp};
+	for (int i = 0; i < 2; i++)
+		if (im[i]->map && im[i]->xhi > im[i]->xlo &&
+		    scan(im[i]->xlo, im[i]->xhi, &im[i]->file, im[i]->xlo - im[i]->base))
+			return EPERM;
+	for (unsigned i = 0; i < up->nxmap; i++)
+		if (scan(up->xmap[i].lo, up->xmap[i].hi, &up->xmap[i].file,
+			 up->xmap[i].lo - up->xmap[i].base))
+			return EPERM;
+	return 0;
+}
+
+int kr__iso_begin(struct kr_uproc *up)
 {
 	if (!up->isolate)
-		return;
+		return 0;
 	kr__spin_lock(&L.lock);
+	decide();
+	int k = kr__iso_keys ? key_take() : 0;
+	if (k && code_scan(up)) {
+		L.spare |= 1u << k;
+		kr__spin_unlock(&L.lock);
+		return EPERM;
+	}
+	up->iso_key = k;
+	up->iso_mode = k ? KR_UPROC_ISO_KEYS : KR_UPROC_ISO_PAGES;
+	if (k) {
+		key_all(&up->wr, PROT_READ | PROT_WRITE, k);
+		key_all(&up->wrx, PROT_READ | PROT_WRITE | PROT_EXEC, k);
+	}
 	up->iso_on = 1;
 	up->iso_open = 1; /* it is open as loaded; closed when no VP shows it */
 	up->iso_n = 0;
 	kr__spin_unlock(&L.lock);
 	__atomic_store_n(&kr__iso_live, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void kr__iso_keyed(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot, int was)
+{
+	if (!up->iso_on || !up->iso_key || !prot)
+		return;
+	if (prot & PROT_WRITE)
+		pkey_mprotect((void *)lo, hi - lo, prot | PROT_READ, up->iso_key);
+	else if (was) /* read-only again: open to all, as its other such pages */
+		pkey_mprotect((void *)lo, hi - lo, prot, 0);
+}
+
+int kr__iso_exec_check(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot,
+		       const struct kr__file_id *f, uintptr_t off)
+{
+	if (!(prot & PROT_EXEC) || !__atomic_load_n(&up->iso_key, __ATOMIC_RELAXED))
+		return 0;
+	if (prot & PROT_WRITE)
+		return EACCES;
+	kr__spin_lock(&L.lock);
+	int bad = scan(lo, hi, f, off);
+	kr__spin_unlock(&L.lock);
+	return bad ? EPERM : 0;
+}
+
+void kr__iso_frame(ucontext_t *uc)
+{
+	struct kr__img_vp *v = kr__img_vp_self();
+	uint32_t *fp;
+	if (__atomic_load_n(&kr__iso_keys, __ATOMIC_RELAXED) && v && v->pkru &&
+	    (fp = kr__frame_pkru(uc)))
+		*fp = v->pkru;
+}
+
+int kr_uproc_isolation(const kr_uproc *up, int *mode)
+{
+	if (!up || !mode || up->magic != KR_UPROC_MAGIC)
+		return EINVAL;
+	*mode = __atomic_load_n(&up->iso_mode, __ATOMIC_RELAXED);
+	return 0;
 }
 
 void kr__iso_end(struct kr_uproc *up)
@@ -166,8 +380,16 @@ void kr__iso_end(struct kr_uproc *up)
 			__atomic_store_n(&v->shown, NULL, __ATOMIC_RELAXED);
 			up->iso_n--;
 		}
-	if (!up->iso_open)
+	if (up->iso_key) {
+		/* key 0 again, for its unmapping or its kept image; the key
+		 * stays ours (a VP may have it open yet) */
+		key_all(&up->wr, PROT_READ | PROT_WRITE, 0);
+		key_all(&up->wrx, PROT_READ | PROT_WRITE | PROT_EXEC, 0);
+		L.spare |= 1u << up->iso_key;
+		up->iso_key = 0;
+	} else if (!up->iso_open) {
 		open_mem(up);
+	}
 	up->iso_on = 0;
 	kr__spin_unlock(&L.lock);
 	kr__uproc_unlock();
@@ -199,7 +421,7 @@ void kr__iso_here(void)
  * VP now shows (the access is made again); 0 for any other fault.  In a
  * signal handler: no allocation, no lock but L's, which no holder keeps
  * across an access to a μprocess's memory. */
-int kr__iso_fault(const siginfo_t *si)
+int kr__iso_fault(const siginfo_t *si, ucontext_t *uc)
 {
 	static __thread uintptr_t retried; /* a thread with no record: once per address */
 	struct kr__uthr *t = kr__uthr_self();
@@ -210,7 +432,16 @@ int kr__iso_fault(const siginfo_t *si)
 	struct kr__img_vp *v = kr__img_vp_self();
 	int again = 0;
 	kr__spin_lock(&L.lock);
-	if (m->iso_on && kr__rl_covers(&m->wr, a, a + 1)) {
+	if (m->iso_on && m->iso_key && kr__rl_covers(&m->wr, a, a + 1)) {
+		/* under its key: this thread's PKRU is the frame's */
+		uint32_t want = kr__iso_pkru(m), *fp = kr__frame_pkru(uc);
+		if (v)
+			show_locked(v, m);
+		if (fp && *fp != want) {
+			*fp = want;
+			again = 1;
+		}
+	} else if (m->iso_on && kr__rl_covers(&m->wr, a, a + 1)) {
 		if (v && v->shown != m) {
 			show_locked(v, m);
 			again = 1;
@@ -222,7 +453,7 @@ int kr__iso_fault(const siginfo_t *si)
 		}
 	}
 	kr__spin_unlock(&L.lock);
-	retried = again && !v ? a : 0;
+	retried = again && !v && !m->iso_key ? a : 0;
 	return again;
 }
 

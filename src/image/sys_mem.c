@@ -27,6 +27,13 @@
 
 static long mmap_locked(struct kr_uproc *up, long a[6], long b[6]);
 
+/* An isolated μprocess under a protection key makes code: never writable
+ * too, and readable, for the scan that follows (iso.c). */
+static int keyed_exec(struct kr_uproc *up, long prot)
+{
+	return (prot & PROT_EXEC) && __atomic_load_n(&up->iso_key, __ATOMIC_RELAXED);
+}
+
 long kr__sys_mmap(struct kr_uproc *up, long nr, long a[6])
 {
 	long b[6];
@@ -71,9 +78,26 @@ static long mmap_locked(struct kr_uproc *up, long a[6], long b[6])
 		if (at)
 			return (long)at;
 	}
+	int kx = keyed_exec(up, a[2]);
+	if (kx && (a[2] & PROT_WRITE))
+		return -EACCES;
+	if (kx)
+		b[2] |= PROT_READ;
 	long r = kr__pass(SYS_mmap, b);
 	if (r < 0)
 		return r == -EEXIST ? -ENOMEM : r;
+	if (kx) {
+		struct stat st;
+		struct kr__file_id fid = {0, 0, 0};
+		if (!(a[3] & MAP_ANONYMOUS) && fstat((int)b[4], &st) == 0)
+			fid = kr__file_id_of(&st);
+		int e = kr__iso_exec_check(up, (uintptr_t)r, (uintptr_t)r + len, (int)b[2], &fid,
+					   (uintptr_t)a[5]);
+		if (e) {
+			munmap((void *)r, len);
+			return -e;
+		}
+	}
 	if (kr__uproc_mapped(up, (uintptr_t)r, (uintptr_t)r + len, (int)a[2])) {
 		munmap((void *)r, len);
 		return -ENOMEM;
@@ -136,9 +160,19 @@ static long on_own_locked(struct kr_uproc *up, long nr, long a[6])
 {
 	if (!owned(up, a[0], a[1]))
 		return -EINVAL;
+	int kx = nr == SYS_mprotect && keyed_exec(up, a[2]);
+	if (kx && (a[2] & PROT_WRITE))
+		return -EACCES;
+	if (kx)
+		a[2] |= PROT_READ;
 	long r = kr__pass(nr, a);
 	uintptr_t hi = (uintptr_t)a[0] + (((size_t)a[1] + PG - 1) & ~(PG - 1));
-	if (r == 0 && nr == SYS_mprotect)
+	if (r == 0 && kx && kr__iso_exec_check(up, (uintptr_t)a[0], hi, (int)a[2], NULL, 0)) {
+		a[2] &= ~PROT_EXEC; /* not code: the rest of the change stands */
+		mprotect((void *)a[0], hi - (uintptr_t)a[0], (int)a[2]);
+		r = -EPERM;
+	}
+	if ((r == 0 || r == -EPERM) && nr == SYS_mprotect)
 		kr__uproc_protected(up, (uintptr_t)a[0], hi, (int)a[2]);
 	/* advice that changes more than content (guards, locks, forking)
 	 * would outlive a kept image's restore */

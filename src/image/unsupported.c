@@ -74,3 +74,10 @@ struct kr__uthr *kr__uthr_self(void)
 {
 	return NULL; /* no μprocess, no thread of one */
 }
+
+int kr_uproc_isolation(const kr_uproc *up, int *mode)
+{
+	(void)up;
+	(void)mode;
+	return EINVAL; /* no μprocess can exist */
+}

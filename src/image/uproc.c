@@ -109,6 +109,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "../arch/pkeys.h"
 #include "uproc.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -603,10 +604,13 @@ static int track(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot)
 	if (up->isolate)
 		kr__iso_lock();
 	int e = 0;
+	int was = up->isolate && kr__rl_meets(&up->wr, lo, hi);
 	if (!(prot & PROT_WRITE))
 		kr__rl_del(&up->wr, lo, hi);
 	else
 		e = kr__rl_add(&up->wr, lo, hi);
+	if (up->isolate)
+		kr__iso_keyed(up, lo, hi, prot, was); /* under its key (iso.c) */
 	if (up->isolate && (prot & (PROT_WRITE | PROT_EXEC)) == (PROT_WRITE | PROT_EXEC))
 		e |= kr__rl_add(&up->wrx, lo, hi);
 	else if (up->isolate)
@@ -1170,8 +1174,9 @@ void kr__uthr_here(struct kr__uthr *t)
 	__atomic_store_n(&t->vp, tvp, __ATOMIC_RELEASE);
 	/* what it shows: t's μprocess's memory if isolated, else none (iso.c) */
 	struct kr_uproc *m = kr__mm(t->up);
-	if (__atomic_load_n(&tvp->shown, __ATOMIC_RELAXED) !=
-	    (__atomic_load_n(&m->iso_on, __ATOMIC_RELAXED) ? m : NULL))
+	struct kr_uproc *want = __atomic_load_n(&m->iso_on, __ATOMIC_RELAXED) ? m : NULL;
+	if (__atomic_load_n(&tvp->shown, __ATOMIC_RELAXED) != want ||
+	    (__atomic_load_n(&kr__iso_keys, __ATOMIC_RELAXED) && kr__rdpkru() != kr__iso_pkru(want)))
 		kr__iso_show(tvp, m);
 }
 
@@ -1234,8 +1239,10 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 			kr__uproc_end(t, 128 + SIGSEGV);
 			__builtin_unreachable();
 		}
-		if (!t->redo)
+		if (!t->redo) {
+			kr__iso_frame(uc);
 			return t->fs;
+		}
 		/* the call of a rewritten site that wants this frame: as a trap's,
 		 * the site's return in it */
 		t->redo = 0;
@@ -1256,6 +1263,7 @@ __attribute__((used)) uint64_t kr__img_trap(ucontext_t *uc)
 		dead_stack_drop(up, (uintptr_t)g[REG_RSP]);
 		g[REG_RAX] = (greg_t)kr__img_snapshot(up, uc);
 		free_vectors(up); /* what its image's key did not take */
+		kr__iso_frame(uc);
 		return t->fs;
 	}
 	uintptr_t site = (uintptr_t)g[REG_RIP] - 2;
@@ -1285,6 +1293,7 @@ back:
 	kr__uthr_here(t);
 	if (tvp != vp) /* it waited and goes on on another VP */
 		vp_frame(uc);
+	kr__iso_frame(uc); /* and its PKRU, whatever the frame held (iso.c) */
 	return t->fs;
 }
 
@@ -1402,7 +1411,10 @@ static __attribute__((noreturn)) void start_image(struct kr_uproc *up)
 		kr__uproc_end(&up->main, 126);
 		__builtin_unreachable();
 	}
-	kr__iso_begin(up);
+	if (kr__iso_begin(up)) { /* its code could open every key (iso.c) */
+		kr__uproc_end(&up->main, 126);
+		__builtin_unreachable();
+	}
 	kr__uthr_here(&up->main);
 	const struct kr__elf_img *p = &up->ld.prog;
 	STACK_CLEAN(up);
@@ -1665,6 +1677,7 @@ int kr_uproc_spawn(kr_uproc **out, const char *path, char *const argv[],
 		goto fail;
 	}
 	up->isolate = attr && attr->isolate;
+	up->iso_mode = up->isolate ? KR_UPROC_ISO_PAGES : KR_UPROC_ISO_NONE; /* (iso.c) */
 	if ((err = image(up, up->cwdfd, path)))
 		goto fail;
 	if ((err = setup_fds(up, attr)))
@@ -2028,6 +2041,7 @@ long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, u
 	c->main.vframe->top = stack;
 	c->umask = up->umask;
 	c->isolate = up->isolate; /* for the image its exec loads */
+	c->iso_mode = up->isolate ? KR_UPROC_ISO_PAGES : KR_UPROC_ISO_NONE;
 	memcpy(c->sig, up->sig, sizeof c->sig);
 	c->main.sigmask = t->sigmask;
 	c->main.altstack = t->altstack;
@@ -2169,7 +2183,7 @@ long kr__uproc_exec(struct kr__uthr *t, int dirfd, const char *path, char **argv
 		free(old);
 		if (err) {
 			if (!up->vparent)
-				kr__iso_begin(up); /* the old image goes on */
+				(void)kr__iso_begin(up); /* the old image goes on */
 			return -err;
 		}
 	}

@@ -416,6 +416,11 @@ struct kr_uproc {
 	int isolate;
 	int iso_on;
 	int iso_n, iso_open;
+	/* while iso_on: its protection key (1..15), or 0: its memory is
+	 * closed by page protection; how it was isolated last
+	 * (KR_UPROC_ISO_*, kr_uproc_isolation) */
+	int iso_key;
+	int iso_mode;
 };
 #define KR_UPROC_MAGIC 0x6b755052u
 /* each thread o of up, the first first */
@@ -711,7 +716,7 @@ int kr__sigfd_kernel(const struct kr__ufile *f);
 /* ---- iso.c: μprocesses in domains of their own ---- */
 /* up starts (its image loaded, on its microprocess): if it is isolated,
  * its memory is open until no VP shows it. */
-void kr__iso_begin(struct kr_uproc *up);
+int kr__iso_begin(struct kr_uproc *up); /* EPERM: its code writes PKRU */
 /* Its image goes (its end, an exec): shown by no VP, open, no longer
  * switched. */
 void kr__iso_end(struct kr_uproc *up);
@@ -723,8 +728,31 @@ void kr__iso_show(struct kr__img_vp *v, struct kr_uproc *want);
 void kr__iso_here(void);
 /* gate.S's: a fault of karui's own code that showing the μprocess whose
  * call it is ends (1: made again). */
-int kr__iso_fault(const siginfo_t *si);
+int kr__iso_fault(const siginfo_t *si, ucontext_t *uc);
 extern int kr__iso_live;
+/* Isolated μprocesses get protection keys (decided at the first). */
+extern int kr__iso_keys;
+/* The PKRU that shows `want` (NULL: no isolated μprocess): every key but
+ * 0 closed (both bits), want's own open. */
+#define KR__PKRU_NONE 0xfffffffcu
+static inline uint32_t kr__iso_pkru(const struct kr_uproc *want)
+{
+	if (!__atomic_load_n(&kr__iso_keys, __ATOMIC_RELAXED))
+		return 0;
+	int k = want ? __atomic_load_n(&want->iso_key, __ATOMIC_RELAXED) : 0;
+	return KR__PKRU_NONE & ~(3u << (2 * k));
+}
+/* A way back into a μprocess's code through the signal frame uc: the
+ * PKRU it restores is this VP's (whatever was saved, or forged). */
+void kr__iso_frame(ucontext_t *uc);
+/* up (isolated, with a key) has made [lo, hi) executable with prot (from
+ * file f at offset off, or f NULL): 0, or EACCES (writable too: refused
+ * before the kernel is asked), EPERM (it holds code that writes PKRU). */
+int kr__iso_exec_check(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot,
+		       const struct kr__file_id *f, uintptr_t off);
+/* Its keyed writable memory follows a change of [lo, hi) to prot
+ * (uproc.c's track, under iso.c's lock); `was`: it was writable. */
+void kr__iso_keyed(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot, int was);
 /* kr__sys(t, nr, a): on t's microprocess's own stack (below die_sp) if
  * its μprocess is isolated, its memory shown again before the return. */
 long kr__iso_sys(struct kr__uthr *t, long nr, long a[6]);
@@ -943,10 +971,18 @@ struct kr__img_vp {
 	 * (kr__img_signal, at the kick that follows); it ran a μprocess's
 	 * code at the last tick.  Atomic. */
 	uint8_t preempt, seen;
+	uint8_t pad2[2];
+	/* offset 44: the PKRU this VP's thread runs with while it shows
+	 * `shown` (iso.c: that μprocess's key open, every other closed); 0
+	 * while isolated μprocesses have no protection keys.  Written by
+	 * that thread alone, as it writes PKRU; gate.S's handlers write it
+	 * back first, as the kernel enters them with other keys closed. */
+	uint32_t pkru;
 	/* the isolated μprocess this VP shows (iso.c), or NULL; under iso.c's lock */
 	struct kr_uproc *shown;
 };
 _Static_assert(sizeof(struct kr__img_vp) <= 64, "a VP's record is 64 bytes");
+_Static_assert(__builtin_offsetof(struct kr__img_vp, pkru) == 44, "gate.S: VP_PKRU");
 /* The time slice's end (kr__img_signal): the thread is to run
  * kr__img_yield, whose call (KR__NR_YIELD) yields its microprocess, then
  * returns through its rt_sigreturn to where it was. */

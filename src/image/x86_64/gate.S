@@ -30,6 +30,29 @@
 	.equ UC_RIP, 168                /* ucontext_t: uc_mcontext.gregs[REG_RIP] */
 	.equ VP_ATTN, 24                /* struct kr__img_vp: attn */
 	.equ VP_STASH, 32               /* struct kr__img_vp: stash */
+	.equ VP_PKRU, 44                /* struct kr__img_vp: pkru */
+
+/* The kernel enters a handler with only protection key 0 open: where
+ * isolated μprocesses have keys (iso.c), the PKRU the VP ran with, from
+ * the record %gs names, before anything touches memory a key may close
+ * (the system call's handler runs on the μprocess's own stack).  Keeps
+ * %rdi, %rsi, %rdx; uses %rax, %rcx, %r8. */
+.macro PKRU_BACK
+	cmpl $0, kr__iso_keys(%rip)
+	je 9f
+	rdgsbase %rax
+	test %rax, %rax
+	jz 9f
+	mov VP_PKRU(%rax), %eax
+	test %eax, %eax
+	jz 9f
+	mov %rdx, %r8
+	xor %ecx, %ecx
+	xor %edx, %edx
+	wrpkru
+	mov %r8, %rdx
+9:
+.endm
 
 	.globl kr__img_gate
 	.globl kr__img_gate_end
@@ -96,6 +119,7 @@ kr__img_back_ret2:
 	.p2align 4
 kr__img_sigsys:
 	.cfi_startproc
+	PKRU_BACK
 	movb $0, %gs:0                  /* PR_SYS_DISPATCH_FILTER_ALLOW */
 	mov %gs:8, %rax
 	wrfsbase %rax
@@ -121,6 +145,7 @@ kr__img_sigsys:
 	.p2align 4
 kr__img_sigkick:
 	.cfi_startproc
+	PKRU_BACK
 	mov %rdx, %r12
 	rdgsbase %r8
 	test %r8, %r8
@@ -184,6 +209,7 @@ kr__img_sigfault:
 	/* karui's own code (no record, or one that says ALLOW) on the closed
 	 * memory of the isolated μprocess whose call it serves: shown on this
 	 * VP, the access made again (iso.c) */
+	PKRU_BACK
 	cmpl $0, kr__iso_live(%rip)
 	je 5f
 	rdgsbase %rax
@@ -198,6 +224,7 @@ kr__img_sigfault:
 	push %rdx
 	.cfi_adjust_cfa_offset 8
 	mov %rsi, %rdi
+	mov %rdx, %rsi
 	call kr__iso_fault
 	pop %rdx
 	.cfi_adjust_cfa_offset -8
