@@ -112,12 +112,16 @@ int main(int argc, char **argv)
 		return !ok;
 	}
 	if (!strcmp(m, "code")) {
-		static const unsigned char wrpkru[] = {0x0f, 0x01, 0xef, 0xc3};
+		/* wrpkru; ret, kept masked: this program's own code must hold
+		 * no WRPKRU, not even in an immediate */
+		static volatile unsigned char masked[] = {0x0f ^ 0x55, 0x01 ^ 0x55, 0xef ^ 0x55,
+							  0xc3 ^ 0x55};
 		unsigned char *p = mmap(NULL, BLOCK, PROT_READ | PROT_WRITE,
 					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED)
 			return 3;
-		memcpy(p + 100, wrpkru, sizeof wrpkru);
+		for (int i = 0; i < 4; i++)
+			p[100 + i] = masked[i] ^ 0x55;
 		errno = 0;
 		printf("mprotect %d\n", mprotect(p, BLOCK, PROT_READ | PROT_EXEC) ? errno : 0);
 		errno = 0;

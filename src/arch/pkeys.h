@@ -15,13 +15,13 @@ unsigned kr__pkru_off(void);
  * present; NULL where the frame has none.  For signal handlers (no stack
  * protector, no thread-local data); kr__pkru_off must have been called. */
 uint32_t *kr__frame_pkru(ucontext_t *uc);
-/* Does one of the n bytes at p, from p[from] on, begin an instruction
- * that writes PKRU (WRPKRU, or an XRSTOR but the C library's lazy-binding
- * form that leaves PKRU alone), outside [glo, ghi) (a gate's own; p[0]
- * is at address `at`)?  The bytes before p[from] are context only.  Byte
- * by byte, as ERIM scans. */
-int kr__writes_pkru(const unsigned char *p, size_t from, size_t n, uintptr_t at, uintptr_t glo,
-		    uintptr_t ghi);
+/* The first of the n bytes at p, from p[from] on, that begins an
+ * instruction that writes PKRU (WRPKRU, or an XRSTOR but the C library's
+ * lazy-binding form that leaves PKRU alone), outside [glo, ghi) (a gate's
+ * own; p[0] is at address `at`): its index, or -1.  The bytes before
+ * p[from] are context only.  Byte by byte, as ERIM scans. */
+long kr__writes_pkru(const unsigned char *p, size_t from, size_t n, uintptr_t at, uintptr_t glo,
+		     uintptr_t ghi);
 static inline uint32_t kr__rdpkru(void)
 {
 	uint32_t v;

@@ -800,7 +800,7 @@ static int mapping_of(struct span *sp)
 static int writes_pkru(struct span sp)
 {
 	return kr__writes_pkru((const unsigned char *)sp.lo, 0, sp.hi - sp.lo, sp.lo,
-			       (uintptr_t)kr__epc_wrpkru_lo, (uintptr_t)kr__epc_wrpkru_hi);
+			       (uintptr_t)kr__epc_wrpkru_lo, (uintptr_t)kr__epc_wrpkru_hi) >= 0;
 }
 
 /* May fn run under KR_EPC_H?  Objects are judged once (D.scan); code

@@ -118,6 +118,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -129,13 +130,17 @@ static struct {
 	kr_spin lock; /* the counts, the VPs' `shown`, opening and closing, the keys */
 	int decided;  /* keys or page protection */
 	unsigned spare; /* keys of ours that no μprocess holds (bit k: key k) */
-	/* code mappings of files found clean by the scan: (file, offset, length) */
+	/* code mappings of files found clean by the scan: (file, offset,
+	 * length), and where it made their WRPKRUs UD2s */
 	struct clean {
 		struct kr__file_id f;
 		uintptr_t off, len;
+		uintptr_t patch[2];
+		unsigned npatch;
 	} clean[32];
 	unsigned nclean;
-} L;
+	pthread_mutex_t scan; /* the scans and `clean`, which take long: not under `lock` */
+} L = {.scan = PTHREAD_MUTEX_INITIALIZER};
 
 /* an isolated μprocess has started: the fault handler asks kr__iso_fault */
 int kr__iso_live;
@@ -251,44 +256,92 @@ void kr__iso_show(struct kr__img_vp *v, struct kr_uproc *want)
 	kr__spin_unlock(&L.lock);
 }
 
-/* Does [lo, hi) of a μprocess's memory hold code that writes PKRU?  Read
- * through the fault-safe copy (a file's last page may end before the
- * mapping does), a page at a time with the bytes before it as context. */
-static int writes_pkru(uintptr_t lo, uintptr_t hi)
+/* The addresses in [lo, hi) of a μprocess's memory where an instruction
+ * that writes PKRU may begin (at most `max`, in *n): 0, or 1 when there
+ * are more.  Read through the fault-safe copy (a file's last page may end
+ * before the mapping does: nothing runs there), a page at a time with the
+ * bytes before it as context. */
+static int pkru_writes(uintptr_t lo, uintptr_t hi, uintptr_t *at, unsigned max, unsigned *n)
 {
 	enum { CTX = 8, PAGE = 4096 };
 	unsigned char b[CTX + PAGE + 2];
-	for (uintptr_t at = lo; at < hi; at += PAGE) {
-		uintptr_t from = at - lo < CTX ? lo : at - CTX;
-		uintptr_t to = hi - at > PAGE + 2 ? at + PAGE + 2 : hi;
+	*n = 0;
+	for (uintptr_t pg = lo; pg < hi; pg += PAGE) {
+		uintptr_t from = pg - lo < CTX ? lo : pg - CTX;
+		uintptr_t to = hi - pg > PAGE + 2 ? pg + PAGE + 2 : hi;
 		if (kr__ucopy(b, (const void *)from, to - from) < 0)
-			break; /* past the file's end: nothing to run there */
-		if (kr__writes_pkru(b, at - from, to - from, from, 0, 0))
-			return 1;
+			break;
+		long i = (long)(pg - from) - 1;
+		while ((i = kr__writes_pkru(b, (size_t)i + 1, to - from, from, 0, 0)) >= 0 &&
+		       from + (uintptr_t)i < pg + PAGE) {
+			if (*n == max)
+				return 1;
+			at[(*n)++] = from + (uintptr_t)i;
+		}
 	}
 	return 0;
 }
 
-/* The same with the verdicts on files kept (f NULL or all 0: none).
- * Under L.lock. */
+/* Is x a WRPKRU that begins an instruction of [lo, x], decoded from lo on
+ * (a compiler's code holds no data: a linear sweep finds its
+ * instructions; what does not decode is stepped over a byte at a time)?
+ * [lo, x + 3) was read by pkru_writes. */
+static int wrpkru_insn(uintptr_t lo, uintptr_t x)
+{
+	const uint8_t *p = (const uint8_t *)x;
+	if (p[0] != 0x0f || p[1] != 0x01 || p[2] != 0xef)
+		return 0;
+	uintptr_t i = lo;
+	while (i < x) {
+		struct kr__insn in;
+		int len = kr__x86_decode((const uint8_t *)i, x + 3 - i, &in);
+		i += len ? (uintptr_t)len : 1;
+	}
+	return i == x;
+}
+
+/* Code of a μprocess about to run under its key, [lo, hi) (from file f at
+ * offset off, or f NULL or all 0: anonymous memory): 0, or EPERM when it
+ * could write PKRU.  The C library's own WRPKRU (pkey_set: no μprocess
+ * gets a key of its own, pkey_alloc is refused) is made a UD2 in the
+ * μprocess's copy, where a linear sweep of a file's code finds it as an
+ * instruction; any other (an XRSTOR, a WRPKRU inside another instruction,
+ * or in anonymous memory) refuses the code.  Clean files are remembered,
+ * with what was patched (L.clean).  Under L.scan. */
 static int scan(uintptr_t lo, uintptr_t hi, const struct kr__file_id *f, uintptr_t off)
 {
+	static const uint8_t ud2[3] = {0x0f, 0x0b, 0x90}; /* ud2; nop */
 	int named = f && (f->dev || f->ino);
 	for (unsigned i = 0; named && i < L.nclean; i++)
 		if (!memcmp(&L.clean[i].f, f, sizeof *f) && L.clean[i].off == off &&
-		    L.clean[i].len == hi - lo)
+		    L.clean[i].len == hi - lo) {
+			for (unsigned j = 0; j < L.clean[i].npatch; j++)
+				if (!kr__rw_poke(lo + L.clean[i].patch[j], ud2, 3,
+						 PROT_READ | PROT_EXEC))
+					return EPERM;
 			return 0;
-	if (writes_pkru(lo, hi))
-		return 1;
+		}
+	uintptr_t at[2];
+	unsigned n;
+	if (pkru_writes(lo, hi, at, 2, &n))
+		return EPERM;
+	for (unsigned j = 0; j < n; j++)
+		if (!named || !wrpkru_insn(lo, at[j]))
+			return EPERM;
+	for (unsigned j = 0; j < n; j++)
+		if (!kr__rw_poke(at[j], ud2, 3, PROT_READ | PROT_EXEC))
+			return EPERM;
 	if (named) {
 		unsigned i = L.nclean < 32 ? L.nclean++ : (unsigned)(lo >> 12) % 32;
-		L.clean[i] = (struct clean){*f, off, hi - lo};
+		L.clean[i] = (struct clean){*f, off, hi - lo, {0, 0}, n};
+		for (unsigned j = 0; j < n; j++)
+			L.clean[i].patch[j] = at[j] - lo;
 	}
 	return 0;
 }
 
 /* Its code as it starts: the program's and ld.so's first executable
- * segments, and every code mapping of a kept image.  Under L.lock. */
+ * segments, and every code mapping of a kept image.  Under L.scan. */
 static int code_scan(struct kr_uproc *up)
 {
 	const struct kr__elf_img *im[2] = {&up->ld.prog, &up->ld.interp};
@@ -310,11 +363,19 @@ int kr__iso_begin(struct kr_uproc *up)
 	kr__spin_lock(&L.lock);
 	decide();
 	int k = kr__iso_keys ? key_take() : 0;
-	if (k && code_scan(up)) {
-		L.spare |= 1u << k;
-		kr__spin_unlock(&L.lock);
-		return EPERM;
+	kr__spin_unlock(&L.lock);
+	if (k) {
+		pthread_mutex_lock(&L.scan);
+		int e = code_scan(up);
+		pthread_mutex_unlock(&L.scan);
+		if (e) {
+			kr__spin_lock(&L.lock);
+			L.spare |= 1u << k;
+			kr__spin_unlock(&L.lock);
+			return e;
+		}
 	}
+	kr__spin_lock(&L.lock);
 	up->iso_key = k;
 	up->iso_mode = k ? KR_UPROC_ISO_KEYS : KR_UPROC_ISO_PAGES;
 	if (k) {
@@ -346,10 +407,10 @@ int kr__iso_exec_check(struct kr_uproc *up, uintptr_t lo, uintptr_t hi, int prot
 		return 0;
 	if (prot & PROT_WRITE)
 		return EACCES;
-	kr__spin_lock(&L.lock);
-	int bad = scan(lo, hi, f, off);
-	kr__spin_unlock(&L.lock);
-	return bad ? EPERM : 0;
+	pthread_mutex_lock(&L.scan);
+	int e = scan(lo, hi, f, off);
+	pthread_mutex_unlock(&L.scan);
+	return e;
 }
 
 void kr__iso_frame(ucontext_t *uc)

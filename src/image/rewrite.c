@@ -614,7 +614,7 @@ static void put32(uint8_t *p, int32_t v) { memcpy(p, &v, 4); }
  * Where the kernel refuses that, mprotect around a plain copy. */
 static int mem = -2; /* /proc/self/mem, once opened; -1: not to be had */
 
-static int poke(uintptr_t at, const void *src, size_t n, int prot)
+int kr__rw_poke(uintptr_t at, const void *src, size_t n, int prot)
 {
 	int fd = __atomic_load_n(&mem, __ATOMIC_ACQUIRE);
 	if (fd == -2) {
@@ -713,14 +713,14 @@ static int poke_live(uintptr_t at, const uint8_t *code, size_t n)
 {
 	static const uint8_t int3 = 0xcc;
 	uint8_t first = *(const uint8_t *)at;
-	if (!sync_cores() || !poke(at, &int3, 1, PROT_READ | PROT_EXEC))
+	if (!sync_cores() || !kr__rw_poke(at, &int3, 1, PROT_READ | PROT_EXEC))
 		return 0;
-	if (!sync_cores() || !poke(at + 1, code + 1, n - 1, PROT_READ | PROT_EXEC) ||
+	if (!sync_cores() || !kr__rw_poke(at + 1, code + 1, n - 1, PROT_READ | PROT_EXEC) ||
 	    !sync_cores()) {
-		poke(at, &first, 1, PROT_READ | PROT_EXEC);
+		kr__rw_poke(at, &first, 1, PROT_READ | PROT_EXEC);
 		return 0;
 	}
-	if (!poke(at, code, 1, PROT_READ | PROT_EXEC))
+	if (!kr__rw_poke(at, code, 1, PROT_READ | PROT_EXEC))
 		return 0; /* the int3 stays: kr__rw_patched retries for ever */
 	sync_cores();
 	return 1;
@@ -786,13 +786,13 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site, int t
 	tramp_code(code, sp->page, tramp, site,
 		   flags_dead(site) ? (novec ? 5 : 4) : (novec ? 3 : 0),
 		   mov ? (const uint8_t *)mov : NULL);
-	if (!poke(tramp, code, TRAMP, PROT_READ | PROT_EXEC))
+	if (!kr__rw_poke(tramp, code, TRAMP, PROT_READ | PROT_EXEC))
 		return 0;
 	sp->used += TRAMP;
 	if (mov) {
 		/* the mov becomes the jump (its slot is itself) */
 		jumps(jmp5, jmp2, site, mov, tramp);
-		if (!(threaded ? poke_live(mov, jmp5, 5) : poke(mov, jmp5, 5, PROT_READ | PROT_EXEC)))
+		if (!(threaded ? poke_live(mov, jmp5, 5) : kr__rw_poke(mov, jmp5, 5, PROT_READ | PROT_EXEC)))
 			return 0;
 		rw->slots[rw->nslots++] = mov;
 		up->rewritten++;
@@ -801,7 +801,7 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site, int t
 	jumps(jmp5, jmp2, site, slot, tramp);
 	if (threaded) {
 		/* the slot runs nowhere yet; the site may, on another VP */
-		if (!poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) || !poke_live(site, jmp2, 2))
+		if (!kr__rw_poke(slot, jmp5, 5, PROT_READ | PROT_EXEC) || !poke_live(site, jmp2, 2))
 			return 0;
 	} else {
 		/* slot and site in one write, with the bytes between them as
@@ -813,7 +813,7 @@ static int rewrite(struct kr_uproc *up, struct kr__rw *rw, uintptr_t site, int t
 		memcpy(both, (const void *)lo, hi - lo);
 		memcpy(both + (slot - lo), jmp5, 5);
 		memcpy(both + (site - lo), jmp2, 2);
-		if (!poke(lo, both, hi - lo, PROT_READ | PROT_EXEC))
+		if (!kr__rw_poke(lo, both, hi - lo, PROT_READ | PROT_EXEC))
 			return 0;
 	}
 	rw->slots[rw->nslots++] = slot;

@@ -823,6 +823,9 @@ void kr__rw_trapped(struct kr_uproc *up, uintptr_t site, int threaded);
 /* at is a site karui rewrites, or rewrote: an int3 there is karui's, and
  * the thread that met it goes back to at.  From any thread, lock-free. */
 int kr__rw_patched(struct kr_uproc *up, uintptr_t at);
+/* Write n bytes of code at `at`, in a μprocess's read-only executable
+ * pages of protection prot (its private copy): 1, or 0. */
+int kr__rw_poke(uintptr_t at, const void *src, size_t n, int prot);
 void kr__rw_free(struct kr_uproc *up);
 /* A rewriting state that is no μprocess's (a kept image's). */
 void kr__rw_del(struct kr__rw *rw);

@@ -71,17 +71,17 @@ static int xrstor_without_pkru(const unsigned char *p, uintptr_t i)
 	return !(features & 1u << 9);
 }
 
-int kr__writes_pkru(const unsigned char *p, size_t from, size_t n, uintptr_t at, uintptr_t glo,
-		    uintptr_t ghi)
+long kr__writes_pkru(const unsigned char *p, size_t from, size_t n, uintptr_t at, uintptr_t glo,
+		     uintptr_t ghi)
 {
 	for (size_t i = from; i + 3 <= n; i++) {
 		if (p[i] != 0x0f)
 			continue;
 		unsigned char op = p[i + 1], m = p[i + 2];
 		if (op == 0x01 && m == 0xef && !(at + i >= glo && at + i < ghi))
-			return 1;
+			return (long)i;
 		if (op == 0xae && (m >> 3 & 7) == 5 && m >> 6 != 3 && !xrstor_without_pkru(p, i))
-			return 1;
+			return (long)i;
 	}
-	return 0;
+	return -1;
 }
