@@ -28,10 +28,6 @@ static inline uint32_t kr__rdpkru(void)
 	__asm__ volatile("rdpkru" : "=a"(v) : "c"(0) : "rdx");
 	return v;
 }
-static inline void kr__wrpkru(uint32_t v)
-{
-	__asm__ volatile("wrpkru" : : "a"(v), "c"(0), "d"(0) : "memory");
-}
 #endif
 
 #endif

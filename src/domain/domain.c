@@ -112,6 +112,7 @@ void kr__epc_unwind(void);
 int kr__epc_gate_h(void *arg, void *result, kr_epc_proc fn, void *stack_top, void **saved_sp,
 		   uint32_t pkru);
 extern const unsigned char kr__epc_wrpkru_lo[], kr__epc_wrpkru_hi[];
+extern const unsigned char kr__img_wrpkru_lo[], kr__img_wrpkru_hi[]; /* src/image/x86_64/gate.S */
 #endif
 
 /* A call in progress: in the callee's record, one per slot (a line each:
@@ -796,11 +797,18 @@ static int mapping_of(struct span *sp)
 	return found;
 }
 
-/* Does the code in sp write PKRU, but in the gates (pkeys.c)? */
+/* Does the code in sp write PKRU (pkeys.c), but in the gates: ours, and
+ * the image layer's, which shows isolated μprocesses (src/image/iso.c)? */
 static int writes_pkru(struct span sp)
 {
-	return kr__writes_pkru((const unsigned char *)sp.lo, 0, sp.hi - sp.lo, sp.lo,
-			       (uintptr_t)kr__epc_wrpkru_lo, (uintptr_t)kr__epc_wrpkru_hi) >= 0;
+	const unsigned char *p = (const unsigned char *)sp.lo;
+	uintptr_t ilo = (uintptr_t)kr__img_wrpkru_lo, ihi = (uintptr_t)kr__img_wrpkru_hi;
+	long i = -1;
+	while ((i = kr__writes_pkru(p, (size_t)i + 1, sp.hi - sp.lo, sp.lo,
+				    (uintptr_t)kr__epc_wrpkru_lo, (uintptr_t)kr__epc_wrpkru_hi)) >= 0)
+		if (sp.lo + (uintptr_t)i < ilo || sp.lo + (uintptr_t)i >= ihi)
+			return 1;
+	return 0;
 }
 
 /* May fn run under KR_EPC_H?  Objects are judged once (D.scan); code

@@ -234,7 +234,7 @@ static void show_locked(struct kr__img_vp *v, struct kr_uproc *want)
 	uint32_t p = kr__iso_pkru(want);
 	if (p && v == kr__img_vp_self()) {
 		if (kr__rdpkru() != p)
-			kr__wrpkru(p);
+			kr__img_wrpkru(p);
 		__atomic_store_n(&v->pkru, p, __ATOMIC_RELAXED);
 	}
 }

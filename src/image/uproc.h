@@ -939,6 +939,8 @@ extern char kr__img_gate[], kr__img_gate_end[];
 void kr__img_restorer(void);
 void kr__img_sigsys(int, siginfo_t *, void *);
 void kr__img_sigfault(int, siginfo_t *, void *);
+void kr__img_wrpkru(uint32_t pkru); /* the layer's WRPKRUs lie between: */
+extern const unsigned char kr__img_wrpkru_lo[], kr__img_wrpkru_hi[];
 void kr__img_fastcall(void);
 void kr__img_fastcall_novec(void);
 void kr__img_fastcall_nf(void);

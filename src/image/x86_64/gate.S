@@ -35,24 +35,51 @@
 /* The kernel enters a handler with only protection key 0 open: where
  * isolated μprocesses have keys (iso.c), the PKRU the VP ran with, from
  * the record %gs names, before anything touches memory a key may close
- * (the system call's handler runs on the μprocess's own stack).  Keeps
- * %rdi, %rsi, %rdx; uses %rax, %rcx, %r8. */
+ * (the system call's handler runs on the μprocess's own stack: no call,
+ * kr__img_pkru_back comes back through %r9).  Keeps %rdi, %rsi, %rdx;
+ * uses %rax, %rcx, %r8, %r9. */
 .macro PKRU_BACK
 	cmpl $0, kr__iso_keys(%rip)
 	je 9f
+	lea 9f(%rip), %r9
+	jmp kr__img_pkru_back
+9:
+.endm
+
+/* Every WRPKRU of the image layer lies between kr__img_wrpkru_lo and
+ * kr__img_wrpkru_hi, which the domains' scan of the code around an
+ * exported procedure (src/domain, KR_EPC_H) allows as it allows its own
+ * gates'. */
+	.globl kr__img_wrpkru_lo, kr__img_wrpkru_hi
+	.p2align 4
+kr__img_wrpkru_lo:
+kr__img_pkru_back:
 	rdgsbase %rax
 	test %rax, %rax
-	jz 9f
+	jz 1f
 	mov VP_PKRU(%rax), %eax
 	test %eax, %eax
-	jz 9f
+	jz 1f
 	mov %rdx, %r8
 	xor %ecx, %ecx
 	xor %edx, %edx
 	wrpkru
 	mov %r8, %rdx
-9:
-.endm
+1:	jmp *%r9
+
+/* void kr__img_wrpkru(uint32_t pkru) */
+	.globl kr__img_wrpkru
+	.type kr__img_wrpkru, @function
+kr__img_wrpkru:
+	.cfi_startproc
+	mov %edi, %eax
+	xor %ecx, %ecx
+	xor %edx, %edx
+	wrpkru
+	ret
+	.cfi_endproc
+	.size kr__img_wrpkru, .-kr__img_wrpkru
+kr__img_wrpkru_hi:
 
 	.globl kr__img_gate
 	.globl kr__img_gate_end
