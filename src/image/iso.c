@@ -106,15 +106,18 @@
  * with WRPKRU, or XRSTOR from a buffer of its own: as ERIM does, its code
  * is scanned (pkeys.c) when it starts (its program, ld.so and, from a
  * kept image, every code mapping) and whenever it maps or makes memory
- * executable (kr__iso_exec_check), which is refused when writable too;
- * code that writes PKRU is refused (EPERM; at the start, the μprocess
- * ends with 126).  What stays open: karui's own memory is key 0, open to
- * every μprocess as the host's is to a domain, so a μprocess that writes
- * into karui's data or stacks on purpose can still reach past its key;
- * code it writes through a second, writable mapping of the same file or
- * memfd after the scan (a JIT's double mapping) is not seen; and
- * io_uring's workers do not check PKRU.  EPC-H makes isolation exact, not
- * a sandbox against hostile code.
+ * executable (kr__iso_exec_check), which is refused when writable too
+ * (EACCES).  A WRPKRU that a linear sweep of a file's code finds as an
+ * instruction (the C library's pkey_set) becomes a UD2 in the μprocess's
+ * copy; any other finding refuses the code (EPERM; at the start, the
+ * μprocess ends with 126).  What stays open: karui's own memory is key
+ * 0, open to every μprocess as the host's is to a domain, so a μprocess
+ * that writes karui's records (its VP's `pkru` among them) or jumps into
+ * gate.S's WRPKRUs, which no check of the value follows as ERIM's gates
+ * have, can reach past its key; code written through a second, writable
+ * mapping of the same file or memfd after the scan (a JIT's double
+ * mapping) is not seen.  EPC-H makes isolation exact, not a sandbox
+ * against hostile code.
  */
 #define _GNU_SOURCE
 #include <errno.h>
