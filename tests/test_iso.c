@@ -397,6 +397,9 @@ static int mode_of(kr_uproc *up)
 /* Does this process get protection keys (as karui asks, iso.c)? */
 static int keys_here(void)
 {
+#if !defined(__x86_64__)
+	return 0; /* μprocesses' keys are x86-64's */
+#endif
 	const char *e = getenv("KARUI_EPC");
 	int k = pkey_alloc(0, 0);
 	if (k >= 0)

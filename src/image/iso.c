@@ -272,8 +272,9 @@ static int pkru_writes(uintptr_t lo, uintptr_t hi, uintptr_t *at, unsigned max, 
 	for (uintptr_t pg = lo; pg < hi; pg += PAGE) {
 		uintptr_t from = pg - lo < CTX ? lo : pg - CTX;
 		uintptr_t to = hi - pg > PAGE + 2 ? pg + PAGE + 2 : hi;
-		if (kr__ucopy(b, (const void *)from, to - from) < 0)
-			break;
+		if (kr__ucopy(b, (const void *)from, to - from) < 0 &&
+		    kr__ucopy(b, (const void *)from, (to = hi - pg > PAGE ? pg + PAGE : hi) - from) < 0)
+			break; /* (the next page is past the end: this one alone) */
 		long i = (long)(pg - from) - 1;
 		while ((i = kr__writes_pkru(b, (size_t)i + 1, to - from, from, 0, 0)) >= 0 &&
 		       from + (uintptr_t)i < pg + PAGE) {
