@@ -88,6 +88,7 @@
  * namespaces (at most 15 μprocesses).
  */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -166,6 +167,7 @@ static struct {
 static __thread struct kr__img_vp *tvp;
 int kr__img_trace;
 uint8_t kr__img_avx; /* vzeroupper may be run (gate.S) */
+uint8_t kr__img_xsavec; /* XSAVEC may be run (gate.S; else XSAVE) */
 
 static inline uint64_t rdgsbase(void)
 {
@@ -344,6 +346,8 @@ static int install_handlers(void)
 	kr__cache_init();
 	kr__cache_cpuid_load();
 	kr__img_avx = (uint8_t)__builtin_cpu_supports("avx");
+	unsigned xa, xb, xc, xd; /* CPUID.(0xd, 1).EAX bit 1: XSAVEC */
+	kr__img_xsavec = __get_cpuid_count(0xd, 1, &xa, &xb, &xc, &xd) && (xa & 2);
 	const char *rw = getenv("KARUI_UPROC_REWRITE");
 	G.rewrite = !(rw && !strcmp(rw, "0"));
 	/* pids no real process has (above PID_MAX_LIMIT), apart per host */

@@ -849,6 +849,7 @@ struct kr__fast {
 struct kr__fast kr__sys_fast(long nr, const long *a);
 extern int kr__img_trace;   /* KARUI_UPROC_TRACE: each call on stderr */
 extern uint8_t kr__img_avx;
+extern uint8_t kr__img_xsavec;
 void kr__cpuid_lookup(uint32_t leaf, uint32_t sub, uint32_t out[4]);
 #define KR__CPUID_MAX 256
 struct kr__cpuid_ent {

@@ -373,7 +373,12 @@ kr__img_sigfault:
 	mov %rax, 568(%rsp)
 	mov $0xe7, %eax                 /* x87 SSE AVX opmask ZMM_Hi256 Hi16_ZMM */
 	xor %edx, %edx
+	cmpb $0, kr__img_xsavec(%rip)
+	je 3f
 	xsavec (%rsp)
+	jmp 4f
+3:	xsave (%rsp)                    /* (no XSAVEC: QEMU's TCG) standard format, */
+4:					/* 2688 bytes at most for these */
 .else
 	sub $16, %rsp                   /* the ABI's callee-saved control words, */
 	stmxcsr (%rsp)                  /* which another thread on this VP may */
