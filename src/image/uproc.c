@@ -1959,39 +1959,44 @@ static __attribute__((noreturn)) void resume(struct kr__uthr *p, struct kr__vfra
 	__builtin_unreachable();
 }
 
+/* What the parent of a vfork child c goes on with: its thread, the frame
+ * its call returns through, its deferred fork, and where the child's last
+ * call was; c is taken off the parent's microprocess. */
+struct vback {
+	struct kr__uthr *p;
+	struct kr__vframe *vf;
+	struct kr__dfork *df;
+	uintptr_t callsp;
+};
+
+static struct vback vchild_off(struct kr_uproc *c)
+{
+	struct vback b = {c->vparent, c->main.vframe, c->dfork, c->main.callsp};
+	c->vparent = NULL;
+	c->dfork = NULL;
+	c->main.vframe = NULL;
+	c->own_mp = 0;
+	c->main.mp = NULL;
+	return b;
+}
+
 /* A vfork child ends before it execs (its status set), on its parent's
  * microprocess: a zombie for its parent, which goes on. */
 static void vfork_end(struct kr_uproc *c)
 {
-	struct kr__uthr *p = c->vparent;
-	struct kr__vframe *vf = c->main.vframe;
-	struct kr__dfork *df = c->dfork;
 	pid_t pid = c->pid;
-	uintptr_t callsp = c->main.callsp;
-	c->vparent = NULL;
-	c->dfork = NULL;
-	c->main.vframe = NULL;
-	c->own_mp = 0;
-	c->main.mp = NULL;
+	struct vback b = vchild_off(c);
 	release(c);
 	orphan_kids(c);
 	if (family_end(c))
 		uproc_free(c);
-	resume(p, vf, pid, callsp, df);
+	resume(b.p, b.vf, pid, b.callsp, b.df);
 }
 
 void kr__uproc_dfork_end(struct kr_uproc *c, long pid, int pidfd)
 {
-	struct kr__uthr *p = c->vparent;
-	struct kr_uproc *up = p->up;
-	struct kr__vframe *vf = c->main.vframe;
-	struct kr__dfork *df = c->dfork;
-	uintptr_t callsp = c->main.callsp;
-	c->vparent = NULL;
-	c->dfork = NULL;
-	c->main.vframe = NULL;
-	c->own_mp = 0;
-	c->main.mp = NULL;
+	struct vback b = vchild_off(c);
+	struct kr_uproc *up = b.p->up;
 	pthread_mutex_lock(&G.lock); /* it is no child of up's: the process is */
 	struct kr_uproc **pp = &up->kids;
 	while (*pp != c)
@@ -2004,7 +2009,7 @@ void kr__uproc_dfork_end(struct kr_uproc *c, long pid, int pidfd)
 	uproc_free(c);
 	if (pid > 0 && kr__uproc_real_child(up, (pid_t)pid, pidfd))
 		pid = -EAGAIN; /* the process runs all the same, as fork.c's */
-	resume(p, vf, pid, callsp, df);
+	resume(b.p, b.vf, pid, b.callsp, b.df);
 }
 
 long kr__uproc_vfork(struct kr__uthr *t, unsigned long flags, uintptr_t stack, uintptr_t ptid,

@@ -142,16 +142,23 @@ static int mw_run(const char *timeout, const char *mpirun, const char *exe,
 	return 0;
 }
 
+/* Why the experiment's program cannot run here (`noexe`: it was not
+ * built), or NULL, with the paths of mpirun and timeout(1) found (each
+ * PATH_MAX bytes). */
+static const char *mpi_skip(const char *exe, const char *noexe, char *mpirun, char *timeout)
+{
+	return access(exe, X_OK)			     ? noexe
+	       : kb_find_prog("mpirun", mpirun, PATH_MAX)   ? "no mpirun (scripts/deps.sh installs openmpi-bin)"
+	       : kb_find_prog("timeout", timeout, PATH_MAX) ? "no timeout(1)"
+							    : NULL;
+}
+
 void kb_mpi_wave(const kb_ctx *c)
 {
 	char timeout[PATH_MAX], mpirun[PATH_MAX], exe[PATH_MAX], steps[24];
 	snprintf(exe, sizeof exe, "%s/%s", c->dir, MW_PROG);
 	snprintf(steps, sizeof steps, "%ld", c->n ? c->n : c->quick ? 200 : 1000);
-	const char *skip = access(exe, X_OK) ? "no " MW_PROG " (the build found no MPI)"
-			   : kb_find_prog("mpirun", mpirun, sizeof mpirun)
-			       ? "no mpirun (scripts/deps.sh installs openmpi-bin)"
-			   : kb_find_prog("timeout", timeout, sizeof timeout) ? "no timeout(1)"
-									       : NULL;
+	const char *skip = mpi_skip(exe, "no " MW_PROG " (the build found no MPI)", mpirun, timeout);
 	int want[MW_NSYS];
 	for (size_t y = 0; y < MW_NSYS; y++) {
 		want[y] = kb_want(c, MW, MW_SYS[y].name);
@@ -218,11 +225,7 @@ void kb_mpi_pipe(const kb_ctx *c)
 	char timeout[PATH_MAX], mpirun[PATH_MAX], exe[PATH_MAX], rounds[24];
 	snprintf(exe, sizeof exe, "%s/%s", c->dir, MP_PROG);
 	snprintf(rounds, sizeof rounds, "%ld", c->n ? c->n : c->quick ? 5000 : 20000);
-	const char *skip = access(exe, X_OK) ? "no " MP_PROG " (the build found no MPI)"
-			   : kb_find_prog("mpirun", mpirun, sizeof mpirun)
-			       ? "no mpirun (scripts/deps.sh installs openmpi-bin)"
-			   : kb_find_prog("timeout", timeout, sizeof timeout) ? "no timeout(1)"
-									       : NULL;
+	const char *skip = mpi_skip(exe, "no " MP_PROG " (the build found no MPI)", mpirun, timeout);
 	int want[MP_NSYS];
 	for (size_t y = 0; y < MP_NSYS; y++) {
 		want[y] = kb_want(c, MP, MP_SYS[y].name);
