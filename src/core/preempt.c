@@ -97,7 +97,8 @@ static struct {
 	struct { uintptr_t lo, hi; } text[8]; /* the C library's, ld.so's */
 	unsigned ntext;
 	int wanted;          /* kr__preempt_want was called */
-	int fsgsbase;        /* x86-64: rdfsbase may be used */
+	int fsgsbase;        /* x86-64: rdfsbase may be used (atomic; set
+			      * by every VP at its start, to the same) */
 	int tid[KR_VP_MAX];  /* each VP's thread (atomic; 0: none) */
 } PR;
 
@@ -203,7 +204,7 @@ int kr__preempt_wanted(void) { return __atomic_load_n(&PR.wanted, __ATOMIC_RELAX
 uintptr_t kr__thread_pointer(void)
 {
 #if defined(__x86_64__)
-	if (PR.fsgsbase) {
+	if (__atomic_load_n(&PR.fsgsbase, __ATOMIC_RELAXED)) {
 		uintptr_t v;
 		__asm__ volatile("rdfsbase %0" : "=r"(v));
 		return v;
@@ -227,7 +228,8 @@ uintptr_t kr__thread_pointer(void)
 void kr__preempt_vp(struct kr_worker *w, unsigned id)
 {
 #if defined(__x86_64__)
-	PR.fsgsbase = (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) != 0;
+	__atomic_store_n(&PR.fsgsbase, (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) != 0,
+			 __ATOMIC_RELAXED);
 #endif
 	if (w)
 		w->tp = kr__thread_pointer();
