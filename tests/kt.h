@@ -193,6 +193,28 @@ static inline double kt_thread_cpu_ms(pid_t tid)
 	return ok ? ns / 1e6 : -1;
 }
 
+/* CPU time of process pid (0: this one) so far, in clock ticks (utime +
+ * stime); -1 if it cannot be read. */
+static inline long kt_proc_ticks(pid_t pid)
+{
+	char path[40], buf[1024];
+	if (pid)
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	else
+		snprintf(path, sizeof path, "/proc/self/stat");
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 14; field++)
+		p = strchr(p + 1, ' ');
+	long ut, st;
+	return p && sscanf(p, " %ld %ld", &ut, &st) == 2 ? ut + st : -1;
+}
+
 /* The n threads stay asleep in the kernel for `ms` milliseconds of wall
  * time: each reads 'S' (or 'D') at 3 looks in 4 or more, and uses less
  * CPU than a tenth of the time that passed.  A thread that spins reads

@@ -673,24 +673,6 @@ static void live_view_waits_for_a_missing_segment(void)
 	live_end(0);
 }
 
-/* CPU time of process pid so far, in clock ticks (utime + stime). */
-static long cpu_ticks(pid_t pid)
-{
-	char path[40], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	KT_CHECK(f);
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 14; field++)
-		p = strchr(p + 1, ' ');
-	long ut, stime;
-	KT_CHECK(p && sscanf(p, " %ld %ld", &ut, &stime) == 2);
-	return ut + stime;
-}
-
 static void live_view_sleeps_between_refreshes(void)
 {
 	char name[96];
@@ -699,7 +681,8 @@ static void live_view_sleeps_between_refreshes(void)
 	slot_live(g, 0, getpid(), start_of(getpid()), "kt-idle", st, 4);
 	live_start((const char *const[]){"--segment", name, "-d", "0.25", NULL}, 24, 80);
 	LIVE_EXPECT("kt-idle");
-	long c0 = cpu_ticks(lv.pid);
+	long c0 = kt_proc_ticks(lv.pid);
+	KT_CHECK(c0 >= 0);
 	uint64_t t0 = kt_mono_ns();
 	unsigned frames = 0;
 	while (kt_mono_ns() - t0 < 2000000000ull) {
@@ -708,7 +691,7 @@ static void live_view_sleeps_between_refreshes(void)
 		frames++;
 	}
 	double wall_ticks = (double)(kt_mono_ns() - t0) / 1e9 * (double)sysconf(_SC_CLK_TCK);
-	long used = cpu_ticks(lv.pid) - c0;
+	long used = kt_proc_ticks(lv.pid) - c0;
 	fprintf(stderr, "  %u frames, %ld ticks of CPU in %.0f\n", frames, used, wall_ticks);
 	KT_CHECK(frames >= 2);
 	KT_CHECK(used < wall_ticks / 10);

@@ -328,23 +328,6 @@ static void mpi_and_io_in_one_process(void)
 	KT_EQ(kr_close(p[1]), 0);
 }
 
-/* CPU time of this process so far, in clock ticks (utime + stime). */
-static long cpu_ticks(void)
-{
-	char buf[1024];
-	FILE *f = fopen("/proc/self/stat", "r");
-	KT_CHECK(f);
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 14; field++)
-		p = strchr(p + 1, ' ');
-	long ut, st;
-	KT_CHECK(p && sscanf(p, " %ld %ld", &ut, &st) == 2);
-	return ut + st;
-}
-
 static void *recv_word(void *arg)
 {
 	int x = 0;
@@ -366,11 +349,12 @@ static void a_rank_waiting_on_both_uses_little_cpu(void)
 	KT_EQ(kr_mp_create(&a, NULL, recv_word, NULL), 0);
 	KT_EQ(kr_mp_create(&b, NULL, late_pipe_reader, (void *)(intptr_t)p[0]), 0);
 	KT_EQ(kr_mp_sleep_for(100 * 1000000ull), 0); /* past the spin */
-	long c0 = cpu_ticks();
+	long c0 = kt_proc_ticks(0);
+	KT_CHECK(c0 >= 0);
 	uint64_t t0 = kr_now();
 	KT_EQ(kr_mp_sleep_for(1000 * 1000000ull), 0);
 	double wall = (double)(kr_now() - t0) / 1e9 * (double)sysconf(_SC_CLK_TCK);
-	long used = cpu_ticks() - c0;
+	long used = kt_proc_ticks(0) - c0;
 	fprintf(stderr, "  rank %d: %ld ticks of CPU in %.0f\n", rank, used, wall);
 	KT_CHECK(used < wall / 4);
 	int x = 2100 + rank;
