@@ -73,6 +73,7 @@
 #include <string.h>
 #include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -688,16 +689,35 @@ static void jumps(uint8_t jmp5[5], uint8_t jmp2[2], uintptr_t site, uintptr_t sl
 /* Every thread of the process runs a serialising instruction before it
  * runs code again (membarrier's SYNC_CORE): what it fetched before a
  * write to code is not what it runs after.  0 where the kernel has no
- * such command, or refuses it. */
+ * such command, or refuses it.
+ *
+ * The registration costs the kernel a grace period (synchronize_rcu, 10 ms
+ * and more) once the process has threads, and nothing while it has one:
+ * it is made when the library is loaded, if the process then has one
+ * thread (its /proc/self/task has 3 links); else at the first live
+ * patch.  Made at the first live patch, it held a threaded μprocess (and
+ * pigz's run under libkarui-pthread.so) for 13.7 ms. */
+static int sync_ok = -1; /* -1: not registered yet */
+
+static int sync_register(void)
+{
+	int v = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
+	__atomic_store_n(&sync_ok, v, __ATOMIC_RELEASE);
+	return v;
+}
+
+__attribute__((constructor)) static void sync_register_early(void)
+{
+	struct stat st;
+	if (stat("/proc/self/task", &st) == 0 && st.st_nlink == 3)
+		sync_register();
+}
+
 static int sync_cores(void)
 {
-	static int ok = -1; /* -1: not registered yet */
-	int v = __atomic_load_n(&ok, __ATOMIC_ACQUIRE);
-	if (v < 0) {
-		v = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED_SYNC_CORE, 0,
-			    0) == 0;
-		__atomic_store_n(&ok, v, __ATOMIC_RELEASE);
-	}
+	int v = __atomic_load_n(&sync_ok, __ATOMIC_ACQUIRE);
+	if (v < 0)
+		v = sync_register();
 	return v && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0) == 0;
 }
 
